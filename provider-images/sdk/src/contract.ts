@@ -1,0 +1,110 @@
+/**
+ * The Core ↔ provider wire contract (DESIGN §5), defined once: Core calls with these types and
+ * providers serve them. Endpoints, all JSON over HTTP:
+ *   GET  /v1/manifest                      → Manifest
+ *   GET  /v1/health                        → Health
+ *   POST /v1/invoke                        InvokeRequest → InvokeResponse
+ *   GET  /v1/executions/{idempotencyKey}   → ExecutionStatus
+ * Grants (signed JWTs on invoke and status) come with the "grants" issue; until then the provider is
+ * reachable only from the operator's network position.
+ */
+import { z } from "zod";
+
+/** What a capability does to the business system: read nothing changes, draft an isolated copy, write the real thing. */
+export const Effect = z.enum(["read", "draft", "write"]);
+export type Effect = z.infer<typeof Effect>;
+
+/** Whether an invoke answers with the outcome (sync) or an accepted execution to poll (async). */
+export const Mode = z.enum(["sync", "async"]);
+export type Mode = z.infer<typeof Mode>;
+
+/** How the provider deduplicates a repeated invoke: by our idempotency key, by the business data itself, or not at all. */
+export const Idempotency = z.enum(["none", "key", "natural"]);
+export type Idempotency = z.infer<typeof Idempotency>;
+
+/**
+ * The shared error kinds (STYLE.md "Errors carry a kind"). `forbidden` from a provider is the business
+ * system's final word: Core never rewrites or retries it. `unknown_outcome` means nobody knows whether
+ * the effect happened.
+ */
+export const ErrorKind = z.enum([
+  "invalid_arguments",
+  "forbidden",
+  "not_found",
+  "conflict",
+  "unavailable",
+  "timeout",
+  "unknown_outcome",
+  "internal",
+]);
+export type ErrorKind = z.infer<typeof ErrorKind>;
+
+/** Capability id: dotted lowercase segments, at most 64 characters (DESIGN §2). */
+export const CapabilityId = z
+  .string()
+  .max(64)
+  .regex(/^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$/);
+
+/** A JSON Schema (draft 2020-12 subset that ajv accepts) kept as a plain object. */
+export const JsonSchemaObject = z.record(z.string(), z.unknown());
+
+/** One capability a provider offers. */
+export const CapabilityOffer = z.object({
+  id: CapabilityId,
+  description: z.string().max(1024),
+  effect: Effect,
+  mode: Mode,
+  idempotency: Idempotency,
+  inputSchema: JsonSchemaObject,
+  outputSchema: JsonSchemaObject,
+});
+export type CapabilityOffer = z.infer<typeof CapabilityOffer>;
+
+/** `GET /v1/manifest`. */
+export const Manifest = z.object({
+  provider: z.string().min(1).max(63),
+  version: z.string().min(1).max(64),
+  requiresIdentity: z.boolean(),
+  capabilities: z.array(CapabilityOffer).max(256),
+});
+export type Manifest = z.infer<typeof Manifest>;
+
+/** `GET /v1/health`. */
+export const Health = z.object({ status: z.enum(["ok", "degraded", "down"]), message: z.string().optional() });
+export type Health = z.infer<typeof Health>;
+
+/** Who the call is made for: the session's subject, and the business account it maps to when the provider requires identity. */
+export const Subject = z.object({ user: z.string().min(1), groups: z.array(z.string()) });
+export type Subject = z.infer<typeof Subject>;
+
+/** `POST /v1/invoke` body. `arguments` are the validated arguments Core stored with the execution. */
+export const InvokeRequest = z.object({
+  executionId: z.string().min(1),
+  idempotencyKey: z.string().min(1).max(128),
+  capability: CapabilityId,
+  arguments: z.record(z.string(), z.unknown()),
+  subject: Subject,
+  account: z.string().optional(),
+});
+export type InvokeRequest = z.infer<typeof InvokeRequest>;
+
+/** A pointer to evidence the business system keeps (a document number, an audit id). */
+export const Evidence = z.object({ system: z.string(), reference: z.string() });
+
+/** `POST /v1/invoke` answer: the receipt. HTTP 200 for both outcomes; non-2xx means the provider itself failed. */
+export const InvokeResponse = z.object({
+  status: z.enum(["succeeded", "failed"]),
+  result: z.unknown().optional(),
+  errorKind: ErrorKind.optional(),
+  message: z.string().optional(),
+  evidence: Evidence.optional(),
+});
+export type InvokeResponse = z.infer<typeof InvokeResponse>;
+
+/** `GET /v1/executions/{idempotencyKey}`: what the provider knows of an earlier invoke with that key. */
+export const ExecutionStatus = z.object({
+  idempotencyKey: z.string(),
+  status: z.enum(["succeeded", "failed", "in_progress", "not_found"]),
+  response: InvokeResponse.optional(),
+});
+export type ExecutionStatus = z.infer<typeof ExecutionStatus>;
