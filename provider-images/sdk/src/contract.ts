@@ -90,6 +90,7 @@ export type InvokeRequest = z.infer<typeof InvokeRequest>;
 
 /** A pointer to evidence the business system keeps (a document number, an audit id). */
 export const Evidence = z.object({ system: z.string(), reference: z.string() });
+export type Evidence = z.infer<typeof Evidence>;
 
 /** `POST /v1/invoke` answer: the receipt. HTTP 200 for both outcomes; non-2xx means the provider itself failed. */
 export const InvokeResponse = z.object({

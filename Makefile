@@ -1,0 +1,42 @@
+# Gatehouse. The two commands a new machine needs: `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -eu -o pipefail -c
+
+NODE_BIN := $(shell scripts/ensure-node.sh)
+export PATH := $(NODE_BIN):$(PATH)
+
+.PHONY: demo test deps cluster crds lint typecheck check bench clean
+
+## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
+node_modules/.install-stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+deps: node_modules/.install-stamp
+
+## cluster: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (cached outside the repo).
+cluster:
+	test/cluster/build.sh
+
+## demo: the reference story on a real local control plane; stays up for exploration until Ctrl-C (DEMO_EXIT=1 exits when done).
+demo: deps cluster
+	node test/e2e/demo.ts
+
+## test: every test (unit, integration on Postgres, cluster and e2e on the real control plane).
+test: deps cluster
+	npx vitest run
+
+## crds: regenerate crds/ from the zod schemas in operator/src/api.
+crds: deps
+	node operator/src/api/generate.ts
+
+lint: deps
+	npx biome check .
+
+typecheck: deps
+	npx tsc -p tsconfig.json --noEmit
+
+check: lint typecheck
+
+clean:
+	rm -rf .run

@@ -1,0 +1,75 @@
+/** AgentSession (`ags`): one agent run on behalf of a subject (DESIGN §2). */
+import { z } from "zod";
+import { Conditions, Dns1123Label, Dns1123Subdomain, Subject } from "./common.ts";
+
+export const SessionPhase = z.enum(["Pending", "Running", "AwaitingApproval", "Completed", "Failed", "Cancelled"]);
+export type SessionPhase = z.infer<typeof SessionPhase>;
+
+export const AgentSessionSpec = z.object({
+  subject: Subject.describe(
+    "Who the agent acts for. On create, user must equal the requesting user and groups must be a subset of the requester's groups.",
+  ),
+  engine: z.enum(["builtin"]).default("builtin").describe("Agent engine; builtin is Gatehouse's own loop on the OpenAI SDK."),
+  model: z
+    .object({
+      name: z.string().min(1).max(256).describe("Model name sent to the endpoint."),
+      endpointRef: Dns1123Label.optional().describe(
+        "Name of a model endpoint from the operator's configuration; empty means the default endpoint. Users never supply URLs.",
+      ),
+    })
+    .describe("The model the agent uses."),
+  instructions: z.string().max(16384).default("").describe("System instructions for the agent."),
+  messages: z
+    .array(z.object({ text: z.string().min(1).max(16384).describe("Message text.") }))
+    .min(1)
+    .max(64)
+    .describe("Append-only user messages; the first is the task. Appending starts a new turn."),
+  capabilities: z
+    .array(Dns1123Subdomain)
+    .max(64)
+    .optional()
+    .describe("Names of Capability objects the agent may see; default all in the namespace that the subject may use."),
+  limits: z
+    .object({
+      maxTurns: z.number().int().min(1).max(1000).optional().describe("Most model turns."),
+      maxToolCalls: z.number().int().min(0).max(10000).optional().describe("Most tool calls in the session."),
+      maxWrites: z.number().int().min(0).max(1000).optional().describe("Most write-effect executions."),
+      tokenBudget: z.number().int().min(0).optional().describe("Most tokens (input + output)."),
+      timeoutSeconds: z.number().int().min(1).max(604800).optional().describe("Wall-clock budget of the session in seconds."),
+    })
+    .optional()
+    .describe("Limits; each effective value is the minimum of this and the operator's ceiling."),
+  approval: z
+    .object({
+      holdPodForSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .max(3600)
+        .optional()
+        .describe("How long the agent pod waits for a decision before it is released."),
+    })
+    .optional(),
+  cancel: z.boolean().optional().describe("Set true to cancel the session."),
+});
+export type AgentSessionSpec = z.infer<typeof AgentSessionSpec>;
+
+export const AgentSessionStatus = z.object({
+  phase: SessionPhase.optional().describe("Pending, Running, AwaitingApproval, Completed, Failed or Cancelled."),
+  observedGeneration: z.number().int().min(0).optional(),
+  conditions: Conditions.optional(),
+  podName: z.string().max(253).optional().describe("The current agent pod."),
+  podUID: z.string().max(64).optional().describe("UID of the current agent pod; the gateway binds the pod's token to it."),
+  turns: z.number().int().min(0).optional(),
+  toolCalls: z.number().int().min(0).optional(),
+  writes: z.number().int().min(0).optional(),
+  usage: z
+    .object({ inputTokens: z.number().int().min(0), outputTokens: z.number().int().min(0) })
+    .optional()
+    .describe("Tokens used so far."),
+  pendingApprovals: z.array(z.string().max(253)).max(64).optional().describe("Names of Approvals waiting for a decision."),
+  result: z.string().max(16384).optional().describe("The agent's final answer (bounded; the transcript lives in Postgres)."),
+  startTime: z.string().optional(),
+  completionTime: z.string().optional(),
+});
+export type AgentSessionStatus = z.infer<typeof AgentSessionStatus>;

@@ -1,0 +1,73 @@
+/** Approval (`apr`): a human decision on one proposed call, created only by the operator (DESIGN §2). */
+import { z } from "zod";
+import { Conditions, ProviderRef, Subject, UsersAndGroups } from "./common.ts";
+
+export const ApprovalPhase = z.enum([
+  "Pending",
+  "Approved",
+  "Rejected",
+  "Expired",
+  "Cancelled",
+  "Stale",
+  "Executing",
+  "Succeeded",
+  "Failed",
+  "Unknown",
+]);
+export type ApprovalPhase = z.infer<typeof ApprovalPhase>;
+
+export const Decision = z.object({
+  approver: z.string().min(1).max(253).describe("Must equal the user appending the decision."),
+  verdict: z.enum(["Approve", "Reject"]),
+  reason: z.string().max(1024).optional(),
+});
+export type Decision = z.infer<typeof Decision>;
+
+export const ApprovalSpec = z.object({
+  executionId: z.string().max(64).describe("The execution identity: sha256 of session uid, turn, position, capability and arguments digest."),
+  sessionRef: z.object({ name: z.string().max(253), uid: z.string().max(64) }).describe("The AgentSession that proposed the call."),
+  capability: z.string().max(253).describe("Name of the Capability object."),
+  capabilityId: z.string().max(64).describe("The capability id, e.g. aps.schedule.publish."),
+  providerRef: ProviderRef,
+  arguments: z.string().max(65536).describe("The call's arguments as RFC 8785 canonical JSON (a string, so equality is exact)."),
+  argumentsDigest: z.string().max(128).describe("sha256 hex of arguments."),
+  schemaDigest: z.string().max(128).describe("The capability's schema digest when the call was proposed."),
+  target: z
+    .object({ kind: z.string().max(63), id: z.string().max(253), version: z.string().max(63).optional() })
+    .optional()
+    .describe("The business object the call changes, when known."),
+  requester: Subject.describe("The session's subject."),
+  approvers: UsersAndGroups,
+  requiredApprovals: z.number().int().min(1).max(10),
+  allowSelfApproval: z.boolean(),
+  expiresAt: z.string().describe("RFC 3339; the operator moves a Pending Approval to Expired after it."),
+  decisions: z
+    .array(Decision)
+    .max(32)
+    .default([])
+    .describe('Append one entry with a JSON patch {"op":"add","path":"/spec/decisions/-","value":{...}}.'),
+});
+export type ApprovalSpec = z.infer<typeof ApprovalSpec>;
+
+export const ApprovalStatus = z.object({
+  phase: ApprovalPhase.optional(),
+  observedGeneration: z.number().int().min(0).optional(),
+  conditions: Conditions.optional(),
+  approvals: z.number().int().min(0).optional().describe("Counted Approve decisions from eligible approvers."),
+  ignoredDecisions: z
+    .array(z.object({ approver: z.string().max(253), reason: z.string().max(1024) }))
+    .max(32)
+    .optional()
+    .describe("Decisions that did not count, and why."),
+  execution: z
+    .object({
+      id: z.string().max(128),
+      state: z.enum(["started", "succeeded", "failed", "unknown"]),
+      errorKind: z.string().max(63).optional(),
+      resultSummary: z.string().max(4096).optional(),
+      startedAt: z.string().optional(),
+      finishedAt: z.string().optional(),
+    })
+    .optional(),
+});
+export type ApprovalStatus = z.infer<typeof ApprovalStatus>;

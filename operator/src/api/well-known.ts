@@ -1,0 +1,19 @@
+/**
+ * Names, labels and audiences that several parts of Gatehouse (and its users) rely on: part of the
+ * API, like the kinds themselves.
+ */
+
+/** Label on every object the operator creates. */
+export const MANAGED_BY = { "app.kubernetes.io/managed-by": "gatehouse" } as const;
+/** Label selector form of MANAGED_BY. */
+export const MANAGED_BY_SELECTOR = "app.kubernetes.io/managed-by=gatehouse";
+/** Label carrying a session's UID (names can exceed the 63-character label limit; UIDs cannot). */
+export const SESSION_UID_LABEL = "gatehouse.dev/session-uid";
+/** Label naming the ProviderInstance a workload serves. */
+export const PROVIDER_LABEL = "gatehouse.dev/provider";
+/** The ServiceAccount agent pods run as, in each session namespace. */
+export const AGENT_SERVICE_ACCOUNT = "gatehouse-agent";
+/** Audience of the agent pods' projected token; never one of the API server's own audiences. */
+export const GATEHOUSE_AUDIENCE = "gatehouse";
+/** Field manager of the operator's server-side applies. */
+export const FIELD_MANAGER = "gatehouse-operator";

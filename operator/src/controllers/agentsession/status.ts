@@ -1,0 +1,102 @@
+/**
+ * A session's status from what the API server and Postgres show (pure): the agent pod's state, the
+ * session's Approvals, and the final answer the agent posted.
+ */
+import type { V1Pod } from "@kubernetes/client-node";
+import type { SessionPhase } from "../../api/agentsession.ts";
+import type { AgentSession, Approval } from "../../api/kinds.ts";
+import { setCondition } from "../../kube/conditions.ts";
+import type { SessionRecord } from "../../core/session-record.ts";
+
+const TERMINAL: SessionPhase[] = ["Completed", "Failed", "Cancelled"];
+const RESULT_LIMIT = 16_384;
+
+/** True once the session can no longer change phase. */
+export function isTerminal(session: AgentSession): boolean {
+  return TERMINAL.includes(session.status?.phase ?? "Pending");
+}
+
+/** Phase and reason from the pod, Approvals and transcript. */
+export function phaseFrom(
+  session: AgentSession,
+  pod: V1Pod | undefined,
+  pendingApprovals: Approval[],
+  record: SessionRecord,
+): { phase: SessionPhase; reason: string; message: string } {
+  if (session.spec.cancel) return { phase: "Cancelled", reason: "Cancelled", message: "spec.cancel is set." };
+  const podPhase = pod?.status?.phase;
+  if (record.finalAnswer !== undefined && (podPhase === "Succeeded" || podPhase === undefined)) {
+    return { phase: "Completed", reason: "AnswerPosted", message: "The agent posted its final answer." };
+  }
+  if (podPhase === "Failed") {
+    const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
+    const why = pod?.status?.reason ?? terminated?.reason ?? "Error";
+    return {
+      phase: "Failed",
+      reason: why === "DeadlineExceeded" ? "TimedOut" : "AgentFailed",
+      message: record.agentError ?? `The agent pod failed (${why}, exit code ${terminated?.exitCode ?? "unknown"}).`,
+    };
+  }
+  if (podPhase === "Succeeded") {
+    return { phase: "Failed", reason: "NoAnswer", message: "The agent exited without posting a final answer." };
+  }
+  if (!pod || podPhase === "Pending" || podPhase === undefined) {
+    return { phase: "Pending", reason: "PodStarting", message: "Waiting for the agent pod to run." };
+  }
+  if (pendingApprovals.length > 0) {
+    return {
+      phase: "AwaitingApproval",
+      reason: "ApprovalPending",
+      message: `Waiting for a decision on ${pendingApprovals.map((a) => a.metadata.name).join(", ")}.`,
+    };
+  }
+  return { phase: "Running", reason: "PodRunning", message: "The agent is working." };
+}
+
+/** The full desired status. */
+export function statusFrom(
+  session: AgentSession,
+  pod: V1Pod | undefined,
+  approvals: Approval[],
+  record: SessionRecord,
+  now: Date,
+): NonNullable<AgentSession["status"]> {
+  const pending = approvals.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
+  const { phase, reason, message } = phaseFrom(session, pod, pending, record);
+  const generation = session.metadata.generation;
+  const stamp = now.toISOString().replace(/\.\d+Z$/, "Z");
+  let conditions = setCondition(
+    session.status?.conditions,
+    { type: "AwaitingApproval", status: pending.length > 0 ? "True" : "False", reason: pending.length > 0 ? "ApprovalPending" : "NoPendingApprovals", message: pending.length > 0 ? message : "No decision is pending.", observedGeneration: generation },
+    now,
+  );
+  const terminal = TERMINAL.includes(phase);
+  conditions = setCondition(
+    conditions,
+    { type: "Progressing", status: terminal ? "False" : "True", reason, message, observedGeneration: generation },
+    now,
+  );
+  if (terminal) {
+    conditions = setCondition(
+      conditions,
+      { type: phase === "Completed" ? "Complete" : "Failed", status: "True", reason, message, observedGeneration: generation },
+      now,
+    );
+  }
+  return {
+    ...session.status,
+    phase,
+    observedGeneration: generation,
+    conditions,
+    ...(pod?.metadata?.name ? { podName: pod.metadata.name } : {}),
+    ...(pod?.metadata?.uid ? { podUID: pod.metadata.uid } : {}),
+    turns: record.turns,
+    toolCalls: record.toolCalls,
+    writes: record.writes,
+    usage: record.usage,
+    pendingApprovals: pending.map((a) => a.metadata.name),
+    ...(record.finalAnswer !== undefined ? { result: record.finalAnswer.slice(0, RESULT_LIMIT) } : {}),
+    startTime: session.status?.startTime ?? stamp,
+    ...(terminal ? { completionTime: session.status?.completionTime ?? stamp } : {}),
+  };
+}

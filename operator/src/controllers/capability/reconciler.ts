@@ -1,0 +1,101 @@
+/**
+ * Capability reconciler:
+ *   capability = cache.get(key)
+ *   provider = the referenced ProviderInstance   ; missing / not Ready → Ready=False ProviderNotReady
+ *   offer = the provider's manifest entry         ; absent → NotOffered
+ *   status = effect, mode, idempotency, schemas, digest, tool name; observedEffect kept from the first
+ *            sighting, and a weaker declaration later turns Ready=False EffectChanged (DESIGN §2)
+ */
+import type { Effect } from "@gatehouse/provider-sdk";
+import type { Logger } from "pino";
+import type { Capability, ProviderInstance } from "../../api/kinds.ts";
+import { CAPABILITY } from "../../api/kinds.ts";
+import type { Caches } from "../../kube/caches.ts";
+import type { KubeClients } from "../../kube/client.ts";
+import { describeApiError } from "../../kube/client.ts";
+import { findCondition, setCondition } from "../../kube/conditions.ts";
+import { writeStatusIfChanged } from "../../kube/status.ts";
+import type { ReconcileResult } from "../../kube/workqueue.ts";
+import { schemaDigestOf } from "../../core/schema-digest.ts";
+import { toolNameOf } from "../../core/tool-names.ts";
+import type { ManifestSource } from "../providerinstance/reconciler.ts";
+
+export interface CapabilityDeps {
+  clients: KubeClients;
+  caches: Caches;
+  manifests: ManifestSource;
+  now: () => Date;
+}
+
+const EFFECT_STRENGTH: Record<Effect, number> = { read: 0, draft: 1, write: 2 };
+
+/** The ProviderInstance a Capability refers to, from the cache. */
+export function providerOf(caches: Caches, capability: Capability): ProviderInstance | undefined {
+  const ref = capability.spec.providerRef;
+  return caches.providers.get(ref.name, ref.namespace ?? capability.metadata.namespace);
+}
+
+/** Reconciles one Capability. */
+export async function reconcileCapability(
+  deps: CapabilityDeps,
+  namespace: string,
+  name: string,
+  log: Logger,
+): Promise<ReconcileResult> {
+  const capability = deps.caches.capabilities.get(name, namespace);
+  if (!capability || capability.metadata.deletionTimestamp) return undefined;
+  const now = deps.now();
+  const generation = capability.metadata.generation;
+  const status = { ...capability.status, observedGeneration: generation };
+  const ready = (reason: string, message: string, ok = false) => {
+    status.conditions = setCondition(
+      status.conditions,
+      { type: "Ready", status: ok ? "True" : "False", reason, message, observedGeneration: generation },
+      now,
+    );
+  };
+
+  const provider = providerOf(deps.caches, capability);
+  const providerReady = findCondition(provider?.status?.conditions, "Ready")?.status === "True";
+  const endpoint = provider?.status?.endpoints?.[0];
+  if (!provider || !providerReady || !endpoint) {
+    ready("ProviderNotReady", `ProviderInstance ${capability.spec.providerRef.name} is missing or not Ready.`);
+  } else if (provider.metadata.namespace !== namespace) {
+    // cross-namespace providers (allowedNamespaces) come with the API issue; refuse until then.
+    ready("ProviderNotReady", "Cross-namespace providers are not supported yet.");
+  } else {
+    try {
+      const manifest = await deps.manifests.fetchManifest(endpoint);
+      const offer = manifest.capabilities.find((c) => c.id === capability.spec.id);
+      if (!offer) {
+        ready("NotOffered", `Provider ${manifest.provider} ${manifest.version} does not offer ${capability.spec.id}.`);
+      } else {
+        const observedEffect = status.observedEffect ?? offer.effect;
+        Object.assign(status, {
+          effect: offer.effect,
+          observedEffect,
+          mode: offer.mode,
+          idempotency: offer.idempotency,
+          description: offer.description,
+          inputSchema: offer.inputSchema,
+          outputSchema: offer.outputSchema,
+          schemaDigest: schemaDigestOf(offer),
+          toolName: toolNameOf(offer.id),
+        });
+        if (EFFECT_STRENGTH[offer.effect] < EFFECT_STRENGTH[observedEffect]) {
+          ready(
+            "EffectChanged",
+            `The provider now declares ${offer.effect} but ${observedEffect} was observed first; edit the Capability to accept the change.`,
+          );
+        } else {
+          ready("Offered", `Offered by ${manifest.provider} ${manifest.version} as ${offer.effect}.`, true);
+        }
+      }
+    } catch (error) {
+      log.warn({ err: describeApiError(error) }, "manifest fetch failed");
+      ready("ProviderNotReady", `The provider's manifest could not be read: ${describeApiError(error)}`);
+    }
+  }
+  await writeStatusIfChanged(deps.clients, CAPABILITY, capability, status);
+  return findCondition(status.conditions, "Ready")?.status === "True" ? undefined : { requeueAfterMs: 5_000 };
+}

@@ -1,0 +1,128 @@
+/**
+ * ProviderInstance reconciler:
+ *   provider = cache.get(key)               ; gone → owner references clean up the workload
+ *   Shared → apply Deployment + Service     ; server-side apply, field manager gatehouse-operator
+ *   endpoints = ready EndpointSlice addresses
+ *   manifest = GET /v1/manifest at an endpoint
+ *   status = Ready/Healthy conditions, manifest summary, endpoints
+ *   requeue for the next health check
+ */
+import type { KubernetesObject, V1EndpointSlice } from "@kubernetes/client-node";
+import { PatchStrategy } from "@kubernetes/client-node";
+import type { Manifest } from "@gatehouse/provider-sdk";
+import type { Logger } from "pino";
+import type { Condition } from "../../api/common.ts";
+import { FIELD_MANAGER } from "../../api/well-known.ts";
+import { PROVIDER_INSTANCE } from "../../api/kinds.ts";
+import type { Caches } from "../../kube/caches.ts";
+import type { KubeClients } from "../../kube/client.ts";
+import { describeApiError } from "../../kube/client.ts";
+import { setCondition } from "../../kube/conditions.ts";
+import { writeStatusIfChanged } from "../../kube/status.ts";
+import type { ReconcileResult } from "../../kube/workqueue.ts";
+import { schemaDigestOf } from "../../core/schema-digest.ts";
+import { deploymentFor, serviceFor, workloadName } from "./workload.ts";
+
+/** Fetches a provider's manifest from one of its endpoints (`http://ip:port`). Throws on any failure. */
+export interface ManifestSource {
+  fetchManifest(endpoint: string): Promise<Manifest>;
+}
+
+export interface ProviderInstanceDeps {
+  clients: KubeClients;
+  caches: Caches;
+  manifests: ManifestSource;
+  providerPort: number;
+  now: () => Date;
+}
+
+const HEALTH_INTERVAL_MS = 30_000;
+const WAITING_INTERVAL_MS = 2_000;
+
+/** Ready endpoint URLs of a Service from its EndpointSlices (discovery.k8s.io/v1), sorted. */
+export function readyEndpoints(slices: V1EndpointSlice[], serviceName: string, port: number): string[] {
+  const urls = new Set<string>();
+  for (const slice of slices) {
+    if (slice.metadata?.labels?.["kubernetes.io/service-name"] !== serviceName) continue;
+    const slicePort = slice.ports?.find((p) => p.name === "http")?.port ?? port;
+    for (const endpoint of slice.endpoints ?? []) {
+      if (endpoint.conditions?.ready === false) continue;
+      for (const address of endpoint.addresses) urls.add(`http://${address}:${slicePort}`);
+    }
+  }
+  return [...urls].sort();
+}
+
+/** Reconciles one ProviderInstance. */
+export async function reconcileProviderInstance(
+  deps: ProviderInstanceDeps,
+  namespace: string,
+  name: string,
+  log: Logger,
+): Promise<ReconcileResult> {
+  const provider = deps.caches.providers.get(name, namespace);
+  if (!provider || provider.metadata.deletionTimestamp) return undefined;
+  const now = deps.now();
+  const generation = provider.metadata.generation;
+
+  // sidecar placement issue: Sidecar providers are injected into agent pods; only Shared is run here.
+  if (provider.spec.placement === "Shared") {
+    await apply(deps.clients, deploymentFor(provider, deps.providerPort));
+    await apply(deps.clients, serviceFor(provider, deps.providerPort));
+  }
+
+  const slices = deps.caches.endpointSlices.list(namespace);
+  const endpoints = readyEndpoints(slices, workloadName(provider), deps.providerPort);
+  let conditions: Condition[] | undefined = provider.status?.conditions;
+  let manifest = provider.status?.manifest;
+  let requeueAfterMs = HEALTH_INTERVAL_MS;
+
+  if (endpoints.length === 0) {
+    conditions = setCondition(
+      conditions,
+      { type: "Ready", status: "False", reason: "NoReadyEndpoints", message: "No provider pod is ready yet.", observedGeneration: generation },
+      now,
+    );
+    requeueAfterMs = WAITING_INTERVAL_MS;
+  } else {
+    try {
+      const fetched = await deps.manifests.fetchManifest(endpoints[0]!);
+      manifest = {
+        provider: fetched.provider,
+        version: fetched.version,
+        requiresIdentity: fetched.requiresIdentity,
+        capabilities: fetched.capabilities.map((c) => ({
+          id: c.id,
+          effect: c.effect,
+          mode: c.mode,
+          idempotency: c.idempotency,
+          schemaDigest: schemaDigestOf(c),
+        })),
+      };
+      const message = `Provider ${fetched.provider} ${fetched.version} offers ${fetched.capabilities.length} capabilities.`;
+      conditions = setCondition(conditions, { type: "Ready", status: "True", reason: "ManifestFetched", message, observedGeneration: generation }, now);
+      conditions = setCondition(conditions, { type: "Healthy", status: "True", reason: "ManifestAnswered", message: "The provider answered /v1/manifest.", observedGeneration: generation }, now);
+    } catch (error) {
+      const message = `GET /v1/manifest at ${endpoints[0]} failed: ${describeApiError(error)}`;
+      log.warn({ endpoint: endpoints[0], err: message }, "provider manifest unavailable");
+      conditions = setCondition(conditions, { type: "Ready", status: "False", reason: "ManifestUnavailable", message, observedGeneration: generation }, now);
+      conditions = setCondition(conditions, { type: "Healthy", status: "False", reason: "ManifestUnavailable", message, observedGeneration: generation }, now);
+      requeueAfterMs = WAITING_INTERVAL_MS;
+    }
+  }
+
+  const desired = {
+    ...provider.status,
+    observedGeneration: generation,
+    conditions,
+    endpoints,
+    lastHealthCheck: now.toISOString(),
+    ...(manifest ? { manifest } : {}),
+  };
+  await writeStatusIfChanged(deps.clients, PROVIDER_INSTANCE, provider, desired);
+  return { requeueAfterMs };
+}
+
+async function apply(clients: KubeClients, object: KubernetesObject): Promise<void> {
+  await clients.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+}

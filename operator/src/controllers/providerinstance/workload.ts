@@ -1,0 +1,92 @@
+/**
+ * The Deployment and Service of a Shared ProviderInstance (pure functions; DESIGN §2). The provider is
+ * reached only by the operator: the Service selects its pods, and the operator calls their ready
+ * endpoints.
+ */
+import type { V1Deployment, V1ResourceRequirements, V1Service } from "@kubernetes/client-node";
+import type { ProviderInstance } from "../../api/kinds.ts";
+import { API_VERSION } from "../../api/kinds.ts";
+import { MANAGED_BY, PROVIDER_LABEL } from "../../api/well-known.ts";
+
+/** Name of the Deployment and Service: `prov-<name>` (a ProviderInstance name is a DNS label ≤ 63; trimmed to stay one). */
+export function workloadName(provider: ProviderInstance): string {
+  return `prov-${provider.metadata.name}`.slice(0, 63).replace(/-+$/, "");
+}
+
+function labels(provider: ProviderInstance): Record<string, string> {
+  return { ...MANAGED_BY, "app.kubernetes.io/name": "gatehouse-provider", [PROVIDER_LABEL]: provider.metadata.name };
+}
+
+function ownerReference(provider: ProviderInstance) {
+  return {
+    apiVersion: API_VERSION,
+    kind: "ProviderInstance",
+    name: provider.metadata.name,
+    uid: provider.metadata.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** The desired Deployment: spec.config as environment variables, the provider port, a readiness probe on /v1/health. */
+export function deploymentFor(provider: ProviderInstance, port: number): V1Deployment {
+  const env = Object.entries(provider.spec.config ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => ({ name, value }));
+  env.push({ name: "PORT", value: String(port) });
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: {
+      name: workloadName(provider),
+      namespace: provider.metadata.namespace,
+      labels: labels(provider),
+      ownerReferences: [ownerReference(provider)],
+    },
+    spec: {
+      replicas: provider.spec.replicas,
+      selector: { matchLabels: { [PROVIDER_LABEL]: provider.metadata.name } },
+      template: {
+        metadata: { labels: labels(provider) },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } },
+          containers: [
+            {
+              name: "provider",
+              image: provider.spec.image,
+              env,
+              ports: [{ name: "http", containerPort: port }],
+              readinessProbe: { httpGet: { path: "/v1/health", port: port }, periodSeconds: 2 },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ["ALL"] },
+              },
+              ...(provider.spec.resources ? { resources: provider.spec.resources as V1ResourceRequirements } : {}),
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** The desired Service selecting the provider pods. */
+export function serviceFor(provider: ProviderInstance, port: number): V1Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name: workloadName(provider),
+      namespace: provider.metadata.namespace,
+      labels: labels(provider),
+      ownerReferences: [ownerReference(provider)],
+    },
+    spec: {
+      selector: { [PROVIDER_LABEL]: provider.metadata.name },
+      ports: [{ name: "http", port, targetPort: port }],
+    },
+  };
+}

@@ -1,0 +1,390 @@
+/**
+ * The ports Core depends on (STYLE.md "Boundaries are types"). Core is plain TypeScript: it reaches
+ * Kubernetes, Postgres and providers only through these interfaces. Real implementations live in
+ * `store/` (Postgres), `kube/`/`controllers/` (API objects) and `gateway/` (HTTP); tests use small
+ * in-memory ones.
+ *
+ * Units: every `…Micros` is integer microseconds since the Unix epoch (a safe integer until the year
+ * 2255); every `…Ms` is a duration in milliseconds. Digests are lower-case hex SHA-256.
+ */
+import type {
+  Effect,
+  ErrorKind,
+  ExecutionStatus,
+  Idempotency,
+  InvokeRequest,
+  InvokeResponse,
+  Mode,
+  Subject,
+} from "@gatehouse/provider-sdk";
+import type { JsonObject } from "./canonical.ts";
+
+// ---------------------------------------------------------------------------------------------------
+// Time and logging
+
+/** Wall clock. `nowMicros()` is integer microseconds since the epoch (`Date.now() * 1000` is fine). */
+export interface Clock {
+  nowMicros(): number;
+}
+
+/** The subset of a pino logger Core uses (a pino `Logger` satisfies it). No argument values: digests. */
+export interface CoreLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sessions and capabilities
+
+/** A set of principals, as in `spec.policy.approvers` / `spec.policy.subjects`. */
+export interface PrincipalSet {
+  users: string[];
+  groups: string[];
+}
+
+/** Effective session limits (minimum of the user's value and the operator's ceiling, DESIGN §2). */
+export interface SessionLimits {
+  maxToolCalls: number;
+  maxWrites: number;
+}
+
+/** What the session has consumed so far (`status.toolCalls`, `status.writes`), not counting this call. */
+export interface SessionCounters {
+  toolCalls: number;
+  writes: number;
+}
+
+/**
+ * The authenticated session a call comes from, as the gateway built it after TokenReview (DESIGN §4
+ * step 1) or as a controller read it from its cache.
+ */
+export interface SessionContext {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** `spec.subject`: who the agent acts for. */
+  subject: Subject;
+  /** `spec.capabilities`: Capability object names the session may see; `undefined` = all in the namespace. */
+  capabilities?: readonly string[];
+  limits: SessionLimits;
+  counters: SessionCounters;
+  /** False once the session is finished, cancelled or being deleted: nothing new is executed for it. */
+  active: boolean;
+}
+
+/** `spec.policy.approval` of a Capability. Any other string read from an object is treated as unknown → denied. */
+export type ApprovalMode = "Auto" | "Required" | "Forbidden";
+
+/** `spec.policy` of a Capability, defaults not yet applied (see `core/policy.ts`). */
+export interface CapabilityPolicy {
+  /** Explicit approval mode; absent → by effect. A string outside {@link ApprovalMode} is denied. */
+  approval?: string;
+  /** Absent → the requester alone. */
+  approvers?: PrincipalSet;
+  /** Absent → 1. */
+  requiredApprovals?: number;
+  /** Absent → true (the requester confirming their own intent is the base case). */
+  allowSelfApproval?: boolean;
+  /** Who may use the capability; absent or empty → everyone who may create sessions in the namespace. */
+  subjects?: PrincipalSet;
+  /** Approval lifetime in seconds; absent → `CoreConfig.approvalTtlSeconds`. */
+  ttlSeconds?: number;
+}
+
+/** A ProviderInstance reference with its namespace filled in. */
+export interface ProviderRef {
+  namespace: string;
+  name: string;
+}
+
+/** A Capability object joined with what its provider offers, as the catalog sees it now. */
+export interface ResolvedCapability {
+  /** Capability object name. */
+  name: string;
+  namespace: string;
+  /** `spec.id`, e.g. `aps.schedule.publish`. */
+  id: string;
+  /** Model-facing name: `id` with `.` → `_`. */
+  toolName: string;
+  /** `status.effect`; a string outside read|draft|write is unknown → denied. */
+  effect: Effect | string;
+  mode: Mode;
+  idempotency: Idempotency;
+  policy: CapabilityPolicy;
+  /** JSON Schema of the arguments (`status.inputSchema`). */
+  inputSchema: Record<string, unknown>;
+  /** `status.schemaDigest`. */
+  schemaDigest: string;
+  providerRef: ProviderRef;
+  /** The provider's manifest says it needs the subject mapped to a business account. */
+  requiresIdentity: boolean;
+  /** Capability `Ready=True`. */
+  ready: boolean;
+  /** ProviderInstance `Ready=True`. */
+  providerReady: boolean;
+  /** `spec.disabled` of the Capability or of its ProviderInstance. */
+  disabled: boolean;
+  /** The Ready condition's reason when not ready (e.g. `EffectChanged`), for the message. */
+  notReadyReason?: string;
+}
+
+/** Looks up Capabilities (backed by the informer cache in the operator). */
+export interface CapabilityCatalog {
+  /** The Capability in `namespace` whose tool name is `toolName`, or undefined. */
+  resolve(namespace: string, toolName: string): Promise<ResolvedCapability | undefined>;
+  /** The Capability object `namespace/name`, or undefined (used when dispatching an Approval). */
+  get(namespace: string, name: string): Promise<ResolvedCapability | undefined>;
+}
+
+/** Result of mapping a subject to a business account (DESIGN §4 step 5). */
+export type IdentityBinding = { bound: true; account: string } | { bound: false; reason: string };
+
+/** Maps subjects to business accounts through the identity-binding Secrets of a ProviderInstance. */
+export interface IdentityResolver {
+  resolve(provider: ProviderRef, subject: Subject): Promise<IdentityBinding>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Approvals
+
+/** `status.phase` of an Approval (DESIGN §2). */
+export type ApprovalPhase =
+  | "Pending"
+  | "Approved"
+  | "Rejected"
+  | "Expired"
+  | "Cancelled"
+  | "Stale"
+  | "Executing"
+  | "Succeeded"
+  | "Failed"
+  | "Unknown";
+
+/** One entry of `spec.decisions`. */
+export interface ApprovalDecision {
+  approver: string;
+  verdict: "Approve" | "Reject";
+  reason?: string;
+}
+
+/**
+ * The spec Core wants an Approval to have. The adapter stores every field (the ones not in the CRD's
+ * spec list — `executionId`, `capabilityId`, `schemaDigest` — as labels/annotations or spec fields) and
+ * sets the session as controller owner.
+ */
+export interface ApprovalRequest {
+  namespace: string;
+  /** `apr-<first 20 hex of the execution identity>` (see `core/execution-identity.ts`). */
+  name: string;
+  executionId: string;
+  sessionRef: { name: string; uid: string };
+  /** Capability object name. */
+  capability: string;
+  capabilityId: string;
+  providerRef: ProviderRef;
+  /** RFC 8785 canonical JSON of the validated arguments. */
+  arguments: string;
+  /** sha256 hex of `arguments`. */
+  argumentsDigest: string;
+  /** `status.schemaDigest` of the Capability when the Approval was created (re-checked at dispatch). */
+  schemaDigest: string;
+  requester: Subject;
+  approvers: PrincipalSet;
+  requiredApprovals: number;
+  allowSelfApproval: boolean;
+  /** RFC 3339 UTC timestamp. */
+  expiresAt: string;
+}
+
+/** What Core needs to know of an existing Approval. */
+export interface ApprovalHandle {
+  name: string;
+  phase: ApprovalPhase;
+  /** The Approval's controller owner is the session (by uid). */
+  ownedBySession: boolean;
+  /** The stored spec equals the request (only meaningful from `createOrGet`). */
+  sameSpec: boolean;
+}
+
+/** An Approval as the dispatcher reads it (spec + decisions + phase). */
+export interface ApprovalView {
+  request: ApprovalRequest;
+  decisions: ApprovalDecision[];
+  phase: ApprovalPhase;
+}
+
+/** Creates and finds Approval objects (backed by the API server). */
+export interface ApprovalPort {
+  /** The Approval `namespace/name` as seen for `sessionUid`, or undefined if none exists. */
+  get(namespace: string, name: string, sessionUid: string): Promise<ApprovalHandle | undefined>;
+  /**
+   * Creates the Approval, or returns the existing one of that name with `sameSpec`/`ownedBySession`
+   * telling whether it is ours. Errors: throws on API failures (the caller answers `unavailable`).
+   */
+  createOrGet(request: ApprovalRequest): Promise<ApprovalHandle>;
+  /** Marks a squatted or mismatching Approval `Failed` with reason `Conflict` and `message`. */
+  markConflict(namespace: string, name: string, message: string): Promise<void>;
+  /**
+   * A Rejected Approval of this session for the same capability and arguments digest (any turn), or
+   * undefined (DESIGN §4 step 6: a rejected action repeated identically is refused).
+   */
+  findRejected(query: {
+    namespace: string;
+    sessionUid: string;
+    capability: string;
+    argumentsDigest: string;
+  }): Promise<{ name: string } | undefined>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Executions
+
+/** Lifecycle of an execution row: `started` until a receipt or a definite failure; `unknown` when nobody knows. */
+export type ExecutionState = "started" | "succeeded" | "failed" | "unknown";
+
+/** A row to claim (DESIGN §6 `executions`). */
+export interface NewExecution {
+  /** The execution identity (`core/execution-identity.ts`): 40 hex characters. */
+  id: string;
+  idempotencyKey: string;
+  session: { uid: string; namespace: string; name: string };
+  /** Capability id (`aps.schedule.publish`). */
+  capability: string;
+  providerRef: ProviderRef;
+  /** The request as it will be sent to the provider (without grant). */
+  request: InvokeRequest;
+  /** RFC 8785 canonical JSON of `request.arguments`, the exact bytes `requestDigest` covers. */
+  argumentsCanonical: string;
+  /** sha256 hex of `argumentsCanonical` (the arguments digest). */
+  requestDigest: string;
+  /** The Approval this execution dispatches, if any. */
+  approvalName?: string;
+  /** Until when the claimer owns the `started` row; after it an unfinished row is `unknown`. */
+  leaseUntilMicros: number;
+  atMicros: number;
+}
+
+/** A stored execution row. */
+export interface ExecutionRecord extends NewExecution {
+  state: ExecutionState;
+  /** The provider's receipt, when it answered. */
+  receipt?: InvokeResponse;
+  errorKind?: ErrorKind;
+  /** Why the row is failed/unknown when no receipt explains it (timeout, lease expired, …). */
+  message?: string;
+  createdAtMicros: number;
+  updatedAtMicros: number;
+}
+
+/** A final or unknown outcome to record on a claimed row. */
+export interface ExecutionOutcome {
+  state: Exclude<ExecutionState, "started">;
+  receipt?: InvokeResponse;
+  errorKind?: ErrorKind;
+  message?: string;
+  atMicros: number;
+}
+
+/** Execution rows (backed by Postgres `executions`). */
+export interface ExecutionStore {
+  /**
+   * Inserts the row unless one with the same id or idempotency key exists (`INSERT … ON CONFLICT DO
+   * NOTHING`). `owned: true` means this caller created it and must execute it; otherwise `execution`
+   * is the existing row.
+   */
+  claim(row: NewExecution): Promise<{ owned: boolean; execution: ExecutionRecord }>;
+  get(id: string): Promise<ExecutionRecord | undefined>;
+  /**
+   * Records an outcome. Allowed transitions: started → succeeded|failed|unknown, unknown →
+   * succeeded|failed (a later status query resolved it). Anything else leaves the row unchanged and
+   * returns `recorded: false` with the current row. Errors: throws `not_found` for an unknown id.
+   */
+  recordReceipt(id: string, outcome: ExecutionOutcome): Promise<{ recorded: boolean; execution: ExecutionRecord }>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Providers
+
+/**
+ * What happened to one provider call. The adapter classifies transport failures:
+ * - `answered`: a 2xx with a valid `InvokeResponse` (succeeded or failed; `forbidden` is final);
+ * - `not_sent`: the request certainly never reached the provider (connection refused, DNS failure,
+ *   grant could not be signed) — safe to report as failed/`unavailable`;
+ * - `lost`: it may have reached the provider (timeout, connection reset after sending, 5xx or an
+ *   unparseable body) — the outcome is unknown, never failed or succeeded.
+ */
+export type ProviderCallOutcome =
+  | { kind: "answered"; response: InvokeResponse }
+  | { kind: "not_sent"; message: string }
+  | { kind: "lost"; reason: "timeout" | "connection_lost" | "bad_response"; message: string };
+
+/** What happened to a status query (`GET /v1/executions/{idempotencyKey}`). */
+export type ProviderStatusOutcome =
+  | { kind: "answered"; status: ExecutionStatus }
+  | { kind: "not_sent"; message: string }
+  | { kind: "lost"; message: string };
+
+/** Calls providers (the gateway's HTTP client; it signs the grant from the request, DESIGN §5). */
+export interface ProviderClient {
+  invoke(provider: ProviderRef, request: InvokeRequest, options: { deadlineMs: number }): Promise<ProviderCallOutcome>;
+  status(
+    provider: ProviderRef,
+    idempotencyKey: string,
+    options: { deadlineMs: number },
+  ): Promise<ProviderStatusOutcome>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Audit
+
+/**
+ * One audit record before it is chained (DESIGN §6). `payload` holds digests, ids and decisions —
+ * never secrets and never argument values (those live in `executions`).
+ */
+export interface AuditEntry {
+  /** Dotted event name, e.g. `invoke.denied`, `execution.finished` (see `AuditKind` in `core/audit.ts`). */
+  kind: string;
+  /** Who acted: the session's subject for agent calls, `gatehouse` for Core's own transitions. */
+  actor: string;
+  sessionUid?: string;
+  executionId?: string;
+  atMicros: number;
+  payload: JsonObject;
+}
+
+/** Appends to the tamper-evident audit chain (backed by Postgres `audit_log`). */
+export interface AuditLog {
+  /** Appends `entry`; resolves once it is durable. Returns its sequence number (1-based). */
+  append(entry: AuditEntry): Promise<{ seq: number }>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Wiring
+
+/** Tunables of Core, with the defaults in `defaultCoreConfig` (`core/invoke.ts`). */
+export interface CoreConfig {
+  /** Deadline of one provider call. */
+  providerDeadlineMs: number;
+  /** Provider attempts for `idempotency: key|natural` when a call is lost (same key each time). */
+  maxProviderAttempts: number;
+  /** Extra lease time beyond the provider deadlines before an unfinished execution counts as unknown. */
+  leaseGraceMs: number;
+  /** Tool results above this many UTF-8 bytes are truncated with a marker before they reach the model. */
+  maxResultBytes: number;
+  /** Approval lifetime when the Capability sets no `policy.ttl`. */
+  approvalTtlSeconds: number;
+}
+
+/** Everything Core needs; build once per process and pass to `invoke` / `executeApproved`. */
+export interface CoreDeps {
+  clock: Clock;
+  catalog: CapabilityCatalog;
+  identities: IdentityResolver;
+  approvals: ApprovalPort;
+  executions: ExecutionStore;
+  providers: ProviderClient;
+  audit: AuditLog;
+  logger: CoreLogger;
+  config: CoreConfig;
+}

@@ -1,0 +1,70 @@
+/**
+ * Authenticates an agent pod (DESIGN §4 step 1): TokenReview with audience `gatehouse` must say
+ * authenticated, list `gatehouse` in status.audiences, name the `gatehouse-agent` ServiceAccount, and
+ * carry the pod UID that the session's status.podUID records. Reviews are cached for at most 10 s by
+ * token hash so a busy agent does not cost one API call per request.
+ */
+import { createHash } from "node:crypto";
+import type { AgentSession } from "../api/kinds.ts";
+import type { KubeClients } from "../kube/client.ts";
+import type { Caches } from "../kube/caches.ts";
+import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE } from "../api/well-known.ts";
+import { GatehouseError } from "../core/errors.ts";
+
+const POD_UID_KEY = "authentication.kubernetes.io/pod-uid";
+const POD_NAME_KEY = "authentication.kubernetes.io/pod-name";
+const CACHE_MS = 10_000;
+
+/** The pod a token belongs to. */
+export interface PodIdentity {
+  namespace: string;
+  podName: string;
+  podUID: string;
+}
+
+/** Reviews tokens through the API server, caching each verdict ≤ 10 s by token hash. */
+export function tokenReviewer(clients: KubeClients, now: () => number = Date.now) {
+  const cache = new Map<string, { identity: PodIdentity; until: number }>();
+  return async function review(token: string): Promise<PodIdentity> {
+    const key = createHash("sha256").update(token).digest("hex");
+    const hit = cache.get(key);
+    if (hit && hit.until > now()) return hit.identity;
+    const review = await clients.authentication.createTokenReview({
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [GATEHOUSE_AUDIENCE] } },
+    });
+    const status = review.status;
+    if (!status?.authenticated || !status.audiences?.includes(GATEHOUSE_AUDIENCE)) {
+      throw new GatehouseError("forbidden", `Token not accepted for audience ${GATEHOUSE_AUDIENCE}: ${status?.error ?? "not authenticated"}.`);
+    }
+    const match = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(status.user?.username ?? "");
+    if (!match || match[2] !== AGENT_SERVICE_ACCOUNT) {
+      throw new GatehouseError("forbidden", `Only the ${AGENT_SERVICE_ACCOUNT} ServiceAccount may call the gateway.`);
+    }
+    const podUID = status.user?.extra?.[POD_UID_KEY]?.[0];
+    const podName = status.user?.extra?.[POD_NAME_KEY]?.[0];
+    if (!podUID || !podName) throw new GatehouseError("forbidden", "The token is not bound to a pod.");
+    const identity = { namespace: match[1]!, podName, podUID };
+    cache.set(key, { identity, until: now() + CACHE_MS });
+    for (const [k, v] of cache) if (v.until <= now()) cache.delete(k);
+    return identity;
+  };
+}
+
+/**
+ * The session whose status.podUID is the pod's UID. The controller writes podUID right after creating
+ * the pod, so a very early request may find the cache behind: wait briefly for it.
+ * Errors: `forbidden` when no session is bound to this pod, or the pod is terminating.
+ */
+export async function sessionOfPod(caches: Caches, identity: PodIdentity, waitMs = 5_000): Promise<AgentSession> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const session = caches.sessions.list(identity.namespace).find((s) => s.status?.podUID === identity.podUID);
+    const pod = caches.pods.get(identity.podName, identity.namespace);
+    if (session && pod?.metadata?.uid === identity.podUID) {
+      if (pod.metadata?.deletionTimestamp) throw new GatehouseError("forbidden", "The pod is terminating.");
+      return session;
+    }
+    if (Date.now() >= deadline) throw new GatehouseError("forbidden", "No AgentSession is bound to this pod.");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

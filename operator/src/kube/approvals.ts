@@ -1,0 +1,139 @@
+/**
+ * Core's ApprovalPort over the API server. Approvals are created with the operator's identity, owned
+ * by their session (controller owner reference), named from the execution identity — so an existing
+ * Approval of that name with another spec or owner is a squat and is refused (DESIGN §2).
+ */
+import { isDeepStrictEqual } from "node:util";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { Approval } from "../api/kinds.ts";
+import { API_VERSION, APPROVAL, GROUP, VERSION } from "../api/kinds.ts";
+import type { ApprovalHandle, ApprovalPhase, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
+import type { Caches } from "./caches.ts";
+import { MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
+import type { KubeClients } from "./client.ts";
+import { isConflict, isNotFound } from "./client.ts";
+import { setCondition } from "./conditions.ts";
+
+/** The Approval spec for a request (decisions start empty). */
+export function approvalSpecOf(request: ApprovalRequest): Approval["spec"] {
+  return {
+    executionId: request.executionId,
+    sessionRef: request.sessionRef,
+    capability: request.capability,
+    capabilityId: request.capabilityId,
+    providerRef: request.providerRef,
+    arguments: request.arguments,
+    argumentsDigest: request.argumentsDigest,
+    schemaDigest: request.schemaDigest,
+    requester: request.requester,
+    approvers: request.approvers,
+    requiredApprovals: request.requiredApprovals,
+    allowSelfApproval: request.allowSelfApproval,
+    expiresAt: request.expiresAt,
+    decisions: [],
+  };
+}
+
+/** The request an Approval was created from (inverse of approvalSpecOf). */
+export function requestOf(approval: Approval): ApprovalRequest {
+  const { decisions: _decisions, target: _target, ...spec } = approval.spec;
+  return {
+    ...spec,
+    namespace: approval.metadata.namespace,
+    name: approval.metadata.name,
+    providerRef: { namespace: spec.providerRef.namespace ?? approval.metadata.namespace, name: spec.providerRef.name },
+  };
+}
+
+function handleOf(approval: Approval, request: ApprovalRequest | undefined, sessionUid: string): ApprovalHandle {
+  const owner = approval.metadata.ownerReferences?.find((o) => o.controller);
+  const { decisions: _decisions, ...stored } = approval.spec;
+  const { decisions: _wanted, ...wanted } = request ? approvalSpecOf(request) : approval.spec;
+  return {
+    name: approval.metadata.name,
+    phase: (approval.status?.phase ?? "Pending") as ApprovalPhase,
+    ownedBySession: owner?.kind === "AgentSession" && owner.uid === sessionUid,
+    sameSpec: isDeepStrictEqual(stored, wanted),
+  };
+}
+
+/** Builds the port. */
+export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () => Date): ApprovalPort {
+  const read = async (namespace: string, name: string): Promise<Approval | undefined> => {
+    try {
+      return (await clients.custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: APPROVAL.plural,
+        name,
+      })) as Approval;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  };
+  return {
+    async get(namespace, name, sessionUid) {
+      const approval = await read(namespace, name);
+      return approval ? handleOf(approval, undefined, sessionUid) : undefined;
+    },
+    async createOrGet(request) {
+      const body: Approval = {
+        apiVersion: API_VERSION,
+        kind: "Approval",
+        metadata: {
+          name: request.name,
+          namespace: request.namespace,
+          uid: "",
+          labels: { ...MANAGED_BY, [SESSION_UID_LABEL]: request.sessionRef.uid },
+          ownerReferences: [
+            { apiVersion: API_VERSION, kind: "AgentSession", name: request.sessionRef.name, uid: request.sessionRef.uid, controller: true },
+          ],
+        },
+        spec: approvalSpecOf(request),
+      };
+      const { uid: _uid, ...metadata } = body.metadata;
+      try {
+        const created = (await clients.custom.createNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: request.namespace,
+          plural: APPROVAL.plural,
+          body: { ...body, metadata },
+        })) as Approval;
+        return handleOf(created, request, request.sessionRef.uid);
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        const existing = await read(request.namespace, request.name);
+        if (!existing) throw error;
+        return handleOf(existing, request, request.sessionRef.uid);
+      }
+    },
+    async markConflict(namespace, name, message) {
+      const approval = await read(namespace, name);
+      if (!approval) return;
+      const conditions = setCondition(
+        approval.status?.conditions,
+        { type: "Ready", status: "False", reason: "Conflict", message },
+        now(),
+      );
+      await clients.custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace, plural: APPROVAL.plural, name, body: { status: { phase: "Failed", conditions } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    },
+    async findRejected(query) {
+      const match = caches.approvals
+        .list(query.namespace)
+        .find(
+          (a) =>
+            a.spec.sessionRef.uid === query.sessionUid &&
+            a.spec.capability === query.capability &&
+            a.spec.argumentsDigest === query.argumentsDigest &&
+            a.status?.phase === "Rejected",
+        );
+      return match ? { name: match.metadata.name } : undefined;
+    },
+  };
+}

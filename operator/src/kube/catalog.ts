@@ -1,0 +1,56 @@
+/**
+ * Core's CapabilityCatalog over the informer caches: a Capability joined with its ProviderInstance.
+ */
+import type { Capability } from "../api/kinds.ts";
+import type { CapabilityCatalog, ResolvedCapability } from "../core/ports.ts";
+import { toolNameOf } from "../core/tool-names.ts";
+import type { Caches } from "./caches.ts";
+import { findCondition } from "./conditions.ts";
+
+/** Joins a Capability with its ProviderInstance from the cache. */
+export function resolveCapability(caches: Caches, capability: Capability): ResolvedCapability {
+  const ref = capability.spec.providerRef;
+  const providerNamespace = ref.namespace ?? capability.metadata.namespace;
+  const provider = caches.providers.get(ref.name, providerNamespace);
+  const ready = findCondition(capability.status?.conditions, "Ready");
+  const status = capability.status ?? {};
+  return {
+    name: capability.metadata.name,
+    namespace: capability.metadata.namespace,
+    id: capability.spec.id,
+    toolName: toolNameOf(capability.spec.id),
+    effect: status.effect ?? "unknown",
+    mode: status.mode ?? "sync",
+    idempotency: status.idempotency ?? "none",
+    policy: capability.spec.policy ?? {},
+    inputSchema: status.inputSchema ?? {},
+    schemaDigest: status.schemaDigest ?? "",
+    providerRef: { namespace: providerNamespace, name: ref.name },
+    requiresIdentity: provider?.status?.manifest?.requiresIdentity ?? false,
+    ready: ready?.status === "True",
+    providerReady: findCondition(provider?.status?.conditions, "Ready")?.status === "True",
+    disabled: Boolean(capability.spec.disabled || provider?.spec.disabled),
+    ...(ready && ready.status !== "True" ? { notReadyReason: ready.reason } : {}),
+  };
+}
+
+/** Capabilities a session may see: its spec.capabilities, else every Capability of the namespace. */
+export function visibleCapabilities(caches: Caches, namespace: string, names: readonly string[] | undefined): Capability[] {
+  const all = caches.capabilities.list(namespace);
+  const visible = names ? all.filter((c) => names.includes(c.metadata.name)) : all;
+  return visible.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+}
+
+/** The catalog Core resolves tool names with. */
+export function cacheCatalog(caches: Caches): CapabilityCatalog {
+  return {
+    async resolve(namespace, toolName) {
+      const capability = caches.capabilities.list(namespace).find((c) => toolNameOf(c.spec.id) === toolName);
+      return capability ? resolveCapability(caches, capability) : undefined;
+    },
+    async get(namespace, name) {
+      const capability = caches.capabilities.get(name, namespace);
+      return capability ? resolveCapability(caches, capability) : undefined;
+    },
+  };
+}

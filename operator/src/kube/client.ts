@@ -1,0 +1,79 @@
+/**
+ * Kubernetes API clients for the operator, from a kubeconfig file (and context) or the in-cluster
+ * ServiceAccount. Patch content types are always chosen explicitly: client-node's default, strategic
+ * merge, fails with 415 on custom resources (NOTES.md).
+ */
+import {
+  ApiException,
+  AppsV1Api,
+  AuthenticationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+} from "@kubernetes/client-node";
+
+/** The typed API groups the operator uses, sharing one KubeConfig. */
+export interface KubeClients {
+  config: KubeConfig;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  custom: CustomObjectsApi;
+  discovery: DiscoveryV1Api;
+  authentication: AuthenticationV1Api;
+  objects: KubernetesObjectApi;
+}
+
+/** Loads a kubeconfig (file and optional context) or, with no file, the in-cluster configuration. */
+export function loadKubeConfig(file?: string, context?: string): KubeConfig {
+  const config = new KubeConfig();
+  if (file) config.loadFromFile(file);
+  else config.loadFromDefault();
+  if (context) config.setCurrentContext(context);
+  return config;
+}
+
+/** Builds every client from one KubeConfig. */
+export function makeClients(config: KubeConfig): KubeClients {
+  return {
+    config,
+    core: config.makeApiClient(CoreV1Api),
+    apps: config.makeApiClient(AppsV1Api),
+    custom: config.makeApiClient(CustomObjectsApi),
+    discovery: config.makeApiClient(DiscoveryV1Api),
+    authentication: config.makeApiClient(AuthenticationV1Api),
+    objects: KubernetesObjectApi.makeApiClient(config),
+  };
+}
+
+/** The HTTP status of a client-node error, or undefined for anything else (network errors). */
+export function statusCodeOf(error: unknown): number | undefined {
+  return error instanceof ApiException ? error.code : undefined;
+}
+
+/** True when the API server answered 404. */
+export function isNotFound(error: unknown): boolean {
+  return statusCodeOf(error) === 404;
+}
+
+/** True when the API server answered 409 (AlreadyExists or a resourceVersion conflict). */
+export function isConflict(error: unknown): boolean {
+  return statusCodeOf(error) === 409;
+}
+
+/**
+ * A readable one-line description of a client-node error: `ApiException.body` is a string holding a
+ * metav1.Status (NOTES.md), whose `reason` and `message` say what the API server refused.
+ */
+export function describeApiError(error: unknown): string {
+  if (error instanceof ApiException) {
+    try {
+      const status = JSON.parse(String(error.body)) as { reason?: string; message?: string };
+      return `${error.code} ${status.reason ?? ""}: ${status.message ?? String(error.body)}`;
+    } catch {
+      return `${error.code}: ${String(error.body)}`;
+    }
+  }
+  return error instanceof Error ? error.message : String(error);
+}

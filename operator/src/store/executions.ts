@@ -1,0 +1,165 @@
+/**
+ * Execution rows in Postgres (DESIGN §4 step 8, §6): the `ExecutionStore` port. A row is claimed with
+ * `INSERT … ON CONFLICT DO NOTHING`, so of any number of concurrent claims for one execution identity
+ * (or one idempotency key) exactly one is told it owns the row; the others get the existing row.
+ */
+import { ErrorKind, InvokeRequest, InvokeResponse } from "@gatehouse/provider-sdk";
+import type pg from "pg";
+import { GatehouseError } from "../core/errors.ts";
+import type {
+  ExecutionOutcome,
+  ExecutionRecord,
+  ExecutionState,
+  ExecutionStore,
+  NewExecution,
+} from "../core/ports.ts";
+import { toOptionalString, toSafeInteger } from "./sql-values.ts";
+
+/** The Postgres execution store: the port plus lookups used by the gateway and controllers. */
+export interface PostgresExecutionStore extends ExecutionStore {
+  findByIdempotencyKey(idempotencyKey: string): Promise<ExecutionRecord | undefined>;
+  /** A session's executions, oldest first. */
+  listBySession(sessionUid: string): Promise<ExecutionRecord[]>;
+  /**
+   * Turns `started` rows whose lease ended before `nowMicros` into `unknown` (errorKind
+   * `unknown_outcome`): their claimer died or lost its response. Returns the rows changed.
+   */
+  expireLeases(nowMicros: number): Promise<ExecutionRecord[]>;
+}
+
+const COLUMNS = `id, idempotency_key, session_uid, session_namespace, session_name, capability,
+  provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
+  receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us`;
+
+/** A Postgres-backed execution store on `pool` (connect as `gatehouse_operator` in production). */
+export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionStore {
+  async function selectOne(where: string, params: unknown[]): Promise<ExecutionRecord | undefined> {
+    const result = await pool.query(`SELECT ${COLUMNS} FROM executions WHERE ${where}`, params);
+    return result.rows[0] ? recordFromRow(result.rows[0]) : undefined;
+  }
+
+  return {
+    async claim(row: NewExecution) {
+      const inserted = await pool.query(
+        `INSERT INTO executions (id, idempotency_key, session_uid, session_namespace, session_name, capability,
+           provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
+           lease_until_us, created_at_us, updated_at_us)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'started', $10, $11, $12, $13, $14, $14)
+         ON CONFLICT DO NOTHING
+         RETURNING ${COLUMNS}`,
+        [
+          row.id,
+          row.idempotencyKey,
+          row.session.uid,
+          row.session.namespace,
+          row.session.name,
+          row.capability,
+          row.providerRef.namespace,
+          row.providerRef.name,
+          row.approvalName ?? null,
+          row.requestDigest,
+          JSON.stringify(row.request),
+          row.argumentsCanonical,
+          row.leaseUntilMicros,
+          row.atMicros,
+        ],
+      );
+      if (inserted.rows[0]) return { owned: true, execution: recordFromRow(inserted.rows[0]) };
+      // The conflicting row is committed (ON CONFLICT waited for its transaction), so it is visible now.
+      const existing = await selectOne("id = $1 OR idempotency_key = $2 ORDER BY (id = $1) DESC LIMIT 1", [
+        row.id,
+        row.idempotencyKey,
+      ]);
+      if (!existing) {
+        throw new GatehouseError("internal", `execution ${row.id}: claim conflicted but no row is visible`);
+      }
+      if (existing.id !== row.id) {
+        throw new GatehouseError(
+          "conflict",
+          `idempotency key ${row.idempotencyKey} already belongs to execution ${existing.id}, not ${row.id}`,
+        );
+      }
+      return { owned: false, execution: existing };
+    },
+
+    get(id) {
+      return selectOne("id = $1", [id]);
+    },
+
+    findByIdempotencyKey(idempotencyKey) {
+      return selectOne("idempotency_key = $1", [idempotencyKey]);
+    },
+
+    async listBySession(sessionUid) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions WHERE session_uid = $1 ORDER BY created_at_us, id`,
+        [sessionUid],
+      );
+      return result.rows.map(recordFromRow);
+    },
+
+    async recordReceipt(id: string, outcome: ExecutionOutcome) {
+      const updated = await pool.query(
+        `UPDATE executions
+            SET state = $2, receipt = $3, error_kind = $4, message = $5, updated_at_us = $6
+          WHERE id = $1
+            AND (state = 'started' OR (state = 'unknown' AND $2 IN ('succeeded', 'failed')))
+          RETURNING ${COLUMNS}`,
+        [
+          id,
+          outcome.state,
+          outcome.receipt === undefined ? null : JSON.stringify(outcome.receipt),
+          outcome.errorKind ?? null,
+          outcome.message ?? null,
+          outcome.atMicros,
+        ],
+      );
+      if (updated.rows[0]) return { recorded: true, execution: recordFromRow(updated.rows[0]) };
+      const current = await selectOne("id = $1", [id]);
+      if (!current) throw new GatehouseError("not_found", `execution ${id} does not exist`);
+      return { recorded: false, execution: current };
+    },
+
+    async expireLeases(nowMicros) {
+      const result = await pool.query(
+        `UPDATE executions
+            SET state = 'unknown', error_kind = 'unknown_outcome',
+                message = 'the lease ended before an outcome was recorded', updated_at_us = $1
+          WHERE state = 'started' AND lease_until_us < $1
+          RETURNING ${COLUMNS}`,
+        [nowMicros],
+      );
+      return result.rows.map(recordFromRow);
+    },
+  };
+}
+
+const STATES: readonly ExecutionState[] = ["started", "succeeded", "failed", "unknown"];
+
+/** Maps a row to a record, parsing the JSON columns with the provider contract's zod schemas. */
+function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
+  const state = String(row.state) as ExecutionState;
+  if (!STATES.includes(state)) throw new GatehouseError("internal", `execution ${row.id}: unknown state ${state}`);
+  const record: ExecutionRecord = {
+    id: String(row.id),
+    idempotencyKey: String(row.idempotency_key),
+    session: { uid: String(row.session_uid), namespace: String(row.session_namespace), name: String(row.session_name) },
+    capability: String(row.capability),
+    providerRef: { namespace: String(row.provider_namespace), name: String(row.provider_name) },
+    request: InvokeRequest.parse(row.request),
+    argumentsCanonical: String(row.arguments_canonical),
+    requestDigest: String(row.request_digest),
+    leaseUntilMicros: toSafeInteger(row.lease_until_us, "lease_until_us"),
+    atMicros: toSafeInteger(row.created_at_us, "created_at_us"),
+    state,
+    createdAtMicros: toSafeInteger(row.created_at_us, "created_at_us"),
+    updatedAtMicros: toSafeInteger(row.updated_at_us, "updated_at_us"),
+  };
+  const approvalName = toOptionalString(row.approval_name);
+  if (approvalName !== undefined) record.approvalName = approvalName;
+  if (row.receipt !== null && row.receipt !== undefined) record.receipt = InvokeResponse.parse(row.receipt);
+  if (row.error_kind !== null && row.error_kind !== undefined) record.errorKind = ErrorKind.parse(row.error_kind);
+  const message = toOptionalString(row.message);
+  if (message !== undefined) record.message = message;
+  return record;
+}

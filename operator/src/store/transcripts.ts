@@ -1,0 +1,87 @@
+/**
+ * Session transcripts in Postgres (`session_events`, DESIGN §2/§4): the history a resuming agent is
+ * replayed. Events are numbered per session from 1; appends for one session are serialized with a
+ * per-session advisory lock so numbers have no gaps. The shape matches `HistoryEntry` of the agent
+ * protocol (`operator/src/api/agent-protocol.ts`).
+ */
+import type pg from "pg";
+import type { JsonObject } from "../core/canonical.ts";
+import { GatehouseError } from "../core/errors.ts";
+import { toSafeInteger } from "./sql-values.ts";
+
+/** Who wrote an event: the user (spec.messages), the agent (its own reports), or the gateway (tool results from Core's records). */
+export type EventSource = "user" | "agent" | "gateway";
+
+/** One stored event. */
+export interface SessionEvent {
+  sessionUid: string;
+  /** 1-based, gap-free per session. */
+  seq: number;
+  source: EventSource;
+  /** e.g. `user_message`, `tool_result`, `approval_outcome`, `assistant_text`, `final_answer`. */
+  kind: string;
+  payload: JsonObject;
+  atMicros: number;
+}
+
+/** Appends and lists transcript events. */
+export interface TranscriptStore {
+  /** Appends an event after the session's last one; returns it with its seq. */
+  append(event: Omit<SessionEvent, "seq">): Promise<SessionEvent>;
+  /** Events with seq > `afterSeq` (default 0), ascending, at most `limit` (default 1000). */
+  list(sessionUid: string, options?: { afterSeq?: number; limit?: number }): Promise<SessionEvent[]>;
+}
+
+/** Advisory lock classid for transcript appends (objid = hashtext(session uid)); see `audit-log.ts`. */
+const TRANSCRIPT_LOCK_CLASS = 0x47415446;
+
+const SOURCES: readonly EventSource[] = ["user", "agent", "gateway"];
+
+/** A Postgres-backed transcript store on `pool`. */
+export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
+  return {
+    async append(event) {
+      if (!SOURCES.includes(event.source)) {
+        throw new GatehouseError("invalid_arguments", `event source must be one of ${SOURCES.join(", ")}`);
+      }
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [TRANSCRIPT_LOCK_CLASS, event.sessionUid]);
+        const result = await client.query(
+          `INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us)
+           SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5 FROM session_events WHERE session_uid = $1
+           RETURNING session_uid, seq, source, kind, payload, at_us`,
+          [event.sessionUid, event.source, event.kind, JSON.stringify(event.payload), event.atMicros],
+        );
+        await client.query("COMMIT");
+        return eventFromRow(result.rows[0]);
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+
+    async list(sessionUid, options = {}) {
+      const result = await pool.query(
+        `SELECT session_uid, seq, source, kind, payload, at_us FROM session_events
+          WHERE session_uid = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+        [sessionUid, options.afterSeq ?? 0, options.limit ?? 1000],
+      );
+      return result.rows.map(eventFromRow);
+    },
+  };
+}
+
+function eventFromRow(row: Record<string, unknown>): SessionEvent {
+  return {
+    sessionUid: String(row.session_uid),
+    seq: toSafeInteger(row.seq, "seq"),
+    source: String(row.source) as EventSource,
+    kind: String(row.kind),
+    payload: row.payload as JsonObject,
+    atMicros: toSafeInteger(row.at_us, "at_us"),
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * The `aps` provider process: configuration from the environment (see `config.ts`), a JSON logger on
+ * stdout, the APS client and the SDK server. Stops on SIGTERM/SIGINT after in-flight requests finish.
+ */
+import { serveProvider } from "@gatehouse/provider-sdk/server";
+import { pino } from "pino";
+import { createApsClient } from "./aps-client.ts";
+import { loadConfig } from "./config.ts";
+import { apsHandlers } from "./handlers.ts";
+import { apsManifest } from "./manifest.ts";
+
+const config = loadConfig(process.env);
+const logger = pino({ level: config.LOG_LEVEL, base: { provider: "aps" } });
+const server = await serveProvider({
+  manifest: apsManifest,
+  handlers: apsHandlers(createApsClient(config.APS_URL)),
+  host: config.HOST,
+  port: config.PORT,
+  logger,
+  handlerTimeoutMs: config.HANDLER_TIMEOUT_MS,
+});
+logger.info({ url: server.url, apsUrl: config.APS_URL }, "aps provider listening");
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => {
+    logger.info({ signal }, "aps provider stopping");
+    void server.close().then(() => process.exit(0));
+  });
+}

@@ -1,0 +1,20 @@
+/**
+ * Runs the fake APS as a process: `node test/fakes/src/aps/main.ts --host 10.0.0.1 --port 18081`
+ * (defaults: env HOST or 127.0.0.1, env PORT or 18081). Prints one JSON line `{"url": …}` once listening.
+ */
+import { parseArgs } from "node:util";
+import { startFakeAps } from "./server.ts";
+
+const { values } = parseArgs({
+  options: { host: { type: "string" }, port: { type: "string" } },
+});
+const aps = await startFakeAps({
+  host: values.host ?? process.env.HOST ?? "127.0.0.1",
+  port: Number(values.port ?? process.env.PORT ?? 18081),
+});
+console.log(JSON.stringify({ msg: "fake APS listening", url: aps.url }));
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => {
+    void aps.close().then(() => process.exit(0));
+  });
+}
