@@ -16,7 +16,7 @@ import { describeApiError } from "../../kube/client.ts";
 import { findCondition, setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
-import { schemaDigestOf } from "../../core/schema-digest.ts";
+import { schemaDigest } from "@gatehouse/provider-sdk";
 import { toolNameOf } from "../../core/tool-names.ts";
 import type { ManifestSource } from "../providerinstance/reconciler.ts";
 
@@ -79,7 +79,7 @@ export async function reconcileCapability(
           description: offer.description,
           inputSchema: offer.inputSchema,
           outputSchema: offer.outputSchema,
-          schemaDigest: schemaDigestOf(offer),
+          schemaDigest: schemaDigest(offer),
           toolName: toolNameOf(offer.id),
         });
         if (EFFECT_STRENGTH[offer.effect] < EFFECT_STRENGTH[observedEffect]) {

@@ -20,7 +20,7 @@ import { describeApiError } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
-import { schemaDigestOf } from "../../core/schema-digest.ts";
+import { schemaDigest } from "@gatehouse/provider-sdk";
 import { deploymentFor, serviceFor, workloadName } from "./workload.ts";
 
 /** Fetches a provider's manifest from one of its endpoints (`http://ip:port`). Throws on any failure. */
@@ -96,7 +96,7 @@ export async function reconcileProviderInstance(
           effect: c.effect,
           mode: c.mode,
           idempotency: c.idempotency,
-          schemaDigest: schemaDigestOf(c),
+          schemaDigest: schemaDigest(c),
         })),
       };
       const message = `Provider ${fetched.provider} ${fetched.version} offers ${fetched.capabilities.length} capabilities.`;

@@ -1,0 +1,65 @@
+/** Maps the engine-neutral transcript to Chat Completions messages and tools. */
+import type {
+  ChatCompletionMessageParam,
+  ChatCompletionMessageToolCall,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
+import type { RuntimeTool, TranscriptCall, TranscriptItem } from "../../runtime.ts";
+
+/** An assistant message; `content` is null when the model said nothing besides its calls. */
+export function assistantMessage(text: string, calls: TranscriptCall[]): ChatCompletionMessageParam {
+  const toolCalls: ChatCompletionMessageToolCall[] = calls.map((call) => ({
+    id: call.callId,
+    type: "function",
+    function: { name: call.name, arguments: call.arguments },
+  }));
+  return { role: "assistant", content: text === "" ? null : text, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) };
+}
+
+/** Replayed messages, and the calls of the last assistant turn that still need a result. */
+export interface ReplayedConversation {
+  messages: ChatCompletionMessageParam[];
+  unanswered: { turn: number; calls: TranscriptCall[] } | undefined;
+}
+
+/**
+ * The system prompt followed by the replayed transcript. Every tool call must be answered before the
+ * next message (Chat Completions rejects the request otherwise): calls of the last assistant turn without
+ * a result are returned as `unanswered` for the engine to run again (the gateway recognises them by
+ * turn, position and arguments), earlier ones get a tool message saying no result was recorded.
+ */
+export function replayConversation(system: string, history: TranscriptItem[]): ReplayedConversation {
+  const messages: ChatCompletionMessageParam[] = system ? [{ role: "system", content: system }] : [];
+  let open: { turn: number; calls: TranscriptCall[]; answered: Set<number> } | undefined;
+  const closeEarlierTurn = () => {
+    for (const call of open?.calls ?? []) {
+      if (!open!.answered.has(call.position)) {
+        messages.push({ role: "tool", tool_call_id: call.callId, content: "No result was recorded for this call." });
+      }
+    }
+    open = undefined;
+  };
+  for (const item of history) {
+    if (item.role === "tool") {
+      messages.push({ role: "tool", tool_call_id: item.callId, content: item.content });
+      open?.answered.add(item.position);
+      continue;
+    }
+    closeEarlierTurn();
+    if (item.role === "user") messages.push({ role: "user", content: item.text });
+    else {
+      messages.push(assistantMessage(item.text, item.calls));
+      open = { turn: item.turn, calls: item.calls, answered: new Set() };
+    }
+  }
+  const missing = open?.calls.filter((call) => !open!.answered.has(call.position)) ?? [];
+  return { messages, unanswered: open && missing.length > 0 ? { turn: open.turn, calls: missing } : undefined };
+}
+
+/** Function tools for the request. */
+export function chatTools(tools: RuntimeTool[]): ChatCompletionTool[] {
+  return tools.map((tool) => ({
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  }));
+}

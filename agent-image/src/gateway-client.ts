@@ -1,0 +1,132 @@
+/**
+ * Client of the gateway's agent API (`@gatehouse/operator/agent-protocol`, DESIGN §5). The bearer token
+ * is the pod's projected ServiceAccount token, re-read from its file on every request because the node
+ * refreshes it at 80% of its lifetime. Answers are parsed with the protocol's zod schemas; failures are
+ * `GatewayError`s carrying the gateway's error kind. Connection failures and 502/503/504 are retried a
+ * few times with backoff: the gateway derives each execution's identity from (turn, position, arguments),
+ * so repeating an invoke cannot execute twice.
+ */
+import { readFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  type AgentEvent,
+  ApiError,
+  ApprovalWait,
+  InvokeAnswer,
+  type InvokeCall,
+  SessionView,
+} from "@gatehouse/operator/agent-protocol";
+import { z } from "zod";
+
+/** A failed gateway call: `kind` from the gateway's ApiError (or `unavailable` / `internal` locally). */
+export class GatewayError extends Error {
+  readonly kind: string;
+  readonly status: number | undefined;
+
+  constructor(kind: string, message: string, options?: { status?: number; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "GatewayError";
+    this.kind = kind;
+    this.status = options?.status;
+  }
+}
+
+/** Options of `createGatewayClient`. */
+export interface GatewayClientOptions {
+  /** e.g. `http://10.88.0.1:8443` (env GATEHOUSE_GATEWAY_URL); no trailing path. */
+  baseUrl: string;
+  /** Path of the projected token file, already prefixed by LOCAL_NODE_ROOT when set. */
+  tokenFile: string;
+  /** Attempts per request for retryable failures (default 4). */
+  attempts?: number;
+  /** First backoff in milliseconds, doubled per attempt with jitter (default 250). */
+  backoffMs?: number;
+}
+
+/** The agent API. Every method takes the run's abort signal. */
+export interface GatewayClient {
+  getSession(signal?: AbortSignal): Promise<SessionView>;
+  postEvent(event: AgentEvent, signal?: AbortSignal): Promise<void>;
+  invoke(call: InvokeCall, signal?: AbortSignal): Promise<InvokeAnswer>;
+  /** Long-polls an Approval for at most `timeoutSeconds` (≤ 60). */
+  waitApproval(name: string, timeoutSeconds: number, signal?: AbortSignal): Promise<ApprovalWait>;
+}
+
+const Accepted = z.object({ accepted: z.literal(true) });
+const retryableStatus = new Set([502, 503, 504]);
+
+/** A gateway client over the global fetch. */
+export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
+  const root = options.baseUrl.replace(/\/+$/, "");
+  const attempts = options.attempts ?? 4;
+  const backoffMs = options.backoffMs ?? 250;
+
+  async function token(): Promise<string> {
+    try {
+      return (await readFile(options.tokenFile, "utf8")).trim();
+    } catch (error) {
+      throw new GatewayError("internal", `cannot read the token file ${options.tokenFile}`, { cause: error });
+    }
+  }
+
+  async function once<T>(method: string, path: string, body: unknown, schema: z.ZodType<T>, signal?: AbortSignal) {
+    const headers: Record<string, string> = { authorization: `Bearer ${await token()}`, accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    let response: Response;
+    try {
+      response = await fetch(`${root}${path}`, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      throw new GatewayError("unavailable", `gateway unreachable for ${method} ${path}`, { cause: error });
+    }
+    const payload: unknown = await response.json().catch(() => undefined);
+    if (!response.ok) {
+      const parsed = ApiError.safeParse(payload);
+      const kind = parsed.success ? parsed.data.kind : retryableStatus.has(response.status) ? "unavailable" : "internal";
+      const message = parsed.success ? parsed.data.message : `HTTP ${response.status}`;
+      throw new GatewayError(kind, `gateway refused ${method} ${path}: ${message}`, { status: response.status });
+    }
+    const parsed = schema.safeParse(payload);
+    if (!parsed.success) {
+      throw new GatewayError("internal", `gateway answered ${method} ${path} with an unexpected body`, {
+        cause: parsed.error,
+      });
+    }
+    return parsed.data;
+  }
+
+  async function request<T>(method: string, path: string, body: unknown, schema: z.ZodType<T>, signal?: AbortSignal) {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await once(method, path, body, schema, signal);
+      } catch (error) {
+        const retryable =
+          error instanceof GatewayError &&
+          (error.status === undefined ? error.kind === "unavailable" : retryableStatus.has(error.status));
+        if (!retryable || attempt >= attempts || signal?.aborted) throw error;
+        await sleep(backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5), undefined, signal ? { signal } : {});
+      }
+    }
+  }
+
+  return {
+    getSession: (signal) => request("GET", "/v1/session", undefined, SessionView, signal),
+    postEvent: async (event, signal) => {
+      await request("POST", "/v1/session/events", event, Accepted, signal);
+    },
+    invoke: (call, signal) => request("POST", "/v1/invoke", call, InvokeAnswer, signal),
+    waitApproval: (name, timeoutSeconds, signal) =>
+      request(
+        "GET",
+        `/v1/approvals/${encodeURIComponent(name)}/wait?timeoutSeconds=${Math.min(60, Math.max(1, timeoutSeconds))}`,
+        undefined,
+        ApprovalWait,
+        signal,
+      ),
+  };
+}

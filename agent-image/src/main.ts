@@ -1,0 +1,50 @@
+/**
+ * The agent pod's entry point: configuration (see `config.ts`), a JSON logger on stdout, the gateway
+ * client, the builtin engine on the openai SDK, and one `runAgent`. SIGTERM/SIGINT abort the run.
+ * Exit code: 0 when the final answer was posted (or the pod was released), 1 on failure.
+ */
+import OpenAI from "openai";
+import { pino } from "pino";
+import { loadConfig } from "./config.ts";
+import { createBuiltinRuntime } from "./engines/builtin/engine.ts";
+import { createGatewayClient } from "./gateway-client.ts";
+import { gatewayToolExecutor } from "./gateway-tools.ts";
+import { runAgent } from "./run-agent.ts";
+
+const logger = pino({ base: { component: "agent" } });
+let code = 1;
+try {
+  const config = loadConfig(process.env);
+  logger.level = config.logLevel;
+  const gateway = createGatewayClient({ baseUrl: config.gatewayUrl, tokenFile: config.tokenFile });
+  const model = new OpenAI({
+    baseURL: config.modelBaseUrl,
+    apiKey: config.modelApiKey,
+    maxRetries: config.modelMaxRetries,
+    timeout: config.modelTimeoutMs,
+  });
+  const stop = new AbortController();
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      logger.info({ signal }, "stopping");
+      stop.abort(new Error(`received ${signal}`));
+    });
+  }
+  code = await runAgent({
+    gateway,
+    logger,
+    signal: stop.signal,
+    createRuntime: (session) =>
+      createBuiltinRuntime({
+        client: model,
+        model: session.model.name,
+        tools: gatewayToolExecutor(gateway, { waitSeconds: config.approvalWaitSeconds }),
+        maxTurns: session.limits.maxTurns,
+        logger,
+      }),
+  });
+} catch (error) {
+  // Only configuration can fail here (runAgent never throws); the message names the bad variable.
+  logger.fatal({ message: error instanceof Error ? error.message : String(error) }, "agent cannot start");
+}
+process.exitCode = code;

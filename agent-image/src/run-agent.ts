@@ -1,0 +1,93 @@
+/**
+ * One agent pod's work, start to end: fetch the session from the gateway, rebuild the conversation,
+ * let the engine run, report to the gateway, and say which exit code the process should have.
+ *   - each intermediate turn with text → `assistant_text` event;
+ *   - the model's last answer → `final_answer` with its text and this pod's token usage → exit 0;
+ *   - an engine or gateway error → `error` event (best effort) → exit 1;
+ *   - stopped by `signal` (SIGTERM: the pod is released while it waits for an approval) → no event, exit 0,
+ *     since a new pod resumes the session from its history.
+ */
+import type { GatewayClient } from "./gateway-client.ts";
+import type { Logger } from "pino";
+import type { SessionView } from "@gatehouse/operator/agent-protocol";
+import type { AgentRuntime, TokenUsage } from "./runtime.ts";
+import { planResume } from "./transcript.ts";
+
+/** Inputs of `runAgent`; `createRuntime` builds the engine once the session (model, limits) is known. */
+export interface RunAgentOptions {
+  gateway: GatewayClient;
+  createRuntime(session: SessionView): AgentRuntime;
+  logger: Logger;
+  signal: AbortSignal;
+}
+
+function errorText(error: unknown): { kind: string; message: string } {
+  const kind = (error as { kind?: unknown }).kind;
+  return {
+    kind: typeof kind === "string" ? kind : "internal",
+    message: error instanceof Error ? error.message : String(error),
+  };
+}
+
+/** Runs the session once; resolves to the process exit code (0 or 1). Never throws. */
+export async function runAgent(options: RunAgentOptions): Promise<number> {
+  const { gateway, logger, signal } = options;
+  let lastTurn = 0;
+  const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+
+  async function reportError(kind: string, message: string): Promise<number> {
+    logger.error({ kind, message }, "agent run failed");
+    try {
+      await gateway.postEvent({ kind: "error", turn: lastTurn, text: `${kind}: ${message}`.slice(0, 65_536), usage });
+    } catch (error) {
+      logger.error({ ...errorText(error) }, "could not report the error to the gateway");
+    }
+    return 1;
+  }
+
+  try {
+    const session = await gateway.getSession(signal);
+    const log = logger.child({ namespace: session.namespace, name: session.name, sessionUID: session.uid });
+    const plan = planResume(session);
+    if (plan.skipped > 0) log.warn({ skipped: plan.skipped }, "history entries with an unexpected payload were skipped");
+    if (plan.done) {
+      log.info("every message is answered; nothing to do");
+      return 0;
+    }
+    log.info({ historyItems: plan.history.length, resuming: plan.next === undefined }, "session loaded");
+    const runtime = options.createRuntime(session);
+    const conversation = runtime.createSession({
+      subject: session.subject,
+      system: session.instructions,
+      tools: session.tools,
+      history: plan.history,
+    });
+    let finalText: string | undefined;
+    for await (const event of conversation.send(plan.next, { signal })) {
+      if (event.type === "turn_end") {
+        lastTurn = event.turn;
+        usage.inputTokens += event.usage.inputTokens;
+        usage.outputTokens += event.usage.outputTokens;
+        if (event.final) finalText = event.text;
+        else if (event.text) await gateway.postEvent({ kind: "assistant_text", turn: event.turn, text: event.text }, signal);
+      } else if (event.type === "error") {
+        if (signal.aborted) {
+          log.info("stopped by signal; a new pod will resume the session");
+          return 0;
+        }
+        return await reportError(event.kind, event.message);
+      }
+    }
+    if (finalText === undefined) return await reportError("internal", "the engine ended without a final answer");
+    await gateway.postEvent({ kind: "final_answer", turn: lastTurn, text: finalText.slice(0, 65_536), usage }, signal);
+    log.info({ turn: lastTurn, ...usage }, "final answer posted");
+    return 0;
+  } catch (error) {
+    if (signal.aborted) {
+      logger.info("stopped by signal; a new pod will resume the session");
+      return 0;
+    }
+    const { kind, message } = errorText(error);
+    return await reportError(kind, message);
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * Who may do what, and whether a human must approve it (DESIGN §2 Capability `spec.policy`, §4 step 6).
+ *
+ * Each rule yields allow, approval or deny; the strictest wins (deny > approval > allow). Rules:
+ *   - approval mode: the Capability's explicit `policy.approval` if set, else by effect (read/draft →
+ *     Auto, write → Required); Auto → allow, Required → approval, Forbidden → deny; an unknown effect
+ *     or mode → deny;
+ *   - operator floor (optional): a minimum mode per effect from the operator's configuration;
+ *   - subjects: when `policy.subjects` names anyone, the session's subject must be one of them;
+ *   - limits: `maxToolCalls` for every call, `maxWrites` for write capabilities.
+ */
+import type { Effect, Subject } from "@gatehouse/provider-sdk";
+import type {
+  ApprovalMode,
+  CapabilityPolicy,
+  PrincipalSet,
+  ResolvedCapability,
+  SessionCounters,
+  SessionLimits,
+} from "./ports.ts";
+
+/** Outcome of one rule or of the whole policy. */
+export type PolicyVerdict = "allow" | "approval" | "deny";
+
+/** Stable reasons (CamelCase, matched by tests and runbooks). */
+export type PolicyReason =
+  | "Auto"
+  | "ApprovalRequired"
+  | "Forbidden"
+  | "UnknownEffect"
+  | "UnknownApprovalMode"
+  | "NotASubject"
+  | "ToolCallLimitReached"
+  | "WriteLimitReached";
+
+/** A verdict with its reason and a message for the model. */
+export interface PolicyDecision {
+  verdict: PolicyVerdict;
+  reason: PolicyReason;
+  message: string;
+}
+
+/** Input of {@link decidePolicy}. */
+export interface PolicyInput {
+  capability: Pick<ResolvedCapability, "id" | "effect" | "policy">;
+  subject: Subject;
+  limits: SessionLimits;
+  counters: SessionCounters;
+  /** Operator-wide minimum approval mode per effect (e.g. `{ write: "Required" }`). */
+  floor?: Partial<Record<Effect, ApprovalMode>>;
+}
+
+const EFFECTS: readonly string[] = ["read", "draft", "write"];
+const MODES: readonly string[] = ["Auto", "Required", "Forbidden"];
+const RANK: Record<PolicyVerdict, number> = { allow: 0, approval: 1, deny: 2 };
+
+/** The approval mode by effect: read/draft → Auto, write → Required (DESIGN §2). Undefined for an unknown effect. */
+export function defaultApproval(effect: string): ApprovalMode | undefined {
+  if (effect === "read" || effect === "draft") return "Auto";
+  if (effect === "write") return "Required";
+  return undefined;
+}
+
+/**
+ * The effective approval mode: an explicit `policy.approval` wins over the default by effect.
+ * Returns `"Unknown"` for an unknown effect (without an explicit mode) or an unknown explicit mode.
+ */
+export function effectiveApproval(effect: string, explicit: string | undefined): ApprovalMode | "Unknown" {
+  if (explicit !== undefined) return MODES.includes(explicit) ? (explicit as ApprovalMode) : "Unknown";
+  return defaultApproval(effect) ?? "Unknown";
+}
+
+/** True when `subject` is named in `set` by user or by one of its groups. */
+export function inPrincipalSet(set: PrincipalSet, subject: Subject): boolean {
+  return set.users.includes(subject.user) || subject.groups.some((g) => set.groups.includes(g));
+}
+
+/** True when `subject` may use a capability with `policy.subjects` (absent or empty → everyone). */
+export function mayUse(subjects: PrincipalSet | undefined, subject: Subject): boolean {
+  if (!subjects || (subjects.users.length === 0 && subjects.groups.length === 0)) return true;
+  return inPrincipalSet(subjects, subject);
+}
+
+/** The strictest of `decisions` (the first one among equals). Errors: throws on an empty list. */
+export function strictest(decisions: readonly PolicyDecision[]): PolicyDecision {
+  if (decisions.length === 0) throw new RangeError("strictest() needs at least one decision");
+  return decisions.reduce((worst, d) => (RANK[d.verdict] > RANK[worst.verdict] ? d : worst));
+}
+
+/** Applies every rule in the header and returns the strictest decision. */
+export function decidePolicy(input: PolicyInput): PolicyDecision {
+  const { capability, subject } = input;
+  const effect = String(capability.effect);
+  const decisions: PolicyDecision[] = [modeDecision(capability.id, effect, capability.policy.approval)];
+
+  const floor = EFFECTS.includes(effect) ? input.floor?.[effect as Effect] : undefined;
+  if (floor) decisions.push(modeDecision(capability.id, effect, floor));
+
+  if (!mayUse(capability.policy.subjects, subject)) {
+    decisions.push({
+      verdict: "deny",
+      reason: "NotASubject",
+      message: `${subject.user} may not use ${capability.id}: it is reserved for other users or groups`,
+    });
+  }
+  if (input.counters.toolCalls >= input.limits.maxToolCalls) {
+    decisions.push({
+      verdict: "deny",
+      reason: "ToolCallLimitReached",
+      message: `this session has used all ${input.limits.maxToolCalls} tool calls it is allowed; finish with what you have`,
+    });
+  }
+  if (effect === "write" && input.counters.writes >= input.limits.maxWrites) {
+    decisions.push({
+      verdict: "deny",
+      reason: "WriteLimitReached",
+      message: `this session has used all ${input.limits.maxWrites} writes it is allowed`,
+    });
+  }
+  return strictest(decisions);
+}
+
+function modeDecision(id: string, effect: string, explicit: string | undefined): PolicyDecision {
+  const mode = effectiveApproval(effect, explicit);
+  switch (mode) {
+    case "Auto":
+      return { verdict: "allow", reason: "Auto", message: `${id} is allowed without approval` };
+    case "Required":
+      return { verdict: "approval", reason: "ApprovalRequired", message: `${id} needs a human's approval` };
+    case "Forbidden":
+      return { verdict: "deny", reason: "Forbidden", message: `${id} is forbidden by policy` };
+    default:
+      return explicit !== undefined && !MODES.includes(explicit)
+        ? { verdict: "deny", reason: "UnknownApprovalMode", message: `${id} has an unknown approval mode; denied` }
+        : { verdict: "deny", reason: "UnknownEffect", message: `${id} has an unknown effect; denied` };
+  }
+}
+
+/** Approval settings with the defaults of DESIGN §2 applied. */
+export interface ApprovalSettings {
+  approvers: PrincipalSet;
+  requiredApprovals: number;
+  allowSelfApproval: boolean;
+  ttlSeconds: number;
+}
+
+/**
+ * The approval settings for a request by `requester`: approvers default to the requester alone,
+ * `requiredApprovals` to 1 (at least 1), `allowSelfApproval` to true, ttl to `defaultTtlSeconds`.
+ */
+export function approvalSettings(
+  policy: CapabilityPolicy,
+  requester: Subject,
+  defaultTtlSeconds: number,
+): ApprovalSettings {
+  const approvers =
+    policy.approvers && (policy.approvers.users.length > 0 || policy.approvers.groups.length > 0)
+      ? { users: [...policy.approvers.users], groups: [...policy.approvers.groups] }
+      : { users: [requester.user], groups: [] };
+  return {
+    approvers,
+    requiredApprovals: Math.max(1, Math.floor(policy.requiredApprovals ?? 1)),
+    allowSelfApproval: policy.allowSelfApproval ?? true,
+    ttlSeconds: policy.ttlSeconds && policy.ttlSeconds > 0 ? policy.ttlSeconds : defaultTtlSeconds,
+  };
+}

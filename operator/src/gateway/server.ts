@@ -1,0 +1,188 @@
+/**
+ * The gateway: the agent-facing HTTP API (operator/src/api/agent-protocol.ts) on fastify.
+ *   GET  /v1/session                 instructions, tools, stored history, limits
+ *   POST /v1/session/events          the agent's own reports (stored with source agent)
+ *   POST /v1/invoke                  Core.invoke (DESIGN §4)
+ *   GET  /v1/approvals/{name}/wait   long-poll until the Approval is decided and executed
+ *   GET  /healthz, /readyz
+ * Every /v1 request is authenticated by TokenReview and bound to the pod's session. Tool calls and
+ * their results are written to the transcript by the gateway, from Core's records.
+ */
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { AgentEvent, type ApprovalWait, InvokeCall, type SessionView } from "../api/agent-protocol.ts";
+import type { AgentSession, Approval } from "../api/kinds.ts";
+import type { JsonObject } from "../core/canonical.ts";
+import { GatehouseError, isGatehouseError } from "../core/errors.ts";
+import { invoke } from "../core/invoke.ts";
+import type { CoreDeps } from "../core/ports.ts";
+import { sessionRecordOf } from "../core/session-record.ts";
+import type { Caches } from "../kube/caches.ts";
+import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
+import type { TranscriptStore } from "../store/transcripts.ts";
+import type { PodIdentity } from "./authenticate.ts";
+import { sessionOfPod } from "./authenticate.ts";
+import { answerOfApproval, isSettled } from "./approval-answer.ts";
+import { limitsOf, sessionContextOf } from "./session-context.ts";
+
+export interface GatewayDeps {
+  caches: Caches;
+  core: CoreDeps;
+  transcripts: TranscriptStore;
+  review: (token: string) => Promise<PodIdentity>;
+  log: Logger;
+}
+
+const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
+const STATUS_OF_KIND: Record<string, number> = {
+  forbidden: 403,
+  invalid_arguments: 400,
+  not_found: 404,
+  conflict: 409,
+  unavailable: 503,
+};
+
+declare module "fastify" {
+  interface FastifyRequest {
+    session: AgentSession;
+  }
+}
+
+function nowMicros(): number {
+  return Date.now() * 1000;
+}
+
+/** Builds (not starts) the gateway. */
+export function buildGateway(deps: GatewayDeps): FastifyInstance {
+  const app = Fastify({ loggerInstance: deps.log.child({ component: "gateway" }), bodyLimit: 2 * 1024 * 1024 });
+  const recordOf = async (uid: string) => sessionRecordOf(await deps.transcripts.list(uid, { limit: 100_000 }));
+
+  app.setErrorHandler((error, request, reply) => {
+    if (isGatehouseError(error)) {
+      return reply.code(STATUS_OF_KIND[error.kind] ?? 500).send({ kind: error.kind, message: error.message });
+    }
+    if (error instanceof z.ZodError) {
+      return reply.code(400).send({ kind: "invalid_arguments", message: z.prettifyError(error) });
+    }
+    request.log.error({ err: error }, "gateway request failed");
+    return reply.code(500).send({ kind: "internal", message: "internal error" });
+  });
+
+  app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/readyz", async () => ({ status: "ok" }));
+
+  app.register(async (v1) => {
+    v1.decorateRequest("session", undefined as unknown as AgentSession);
+    v1.addHook("onRequest", async (request: FastifyRequest) => {
+      const header = request.headers.authorization ?? "";
+      const token = header.startsWith("Bearer ") ? header.slice(7).trim() : "";
+      if (!token) throw new GatehouseError("forbidden", "A bearer token (the pod's projected token) is required.");
+      const identity = await deps.review(token);
+      request.session = await sessionOfPod(deps.caches, identity);
+    });
+
+    v1.get("/v1/session", async (request): Promise<SessionView> => {
+      const session = request.session;
+      const tools = visibleCapabilities(deps.caches, session.metadata.namespace, session.spec.capabilities)
+        .map((capability) => resolveCapability(deps.caches, capability))
+        .filter((c) => c.ready && !c.disabled)
+        .map((c) => ({
+          name: c.toolName,
+          description: deps.caches.capabilities.get(c.name, c.namespace)?.status?.description ?? c.id,
+          parameters: c.inputSchema,
+        }));
+      const history = await deps.transcripts.list(session.metadata.uid, { limit: 100_000 });
+      const limits = limitsOf(session);
+      return {
+        namespace: session.metadata.namespace,
+        name: session.metadata.name,
+        uid: session.metadata.uid,
+        subject: { user: session.spec.subject.user, groups: session.spec.subject.groups ?? [] },
+        instructions: session.spec.instructions ?? "",
+        messages: session.spec.messages,
+        model: { name: session.spec.model.name },
+        tools,
+        history: history.map((e) => ({ seq: e.seq, source: e.source, kind: e.kind, payload: e.payload })),
+        limits: { maxTurns: limits.maxTurns, maxToolCalls: limits.maxToolCalls },
+      };
+    });
+
+    v1.post("/v1/session/events", async (request) => {
+      const event = AgentEvent.parse(request.body);
+      const payload: JsonObject = { turn: event.turn };
+      if (event.text !== undefined) payload.text = event.text;
+      if (event.usage) Object.assign(payload, event.usage);
+      await deps.transcripts.append({
+        sessionUid: request.session.metadata.uid,
+        source: "agent",
+        kind: event.kind,
+        payload,
+        atMicros: nowMicros(),
+      });
+      return { accepted: true };
+    });
+
+    v1.post("/v1/invoke", async (request) => {
+      const call = InvokeCall.parse(request.body);
+      const session = request.session;
+      const context = sessionContextOf(session, await recordOf(session.metadata.uid));
+      const { answer } = await invoke(deps.core, context, call);
+      const capability = await deps.core.catalog.resolve(session.metadata.namespace, call.tool);
+      await deps.transcripts.append({
+        sessionUid: session.metadata.uid,
+        source: "agent",
+        kind: "tool_call",
+        payload: { turn: call.turn, position: call.position, callId: call.callId, tool: call.tool, arguments: call.arguments },
+        atMicros: nowMicros(),
+      });
+      await deps.transcripts.append({
+        sessionUid: session.metadata.uid,
+        source: "gateway",
+        kind: "tool_result",
+        payload: {
+          turn: call.turn,
+          callId: call.callId,
+          status: answer.status,
+          content: answer.content,
+          ...(answer.executionId ? { executionId: answer.executionId } : {}),
+          ...(answer.approval ? { approval: answer.approval.name } : {}),
+          ...(capability ? { effect: String(capability.effect) } : {}),
+        },
+        atMicros: nowMicros(),
+      });
+      return answer;
+    });
+
+    v1.get("/v1/approvals/:name/wait", async (request: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
+      const { timeoutSeconds } = WaitQuery.parse(request.query);
+      const session = request.session;
+      const read = (): Approval | undefined => {
+        const approval = deps.caches.approvals.get(request.params.name, session.metadata.namespace);
+        return approval?.spec.sessionRef.uid === session.metadata.uid ? approval : undefined;
+      };
+      if (!read()) throw new GatehouseError("not_found", `Approval ${request.params.name} does not belong to this session.`);
+      const deadline = Date.now() + timeoutSeconds * 1000;
+      let approval = read();
+      while (approval && !isSettled(approval) && Date.now() < deadline && !request.raw.destroyed) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        approval = read();
+      }
+      if (!approval) throw new GatehouseError("not_found", `Approval ${request.params.name} is gone.`);
+      const phase = approval.status?.phase ?? "Pending";
+      const body: ApprovalWait = { name: approval.metadata.name, phase, done: isSettled(approval) };
+      if (body.done) {
+        body.answer = await answerOfApproval(deps.core, approval);
+        await deps.transcripts.append({
+          sessionUid: session.metadata.uid,
+          source: "gateway",
+          kind: "approval_outcome",
+          payload: { approval: approval.metadata.name, phase, status: body.answer.status, content: body.answer.content },
+          atMicros: nowMicros(),
+        });
+      }
+      return reply.send(body);
+    });
+  });
+  return app;
+}

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { canonicalJson, sha256Hex } from "../../operator/src/core/canonical.ts";
+import type { NewExecution } from "../../operator/src/core/ports.ts";
+import { createPool } from "../../operator/src/store/connection.ts";
+import { createPostgresExecutionStore } from "../../operator/src/store/executions.ts";
+import { createPostgresTranscriptStore } from "../../operator/src/store/transcripts.ts";
+import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
+
+let counter = 0;
+function newExecution(overrides: Partial<NewExecution> = {}): NewExecution {
+  counter++;
+  const id = (overrides.id ?? `${counter}`.padStart(40, "a")).slice(0, 40);
+  const args = { planId: "P-1", version: counter };
+  const argumentsCanonical = canonicalJson(args);
+  return {
+    id,
+    idempotencyKey: `gh1.${id}`,
+    session: { uid: "uid-1", namespace: "plant-a", name: "s1" },
+    capability: "aps.schedule.publish",
+    providerRef: { namespace: "plant-a", name: "aps" },
+    request: {
+      executionId: id,
+      idempotencyKey: `gh1.${id}`,
+      capability: "aps.schedule.publish",
+      arguments: args,
+      subject: { user: "alice", groups: [] },
+    },
+    argumentsCanonical,
+    requestDigest: sha256Hex(argumentsCanonical),
+    leaseUntilMicros: 2_000_000_000_000_000,
+    atMicros: 1_700_000_000_000_000,
+    ...overrides,
+  };
+}
+
+describe("executions in Postgres", () => {
+  let db: FreshDatabase;
+  beforeAll(async () => {
+    db = await freshDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("lets exactly one of two concurrent claims own the execution", async () => {
+    // Two pools = two replicas, each with its own connection.
+    const second = createPool(db.url, { max: 2 });
+    try {
+      const a = createPostgresExecutionStore(db.operator);
+      const b = createPostgresExecutionStore(second);
+      for (let round = 0; round < 10; round++) {
+        const row = newExecution();
+        const results = await Promise.all([a.claim(row), b.claim(row)]);
+        expect(results.filter((r) => r.owned)).toHaveLength(1);
+        expect(results.map((r) => r.execution.id)).toEqual([row.id, row.id]);
+        expect(results.every((r) => r.execution.state === "started")).toBe(true);
+      }
+    } finally {
+      await second.end();
+    }
+  });
+
+  it("returns the existing row to a repeated claim", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    expect((await store.claim(row)).owned).toBe(true);
+    await store.recordReceipt(row.id, {
+      state: "succeeded",
+      receipt: { status: "succeeded", result: { published: true } },
+      atMicros: row.atMicros + 5,
+    });
+    const again = await store.claim(row);
+    expect(again.owned).toBe(false);
+    expect(again.execution).toMatchObject({ state: "succeeded", receipt: { result: { published: true } } });
+    expect(again.execution.argumentsCanonical).toBe(row.argumentsCanonical);
+  });
+
+  it("refuses a claim whose idempotency key belongs to another execution", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    await expect(store.claim({ ...newExecution(), idempotencyKey: row.idempotencyKey })).rejects.toMatchObject({
+      kind: "conflict",
+    });
+  });
+
+  it("never overwrites a final outcome", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    const failed = await store.recordReceipt(row.id, {
+      state: "failed",
+      errorKind: "forbidden",
+      receipt: { status: "failed", errorKind: "forbidden", message: "bob may not publish" },
+      atMicros: row.atMicros + 1,
+    });
+    expect(failed.recorded).toBe(true);
+    const overwrite = await store.recordReceipt(row.id, { state: "succeeded", atMicros: row.atMicros + 2 });
+    expect(overwrite).toMatchObject({ recorded: false, execution: { state: "failed", errorKind: "forbidden" } });
+  });
+
+  it("resolves an unknown outcome later, but not back to unknown", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    await store.recordReceipt(row.id, { state: "unknown", errorKind: "unknown_outcome", atMicros: row.atMicros + 1 });
+    const resolved = await store.recordReceipt(row.id, {
+      state: "succeeded",
+      receipt: { status: "succeeded" },
+      atMicros: row.atMicros + 2,
+    });
+    expect(resolved).toMatchObject({ recorded: true, execution: { state: "succeeded" } });
+  });
+
+  it("turns started rows with an ended lease into unknown", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution({ leaseUntilMicros: 1_000 });
+    await store.claim(row);
+    const expired = await store.expireLeases(2_000);
+    expect(expired.map((e) => e.id)).toContain(row.id);
+    expect(await store.get(row.id)).toMatchObject({ state: "unknown", errorKind: "unknown_outcome" });
+  });
+
+  it("reports not_found when recording on a missing execution", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    await expect(store.recordReceipt("f".repeat(40), { state: "failed", atMicros: 1 })).rejects.toMatchObject({
+      kind: "not_found",
+    });
+  });
+});
+
+describe("transcripts in Postgres", () => {
+  let db: FreshDatabase;
+  beforeAll(async () => {
+    db = await freshDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("numbers concurrent appends of one session without gaps", async () => {
+    const store = createPostgresTranscriptStore(db.operator);
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        store.append({ sessionUid: "s-1", source: "agent", kind: "assistant_text", payload: { i }, atMicros: i }),
+      ),
+    );
+    await store.append({ sessionUid: "s-2", source: "user", kind: "user_message", payload: { text: "hi" }, atMicros: 1 });
+    const events = await store.list("s-1");
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect((await store.list("s-2"))[0]).toMatchObject({ seq: 1, source: "user", payload: { text: "hi" } });
+    expect((await store.list("s-1", { afterSeq: 10 })).map((e) => e.seq)).toEqual([11, 12]);
+  });
+});
