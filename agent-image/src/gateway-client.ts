@@ -69,8 +69,17 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     }
   }
 
-  async function once<T>(method: string, path: string, body: unknown, schema: z.ZodType<T>, signal?: AbortSignal) {
-    const headers: Record<string, string> = { authorization: `Bearer ${await token()}`, accept: "application/json" };
+  async function once<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    schema: z.ZodType<T>,
+    signal?: AbortSignal,
+  ) {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${await token()}`,
+      accept: "application/json",
+    };
     if (body !== undefined) headers["content-type"] = "application/json";
     let response: Response;
     try {
@@ -87,9 +96,15 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     const payload: unknown = await response.json().catch(() => undefined);
     if (!response.ok) {
       const parsed = ApiError.safeParse(payload);
-      const kind = parsed.success ? parsed.data.kind : retryableStatus.has(response.status) ? "unavailable" : "internal";
+      const kind = parsed.success
+        ? parsed.data.kind
+        : retryableStatus.has(response.status)
+          ? "unavailable"
+          : "internal";
       const message = parsed.success ? parsed.data.message : `HTTP ${response.status}`;
-      throw new GatewayError(kind, `gateway refused ${method} ${path}: ${message}`, { status: response.status });
+      throw new GatewayError(kind, `gateway refused ${method} ${path}: ${message}`, {
+        status: response.status,
+      });
     }
     const parsed = schema.safeParse(payload);
     if (!parsed.success) {
@@ -100,7 +115,13 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     return parsed.data;
   }
 
-  async function request<T>(method: string, path: string, body: unknown, schema: z.ZodType<T>, signal?: AbortSignal) {
+  async function request<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    schema: z.ZodType<T>,
+    signal?: AbortSignal,
+  ) {
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await once(method, path, body, schema, signal);
@@ -109,7 +130,11 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
           error instanceof GatewayError &&
           (error.status === undefined ? error.kind === "unavailable" : retryableStatus.has(error.status));
         if (!retryable || attempt >= attempts || signal?.aborted) throw error;
-        await sleep(backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5), undefined, signal ? { signal } : {});
+        await sleep(
+          backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5),
+          undefined,
+          signal ? { signal } : {},
+        );
       }
     }
   }

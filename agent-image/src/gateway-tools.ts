@@ -37,17 +37,32 @@ async function waitForApproval(
 
 /** Tool calls through `gateway`. */
 export function gatewayToolExecutor(gateway: GatewayClient, options: GatewayToolOptions = {}): ToolExecutor {
-  const settings = { waitSeconds: options.waitSeconds ?? 30, minPollIntervalMs: options.minPollIntervalMs ?? 1000 };
+  const settings = {
+    waitSeconds: options.waitSeconds ?? 30,
+    minPollIntervalMs: options.minPollIntervalMs ?? 1000,
+  };
   return {
     async invoke(call, { signal }) {
       const answer = await gateway.invoke(
-        { turn: call.turn, position: call.position, callId: call.callId, tool: call.name, arguments: call.arguments },
+        {
+          turn: call.turn,
+          position: call.position,
+          callId: call.callId,
+          tool: call.name,
+          arguments: call.arguments,
+        },
         signal,
       );
-      if (answer.status !== "pending_approval") return { kind: "done", status: answer.status, content: answer.content };
+      if (answer.status !== "pending_approval")
+        return { kind: "done", status: answer.status, content: answer.content };
       const approval = answer.approval?.name;
-      if (!approval) throw new GatewayError("internal", "gateway answered pending_approval without an approval name");
-      return { kind: "pending_approval", approval, wait: (waitSignal) => waitForApproval(gateway, approval, settings, waitSignal) };
+      if (!approval)
+        throw new GatewayError("internal", "gateway answered pending_approval without an approval name");
+      return {
+        kind: "pending_approval",
+        approval,
+        wait: (waitSignal) => waitForApproval(gateway, approval, settings, waitSignal),
+      };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile, mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,8 +8,8 @@ import {
   AgentEvent,
   type ApprovalWait,
   type HistoryEntry,
-  InvokeCall,
   type InvokeAnswer,
+  InvokeCall,
   type SessionView,
 } from "@gatehouse/operator/agent-protocol";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -23,8 +23,9 @@ import { runAgent } from "./run-agent.ts";
 
 /**
  * A small real gateway speaking the agent protocol: canned results for read and draft, `pending_approval`
- * for publish followed by one `done: false` wait and then the approved result. It records the transcript
- * entries the real gateway writes (tool_call / tool_result), the agent's events, and the bearer tokens.
+ * for publish followed by one `done: false` wait and then the approved result. It records transcript
+ * entries as the real gateway does (`operator/src/gateway/server.ts`: tool_call, tool_result with
+ * callId but no position, approval_outcome), the agent's events, and the bearer tokens.
  */
 interface TestGateway {
   url: string;
@@ -37,7 +38,14 @@ interface TestGateway {
 }
 
 const planV1 = { id: "plan-2026-w49", week: "2026-W49", version: 1, status: "published", lines: [] };
-const draftV7 = { id: "plan-2026-w49", week: "2026-W49", version: 7, status: "draft", basedOnVersion: 1, lines: [] };
+const draftV7 = {
+  id: "plan-2026-w49",
+  week: "2026-W49",
+  version: 7,
+  status: "draft",
+  basedOnVersion: 1,
+  lines: [],
+};
 
 interface GatewayOptions {
   model: string;
@@ -68,25 +76,29 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
   app.addHook("onRequest", async (request, reply) => {
     const token = (request.headers.authorization ?? "").replace(/^Bearer /, "");
     state.tokens.push(token);
-    if (!valid.has(token)) return reply.code(401).send({ kind: "unauthenticated", message: "token not valid" });
+    if (!valid.has(token))
+      return reply.code(401).send({ kind: "unauthenticated", message: "token not valid" });
   });
 
-  app.get("/v1/session", async (): Promise<SessionView> => ({
-    namespace: "plant-a",
-    name: "push-plan",
-    uid: "uid-1",
-    subject: { user: "alice", groups: ["planners"] },
-    instructions: "You schedule production with the APS tools.",
-    messages: [{ text: "Push next week's production plan back by one day." }],
-    model: { name: options.model },
-    tools: ["aps.schedule.read", "aps.schedule.draft", "aps.schedule.publish"].map((id) => ({
-      name: id.replaceAll(".", "_"),
-      description: id,
-      parameters: { type: "object" },
-    })),
-    history: state.history,
-    limits: { maxTurns: 10, maxToolCalls: 10 },
-  }));
+  app.get(
+    "/v1/session",
+    async (): Promise<SessionView> => ({
+      namespace: "plant-a",
+      name: "push-plan",
+      uid: "uid-1",
+      subject: { user: "alice", groups: ["planners"] },
+      instructions: "You schedule production with the APS tools.",
+      messages: [{ text: "Push next week's production plan back by one day." }],
+      model: { name: options.model },
+      tools: ["aps.schedule.read", "aps.schedule.draft", "aps.schedule.publish"].map((id) => ({
+        name: id.replaceAll(".", "_"),
+        description: id,
+        parameters: { type: "object" },
+      })),
+      history: state.history,
+      limits: { maxTurns: 10, maxToolCalls: 10 },
+    }),
+  );
 
   app.post("/v1/session/events", async (request) => {
     const event = AgentEvent.parse(request.body);
@@ -97,14 +109,19 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
 
   const succeeded = (call: InvokeCall, result: unknown): InvokeAnswer => {
     const content = JSON.stringify(result);
-    record("gateway", "tool_result", { turn: call.turn, position: call.position, callId: call.callId, content });
+    record("gateway", "tool_result", {
+      turn: call.turn,
+      position: call.position,
+      callId: call.callId,
+      content,
+    });
     return { status: "succeeded", content, executionId: `exec-${call.turn}-${call.position}` };
   };
 
   app.post("/v1/invoke", async (request): Promise<InvokeAnswer> => {
     const call = InvokeCall.parse(request.body);
     state.invokes.push(call);
-    record("gateway", "tool_call", { ...call });
+    record("agent", "tool_call", { ...call });
     if (options.rotateToken && state.invokes.length === 1) {
       await writeFile(options.tokenFile, "token-2\n");
       valid = new Set(["token-2"]);
@@ -114,14 +131,22 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
     publishArguments = call.arguments;
     const published = { ...JSON.parse(call.arguments), status: "published", publicationId: "pub-1" };
     if (options.publishApproved) return succeeded(call, published);
-    return { status: "pending_approval", content: "waiting for approval apr-1", approval: { name: "apr-1" } };
+    return answered(call, {
+      status: "pending_approval",
+      content: "waiting for approval apr-1",
+      approval: { name: "apr-1" },
+    });
   });
 
   app.get("/v1/approvals/:name/wait", async (request): Promise<ApprovalWait> => {
     state.waits += 1;
     const name = (request.params as { name: string }).name;
     if (state.waits === 1) return { name, phase: "Pending", done: false };
-    const content = JSON.stringify({ ...JSON.parse(publishArguments), status: "published", publicationId: "pub-1" });
+    const content = JSON.stringify({
+      ...JSON.parse(publishArguments),
+      status: "published",
+      publicationId: "pub-1",
+    });
     return { name, phase: "Succeeded", done: true, answer: { status: "succeeded", content } };
   });
 
@@ -189,7 +214,9 @@ describe("agent runtime with the builtin engine", () => {
     expect(final).toMatchObject({ kind: "final_answer", turn: 3 });
     expect(final?.text).toContain("published as version 7");
     expect(final?.usage?.inputTokens).toBeGreaterThan(0);
-    expect(gateway.events.filter((event) => event.kind === "assistant_text").map((event) => event.turn)).toEqual([0, 2]);
+    expect(
+      gateway.events.filter((event) => event.kind === "assistant_text").map((event) => event.turn),
+    ).toEqual([0, 2]);
   });
 
   it("re-reads the token file on every request", async () => {
@@ -226,19 +253,38 @@ describe("agent runtime with the builtin engine", () => {
     const history = [...first.history];
     await first.close();
     expect(history.filter((entry) => entry.kind === "final_answer")).toHaveLength(0);
+    expect(
+      history.filter((entry) => entry.kind === "assistant_text").map((entry) => entry.payload.turn),
+    ).toEqual([0, 2]);
 
     const requestsBefore = model.requests().length;
-    gateway = await startTestGateway({ model: "scripted/reference-story", tokenFile, history, publishApproved: true });
+    gateway = await startTestGateway({
+      model: "scripted/reference-story",
+      tokenFile,
+      history,
+      publishApproved: true,
+    });
     expect(await run(gateway.url)).toBe(0);
-    expect(gateway.invokes.map((call) => [call.turn, call.position, call.tool])).toEqual([[2, 0, "aps_schedule_publish"]]);
-    expect(model.requests().slice(requestsBefore).map((request) => request.step)).toEqual([3]);
-    expect(gateway.events.find((event) => event.kind === "final_answer")?.text).toContain("published as version 7");
+    expect(gateway.invokes.map((call) => [call.turn, call.position, call.tool])).toEqual([
+      [2, 0, "aps_schedule_publish"],
+    ]);
+    expect(
+      model
+        .requests()
+        .slice(requestsBefore)
+        .map((request) => request.step),
+    ).toEqual([3]);
+    expect(gateway.events.find((event) => event.kind === "final_answer")?.text).toContain(
+      "published as version 7",
+    );
   });
 
   it("posts an error event and exits 1 when the model endpoint has no such model", async () => {
     gateway = await startTestGateway({ model: "scripted/no-such-script", tokenFile });
     expect(await run(gateway.url)).toBe(1);
-    expect(gateway.events).toEqual([expect.objectContaining({ kind: "error", text: expect.stringContaining("not_found") })]);
+    expect(gateway.events).toEqual([
+      expect.objectContaining({ kind: "error", text: expect.stringContaining("not_found") }),
+    ]);
   });
 });
 
@@ -248,7 +294,10 @@ describe("agent process", () => {
     const mounted = "/var/run/secrets/gatehouse/token";
     await mkdir(path.join(root, path.dirname(mounted)), { recursive: true });
     await writeFile(path.join(root, mounted), "token-1\n");
-    gateway = await startTestGateway({ model: "scripted/reference-story", tokenFile: path.join(root, mounted) });
+    gateway = await startTestGateway({
+      model: "scripted/reference-story",
+      tokenFile: path.join(root, mounted),
+    });
     const main = fileURLToPath(new URL("./main.ts", import.meta.url));
     const child = spawn(process.execPath, [main], {
       env: {
@@ -269,7 +318,10 @@ describe("agent process", () => {
     });
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
-    const lines = stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.map((line) => line.msg)).toContain("final answer posted");
     expect(stdout).not.toContain("token-1");
     expect(stdout).not.toContain("plan-2026-w49");

@@ -1,15 +1,17 @@
 /**
  * One agent pod's work, start to end: fetch the session from the gateway, rebuild the conversation,
  * let the engine run, report to the gateway, and say which exit code the process should have.
- *   - each intermediate turn with text → `assistant_text` event;
+ *   - a turn's text that comes with tool calls → `assistant_text`, posted before the first call runs (so
+ *     it is in the transcript even when the pod is released during an approval wait);
  *   - the model's last answer → `final_answer` with its text and this pod's token usage → exit 0;
  *   - an engine or gateway error → `error` event (best effort) → exit 1;
  *   - stopped by `signal` (SIGTERM: the pod is released while it waits for an approval) → no event, exit 0,
  *     since a new pod resumes the session from its history.
  */
-import type { GatewayClient } from "./gateway-client.ts";
-import type { Logger } from "pino";
+
 import type { SessionView } from "@gatehouse/operator/agent-protocol";
+import type { Logger } from "pino";
+import type { GatewayClient } from "./gateway-client.ts";
 import type { AgentRuntime, TokenUsage } from "./runtime.ts";
 import { planResume } from "./transcript.ts";
 
@@ -38,7 +40,12 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
   async function reportError(kind: string, message: string): Promise<number> {
     logger.error({ kind, message }, "agent run failed");
     try {
-      await gateway.postEvent({ kind: "error", turn: lastTurn, text: `${kind}: ${message}`.slice(0, 65_536), usage });
+      await gateway.postEvent({
+        kind: "error",
+        turn: lastTurn,
+        text: `${kind}: ${message}`.slice(0, 65_536),
+        usage,
+      });
     } catch (error) {
       logger.error({ ...errorText(error) }, "could not report the error to the gateway");
     }
@@ -49,7 +56,8 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
     const session = await gateway.getSession(signal);
     const log = logger.child({ namespace: session.namespace, name: session.name, sessionUID: session.uid });
     const plan = planResume(session);
-    if (plan.skipped > 0) log.warn({ skipped: plan.skipped }, "history entries with an unexpected payload were skipped");
+    if (plan.skipped > 0)
+      log.warn({ skipped: plan.skipped }, "history entries with an unexpected payload were skipped");
     if (plan.done) {
       log.info("every message is answered; nothing to do");
       return 0;
@@ -63,13 +71,24 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
       history: plan.history,
     });
     let finalText: string | undefined;
+    const textOfTurn = new Map<number, string>();
     for await (const event of conversation.send(plan.next, { signal })) {
-      if (event.type === "turn_end") {
+      if (event.type === "text") {
+        textOfTurn.set(event.turn, (textOfTurn.get(event.turn) ?? "") + event.delta);
+      } else if (event.type === "tool_call") {
+        const text = textOfTurn.get(event.turn);
+        if (text) {
+          textOfTurn.delete(event.turn);
+          await gateway.postEvent(
+            { kind: "assistant_text", turn: event.turn, text: text.slice(0, 65_536) },
+            signal,
+          );
+        }
+      } else if (event.type === "turn_end") {
         lastTurn = event.turn;
         usage.inputTokens += event.usage.inputTokens;
         usage.outputTokens += event.usage.outputTokens;
         if (event.final) finalText = event.text;
-        else if (event.text) await gateway.postEvent({ kind: "assistant_text", turn: event.turn, text: event.text }, signal);
       } else if (event.type === "error") {
         if (signal.aborted) {
           log.info("stopped by signal; a new pod will resume the session");
@@ -78,8 +97,12 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
         return await reportError(event.kind, event.message);
       }
     }
-    if (finalText === undefined) return await reportError("internal", "the engine ended without a final answer");
-    await gateway.postEvent({ kind: "final_answer", turn: lastTurn, text: finalText.slice(0, 65_536), usage }, signal);
+    if (finalText === undefined)
+      return await reportError("internal", "the engine ended without a final answer");
+    await gateway.postEvent(
+      { kind: "final_answer", turn: lastTurn, text: finalText.slice(0, 65_536), usage },
+      signal,
+    );
     log.info({ turn: lastTurn, ...usage }, "final answer posted");
     return 0;
   } catch (error) {

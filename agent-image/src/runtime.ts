@@ -45,7 +45,14 @@ export interface TokenUsage {
 export type RuntimeEvent =
   | { type: "text"; turn: number; delta: string }
   | { type: "tool_call"; turn: number; position: number; callId: string; name: string; arguments: string }
-  | { type: "approval_required"; turn: number; position: number; callId: string; name: string; approval: string }
+  | {
+      type: "approval_required";
+      turn: number;
+      position: number;
+      callId: string;
+      name: string;
+      approval: string;
+    }
   | {
       type: "tool_result";
       turn: number;

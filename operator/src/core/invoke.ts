@@ -21,3 +21,295 @@
  * `operator/src/store/`. Kubernetes-backed ports (catalog, approvals, identities) and the HTTP
  * `ProviderClient` belong to `kube/` / `gateway/`.
  */
+import type { InvokeAnswer, InvokeCall } from "../api/agent-protocol.ts";
+import {
+  answerFromExecution,
+  deniedAnswer,
+  invalidArgumentsAnswer,
+  pendingApprovalAnswer,
+} from "./answer.ts";
+import { checkArguments, parseArguments } from "./arguments.ts";
+import { AuditKind } from "./audit.ts";
+import { type JsonObject, sha256Hex } from "./canonical.ts";
+import { execute } from "./execute.ts";
+import { type ExecutionIdentity, executionIdentity } from "./execution-identity.ts";
+import { approvalSettings, decidePolicy } from "./policy.ts";
+import type {
+  ApprovalHandle,
+  ApprovalRequest,
+  CoreConfig,
+  CoreDeps,
+  ExecutionRecord,
+  ResolvedCapability,
+  SessionContext,
+} from "./ports.ts";
+import { capabilityIdOf } from "./tool-names.ts";
+
+export { executeApproved } from "./execute-approved.ts";
+
+/** Defaults for {@link CoreConfig}: 30 s provider deadline, 2 attempts when idempotent, 16 KiB results, 1 h approvals. */
+export const defaultCoreConfig: CoreConfig = {
+  providerDeadlineMs: 30_000,
+  maxProviderAttempts: 2,
+  leaseGraceMs: 30_000,
+  maxResultBytes: 16_384,
+  approvalTtlSeconds: 3_600,
+};
+
+/** What one call consumed of the session's limits (add to `status.toolCalls` / `status.writes`). Repeats consume nothing. */
+export interface Consumption {
+  toolCalls: 0 | 1;
+  writes: 0 | 1;
+}
+
+/** Result of {@link invoke}: the answer for the agent and what the call consumed. */
+export interface InvokeResult {
+  answer: InvokeAnswer;
+  consumed: Consumption;
+}
+
+const NOTHING: Consumption = { toolCalls: 0, writes: 0 };
+
+/**
+ * Decides and, when allowed, executes one tool call (DESIGN §4 steps 2–10, in that order):
+ *  2. execution identity; an existing execution or Approval for it → its state, nothing new;
+ *  3. resolve the tool to a visible, enabled, ready Capability;
+ *  4. strict I-JSON + schema validation → `invalid_arguments` (audited, nothing else);
+ *  5. identity binding when the provider requires it;
+ *  6. policy (strictest rule wins; limits; a rejected identical action is refused);
+ *  7. Required → Approval created (or our own recognised) → `pending_approval`;
+ *  8. Auto → claim, call the provider, record the receipt;
+ *  9. every decision and outcome is audited; 10. the answer (results truncated to `maxResultBytes`).
+ * The arguments are parsed before step 2 — a pure computation — because the identity includes their
+ * canonical digest; text that does not parse is identified by the digest of its raw bytes.
+ * Errors: throws only when a dependency fails (Postgres, API server, audit); never for a bad call.
+ */
+export async function invoke(deps: CoreDeps, session: SessionContext, call: InvokeCall): Promise<InvokeResult> {
+  const capabilityId = capabilityIdOf(call.tool);
+  const identity = executionIdentity({
+    sessionUid: session.uid,
+    turn: call.turn,
+    position: call.position,
+    capability: capabilityId,
+    argumentsDigest: identityDigestOf(call.arguments),
+  });
+  const audit = auditor(deps, session, identity.executionId);
+  const deny = async (reason: string, message: string, errorKind: Parameters<typeof deniedAnswer>[1], extra: JsonObject = {}) => {
+    await audit(AuditKind.denied, { tool: call.tool, reason, message, ...extra });
+    return { answer: deniedAnswer(message, errorKind, identity.executionId), consumed: { toolCalls: 1, writes: 0 } as Consumption };
+  };
+
+  // 2. Identity: a repeated call returns the state of the first one.
+  const existing = await deps.executions.get(identity.executionId);
+  if (existing) {
+    await audit(AuditKind.repeated, { tool: call.tool, state: existing.state });
+    return { answer: answerOfExecution(deps, existing), consumed: NOTHING };
+  }
+  const approval = await deps.approvals.get(session.namespace, identity.approvalName, session.uid);
+  if (approval) {
+    if (!approval.ownedBySession) return conflict(deps, session, identity, call.tool, audit);
+    await audit(AuditKind.repeated, { tool: call.tool, approval: approval.name, phase: approval.phase });
+    return { answer: answerOfExistingApproval(approval, identity), consumed: NOTHING };
+  }
+
+  // 3. Resolve.
+  if (!session.active) {
+    return deny("SessionInactive", "this session is finished or cancelled; no more tool calls run", "forbidden");
+  }
+  const capability = await deps.catalog.resolve(session.namespace, call.tool);
+  if (!capability || (session.capabilities && !session.capabilities.includes(capability.name))) {
+    return deny("UnknownTool", `there is no tool named ${JSON.stringify(call.tool)} available to this session`, "not_found");
+  }
+  if (capability.disabled) {
+    return deny("Disabled", `${capability.id} is disabled by the platform team`, "unavailable");
+  }
+  if (!capability.ready || !capability.providerReady) {
+    const why = !capability.ready ? (capability.notReadyReason ?? "NotReady") : "ProviderNotReady";
+    return deny(why, `${capability.id} is not available right now (${why}); try later or use another tool`, "unavailable");
+  }
+
+  // 4. Parse and validate.
+  const checked = checkArguments(call.arguments, capability.inputSchema);
+  if (!checked.ok) {
+    if (checked.problem.class === "invalid_schema") {
+      return deny("InvalidSchema", checked.problem.message, "unavailable");
+    }
+    await audit(AuditKind.invalidArguments, {
+      tool: call.tool,
+      capability: capability.id,
+      problem: checked.problem.class,
+      message: checked.problem.message,
+      rawDigest: sha256Hex(call.arguments),
+    });
+    return { answer: invalidArgumentsAnswer(checked.problem.message), consumed: { toolCalls: 1, writes: 0 } };
+  }
+  const digest = checked.digest;
+  const facts: JsonObject = { capability: capability.id, argumentsDigest: digest };
+
+  // 5. Identity binding.
+  let account: string | undefined;
+  if (capability.requiresIdentity) {
+    const binding = await deps.identities.resolve(capability.providerRef, session.subject);
+    if (!binding.bound) {
+      return deny("IdentityUnbound", `${session.subject.user} has no account in the business system: ${binding.reason}`, "forbidden", facts);
+    }
+    account = binding.account;
+  }
+
+  // 6. Policy.
+  const decision = decidePolicy({
+    capability,
+    subject: session.subject,
+    limits: session.limits,
+    counters: session.counters,
+    ...(deps.config.approvalFloor ? { floor: deps.config.approvalFloor } : {}),
+  });
+  if (decision.verdict === "deny") return deny(decision.reason, decision.message, "forbidden", facts);
+  const rejected = await deps.approvals.findRejected({
+    namespace: session.namespace,
+    sessionUid: session.uid,
+    capability: capability.name,
+    argumentsDigest: digest,
+  });
+  if (rejected) {
+    return deny(
+      "PreviouslyRejected",
+      `this exact action was rejected before (Approval ${rejected.name}); do not propose it again unchanged`,
+      "forbidden",
+      { ...facts, rejectedApproval: rejected.name },
+    );
+  }
+  const consumed: Consumption = { toolCalls: 1, writes: String(capability.effect) === "write" ? 1 : 0 };
+
+  // 7. Approval.
+  if (decision.verdict === "approval") {
+    const request = approvalRequestOf(deps, session, identity, capability, checked.canonical, digest);
+    const handle = await deps.approvals.createOrGet(request);
+    if (!handle.ownedBySession || !handle.sameSpec) return conflict(deps, session, identity, call.tool, audit);
+    await audit(AuditKind.approvalRequested, {
+      ...facts,
+      approval: handle.name,
+      approvers: { users: request.approvers.users, groups: request.approvers.groups },
+      requiredApprovals: request.requiredApprovals,
+      expiresAt: request.expiresAt,
+    });
+    const message =
+      `${capability.id} needs approval: Approval ${handle.name} is waiting for ` +
+      `${describeApprovers(request)}. Wait for the decision; do not repeat the call.`;
+    return { answer: pendingApprovalAnswer(handle.name, identity.executionId, message), consumed };
+  }
+
+  // 8–10. Execute, audit, answer.
+  const result = await execute(deps, {
+    executionId: identity.executionId,
+    idempotencyKey: identity.idempotencyKey,
+    session: { uid: session.uid, namespace: session.namespace, name: session.name },
+    subject: session.subject,
+    ...(account !== undefined ? { account } : {}),
+    capability,
+    argumentsCanonical: checked.canonical,
+    argumentsDigest: digest,
+    actor: session.subject.user,
+  });
+  return { answer: result.answer, consumed: result.executedNow ? consumed : NOTHING };
+}
+
+/** The agent's answer for an execution row (used for repeats and by the approval wait endpoint). */
+export function answerOfExecution(deps: Pick<CoreDeps, "config">, execution: ExecutionRecord): InvokeAnswer {
+  return answerFromExecution(execution, deps.config.maxResultBytes);
+}
+
+/** Digest identifying the arguments: canonical when they parse, `{}` for empty text, else the raw text's. */
+function identityDigestOf(raw: string): string {
+  if (raw.trim() === "") return sha256Hex("{}");
+  const parsed = parseArguments(raw);
+  return parsed.ok ? parsed.digest : sha256Hex(`raw:${raw}`);
+}
+
+function auditor(deps: CoreDeps, session: SessionContext, executionId: string) {
+  return (kind: string, payload: JsonObject) =>
+    deps.audit.append({
+      kind,
+      actor: session.subject.user,
+      sessionUid: session.uid,
+      executionId,
+      atMicros: deps.clock.nowMicros(),
+      payload: { session: `${session.namespace}/${session.name}`, ...payload },
+    });
+}
+
+async function conflict(
+  deps: CoreDeps,
+  session: SessionContext,
+  identity: ExecutionIdentity,
+  tool: string,
+  audit: (kind: string, payload: JsonObject) => Promise<unknown>,
+): Promise<InvokeResult> {
+  const message = `Approval ${identity.approvalName} already exists but was not created for this call; refusing it`;
+  await deps.approvals.markConflict(session.namespace, identity.approvalName, message);
+  await audit(AuditKind.approvalConflict, { tool, approval: identity.approvalName });
+  deps.logger.warn({ executionId: identity.executionId, approval: identity.approvalName }, "approval name squatted");
+  return {
+    answer: deniedAnswer(
+      "This call cannot be approved: its approval record was tampered with. Report it to the user.",
+      "conflict",
+      identity.executionId,
+    ),
+    consumed: { toolCalls: 1, writes: 0 },
+  };
+}
+
+function answerOfExistingApproval(approval: ApprovalHandle, identity: ExecutionIdentity): InvokeAnswer {
+  switch (approval.phase) {
+    case "Pending":
+    case "Approved":
+    case "Executing":
+      return pendingApprovalAnswer(
+        approval.name,
+        identity.executionId,
+        `Approval ${approval.name} for this call is ${approval.phase}; wait for it, do not repeat the call.`,
+      );
+    default:
+      return deniedAnswer(
+        `This call was not executed: its Approval ${approval.name} is ${approval.phase}.`,
+        "forbidden",
+        identity.executionId,
+      );
+  }
+}
+
+function approvalRequestOf(
+  deps: CoreDeps,
+  session: SessionContext,
+  identity: ExecutionIdentity,
+  capability: ResolvedCapability,
+  canonical: string,
+  digest: string,
+): ApprovalRequest {
+  const settings = approvalSettings(capability.policy, session.subject, deps.config.approvalTtlSeconds);
+  const expiresAtMs = Math.floor(deps.clock.nowMicros() / 1000) + settings.ttlSeconds * 1000;
+  return {
+    namespace: session.namespace,
+    name: identity.approvalName,
+    executionId: identity.executionId,
+    sessionRef: { name: session.name, uid: session.uid },
+    capability: capability.name,
+    capabilityId: capability.id,
+    providerRef: capability.providerRef,
+    arguments: canonical,
+    argumentsDigest: digest,
+    schemaDigest: capability.schemaDigest,
+    requester: { user: session.subject.user, groups: [...session.subject.groups] },
+    approvers: settings.approvers,
+    requiredApprovals: settings.requiredApprovals,
+    allowSelfApproval: settings.allowSelfApproval,
+    // Whole seconds: RFC 3339 without fractional digits compares cleanly in CEL and kubectl output.
+    expiresAt: new Date(Math.floor(expiresAtMs / 1000) * 1000).toISOString().replace(".000Z", "Z"),
+  };
+}
+
+function describeApprovers(request: ApprovalRequest): string {
+  const who = [...request.approvers.users, ...request.approvers.groups.map((g) => `group ${g}`)].join(", ");
+  const count = request.requiredApprovals > 1 ? `${request.requiredApprovals} approvals from ` : "";
+  return `${count}${who}`;
+}

@@ -87,15 +87,16 @@ export function strictest(decisions: readonly PolicyDecision[]): PolicyDecision 
   return decisions.reduce((worst, d) => (RANK[d.verdict] > RANK[worst.verdict] ? d : worst));
 }
 
-/** Applies every rule in the header and returns the strictest decision. */
-export function decidePolicy(input: PolicyInput): PolicyDecision {
+/**
+ * The rules that do not depend on the session's consumption — approval mode, operator floor, subjects
+ * — as their strictest decision. Re-checked when an Approved call is dispatched.
+ */
+export function decideAccess(input: Omit<PolicyInput, "limits" | "counters">): PolicyDecision {
   const { capability, subject } = input;
   const effect = String(capability.effect);
   const decisions: PolicyDecision[] = [modeDecision(capability.id, effect, capability.policy.approval)];
-
   const floor = EFFECTS.includes(effect) ? input.floor?.[effect as Effect] : undefined;
   if (floor) decisions.push(modeDecision(capability.id, effect, floor));
-
   if (!mayUse(capability.policy.subjects, subject)) {
     decisions.push({
       verdict: "deny",
@@ -103,6 +104,12 @@ export function decidePolicy(input: PolicyInput): PolicyDecision {
       message: `${subject.user} may not use ${capability.id}: it is reserved for other users or groups`,
     });
   }
+  return strictest(decisions);
+}
+
+/** Applies every rule in the header (access and limits) and returns the strictest decision. */
+export function decidePolicy(input: PolicyInput): PolicyDecision {
+  const decisions: PolicyDecision[] = [decideAccess(input)];
   if (input.counters.toolCalls >= input.limits.maxToolCalls) {
     decisions.push({
       verdict: "deny",
@@ -110,7 +117,7 @@ export function decidePolicy(input: PolicyInput): PolicyDecision {
       message: `this session has used all ${input.limits.maxToolCalls} tool calls it is allowed; finish with what you have`,
     });
   }
-  if (effect === "write" && input.counters.writes >= input.limits.maxWrites) {
+  if (String(input.capability.effect) === "write" && input.counters.writes >= input.limits.maxWrites) {
     decisions.push({
       verdict: "deny",
       reason: "WriteLimitReached",

@@ -372,8 +372,10 @@ export interface CoreConfig {
   leaseGraceMs: number;
   /** Tool results above this many UTF-8 bytes are truncated with a marker before they reach the model. */
   maxResultBytes: number;
-  /** Approval lifetime when the Capability sets no `policy.ttl`. */
+  /** Approval lifetime when the Capability sets no `policy.ttlSeconds`. */
   approvalTtlSeconds: number;
+  /** Operator-wide minimum approval mode per effect, e.g. `{ write: "Required" }` (see `core/policy.ts`). */
+  approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
 }
 
 /** Everything Core needs; build once per process and pass to `invoke` / `executeApproved`. */

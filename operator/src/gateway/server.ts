@@ -8,7 +8,7 @@
  * Every /v1 request is authenticated by TokenReview and bound to the pod's session. Tool calls and
  * their results are written to the transcript by the gateway, from Core's records.
  */
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { AgentEvent, type ApprovalWait, InvokeCall, type SessionView } from "../api/agent-protocol.ts";
@@ -24,7 +24,7 @@ import type { TranscriptStore } from "../store/transcripts.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { answerOfApproval, isSettled } from "./approval-answer.ts";
-import { limitsOf, sessionContextOf } from "./session-context.ts";
+import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 
 export interface GatewayDeps {
   caches: Caches;
@@ -54,7 +54,7 @@ function nowMicros(): number {
 }
 
 /** Builds (not starts) the gateway. */
-export function buildGateway(deps: GatewayDeps): FastifyInstance {
+export function buildGateway(deps: GatewayDeps) {
   const app = Fastify({ loggerInstance: deps.log.child({ component: "gateway" }), bodyLimit: 2 * 1024 * 1024 });
   const recordOf = async (uid: string) => sessionRecordOf(await deps.transcripts.list(uid, { limit: 100_000 }));
 

@@ -56,7 +56,14 @@ export interface ApsClient {
   publish(planId: string, version: number, options: ApsCallOptions): Promise<ApsPublication>;
 }
 
-const connectFailures = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const connectFailures = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 function causeCode(error: unknown): string | undefined {
   const cause = (error as { cause?: { code?: unknown } }).cause;
@@ -64,7 +71,12 @@ function causeCode(error: unknown): string | undefined {
 }
 
 /** Maps a failed fetch (no HTTP answer) to a kind; `hasEffect` says whether the call may have changed something. */
-function networkFailure(error: unknown, what: string, hasEffect: boolean, signal?: AbortSignal): ProviderError {
+function networkFailure(
+  error: unknown,
+  what: string,
+  hasEffect: boolean,
+  signal?: AbortSignal,
+): ProviderError {
   const code = causeCode(error);
   if (code && connectFailures.has(code)) {
     return new ProviderError("unavailable", `APS unreachable during ${what} (${code})`, { cause: error });
@@ -127,16 +139,21 @@ export function createApsClient(baseUrl: string): ApsClient {
     const parsed = schema.safeParse(payload);
     if (!parsed.success) {
       // The effect happened (2xx) but we cannot read the receipt: say so rather than guess.
-      throw new ProviderError(hasEffect ? "unknown_outcome" : "internal", `APS answered ${what} with an unexpected body`, {
-        cause: parsed.error,
-      });
+      throw new ProviderError(
+        hasEffect ? "unknown_outcome" : "internal",
+        `APS answered ${what} with an unexpected body`,
+        {
+          cause: parsed.error,
+        },
+      );
     }
     return parsed.data;
   }
 
   const plan = (planId: string) => `/api/plans/${encodeURIComponent(planId)}`;
   return {
-    readPlan: (planId, options) => call("read plan", "GET", plan(planId), undefined, false, ApsPlanVersion, options),
+    readPlan: (planId, options) =>
+      call("read plan", "GET", plan(planId), undefined, false, ApsPlanVersion, options),
     createDraft: (planId, shiftDays, options) =>
       call("create draft", "POST", `${plan(planId)}/drafts`, { shiftDays }, true, ApsPlanVersion, options),
     publish: (planId, version, options) =>

@@ -26,7 +26,12 @@ afterEach(async () => {
   await aps.close();
 });
 
-function request(capability: string, args: Record<string, unknown>, user = "alice", key?: string): InvokeRequest {
+function request(
+  capability: string,
+  args: Record<string, unknown>,
+  user = "alice",
+  key?: string,
+): InvokeRequest {
   counter += 1;
   return {
     executionId: `exec-${counter}`,
@@ -89,14 +94,19 @@ describe("aps provider against the fake APS", () => {
 
   it("answers forbidden when the APS refuses bob's publish, and nothing is published", async () => {
     await invoke(request("aps.schedule.draft", { planId: "plan-2026-w49", shiftDays: 1 }, "bob"));
-    const refused = await invoke(request("aps.schedule.publish", { planId: "plan-2026-w49", version: 2 }, "bob"));
+    const refused = await invoke(
+      request("aps.schedule.publish", { planId: "plan-2026-w49", version: 2 }, "bob"),
+    );
     expect(refused).toMatchObject({ status: "failed", errorKind: "forbidden" });
     expect(aps.publishes()).toHaveLength(0);
   });
 
   it("acts as the bound business account when Core sends one", async () => {
     await invoke(request("aps.schedule.draft", { planId: "plan-2026-w49", shiftDays: 1 }, "bob"));
-    const publish = { ...request("aps.schedule.publish", { planId: "plan-2026-w49", version: 2 }, "bob"), account: "alice" };
+    const publish = {
+      ...request("aps.schedule.publish", { planId: "plan-2026-w49", version: 2 }, "bob"),
+      account: "alice",
+    };
     expect(await invoke(publish)).toMatchObject({ status: "succeeded", result: { publishedBy: "alice" } });
   });
 
@@ -108,7 +118,9 @@ describe("aps provider against the fake APS", () => {
   });
 
   it("refuses arguments outside the strict input schema without calling the APS", async () => {
-    const answer = await invoke(request("aps.schedule.publish", { planId: "plan-2026-w49", version: "2", extra: 1 }));
+    const answer = await invoke(
+      request("aps.schedule.publish", { planId: "plan-2026-w49", version: "2", extra: 1 }),
+    );
     expect(answer).toMatchObject({ status: "failed", errorKind: "invalid_arguments" });
     expect(aps.publishes()).toHaveLength(0);
   });
@@ -117,7 +129,9 @@ describe("aps provider against the fake APS", () => {
     await aps.close();
     const read = request("aps.schedule.read", { planId: "plan-2026-w49" });
     expect(await invoke(read)).toMatchObject({ status: "failed", errorKind: "unavailable" });
-    const status = ExecutionStatus.parse(await (await fetch(`${provider.url}/v1/executions/${read.idempotencyKey}`)).json());
+    const status = ExecutionStatus.parse(
+      await (await fetch(`${provider.url}/v1/executions/${read.idempotencyKey}`)).json(),
+    );
     expect(status.status).toBe("not_found");
     aps = await startFakeAps({ host: "127.0.0.1", port: 0 });
   });

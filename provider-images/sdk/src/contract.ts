@@ -70,7 +70,10 @@ export const Manifest = z.object({
 export type Manifest = z.infer<typeof Manifest>;
 
 /** `GET /v1/health`. */
-export const Health = z.object({ status: z.enum(["ok", "degraded", "down"]), message: z.string().optional() });
+export const Health = z.object({
+  status: z.enum(["ok", "degraded", "down"]),
+  message: z.string().optional(),
+});
 export type Health = z.infer<typeof Health>;
 
 /** Who the call is made for: the session's subject, and the business account it maps to when the provider requires identity. */

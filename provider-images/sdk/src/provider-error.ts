@@ -6,7 +6,12 @@
 import type { ErrorKind } from "./contract.ts";
 
 /** Kinds after which a retry with the same idempotency key may still change the outcome. */
-export const retryableKinds: ReadonlySet<ErrorKind> = new Set(["unavailable", "timeout", "unknown_outcome", "internal"]);
+export const retryableKinds: ReadonlySet<ErrorKind> = new Set([
+  "unavailable",
+  "timeout",
+  "unknown_outcome",
+  "internal",
+]);
 
 /** A failure with a shared error kind, a message a human can act on, and the cause. */
 export class ProviderError extends Error {

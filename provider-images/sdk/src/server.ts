@@ -12,13 +12,7 @@
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
-import {
-  type Evidence,
-  type Health,
-  InvokeRequest,
-  type InvokeResponse,
-  Manifest,
-} from "./contract.ts";
+import { type Evidence, type Health, InvokeRequest, type InvokeResponse, Manifest } from "./contract.ts";
 import { ExecutionMemory, type WorkOutcome } from "./execution-memory.ts";
 import { ProviderError, retryableKinds } from "./provider-error.ts";
 import { canonicalDigest } from "./schema-digest.ts";
@@ -80,7 +74,10 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
   const handlerTimeoutMs = options.handlerTimeoutMs ?? 30_000;
   const logger = options.logger;
   // Per-request lines come from the invoke route itself (with executionId, outcome and duration).
-  const app = Fastify({ loggerInstance: logger, logController: new LogController({ disableRequestLogging: true }) });
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+  });
 
   /** Validates and runs one invoke; the outcome is final unless its kind invites a retry. */
   async function execute(request: InvokeRequest): Promise<WorkOutcome> {

@@ -16,8 +16,6 @@ export type SpawnOptions = {
   logPath: string;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
-  /** Keep a writable stdin pipe (the local node exits when it closes). */
-  stdinPipe?: boolean;
 };
 
 /**
@@ -40,7 +38,7 @@ export class ManagedProcess {
       this.child = spawn("setpriv", ["--pdeathsig", "KILL", "--", options.command, ...options.args], {
         cwd: options.cwd,
         env: options.env ?? process.env,
-        stdio: [options.stdinPipe ? "pipe" : "ignore", log, log],
+        stdio: ["ignore", log, log],
       });
     } finally {
       closeSync(log);
@@ -97,11 +95,6 @@ export class ManagedProcess {
     if (result) return result;
     this.child.kill("SIGKILL");
     return this.exited;
-  }
-
-  /** Closes the stdin pipe (a polite "please exit" for children that watch it). */
-  closeStdin(): void {
-    this.child.stdin?.end();
   }
 }
 

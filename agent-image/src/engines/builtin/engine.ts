@@ -68,18 +68,29 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
   const replay = replayConversation(init.system, init.history);
   const messages = replay.messages;
   let unanswered = replay.unanswered;
-  let turn = init.history.reduce((next, item) => (item.role === "assistant" ? Math.max(next, item.turn + 1) : next), 0);
+  let turn = init.history.reduce(
+    (next, item) => (item.role === "assistant" ? Math.max(next, item.turn + 1) : next),
+    0,
+  );
   const tools = chatTools(init.tools);
   const controller = new AbortController();
   let running = false;
   const logger = options.logger.child({ engine: "builtin", model });
 
   /** Runs `calls` of `callTurn` in order, appending each result to the conversation. */
-  async function* runCalls(callTurn: number, calls: TranscriptCall[], signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
+  async function* runCalls(
+    callTurn: number,
+    calls: TranscriptCall[],
+    signal: AbortSignal,
+  ): AsyncGenerator<RuntimeEvent> {
     for (const call of calls) {
       const base = { turn: callTurn, position: call.position, callId: call.callId, name: call.name };
       logger.info(
-        { ...base, argumentsDigest: digest(call.arguments), argumentsBytes: Buffer.byteLength(call.arguments) },
+        {
+          ...base,
+          argumentsDigest: digest(call.arguments),
+          argumentsBytes: Buffer.byteLength(call.arguments),
+        },
         "tool call",
       );
       yield { type: "tool_call", ...base, arguments: call.arguments };
@@ -126,7 +137,11 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
     if (text !== undefined) messages.push({ role: "user", content: text });
     for (;;) {
       if (turn >= maxTurns) {
-        yield { type: "error", kind: "limit_exceeded", message: `the session reached maxTurns (${maxTurns})` };
+        yield {
+          type: "error",
+          kind: "limit_exceeded",
+          message: `the session reached maxTurns (${maxTurns})`,
+        };
         return;
       }
       const answer = yield* modelAnswer(signal);
@@ -143,7 +158,14 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
       );
       messages.push(assistantMessage(answer.text, calls));
       if (calls.length > 0) yield* runCalls(turn, calls, signal);
-      yield { type: "turn_end", turn, text: answer.text, toolCalls: calls.length, final: calls.length === 0, usage };
+      yield {
+        type: "turn_end",
+        turn,
+        text: answer.text,
+        toolCalls: calls.length,
+        final: calls.length === 0,
+        usage,
+      };
       turn += 1;
       if (calls.length === 0) return;
     }
@@ -151,11 +173,17 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
 
   async function* send(text: string | undefined, sendOptions: { signal?: AbortSignal } = {}) {
     if (running) {
-      yield { type: "error", kind: "conflict", message: "send is already running on this session" } as RuntimeEvent;
+      yield {
+        type: "error",
+        kind: "conflict",
+        message: "send is already running on this session",
+      } as RuntimeEvent;
       return;
     }
     running = true;
-    const signal = sendOptions.signal ? AbortSignal.any([controller.signal, sendOptions.signal]) : controller.signal;
+    const signal = sendOptions.signal
+      ? AbortSignal.any([controller.signal, sendOptions.signal])
+      : controller.signal;
     try {
       yield* run(text, signal);
     } catch (error) {

@@ -13,7 +13,11 @@ export function assistantMessage(text: string, calls: TranscriptCall[]): ChatCom
     type: "function",
     function: { name: call.name, arguments: call.arguments },
   }));
-  return { role: "assistant", content: text === "" ? null : text, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) };
+  return {
+    role: "assistant",
+    content: text === "" ? null : text,
+    ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+  };
 }
 
 /** Replayed messages, and the calls of the last assistant turn that still need a result. */
@@ -34,7 +38,11 @@ export function replayConversation(system: string, history: TranscriptItem[]): R
   const closeEarlierTurn = () => {
     for (const call of open?.calls ?? []) {
       if (!open!.answered.has(call.position)) {
-        messages.push({ role: "tool", tool_call_id: call.callId, content: "No result was recorded for this call." });
+        messages.push({
+          role: "tool",
+          tool_call_id: call.callId,
+          content: "No result was recorded for this call.",
+        });
       }
     }
     open = undefined;
@@ -53,7 +61,10 @@ export function replayConversation(system: string, history: TranscriptItem[]): R
     }
   }
   const missing = open?.calls.filter((call) => !open!.answered.has(call.position)) ?? [];
-  return { messages, unanswered: open && missing.length > 0 ? { turn: open.turn, calls: missing } : undefined };
+  return {
+    messages,
+    unanswered: open && missing.length > 0 ? { turn: open.turn, calls: missing } : undefined,
+  };
 }
 
 /** Function tools for the request. */

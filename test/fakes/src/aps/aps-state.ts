@@ -3,7 +3,7 @@
  * publishing exactly once per idempotency key, and refusing stale versions. Every operation returns an
  * `ApsAnswer` (HTTP status + JSON body) so the server only translates routes.
  */
-import { copyVersion, type Plan, type PlanVersion, seedPlans, shiftedDraft } from "./plans.ts";
+import { copyVersion, type Plan, seedPlans, shiftedDraft } from "./plans.ts";
 
 /** A right a user holds in the APS. */
 export type ApsRight = "plan.read" | "plan.draft" | "plan.publish";
@@ -96,8 +96,14 @@ export class ApsState {
    * Publishes a draft version. Needs `plan.publish` and an idempotency key. A draft not based on the
    * currently published version, or a version that is not a draft, is stale → 409.
    */
-  publish(user: string | undefined, planId: string, version: number, idempotencyKey: string | undefined): ApsAnswer {
-    if (!idempotencyKey) return refusal(400, "invalid_request", "header Idempotency-Key is required to publish");
+  publish(
+    user: string | undefined,
+    planId: string,
+    version: number,
+    idempotencyKey: string | undefined,
+  ): ApsAnswer {
+    if (!idempotencyKey)
+      return refusal(400, "invalid_request", "header Idempotency-Key is required to publish");
     return this.once(idempotencyKey, ["publish", user, planId, version], () => {
       const denied = this.check(user, "plan.publish");
       if (denied) return denied;
@@ -142,7 +148,8 @@ export class ApsState {
 
   /** 401 for an unknown or missing user, 403 when the user lacks the right, else undefined. */
   private check(user: string | undefined, right: ApsRight): ApsAnswer | undefined {
-    if (!user || !(user in this.users)) return refusal(401, "unauthenticated", "header X-APS-User names no known user");
+    if (!user || !(user in this.users))
+      return refusal(401, "unauthenticated", "header X-APS-User names no known user");
     if (!this.users[user]!.includes(right)) {
       return refusal(403, "forbidden", `user ${user} lacks the right ${right}`);
     }
@@ -156,7 +163,11 @@ export class ApsState {
     const stored = this.answersByKey.get(key);
     if (stored) {
       if (stored.fingerprint !== fingerprint) {
-        return refusal(422, "idempotency_key_reused", `idempotency key ${key} was used for a different request`);
+        return refusal(
+          422,
+          "idempotency_key_reused",
+          `idempotency key ${key} was used for a different request`,
+        );
       }
       return stored.answer;
     }

@@ -45,12 +45,35 @@ export function seedPlans(): Plan[] {
     basedOnVersion: null,
     createdBy: "scheduler",
     lines: [
-      { lineId: "L1", resource: "press-1", product: "bracket-a", quantity: 1200, start: "2026-11-30", end: "2026-12-01" },
-      { lineId: "L2", resource: "press-2", product: "bracket-b", quantity: 800, start: "2026-12-01", end: "2026-12-02" },
-      { lineId: "L3", resource: "weld-1", product: "frame-c", quantity: 300, start: "2026-12-02", end: "2026-12-04" },
+      {
+        lineId: "L1",
+        resource: "press-1",
+        product: "bracket-a",
+        quantity: 1200,
+        start: "2026-11-30",
+        end: "2026-12-01",
+      },
+      {
+        lineId: "L2",
+        resource: "press-2",
+        product: "bracket-b",
+        quantity: 800,
+        start: "2026-12-01",
+        end: "2026-12-02",
+      },
+      {
+        lineId: "L3",
+        resource: "weld-1",
+        product: "frame-c",
+        quantity: 300,
+        start: "2026-12-02",
+        end: "2026-12-04",
+      },
     ],
   };
-  return [{ id: published.id, week: published.week, publishedVersion: 1, versions: new Map([[1, published]]) }];
+  return [
+    { id: published.id, week: published.week, publishedVersion: 1, versions: new Map([[1, published]]) },
+  ];
 }
 
 /** Adds `days` (may be negative) to an ISO calendar date, in UTC so no time zone moves the day. */
@@ -61,7 +84,12 @@ export function addDays(isoDate: string, days: number): string {
 }
 
 /** A draft copy of `base` with every line moved by `shiftDays`; the copy shares no objects with `base`. */
-export function shiftedDraft(base: PlanVersion, shiftDays: number, version: number, createdBy: string): PlanVersion {
+export function shiftedDraft(
+  base: PlanVersion,
+  shiftDays: number,
+  version: number,
+  createdBy: string,
+): PlanVersion {
   return {
     id: base.id,
     week: base.week,

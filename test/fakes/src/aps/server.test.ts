@@ -26,7 +26,12 @@ describe("fake APS", () => {
   it("serves the seed plan as published version 1", async () => {
     const read = await call("GET", "/api/plans/plan-2026-w49", "alice");
     expect(read.status).toBe(200);
-    expect(read.body).toMatchObject({ id: "plan-2026-w49", week: "2026-W49", version: 1, status: "published" });
+    expect(read.body).toMatchObject({
+      id: "plan-2026-w49",
+      week: "2026-W49",
+      version: 1,
+      status: "published",
+    });
   });
 
   it("creates an isolated draft shifted by the given days without touching the published plan", async () => {
@@ -47,7 +52,12 @@ describe("fake APS", () => {
     expect(again).toEqual(first);
     const events = (await (await fetch(`${aps.url}/_fake/publishes`)).json()) as unknown[];
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ planId: "plan-2026-w49", version: 2, user: "alice", idempotencyKey: "key-1" });
+    expect(events[0]).toMatchObject({
+      planId: "plan-2026-w49",
+      version: 2,
+      user: "alice",
+      idempotencyKey: "key-1",
+    });
   });
 
   it("refuses bob's publish because he lacks the publish right", async () => {

@@ -23,7 +23,8 @@ export interface CompletionMeta {
 /** A deterministic token estimate (≈ 4 characters per token, at least 1). */
 export function estimateUsage(promptChars: number, answer: PlayedAnswer): Usage {
   const outputChars =
-    (answer.text?.length ?? 0) + answer.calls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
+    (answer.text?.length ?? 0) +
+    answer.calls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
   const prompt_tokens = Math.max(1, Math.ceil(promptChars / 4));
   const completion_tokens = Math.max(1, Math.ceil(outputChars / 4));
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
@@ -89,7 +90,9 @@ export function completionChunks(meta: CompletionMeta, answer: PlayedAnswer, usa
   }
   answer.calls.forEach((call, index) => {
     chunks.push(
-      chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }),
+      chunk({
+        tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }],
+      }),
     );
     for (const piece of split(call.arguments, 3)) {
       chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
@@ -97,7 +100,14 @@ export function completionChunks(meta: CompletionMeta, answer: PlayedAnswer, usa
   });
   chunks.push(chunk({}, finishReason(answer)));
   if (usage) {
-    chunks.push({ id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, choices: [], usage });
+    chunks.push({
+      id: meta.id,
+      object: "chat.completion.chunk",
+      created: meta.created,
+      model: meta.model,
+      choices: [],
+      usage,
+    });
   }
   return chunks;
 }

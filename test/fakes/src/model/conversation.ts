@@ -13,7 +13,9 @@ export const ChatMessage = z
     role: z.enum(["system", "developer", "user", "assistant", "tool"]),
     content: z.union([z.string(), z.array(TextPart), z.null()]).optional(),
     tool_calls: z
-      .array(z.object({ id: z.string(), function: z.object({ name: z.string(), arguments: z.string() }) }).loose())
+      .array(
+        z.object({ id: z.string(), function: z.object({ name: z.string(), arguments: z.string() }) }).loose(),
+      )
       .optional(),
     tool_call_id: z.string().optional(),
   })
@@ -26,7 +28,9 @@ export const ChatRequest = z
     model: z.string().min(1),
     messages: z.array(ChatMessage).min(1),
     tools: z
-      .array(z.object({ type: z.literal("function"), function: z.object({ name: z.string() }).loose() }).loose())
+      .array(
+        z.object({ type: z.literal("function"), function: z.object({ name: z.string() }).loose() }).loose(),
+      )
       .optional(),
     stream: z.boolean().nullish(),
     stream_options: z.object({ include_usage: z.boolean().optional() }).loose().nullish(),

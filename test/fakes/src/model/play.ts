@@ -4,8 +4,8 @@
  * faults (429) and framing.
  */
 import type { ConversationView } from "./conversation.ts";
-import { fill, lookup } from "./template.ts";
 import { type Fault, type Reply, type Script, ScriptError, type When } from "./script.ts";
+import { fill, lookup } from "./template.ts";
 
 /** A tool call as it goes on the wire: arguments are a JSON string. */
 export interface PlayedCall {
@@ -24,15 +24,22 @@ export interface PlayedAnswer {
 
 function holds(when: When | undefined, view: ConversationView): boolean {
   if (!when) return true;
-  if (when.lastToolContains !== undefined && !(view.last?.content ?? "").includes(when.lastToolContains)) return false;
-  return Object.entries(when.matches ?? {}).every(([expression, expected]) => lookup(expression, view) === expected);
+  if (when.lastToolContains !== undefined && !(view.last?.content ?? "").includes(when.lastToolContains))
+    return false;
+  return Object.entries(when.matches ?? {}).every(
+    ([expression, expected]) => lookup(expression, view) === expected,
+  );
 }
 
 /**
  * The answer of `script` at the conversation's step. Errors (as ScriptError, HTTP 400): the script is
  * exhausted, no alternative holds, or a call names a tool the request does not offer.
  */
-export function play(script: Script, view: ConversationView, offeredTools: ReadonlySet<string>): PlayedAnswer {
+export function play(
+  script: Script,
+  view: ConversationView,
+  offeredTools: ReadonlySet<string>,
+): PlayedAnswer {
   const step = script.steps[view.step];
   if (!step) {
     throw new ScriptError(
@@ -47,7 +54,10 @@ export function play(script: Script, view: ConversationView, offeredTools: Reado
   }
   const calls = (reply.call ?? []).map((call, index): PlayedCall => {
     if (!offeredTools.has(call.tool)) {
-      throw new ScriptError(400, `step ${view.step}: the script calls ${call.tool}, which the request does not offer`);
+      throw new ScriptError(
+        400,
+        `step ${view.step}: the script calls ${call.tool}, which the request does not offer`,
+      );
     }
     return {
       id: call.id ?? `call_${view.step}_${index}`,

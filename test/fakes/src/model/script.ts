@@ -121,7 +121,8 @@ const scriptName = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 /** The script name of a model name: `scripted/reference-story` → `reference-story`; rejects path tricks. */
 export function scriptNameOf(model: string): string {
   const name = model.startsWith("scripted/") ? model.slice("scripted/".length) : model;
-  if (!scriptName.test(name)) throw new ScriptError(404, `model ${model} names no script (want scripted/<name>)`);
+  if (!scriptName.test(name))
+    throw new ScriptError(404, `model ${model} names no script (want scripted/<name>)`);
   return name;
 }
 

@@ -7,10 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultScriptsDir } from "./index.ts";
 import { type ScriptedModel, startScriptedModel } from "./server.ts";
 
-const tools: ChatCompletionTool[] = ["aps_schedule_read", "aps_schedule_draft", "aps_schedule_publish"].map((name) => ({
-  type: "function",
-  function: { name, description: name, parameters: { type: "object" } },
-}));
+const tools: ChatCompletionTool[] = ["aps_schedule_read", "aps_schedule_draft", "aps_schedule_publish"].map(
+  (name) => ({
+    type: "function",
+    function: { name, description: name, parameters: { type: "object" } },
+  }),
+);
 
 const start: ChatCompletionMessageParam[] = [
   { role: "system", content: "You schedule production." },
@@ -31,7 +33,11 @@ const afterDraft: ChatCompletionMessageParam[] = [
     content: null,
     tool_calls: [{ id: "c1", type: "function", function: { name: "aps_schedule_draft", arguments: "{}" } }],
   },
-  { role: "tool", tool_call_id: "c1", content: JSON.stringify({ id: "plan-2026-w49", version: 2, status: "draft" }) },
+  {
+    role: "tool",
+    tool_call_id: "c1",
+    content: JSON.stringify({ id: "plan-2026-w49", version: 2, status: "draft" }),
+  },
 ];
 
 let model: ScriptedModel;
@@ -88,7 +94,11 @@ describe("scripted model through the openai SDK", () => {
   });
 
   it("answers the same step non-streamed with whole arguments and usage", async () => {
-    const completion = await client.chat.completions.create({ model: "scripted/reference-story", messages: start, tools });
+    const completion = await client.chat.completions.create({
+      model: "scripted/reference-story",
+      messages: start,
+      tools,
+    });
     const message = completion.choices[0]!.message;
     expect(message.content).toBe("I will read the current plan first.");
     expect(message.tool_calls?.[0]).toMatchObject({
@@ -117,15 +127,27 @@ describe("scripted model through the openai SDK", () => {
       {
         role: "assistant",
         content: null,
-        tool_calls: [{ id: "c2", type: "function", function: { name: "aps_schedule_publish", arguments: "{}" } }],
+        tool_calls: [
+          { id: "c2", type: "function", function: { name: "aps_schedule_publish", arguments: "{}" } },
+        ],
       },
       {
         role: "tool",
         tool_call_id: "c2",
-        content: JSON.stringify({ planId: "plan-2026-w49", version: 2, status: "published", publicationId: "pub-1" }),
+        content: JSON.stringify({
+          planId: "plan-2026-w49",
+          version: 2,
+          status: "published",
+          publicationId: "pub-1",
+        }),
       },
     ];
-    const stream = await client.chat.completions.create({ model: "scripted/reference-story", messages, tools, stream: true });
+    const stream = await client.chat.completions.create({
+      model: "scripted/reference-story",
+      messages,
+      tools,
+      stream: true,
+    });
     let text = "";
     let chunks = 0;
     for await (const chunk of stream) {
@@ -142,11 +164,17 @@ describe("scripted model through the openai SDK", () => {
       {
         role: "assistant",
         content: null,
-        tool_calls: [{ id: "c2", type: "function", function: { name: "aps_schedule_publish", arguments: "{}" } }],
+        tool_calls: [
+          { id: "c2", type: "function", function: { name: "aps_schedule_publish", arguments: "{}" } },
+        ],
       },
       { role: "tool", tool_call_id: "c2", content: "failed (forbidden): APS refused publish with HTTP 403" },
     ];
-    const completion = await client.chat.completions.create({ model: "scripted/reference-story", messages, tools });
+    const completion = await client.chat.completions.create({
+      model: "scripted/reference-story",
+      messages,
+      tools,
+    });
     expect(completion.choices[0]!.message.content).toContain("refused");
   });
 
@@ -155,9 +183,9 @@ describe("scripted model through the openai SDK", () => {
       ...start,
       ...Array.from({ length: 4 }, (): ChatCompletionMessageParam => ({ role: "assistant", content: "…" })),
     ];
-    await expect(client.chat.completions.create({ model: "scripted/reference-story", messages, tools })).rejects.toThrow(
-      OpenAI.BadRequestError,
-    );
+    await expect(
+      client.chat.completions.create({ model: "scripted/reference-story", messages, tools }),
+    ).rejects.toThrow(OpenAI.BadRequestError);
   });
 
   it("lists one model per script", async () => {
@@ -184,7 +212,11 @@ describe("scripted model faults", () => {
     const faulty = await startScriptedModel({ host: "127.0.0.1", port: 0, scriptsDir: faultsDir });
     try {
       const plain = new OpenAI({ baseURL: faulty.url, apiKey: "unused", maxRetries: 0 });
-      const completion = await plain.chat.completions.create({ model: "scripted/truncated", messages: start, tools });
+      const completion = await plain.chat.completions.create({
+        model: "scripted/truncated",
+        messages: start,
+        tools,
+      });
       const call = completion.choices[0]!.message.tool_calls![0]!;
       expect(call.type === "function" && (() => JSON.parse(call.function.arguments))).toThrow();
     } finally {

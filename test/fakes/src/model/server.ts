@@ -89,19 +89,32 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
         }
       }
       completions += 1;
-      const meta = { id: `chatcmpl-scripted-${completions}`, model: body.model, created: Math.floor(Date.now() / 1000) };
+      const meta = {
+        id: `chatcmpl-scripted-${completions}`,
+        model: body.model,
+        created: Math.floor(Date.now() / 1000),
+      };
       const usage = estimateUsage(view.promptChars, answer);
       if (!record.stream) return completionBody(meta, answer, usage);
       const chunks = completionChunks(meta, answer, body.stream_options?.include_usage ? usage : undefined);
       reply.hijack();
-      reply.raw.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+      reply.raw.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+      });
       for (const chunk of chunks) reply.raw.write(`data: ${JSON.stringify(chunk)}\n\n`);
       reply.raw.end("data: [DONE]\n\n");
       return reply;
     } catch (error) {
       if (!(error instanceof ScriptError)) throw error;
       record.status = error.status;
-      const type = error.status === 404 ? "not_found_error" : error.status >= 500 ? "server_error" : "invalid_request_error";
+      const type =
+        error.status === 404
+          ? "not_found_error"
+          : error.status >= 500
+            ? "server_error"
+            : "invalid_request_error";
       return openAiError(reply, error.status, error.message, type);
     }
   });

@@ -35,7 +35,10 @@ export function lookup(expression: string, view: ConversationView): unknown {
 function resolve(expression: string, view: ConversationView): unknown {
   const value = lookup(expression, view);
   if (value === undefined) {
-    throw new ScriptError(500, `step ${view.step}: placeholder {{${expression}}} names no value in the conversation`);
+    throw new ScriptError(
+      500,
+      `step ${view.step}: placeholder {{${expression}}} names no value in the conversation`,
+    );
   }
   return value;
 }

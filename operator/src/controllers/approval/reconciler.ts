@@ -1,0 +1,145 @@
+/**
+ * Approval reconciler:
+ *   approval = cache.get(key)
+ *   new → status Pending
+ *   Pending → past expiresAt: Expired; else evaluate decisions (core/approvals.ts): Approved | Rejected | Pending,
+ *             with the decisions that did not count and why
+ *   Approved | Executing → dispatch through Core (executeApproved): it re-checks what admission cannot
+ *             (session alive, policy, schema digest, argument digest) and executes exactly once
+ *             (the execution row is claimed by its idempotency key, so a repeated dispatch is safe)
+ *   status = phase, approvals, ignoredDecisions, execution
+ */
+import type { Logger } from "pino";
+import type { Approval } from "../../api/kinds.ts";
+import { APPROVAL } from "../../api/kinds.ts";
+import { evaluateApproval } from "../../core/approvals.ts";
+import { executeApproved } from "../../core/invoke.ts";
+import type { ApprovalPhase, CoreDeps, ExecutionRecord } from "../../core/ports.ts";
+import { sessionRecordOf } from "../../core/session-record.ts";
+import type { Caches } from "../../kube/caches.ts";
+import { requestOf } from "../../kube/approvals.ts";
+import type { KubeClients } from "../../kube/client.ts";
+import { setCondition } from "../../kube/conditions.ts";
+import { writeStatusIfChanged } from "../../kube/status.ts";
+import type { ReconcileResult } from "../../kube/workqueue.ts";
+import type { TranscriptStore } from "../../store/transcripts.ts";
+import { sessionContextOf } from "../../kube/session-context.ts";
+
+export interface ApprovalDeps {
+  clients: KubeClients;
+  caches: Caches;
+  core: CoreDeps;
+  transcripts: TranscriptStore;
+  now: () => Date;
+}
+
+type Status = NonNullable<Approval["status"]>;
+
+const PHASE_OF_STATE: Record<ExecutionRecord["state"], ApprovalPhase> = {
+  started: "Executing",
+  succeeded: "Succeeded",
+  failed: "Failed",
+  unknown: "Unknown",
+};
+
+function iso(micros: number): string {
+  return new Date(Math.floor(micros / 1000)).toISOString();
+}
+
+/** status.execution from an execution row. */
+export function executionStatusOf(execution: ExecutionRecord): Status["execution"] {
+  const summary = execution.receipt?.message ?? execution.message;
+  return {
+    id: execution.id,
+    state: execution.state,
+    ...(execution.errorKind ? { errorKind: execution.errorKind } : {}),
+    ...(summary ? { resultSummary: summary.slice(0, 4096) } : {}),
+    startedAt: iso(execution.createdAtMicros),
+    ...(execution.state !== "started" ? { finishedAt: iso(execution.updatedAtMicros) } : {}),
+  };
+}
+
+/** Reconciles one Approval. */
+export async function reconcileApproval(deps: ApprovalDeps, namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
+  const approval = deps.caches.approvals.get(name, namespace);
+  if (!approval || approval.metadata.deletionTimestamp) return undefined;
+  const now = deps.now();
+  const generation = approval.metadata.generation;
+  const status: Status = { ...approval.status, observedGeneration: generation };
+  const phase: ApprovalPhase = approval.status?.phase ?? "Pending";
+  const setPhase = (next: ApprovalPhase, reason: string, message: string) => {
+    status.phase = next;
+    status.conditions = setCondition(
+      status.conditions,
+      { type: "Decided", status: next === "Pending" ? "False" : "True", reason, message, observedGeneration: generation },
+      now,
+    );
+  };
+
+  if (phase === "Pending") {
+    // API issue: until the admission policy checks `approver == request.userInfo.username` and the
+    // user's groups, the operator counts approvers by name only (group membership is unknowable here).
+    const evaluation = evaluateApproval({
+      decisions: approval.spec.decisions,
+      approvers: approval.spec.approvers,
+      requiredApprovals: approval.spec.requiredApprovals,
+      allowSelfApproval: approval.spec.allowSelfApproval,
+      requester: approval.spec.requester,
+      groupsOf: () => [],
+    });
+    status.approvals = evaluation.approvals;
+    status.ignoredDecisions = evaluation.ignored.map((i) => ({ approver: i.approver, reason: i.reason }));
+    if (evaluation.outcome === "Rejected") {
+      setPhase("Rejected", "Rejected", `Rejected by ${evaluation.rejectedBy}.`);
+    } else if (evaluation.outcome === "Approved") {
+      setPhase("Approved", "Approved", `Approved by ${evaluation.approvedBy.join(", ")}.`);
+    } else if (Date.parse(approval.spec.expiresAt) <= now.getTime()) {
+      setPhase("Expired", "Expired", `No decision before ${approval.spec.expiresAt}.`);
+    } else {
+      setPhase("Pending", "AwaitingDecision", `${evaluation.approvals} of ${approval.spec.requiredApprovals} approvals.`);
+      await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+      return { requeueAfterMs: Math.max(1_000, Date.parse(approval.spec.expiresAt) - now.getTime()) };
+    }
+    if (status.phase !== "Approved") {
+      await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+      return undefined;
+    }
+  } else if (phase !== "Approved" && phase !== "Executing") {
+    return undefined;
+  }
+
+  // Dispatch. The Approved phase is written first, so a crash between here and the receipt leaves a
+  // visible state that the next reconcile resumes from.
+  await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+  const sessionObject = deps.caches.sessions.list(namespace).find((s) => s.metadata.uid === approval.spec.sessionRef.uid);
+  const session = sessionObject
+    ? sessionContextOf(sessionObject, sessionRecordOf(await deps.transcripts.list(sessionObject.metadata.uid, { limit: 100_000 })))
+    : undefined;
+  const result = await executeApproved(deps.core, {
+    approval: { request: requestOf(approval), decisions: approval.spec.decisions, phase: status.phase ?? phase },
+    ...(session ? { session } : {}),
+  });
+  const latest = deps.caches.approvals.get(name, namespace) ?? approval;
+  const final: Status = { ...status };
+  if (result.kind === "executed") {
+    final.execution = executionStatusOf(result.execution);
+    const next = PHASE_OF_STATE[result.execution.state];
+    final.phase = next;
+    final.conditions = setCondition(
+      final.conditions,
+      { type: "Executed", status: next === "Executing" ? "False" : "True", reason: next, message: final.execution?.resultSummary ?? next, observedGeneration: generation },
+      now,
+    );
+    log.info({ executionId: result.execution.id, state: result.execution.state }, "approval dispatched");
+  } else {
+    final.phase = result.phase;
+    final.conditions = setCondition(
+      final.conditions,
+      { type: "Executed", status: "False", reason: result.reason, message: result.message, observedGeneration: generation },
+      now,
+    );
+    log.info({ phase: result.phase, reason: result.reason }, "approval refused at dispatch");
+  }
+  await writeStatusIfChanged(deps.clients, APPROVAL, latest, final);
+  return final.phase === "Executing" ? { requeueAfterMs: 2_000 } : undefined;
+}

@@ -1,0 +1,93 @@
+/**
+ * Starts the four controllers and routes informer events to their work queues: an object's own
+ * changes queue it; a pod or Approval queues its session; a ProviderInstance or EndpointSlice queues
+ * its provider and the Capabilities that reference it.
+ */
+import type { Manifest } from "@gatehouse/provider-sdk";
+import type { Logger } from "pino";
+import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
+import type { OperatorConfig } from "../config.ts";
+import type { CoreDeps } from "../core/ports.ts";
+import { sessionRecordOf } from "../core/session-record.ts";
+import type { Caches } from "../kube/caches.ts";
+import type { KubeClients } from "../kube/client.ts";
+import type { TranscriptStore } from "../store/transcripts.ts";
+import { reconcileAgentSession } from "./agentsession/reconciler.ts";
+import { reconcileApproval } from "./approval/reconciler.ts";
+import { reconcileCapability } from "./capability/reconciler.ts";
+import { Controller } from "./controller.ts";
+import { reconcileProviderInstance } from "./providerinstance/reconciler.ts";
+
+export interface ManagerDeps {
+  clients: KubeClients;
+  caches: Caches;
+  core: CoreDeps;
+  transcripts: TranscriptStore;
+  config: OperatorConfig;
+  log: Logger;
+  now: () => Date;
+  fetchManifest: (endpoint: string) => Promise<Manifest>;
+}
+
+/** Starts every controller; `stop()` drains them. */
+export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
+  const { caches, log } = deps;
+  const manifests = { fetchManifest: deps.fetchManifest };
+  const records = {
+    recordOf: async (uid: string) => sessionRecordOf(await deps.transcripts.list(uid, { limit: 100_000 })),
+  };
+  const sessions = new Controller(
+    "agentsession",
+    (ns, name, l) => reconcileAgentSession({ ...deps, records }, ns, name, l),
+    log,
+  );
+  const approvals = new Controller("approval", (ns, name, l) => reconcileApproval(deps, ns, name, l), log);
+  const capabilities = new Controller(
+    "capability",
+    (ns, name, l) => reconcileCapability({ ...deps, manifests }, ns, name, l),
+    log,
+  );
+  const providers = new Controller(
+    "providerinstance",
+    (ns, name, l) => reconcileProviderInstance({ ...deps, manifests, providerPort: deps.config.providerPort }, ns, name, l),
+    log,
+  );
+
+  const sessionByUid = (namespace: string | undefined, uid: string | undefined) =>
+    uid ? caches.sessions.list(namespace).find((s) => s.metadata.uid === uid) : undefined;
+  const capabilitiesOfProvider = (namespace: string | undefined, name: string | undefined) =>
+    caches.capabilities
+      .list()
+      .filter((c) => c.spec.providerRef.name === name && (c.spec.providerRef.namespace ?? c.metadata.namespace) === namespace);
+
+  caches.sessions.onChange((s) => sessions.enqueue(s));
+  caches.approvals.onChange((a) => {
+    approvals.enqueue(a);
+    const session = sessionByUid(a.metadata.namespace, a.spec.sessionRef.uid);
+    if (session) sessions.enqueue(session);
+  });
+  caches.pods.onChange((pod) => {
+    const session = sessionByUid(pod.metadata?.namespace, pod.metadata?.labels?.[SESSION_UID_LABEL]);
+    if (session) sessions.enqueue(session);
+    const provider = pod.metadata?.labels?.[PROVIDER_LABEL];
+    if (provider) providers.enqueue({ metadata: { namespace: pod.metadata?.namespace, name: provider } });
+  });
+  caches.capabilities.onChange((c) => capabilities.enqueue(c));
+  caches.providers.onChange((p) => {
+    providers.enqueue(p);
+    for (const c of capabilitiesOfProvider(p.metadata.namespace, p.metadata.name)) capabilities.enqueue(c);
+  });
+  caches.endpointSlices.onChange((slice) => {
+    const provider = slice.metadata?.labels?.[PROVIDER_LABEL];
+    if (provider) providers.enqueue({ metadata: { namespace: slice.metadata?.namespace, name: provider } });
+  });
+
+  const all = [sessions, approvals, capabilities, providers];
+  for (const controller of all) controller.start();
+  // Objects already in the caches at start are queued once (informers announced them before onChange).
+  for (const s of caches.sessions.list()) sessions.enqueue(s);
+  for (const a of caches.approvals.list()) approvals.enqueue(a);
+  for (const c of caches.capabilities.list()) capabilities.enqueue(c);
+  for (const p of caches.providers.list()) providers.enqueue(p);
+  return { stop: async () => void (await Promise.all(all.map((c) => c.stop()))) };
+}

@@ -1,0 +1,11 @@
+/**
+ * The local cluster harness (DESIGN §8): a real control plane built from source plus the local node,
+ * usable without vitest (the demo, benchmarks).
+ */
+export { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "./controlplane.ts";
+export { HarnessError, type HarnessErrorKind } from "./errors.ts";
+export { LOCAL_NODE_ROOT } from "./node/env.ts";
+export { IMAGE_COMMANDS } from "./node/images.ts";
+export { containerLogPath, type PodKey } from "./node/layout.ts";
+export { type LocalNode, type LocalNodeOptions, startLocalNode } from "./node/start.ts";
+export { pollUntil } from "./poll.ts";

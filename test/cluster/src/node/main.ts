@@ -1,0 +1,76 @@
+/**
+ * The local node: a small kubelet that runs pods bound to it as processes in per-pod network namespaces.
+ *
+ *   node test/cluster/src/node/main.ts --kubeconfig F --context local-node --node-name N \
+ *     --bridge-ip IP --pod-cidr CIDR --run-dir D
+ *
+ * Logs JSON lines (pino) to stdout. Exits on SIGTERM/SIGINT after stopping its pods' processes and
+ * removing their network namespaces. Pod processes carry a parent-death signal, so they also die if the
+ * local node is killed outright.
+ */
+import { VersionApi } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { API_SERVER_PORT } from "../components.ts";
+import { findBridgeByAddress } from "../network.ts";
+import { parseNodeConfig } from "./config.ts";
+import { EventRecorder } from "./events.ts";
+import { IpAllocator } from "./ip-allocator.ts";
+import { apiObjectReader, createNodeClients } from "./kube-client.ts";
+import { NodeLease } from "./lease.ts";
+import { PodManager } from "./pod-manager.ts";
+import { PodSource } from "./pod-source.ts";
+import { NODE_STATUS_MS, postNodeStatus, registerNode } from "./registration.ts";
+import { ServiceAccountTokens } from "./tokens.ts";
+
+const config = parseNodeConfig(process.argv.slice(2));
+const log = pino({ name: "local-node", base: { node: config.nodeName } });
+const clients = createNodeClients(config.kubeconfig, config.context);
+const addressing = await findBridgeByAddress(config.bridgeIP);
+const version = await clients.kc.makeApiClient(VersionApi).getCode();
+const facts = {
+  nodeName: config.nodeName,
+  bridgeIP: config.bridgeIP,
+  podCIDR: config.podCIDR,
+  kubeletVersion: version.gitVersion,
+};
+const readySince = new Date();
+
+const pods = new PodManager({
+  nodeName: config.nodeName,
+  runDir: config.runDir,
+  clients,
+  reader: apiObjectReader(clients.core),
+  addressing: { ...addressing, podCIDR: config.podCIDR },
+  apiServer: { host: config.bridgeIP, port: API_SERVER_PORT },
+  ips: new IpAllocator(config.podCIDR, config.bridgeIP),
+  tokens: new ServiceAccountTokens(clients.core),
+  events: new EventRecorder(clients.core, config.nodeName, log),
+  log,
+});
+const source = new PodSource(clients.kc, clients.core, config.nodeName, pods, log);
+
+const nodeUID = await registerNode(clients.core, facts, readySince, log);
+const lease = new NodeLease(clients.coordination, config.nodeName, nodeUID, log);
+await lease.start();
+const statusTimer = setInterval(() => {
+  postNodeStatus(clients.core, facts, readySince).catch((err: unknown) => log.warn({ err }, "node status failed"));
+}, NODE_STATUS_MS);
+const running = source.run();
+log.info({ podCIDR: config.podCIDR, bridge: addressing.bridgeName }, "local node running");
+
+let exiting = false;
+async function shutdown(why: string): Promise<void> {
+  if (exiting) return;
+  exiting = true;
+  log.info({ why }, "local node stopping");
+  clearInterval(statusTimer);
+  lease.stop();
+  source.stop();
+  await pods.shutdown();
+  await running;
+  log.info("local node stopped");
+  process.exit(0);
+}
+
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -1,0 +1,104 @@
+import type { CoreV1Api, V1Node } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { apiStatusCode } from "../kube-errors.ts";
+import { rfc3339, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
+
+/** The facts a Node object is made from. */
+export type NodeFacts = { nodeName: string; bridgeIP: string; podCIDR: string; kubeletVersion: string };
+
+/** Generous capacity: scheduling should never be limited by the local node. */
+export const NODE_CAPACITY = { cpu: "64", memory: "256Gi", pods: "1000", "ephemeral-storage": "1Ti" };
+
+/** How often the node status (Ready heartbeat) is re-posted; the Lease carries liveness in between. */
+export const NODE_STATUS_MS = 60_000;
+
+/** The Node to register: labels, podCIDR(s), and the status of {@link nodeStatus}. */
+export function desiredNode(facts: NodeFacts, now: Date, readySince: Date): V1Node {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: facts.nodeName,
+      labels: {
+        "kubernetes.io/hostname": facts.nodeName,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "gatehouse.dev/local-node": "true",
+      },
+    },
+    spec: { podCIDR: facts.podCIDR, podCIDRs: [facts.podCIDR] },
+    status: nodeStatus(facts, now, readySince) as V1Node["status"],
+  };
+}
+
+/**
+ * Node status: capacity and allocatable ({@link NODE_CAPACITY}), Ready=True plus the three pressure
+ * conditions False with `lastHeartbeatTime` = now, addresses (InternalIP = bridge address, Hostname),
+ * nodeInfo. Timestamps as RFC 3339 strings; used as a strategic-merge patch of nodes/status.
+ */
+export function nodeStatus(facts: NodeFacts, now: Date, readySince: Date): Record<string, unknown> {
+  const heartbeat = rfc3339(now);
+  const since = rfc3339(readySince);
+  const condition = (type: string, status: string, reason: string, message: string) => ({
+    type,
+    status,
+    reason,
+    message,
+    lastHeartbeatTime: heartbeat,
+    lastTransitionTime: since,
+  });
+  return {
+    capacity: NODE_CAPACITY,
+    allocatable: NODE_CAPACITY,
+    conditions: [
+      condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "local node has sufficient memory"),
+      condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "local node has no disk pressure"),
+      condition("PIDPressure", "False", "KubeletHasSufficientPID", "local node has sufficient PID available"),
+      condition("Ready", "True", "KubeletReady", "local node is posting ready status"),
+    ],
+    addresses: [
+      { type: "InternalIP", address: facts.bridgeIP },
+      { type: "Hostname", address: facts.nodeName },
+    ],
+    daemonEndpoints: { kubeletEndpoint: { Port: 0 } },
+    nodeInfo: {
+      machineID: "",
+      systemUUID: "",
+      bootID: "",
+      kernelVersion: "",
+      osImage: "gatehouse local node",
+      containerRuntimeVersion: "localnode://0.1.0",
+      kubeletVersion: facts.kubeletVersion,
+      kubeProxyVersion: "",
+      operatingSystem: "linux",
+      architecture: "amd64",
+    },
+  };
+}
+
+/**
+ * Creates the Node (or adopts an existing one of that name) and posts its status; returns the Node's
+ * uid (the Lease is owned by it). Throws the API error if neither works.
+ */
+export async function registerNode(core: CoreV1Api, facts: NodeFacts, readySince: Date, log: Logger): Promise<string> {
+  let uid: string | undefined;
+  try {
+    const created = await core.createNode({ body: desiredNode(facts, new Date(), readySince) });
+    uid = created.metadata?.uid;
+    log.info({ node: facts.nodeName }, "node registered");
+  } catch (err) {
+    if (apiStatusCode(err) !== 409) throw err;
+    uid = (await core.readNode({ name: facts.nodeName })).metadata?.uid;
+    log.info({ node: facts.nodeName }, "node already registered; adopting it");
+  }
+  await postNodeStatus(core, facts, readySince);
+  return uid ?? "";
+}
+
+/** Strategic-merge-patches nodes/status with a fresh heartbeat (conditions merge by type). */
+export async function postNodeStatus(core: CoreV1Api, facts: NodeFacts, readySince: Date): Promise<void> {
+  await core.patchNodeStatus(
+    { name: facts.nodeName, body: { status: nodeStatus(facts, new Date(), readySince) } },
+    STRATEGIC_MERGE_PATCH,
+  );
+}
