@@ -198,10 +198,16 @@ function run(gatewayUrl: string) {
   });
 }
 
+/** Runs the agent and expects exit 0; on failure the assertion shows the error events it posted. */
+async function runToCompletion(target: TestGateway) {
+  const code = await run(target.url);
+  expect({ code, errors: target.events.filter((event) => event.kind === "error") }).toEqual({ code: 0, errors: [] });
+}
+
 describe("agent runtime with the builtin engine", () => {
   it("plays the reference story through the gateway, waits for the approval and posts the final answer", async () => {
     gateway = await startTestGateway({ model: "scripted/reference-story", tokenFile });
-    expect(await run(gateway.url)).toBe(0);
+    await runToCompletion(gateway);
 
     expect(gateway.invokes.map((call) => [call.turn, call.position, call.tool])).toEqual([
       [0, 0, "aps_schedule_read"],
@@ -221,7 +227,7 @@ describe("agent runtime with the builtin engine", () => {
 
   it("re-reads the token file on every request", async () => {
     gateway = await startTestGateway({ model: "scripted/reference-story", tokenFile, rotateToken: true });
-    expect(await run(gateway.url)).toBe(0);
+    await runToCompletion(gateway);
     expect(gateway.tokens.slice(0, 2)).toEqual(["token-1", "token-1"]);
     expect(gateway.tokens.at(-1)).toBe("token-2");
     expect(gateway.events.map((event) => event.kind)).toContain("final_answer");
@@ -264,7 +270,7 @@ describe("agent runtime with the builtin engine", () => {
       history,
       publishApproved: true,
     });
-    expect(await run(gateway.url)).toBe(0);
+    await runToCompletion(gateway);
     expect(gateway.invokes.map((call) => [call.turn, call.position, call.tool])).toEqual([
       [2, 0, "aps_schedule_publish"],
     ]);

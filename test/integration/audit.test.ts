@@ -134,7 +134,13 @@ describe("audit log in Postgres", () => {
 
   it("round-trips and verifies a payload with unordered keys", async () => {
     const log = await freshLog();
-    const payload = { zeta: 1, alpha: { c: [3, { y: 1, x: 2 }], b: "é€😀" }, "\u20ac": true, A: null, "10": 1.5e-7 };
+    const payload = {
+      zeta: 1,
+      alpha: { c: [3, { y: 1, x: 2 }], b: "é€😀" },
+      "\u20ac": true,
+      A: null,
+      "10": 1.5e-7,
+    };
     await log.append(entry(1, payload));
 
     const [record] = await log.read();

@@ -79,7 +79,9 @@ describe("executions in Postgres", () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();
     await store.claim(row);
-    await expect(store.claim({ ...newExecution(), idempotencyKey: row.idempotencyKey })).rejects.toMatchObject({
+    await expect(
+      store.claim({ ...newExecution(), idempotencyKey: row.idempotencyKey }),
+    ).rejects.toMatchObject({
       kind: "conflict",
     });
   });
@@ -96,14 +98,21 @@ describe("executions in Postgres", () => {
     });
     expect(failed.recorded).toBe(true);
     const overwrite = await store.recordReceipt(row.id, { state: "succeeded", atMicros: row.atMicros + 2 });
-    expect(overwrite).toMatchObject({ recorded: false, execution: { state: "failed", errorKind: "forbidden" } });
+    expect(overwrite).toMatchObject({
+      recorded: false,
+      execution: { state: "failed", errorKind: "forbidden" },
+    });
   });
 
   it("resolves an unknown outcome later, but not back to unknown", async () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();
     await store.claim(row);
-    await store.recordReceipt(row.id, { state: "unknown", errorKind: "unknown_outcome", atMicros: row.atMicros + 1 });
+    await store.recordReceipt(row.id, {
+      state: "unknown",
+      errorKind: "unknown_outcome",
+      atMicros: row.atMicros + 1,
+    });
     const resolved = await store.recordReceipt(row.id, {
       state: "succeeded",
       receipt: { status: "succeeded" },
@@ -123,9 +132,11 @@ describe("executions in Postgres", () => {
 
   it("reports not_found when recording on a missing execution", async () => {
     const store = createPostgresExecutionStore(db.operator);
-    await expect(store.recordReceipt("f".repeat(40), { state: "failed", atMicros: 1 })).rejects.toMatchObject({
-      kind: "not_found",
-    });
+    await expect(store.recordReceipt("f".repeat(40), { state: "failed", atMicros: 1 })).rejects.toMatchObject(
+      {
+        kind: "not_found",
+      },
+    );
   });
 });
 
@@ -142,10 +153,22 @@ describe("transcripts in Postgres", () => {
     const store = createPostgresTranscriptStore(db.operator);
     await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        store.append({ sessionUid: "s-1", source: "agent", kind: "assistant_text", payload: { i }, atMicros: i }),
+        store.append({
+          sessionUid: "s-1",
+          source: "agent",
+          kind: "assistant_text",
+          payload: { i },
+          atMicros: i,
+        }),
       ),
     );
-    await store.append({ sessionUid: "s-2", source: "user", kind: "user_message", payload: { text: "hi" }, atMicros: 1 });
+    await store.append({
+      sessionUid: "s-2",
+      source: "user",
+      kind: "user_message",
+      payload: { text: "hi" },
+      atMicros: 1,
+    });
     const events = await store.list("s-1");
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     expect((await store.list("s-2"))[0]).toMatchObject({ seq: 1, source: "user", payload: { text: "hi" } });

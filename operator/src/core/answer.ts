@@ -42,7 +42,12 @@ export function answerFromExecution(execution: ExecutionRecord, maxResultBytes: 
         errorKind === "forbidden"
           ? `The business system refused this action (forbidden): ${detail}. This is final: do not retry it; report it to the user.`
           : `The call failed (${errorKind}): ${detail}`;
-      return { status: "failed", content: truncateForModel(content, maxResultBytes, `execution ${executionId}`), executionId, errorKind };
+      return {
+        status: "failed",
+        content: truncateForModel(content, maxResultBytes, `execution ${executionId}`),
+        executionId,
+        errorKind,
+      };
     }
     case "unknown":
       return {
@@ -78,6 +83,10 @@ export function invalidArgumentsAnswer(message: string): InvokeAnswer {
 }
 
 /** An Approval was requested (or already is pending): the agent waits on it. */
-export function pendingApprovalAnswer(approvalName: string, executionId: string, message: string): InvokeAnswer {
+export function pendingApprovalAnswer(
+  approvalName: string,
+  executionId: string,
+  message: string,
+): InvokeAnswer {
   return { status: "pending_approval", content: message, executionId, approval: { name: approvalName } };
 }

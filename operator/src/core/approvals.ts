@@ -76,7 +76,8 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
       return;
     }
     if (!isApprover(input, approver)) return ignore(`${approver} is not an approver`);
-    if (isRequester && !input.allowSelfApproval) return ignore("self-approval is not allowed for this capability");
+    if (isRequester && !input.allowSelfApproval)
+      return ignore("self-approval is not allowed for this capability");
     approvedBy.push(approver);
     if (approvedBy.length >= required) outcome = "Approved";
   });

@@ -38,7 +38,8 @@ const MAX_LISTED_ERRORS = 8;
  */
 export function parseArguments(raw: string): ArgumentsResult {
   const parsed = parseIJsonObject(raw);
-  if (!parsed.ok) return { ok: false, problem: { class: parsed.problem.class, message: parsed.problem.message } };
+  if (!parsed.ok)
+    return { ok: false, problem: { class: parsed.problem.class, message: parsed.problem.message } };
   const canonical = canonicalJson(parsed.value);
   return { ok: true, value: parsed.value, canonical, digest: sha256Hex(canonical) };
 }

@@ -81,7 +81,8 @@ export function chainHash(prevHash: Uint8Array, canonical: Uint8Array): Uint8Arr
  * Errors: `GatehouseError("internal")` from canonicalization, or a plain `RangeError` for a bad time.
  */
 export function assertEncodable(entry: AuditEntry): void {
-  if (!Number.isSafeInteger(entry.atMicros)) throw new RangeError(`atMicros ${entry.atMicros} is not an integer`);
+  if (!Number.isSafeInteger(entry.atMicros))
+    throw new RangeError(`atMicros ${entry.atMicros} is not an integer`);
   canonicalJson(recordObject(1, GENESIS_PREV_HASH, entry));
 }
 
@@ -221,7 +222,8 @@ export class ChainVerifier {
   finish(): AuditVerifyReport {
     const checkpoints: CheckpointCheck[] = [];
     for (const [seq, list] of this.expected) {
-      for (const checkpoint of list) checkpoints.push(compareCheckpoint(checkpoint, this.seen.get(seq), this.head));
+      for (const checkpoint of list)
+        checkpoints.push(compareCheckpoint(checkpoint, this.seen.get(seq), this.head));
     }
     const report: AuditVerifyReport = {
       ok: this.badRows === 0 && this.gaps.length === 0 && checkpoints.every((c) => c.status === "ok"),
@@ -236,7 +238,11 @@ export class ChainVerifier {
   }
 }
 
-function compareCheckpoint(checkpoint: AuditCheckpoint, actual: string | undefined, head: ChainHead): CheckpointCheck {
+function compareCheckpoint(
+  checkpoint: AuditCheckpoint,
+  actual: string | undefined,
+  head: ChainHead,
+): CheckpointCheck {
   if (actual === undefined) {
     const message =
       head.seq < checkpoint.seq
@@ -258,11 +264,16 @@ function compareCheckpoint(checkpoint: AuditCheckpoint, actual: string | undefin
 export function checkRecord(record: SealedAuditRecord, previous: ChainHead): AuditProblem | undefined {
   const seq = record.seq;
   if (!bytesEqual(record.prevHash, previous.hash)) {
-    const expected = previous.seq === 0 ? "the genesis hash (32 zero bytes)" : `the hash of record ${previous.seq}`;
+    const expected =
+      previous.seq === 0 ? "the genesis hash (32 zero bytes)" : `the hash of record ${previous.seq}`;
     return { seq, reason: "broken_link", message: `prev_hash is not ${expected}` };
   }
   if (!bytesEqual(record.hash, chainHash(record.prevHash, record.canonical))) {
-    return { seq, reason: "hash_mismatch", message: "hash ≠ sha256(prev_hash || canonical): the bytes were changed" };
+    return {
+      seq,
+      reason: "hash_mismatch",
+      message: "hash ≠ sha256(prev_hash || canonical): the bytes were changed",
+    };
   }
   let decoded: ReturnType<typeof decodeAuditRecord>;
   let text: string;
@@ -276,7 +287,11 @@ export function checkRecord(record: SealedAuditRecord, previous: ChainHead): Aud
   try {
     recanonical = canonicalJson(JSON.parse(text));
   } catch (error) {
-    return { seq, reason: "undecodable", message: `canonical bytes cannot be canonicalized: ${String(error)}` };
+    return {
+      seq,
+      reason: "undecodable",
+      message: `canonical bytes cannot be canonicalized: ${String(error)}`,
+    };
   }
   if (recanonical !== text) {
     return { seq, reason: "not_canonical", message: "canonical bytes are not in RFC 8785 form" };

@@ -50,7 +50,10 @@ export interface ExecutionResult {
 export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<ExecutionResult> {
   const { clock, config } = deps;
   if (sha256Hex(plan.argumentsCanonical) !== plan.argumentsDigest) {
-    throw new GatehouseError("conflict", `execution ${plan.executionId}: arguments do not match their digest`);
+    throw new GatehouseError(
+      "conflict",
+      `execution ${plan.executionId}: arguments do not match their digest`,
+    );
   }
   const attempts = plan.capability.idempotency === "none" ? 1 : Math.max(1, config.maxProviderAttempts);
   const now = clock.nowMicros();
@@ -94,13 +97,23 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     });
 
   // Execute what is stored, after re-checking it is what was validated/approved.
-  if (sha256Hex(stored.argumentsCanonical) !== plan.argumentsDigest || stored.requestDigest !== plan.argumentsDigest) {
-    return finish(deps, plan, stored, audit, {
-      state: "failed",
-      errorKind: "conflict",
-      message: "the stored arguments do not match their digest; not executed",
-      atMicros: clock.nowMicros(),
-    }, 0);
+  if (
+    sha256Hex(stored.argumentsCanonical) !== plan.argumentsDigest ||
+    stored.requestDigest !== plan.argumentsDigest
+  ) {
+    return finish(
+      deps,
+      plan,
+      stored,
+      audit,
+      {
+        state: "failed",
+        errorKind: "conflict",
+        message: "the stored arguments do not match their digest; not executed",
+        atMicros: clock.nowMicros(),
+      },
+      0,
+    );
   }
 
   try {
@@ -139,7 +152,12 @@ async function finish(
   const execution = recorded.execution;
   await audit(AuditKind.executionFinished, finishedPayload(execution, attemptsMade));
   deps.logger.info(
-    { executionId: plan.executionId, capability: plan.capability.id, state: execution.state, errorKind: execution.errorKind },
+    {
+      executionId: plan.executionId,
+      capability: plan.capability.id,
+      state: execution.state,
+      errorKind: execution.errorKind,
+    },
     "execution finished",
   );
   return {
@@ -161,7 +179,8 @@ function finishedPayload(execution: ExecutionRecord, attempts: number): JsonObje
       payload.resultDigest = null; // not I-JSON; the receipt itself is kept in the execution row
     }
   }
-  if (receipt?.evidence) payload.evidence = { system: receipt.evidence.system, reference: receipt.evidence.reference };
+  if (receipt?.evidence)
+    payload.evidence = { system: receipt.evidence.system, reference: receipt.evidence.reference };
   return payload;
 }
 
@@ -200,7 +219,11 @@ async function callProvider(
       result = await providers.invoke(provider, request, options);
     } catch (error) {
       // The client broke its contract by throwing: we cannot know whether the request left.
-      result = { kind: "lost", reason: "connection_lost", message: `provider client error: ${String(error)}` };
+      result = {
+        kind: "lost",
+        reason: "connection_lost",
+        message: `provider client error: ${String(error)}`,
+      };
     }
     if (result.kind === "answered") {
       return { outcome: outcomeOfResponse(result.response, clock.nowMicros()), attemptsMade };
@@ -211,7 +234,10 @@ async function callProvider(
       continue;
     }
     lost = `${result.reason}: ${result.message}`;
-    deps.logger.warn({ executionId: plan.executionId, attempt, reason: result.reason }, "provider response lost");
+    deps.logger.warn(
+      { executionId: plan.executionId, attempt, reason: result.reason },
+      "provider response lost",
+    );
   }
 
   if (lost === undefined) {

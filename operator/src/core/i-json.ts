@@ -84,7 +84,11 @@ class Parser {
   document(): JsonObject {
     this.skipWhitespace();
     if (this.pos >= this.text.length) {
-      this.refuse("empty", "$", "the arguments are empty; send a JSON object, e.g. {} when nothing is needed");
+      this.refuse(
+        "empty",
+        "$",
+        "the arguments are empty; send a JSON object, e.g. {} when nothing is needed",
+      );
     }
     const start = this.pos;
     const value = this.value("$", 0);
@@ -279,7 +283,8 @@ class Parser {
   }
 
   private checkDepth(path: string, depth: number): void {
-    if (depth > MAX_DEPTH) this.refuse("too_deep", path, `the arguments nest deeper than ${MAX_DEPTH} levels`);
+    if (depth > MAX_DEPTH)
+      this.refuse("too_deep", path, `the arguments nest deeper than ${MAX_DEPTH} levels`);
   }
 
   private skipWhitespace(): void {
@@ -305,7 +310,11 @@ class Parser {
   private unexpected(path: string, expected: string): never {
     const found = this.text.codePointAt(this.pos);
     const shown = found === undefined ? "end of text" : JSON.stringify(String.fromCodePoint(found));
-    return this.refuse("malformed", path, `not valid JSON: at character ${this.pos} (in ${path}) expected ${expected}, found ${shown}`);
+    return this.refuse(
+      "malformed",
+      path,
+      `not valid JSON: at character ${this.pos} (in ${path}) expected ${expected}, found ${shown}`,
+    );
   }
 
   private refuse(problemClass: IJsonProblemClass, path: string, message: string): never {

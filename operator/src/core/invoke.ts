@@ -84,7 +84,11 @@ const NOTHING: Consumption = { toolCalls: 0, writes: 0 };
  * canonical digest; text that does not parse is identified by the digest of its raw bytes.
  * Errors: throws only when a dependency fails (Postgres, API server, audit); never for a bad call.
  */
-export async function invoke(deps: CoreDeps, session: SessionContext, call: InvokeCall): Promise<InvokeResult> {
+export async function invoke(
+  deps: CoreDeps,
+  session: SessionContext,
+  call: InvokeCall,
+): Promise<InvokeResult> {
   const capabilityId = capabilityIdOf(call.tool);
   const identity = executionIdentity({
     sessionUid: session.uid,
@@ -94,9 +98,17 @@ export async function invoke(deps: CoreDeps, session: SessionContext, call: Invo
     argumentsDigest: identityDigestOf(call.arguments),
   });
   const audit = auditor(deps, session, identity.executionId);
-  const deny = async (reason: string, message: string, errorKind: Parameters<typeof deniedAnswer>[1], extra: JsonObject = {}) => {
+  const deny = async (
+    reason: string,
+    message: string,
+    errorKind: Parameters<typeof deniedAnswer>[1],
+    extra: JsonObject = {},
+  ) => {
     await audit(AuditKind.denied, { tool: call.tool, reason, message, ...extra });
-    return { answer: deniedAnswer(message, errorKind, identity.executionId), consumed: { toolCalls: 1, writes: 0 } as Consumption };
+    return {
+      answer: deniedAnswer(message, errorKind, identity.executionId),
+      consumed: { toolCalls: 1, writes: 0 } as Consumption,
+    };
   };
 
   // 2. Identity: a repeated call returns the state of the first one.
@@ -114,18 +126,30 @@ export async function invoke(deps: CoreDeps, session: SessionContext, call: Invo
 
   // 3. Resolve.
   if (!session.active) {
-    return deny("SessionInactive", "this session is finished or cancelled; no more tool calls run", "forbidden");
+    return deny(
+      "SessionInactive",
+      "this session is finished or cancelled; no more tool calls run",
+      "forbidden",
+    );
   }
   const capability = await deps.catalog.resolve(session.namespace, call.tool);
   if (!capability || (session.capabilities && !session.capabilities.includes(capability.name))) {
-    return deny("UnknownTool", `there is no tool named ${JSON.stringify(call.tool)} available to this session`, "not_found");
+    return deny(
+      "UnknownTool",
+      `there is no tool named ${JSON.stringify(call.tool)} available to this session`,
+      "not_found",
+    );
   }
   if (capability.disabled) {
     return deny("Disabled", `${capability.id} is disabled by the platform team`, "unavailable");
   }
   if (!capability.ready || !capability.providerReady) {
     const why = !capability.ready ? (capability.notReadyReason ?? "NotReady") : "ProviderNotReady";
-    return deny(why, `${capability.id} is not available right now (${why}); try later or use another tool`, "unavailable");
+    return deny(
+      why,
+      `${capability.id} is not available right now (${why}); try later or use another tool`,
+      "unavailable",
+    );
   }
 
   // 4. Parse and validate.
@@ -151,7 +175,12 @@ export async function invoke(deps: CoreDeps, session: SessionContext, call: Invo
   if (capability.requiresIdentity) {
     const binding = await deps.identities.resolve(capability.providerRef, session.subject);
     if (!binding.bound) {
-      return deny("IdentityUnbound", `${session.subject.user} has no account in the business system: ${binding.reason}`, "forbidden", facts);
+      return deny(
+        "IdentityUnbound",
+        `${session.subject.user} has no account in the business system: ${binding.reason}`,
+        "forbidden",
+        facts,
+      );
     }
     account = binding.account;
   }
@@ -185,7 +214,8 @@ export async function invoke(deps: CoreDeps, session: SessionContext, call: Invo
   if (decision.verdict === "approval") {
     const request = approvalRequestOf(deps, session, identity, capability, checked.canonical, digest);
     const handle = await deps.approvals.createOrGet(request);
-    if (!handle.ownedBySession || !handle.sameSpec) return conflict(deps, session, identity, call.tool, audit);
+    if (!handle.ownedBySession || !handle.sameSpec)
+      return conflict(deps, session, identity, call.tool, audit);
     await audit(AuditKind.approvalRequested, {
       ...facts,
       approval: handle.name,
@@ -248,7 +278,10 @@ async function conflict(
   const message = `Approval ${identity.approvalName} already exists but was not created for this call; refusing it`;
   await deps.approvals.markConflict(session.namespace, identity.approvalName, message);
   await audit(AuditKind.approvalConflict, { tool, approval: identity.approvalName });
-  deps.logger.warn({ executionId: identity.executionId, approval: identity.approvalName }, "approval name squatted");
+  deps.logger.warn(
+    { executionId: identity.executionId, approval: identity.approvalName },
+    "approval name squatted",
+  );
   return {
     answer: deniedAnswer(
       "This call cannot be approved: its approval record was tampered with. Report it to the user.",

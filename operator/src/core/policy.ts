@@ -138,7 +138,11 @@ function modeDecision(id: string, effect: string, explicit: string | undefined):
       return { verdict: "deny", reason: "Forbidden", message: `${id} is forbidden by policy` };
     default:
       return explicit !== undefined && !MODES.includes(explicit)
-        ? { verdict: "deny", reason: "UnknownApprovalMode", message: `${id} has an unknown approval mode; denied` }
+        ? {
+            verdict: "deny",
+            reason: "UnknownApprovalMode",
+            message: `${id} has an unknown approval mode; denied`,
+          }
         : { verdict: "deny", reason: "UnknownEffect", message: `${id} has an unknown effect; denied` };
   }
 }

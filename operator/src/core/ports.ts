@@ -300,7 +300,10 @@ export interface ExecutionStore {
    * succeeded|failed (a later status query resolved it). Anything else leaves the row unchanged and
    * returns `recorded: false` with the current row. Errors: throws `not_found` for an unknown id.
    */
-  recordReceipt(id: string, outcome: ExecutionOutcome): Promise<{ recorded: boolean; execution: ExecutionRecord }>;
+  recordReceipt(
+    id: string,
+    outcome: ExecutionOutcome,
+  ): Promise<{ recorded: boolean; execution: ExecutionRecord }>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -327,7 +330,11 @@ export type ProviderStatusOutcome =
 
 /** Calls providers (the gateway's HTTP client; it signs the grant from the request, DESIGN §5). */
 export interface ProviderClient {
-  invoke(provider: ProviderRef, request: InvokeRequest, options: { deadlineMs: number }): Promise<ProviderCallOutcome>;
+  invoke(
+    provider: ProviderRef,
+    request: InvokeRequest,
+    options: { deadlineMs: number },
+  ): Promise<ProviderCallOutcome>;
   status(
     provider: ProviderRef,
     idempotencyKey: string,

@@ -6,6 +6,7 @@
  * Event kinds written to the transcript:
  * - `tool_call` (source agent): {turn, position, callId, tool, argumentsDigest}
  * - `tool_result` (source gateway, from Core's records): {callId, status, content, executionId?, effect?}
+ * - `approval_outcome` (source gateway): {approval, phase, status, content, effect}
  * - `final_answer` | `assistant_text` | `error` (source agent): {turn, text}
  * - `usage` (source agent): {turn, inputTokens, outputTokens}
  */
@@ -34,12 +35,23 @@ function numberOf(value: unknown): number {
 
 /** Folds transcript events (in seq order) into a SessionRecord. */
 export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionRecord {
-  const record: SessionRecord = { turns: 0, toolCalls: 0, writes: 0, usage: { inputTokens: 0, outputTokens: 0 } };
+  const record: SessionRecord = {
+    turns: 0,
+    toolCalls: 0,
+    writes: 0,
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
   for (const event of events) {
     const turn = numberOf(event.payload.turn);
     record.turns = Math.max(record.turns, turn + 1);
     if (event.kind === "tool_call") record.toolCalls++;
-    if (event.kind === "tool_result" && event.payload.effect === "write" && event.payload.status === "succeeded") {
+    const outcome = event.kind === "tool_result" || event.kind === "approval_outcome";
+    if (
+      outcome &&
+      event.source === "gateway" &&
+      event.payload.effect === "write" &&
+      event.payload.status === "succeeded"
+    ) {
       record.writes++;
     }
     if (event.kind === "usage" && event.source === "agent") {

@@ -177,7 +177,14 @@ export function buildGateway(deps: GatewayDeps) {
           sessionUid: session.metadata.uid,
           source: "gateway",
           kind: "approval_outcome",
-          payload: { approval: approval.metadata.name, phase, status: body.answer.status, content: body.answer.content },
+          payload: {
+            turn: sessionRecordOf(await deps.transcripts.list(session.metadata.uid, { limit: 100_000 })).turns - 1,
+            approval: approval.metadata.name,
+            phase,
+            status: body.answer.status,
+            content: body.answer.content,
+            effect: String((await deps.core.catalog.get(approval.metadata.namespace, approval.spec.capability))?.effect ?? ""),
+          },
           atMicros: nowMicros(),
         });
       }

@@ -11,8 +11,8 @@ import {
   type AuditCheckpoint,
   type AuditVerifyReport,
   assertEncodable,
-  ChainVerifier,
   type ChainHead,
+  ChainVerifier,
   EMPTY_CHAIN_HEAD,
   type SealedAuditRecord,
   sealAuditRecord,
@@ -89,7 +89,10 @@ export function createPostgresAuditLog(
       while (queue.length > 0) {
         const batch = queue.splice(0, maxBatch);
         try {
-          const seqs = await insertBatch(pool, batch.map((p) => p.entry));
+          const seqs = await insertBatch(
+            pool,
+            batch.map((p) => p.entry),
+          );
           batch.forEach((p, i) => {
             p.resolve(seqs[i]!);
           });
@@ -204,7 +207,17 @@ async function insertBatch(pool: pg.Pool, entries: AuditEntry[]): Promise<Array<
     }
     const values: unknown[] = [];
     const tuples = records.map((r, i) => {
-      values.push(r.seq, r.prevHash, r.hash, r.canonical, r.kind, r.actor, r.sessionUid, r.executionId, r.atMicros);
+      values.push(
+        r.seq,
+        r.prevHash,
+        r.hash,
+        r.canonical,
+        r.kind,
+        r.actor,
+        r.sessionUid,
+        r.executionId,
+        r.atMicros,
+      );
       const base = i * 9;
       return `(${Array.from({ length: 9 }, (_, k) => `$${base + k + 1}`).join(", ")})`;
     });

@@ -139,11 +139,16 @@ const STATES: readonly ExecutionState[] = ["started", "succeeded", "failed", "un
 /** Maps a row to a record, parsing the JSON columns with the provider contract's zod schemas. */
 function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
   const state = String(row.state) as ExecutionState;
-  if (!STATES.includes(state)) throw new GatehouseError("internal", `execution ${row.id}: unknown state ${state}`);
+  if (!STATES.includes(state))
+    throw new GatehouseError("internal", `execution ${row.id}: unknown state ${state}`);
   const record: ExecutionRecord = {
     id: String(row.id),
     idempotencyKey: String(row.idempotency_key),
-    session: { uid: String(row.session_uid), namespace: String(row.session_namespace), name: String(row.session_name) },
+    session: {
+      uid: String(row.session_uid),
+      namespace: String(row.session_namespace),
+      name: String(row.session_name),
+    },
     capability: String(row.capability),
     providerRef: { namespace: String(row.provider_namespace), name: String(row.provider_name) },
     request: InvokeRequest.parse(row.request),
@@ -158,7 +163,8 @@ function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
   const approvalName = toOptionalString(row.approval_name);
   if (approvalName !== undefined) record.approvalName = approvalName;
   if (row.receipt !== null && row.receipt !== undefined) record.receipt = InvokeResponse.parse(row.receipt);
-  if (row.error_kind !== null && row.error_kind !== undefined) record.errorKind = ErrorKind.parse(row.error_kind);
+  if (row.error_kind !== null && row.error_kind !== undefined)
+    record.errorKind = ErrorKind.parse(row.error_kind);
   const message = toOptionalString(row.message);
   if (message !== undefined) record.message = message;
   return record;

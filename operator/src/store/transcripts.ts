@@ -47,7 +47,10 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
       const client = await pool.connect();
       try {
         await client.query("BEGIN");
-        await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [TRANSCRIPT_LOCK_CLASS, event.sessionUid]);
+        await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
+          TRANSCRIPT_LOCK_CLASS,
+          event.sessionUid,
+        ]);
         const result = await client.query(
           `INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us)
            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5 FROM session_events WHERE session_uid = $1

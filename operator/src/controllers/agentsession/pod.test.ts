@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import type { AgentSession } from "../../api/kinds.ts";
+import { agentPodFor, agentPodName } from "./pod.ts";
+
+const session: AgentSession = {
+  apiVersion: "gatehouse.dev/v1alpha1",
+  kind: "AgentSession",
+  metadata: { name: "push-plan", namespace: "plant-a", uid: "0b7e2c1e-uid" },
+  spec: {
+    subject: { user: "alice", groups: [] },
+    engine: "builtin",
+    model: { name: "scripted/reference-story" },
+    instructions: "",
+    messages: [{ text: "Push the plan." }],
+  },
+};
+const pod = agentPodFor(session, { image: "gatehouse/agent:dev", gatewayUrl: "http://10.88.0.1:8443", modelBaseUrl: "http://10.88.0.1:9000/v1", remainingSeconds: 1799.6 });
+const container = pod.spec!.containers[0]!;
+
+describe("agentPodFor", () => {
+  it("names the pod deterministically and makes the session its controller owner", () => {
+    expect(pod.metadata?.name).toBe(agentPodName(session));
+    expect(pod.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({ kind: "AgentSession", name: "push-plan", uid: "0b7e2c1e-uid", controller: true }),
+    ]);
+    expect(pod.metadata?.labels?.["gatehouse.dev/session-uid"]).toBe("0b7e2c1e-uid");
+  });
+
+  it("is hardened for Pod Security restricted", () => {
+    expect(pod.spec?.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(container.resources?.limits).toBeDefined();
+  });
+
+  it("mounts no Kubernetes API token, only a projected token for the gatehouse audience", () => {
+    expect(pod.spec?.automountServiceAccountToken).toBe(false);
+    expect(pod.spec?.serviceAccountName).toBe("gatehouse-agent");
+    const sources = pod.spec?.volumes?.[0]?.projected?.sources;
+    expect(sources).toEqual([{ serviceAccountToken: { audience: "gatehouse", expirationSeconds: 600, path: "token" } }]);
+    expect(container.volumeMounts).toEqual([{ name: "gatehouse-token", mountPath: "/var/run/secrets/gatehouse", readOnly: true }]);
+  });
+
+  it("bounds the pod by the remaining session timeout and never restarts it", () => {
+    expect(pod.spec?.activeDeadlineSeconds).toBe(1799);
+    expect(pod.spec?.restartPolicy).toBe("Never");
+  });
+
+  it("tells the agent where the gateway is and holds no secret", () => {
+    const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+    expect(env.GATEHOUSE_GATEWAY_URL).toBe("http://10.88.0.1:8443");
+    expect(Object.keys(env).some((k) => /KEY|SECRET|PASSWORD/.test(k))).toBe(false);
+  });
+});

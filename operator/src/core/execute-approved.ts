@@ -1,0 +1,165 @@
+/**
+ * Dispatching an Approved Approval (DESIGN §2 Approval, §4 step 8). Before executing, Core re-checks
+ * what admission cannot: the decisions still amount to Approved, the Approval has not expired, the
+ * stored arguments match their digest, the session is alive, the capability and its provider are
+ * there, enabled and ready, the schema digest is unchanged, the policy does not forbid it now, and
+ * the identity binding holds. Then it executes the arguments stored with the Approval — once: a
+ * repeated dispatch returns the existing execution.
+ */
+import type { InvokeAnswer } from "../api/agent-protocol.ts";
+import { answerFromExecution } from "./answer.ts";
+import { evaluateApproval } from "./approvals.ts";
+import { AuditKind } from "./audit.ts";
+import { canonicalJson, sha256Hex } from "./canonical.ts";
+import { execute } from "./execute.ts";
+import { idempotencyKeyOf } from "./execution-identity.ts";
+import { parseIJsonObject } from "./i-json.ts";
+import { decideAccess } from "./policy.ts";
+import type { ApprovalPhase, ApprovalView, CoreDeps, ExecutionRecord, SessionContext } from "./ports.ts";
+
+/** Input of {@link executeApproved}. `session` is absent when the AgentSession is gone. */
+export interface ExecuteApprovedInput {
+  approval: ApprovalView;
+  session?: SessionContext | undefined;
+}
+
+/**
+ * Result of {@link executeApproved}:
+ * - `executed`: the execution ran now or earlier; set `status.execution` from `execution` and the
+ *   phase from its state (succeeded → Succeeded, failed → Failed, unknown → Unknown);
+ * - `refused`: do not execute; set `status.phase` to `phase` with condition reason `reason`;
+ * - `deferred`: a transient condition (provider not ready); keep phase `Approved` and requeue.
+ */
+export type ExecuteApprovedResult =
+  | { kind: "executed"; answer: InvokeAnswer; execution: ExecutionRecord; executedNow: boolean }
+  | { kind: "refused"; phase: ApprovalPhase; reason: string; message: string }
+  | { kind: "deferred"; phase: "Approved"; reason: string; message: string };
+
+/**
+ * Re-checks and executes an Approved Approval. Errors: throws only when a dependency fails
+ * (Postgres, audit, API server); the caller retries — the execution id makes that safe.
+ */
+export async function executeApproved(
+  deps: CoreDeps,
+  input: ExecuteApprovedInput,
+): Promise<ExecuteApprovedResult> {
+  const { approval, session } = input;
+  const request = approval.request;
+  const audit = (kind: string, payload: Record<string, string | number | null>) =>
+    deps.audit.append({
+      kind,
+      actor: "gatehouse",
+      sessionUid: request.sessionRef.uid,
+      executionId: request.executionId,
+      atMicros: deps.clock.nowMicros(),
+      payload: { approval: `${request.namespace}/${request.name}`, ...payload },
+    });
+  const refuse = async (
+    phase: ApprovalPhase,
+    reason: string,
+    message: string,
+  ): Promise<ExecuteApprovedResult> => {
+    await audit(AuditKind.approvalRefused, { phase, reason, message });
+    return { kind: "refused", phase, reason, message };
+  };
+
+  const existing = await deps.executions.get(request.executionId);
+  if (existing) {
+    return {
+      kind: "executed",
+      answer: answerFromExecution(existing, deps.config.maxResultBytes),
+      execution: existing,
+      executedNow: false,
+    };
+  }
+
+  const evaluation = evaluateApproval({
+    decisions: approval.decisions,
+    approvers: request.approvers,
+    requiredApprovals: request.requiredApprovals,
+    allowSelfApproval: request.allowSelfApproval,
+    requester: request.requester,
+  });
+  if (evaluation.outcome === "Rejected") {
+    return refuse("Rejected", "Rejected", `rejected by ${evaluation.rejectedBy}`);
+  }
+  if (evaluation.outcome !== "Approved") {
+    return refuse(
+      "Pending",
+      "NotApproved",
+      `${evaluation.approvals} of ${request.requiredApprovals} approvals counted`,
+    );
+  }
+
+  const expiresAtMicros = Date.parse(request.expiresAt) * 1000;
+  if (!Number.isFinite(expiresAtMicros) || deps.clock.nowMicros() > expiresAtMicros) {
+    return refuse("Expired", "Expired", `the approval expired at ${request.expiresAt}`);
+  }
+
+  const parsed = parseIJsonObject(request.arguments);
+  if (
+    sha256Hex(request.arguments) !== request.argumentsDigest ||
+    !parsed.ok ||
+    canonicalJson(parsed.value) !== request.arguments
+  ) {
+    return refuse("Failed", "ArgumentsDigestMismatch", "the stored arguments do not match their digest");
+  }
+
+  if (!session?.active || session.uid !== request.sessionRef.uid) {
+    return refuse("Cancelled", "SessionGone", "the session that proposed this call is gone or finished");
+  }
+
+  const capability = await deps.catalog.get(request.namespace, request.capability);
+  if (!capability || capability.id !== request.capabilityId) {
+    return refuse(
+      "Stale",
+      "CapabilityChanged",
+      `Capability ${request.capability} no longer offers ${request.capabilityId}`,
+    );
+  }
+  if (capability.disabled) {
+    return refuse("Stale", "Disabled", `${capability.id} or its provider is disabled`);
+  }
+  if (capability.schemaDigest !== request.schemaDigest) {
+    return refuse(
+      "Stale",
+      "SchemaChanged",
+      `the schema of ${capability.id} changed after the call was proposed`,
+    );
+  }
+  if (!capability.ready || !capability.providerReady) {
+    return {
+      kind: "deferred",
+      phase: "Approved",
+      reason: "ProviderNotReady",
+      message: `${capability.id} is not ready; will retry`,
+    };
+  }
+  const access = decideAccess({
+    capability,
+    subject: request.requester,
+    ...(deps.config.approvalFloor ? { floor: deps.config.approvalFloor } : {}),
+  });
+  if (access.verdict === "deny") return refuse("Stale", access.reason, access.message);
+
+  let account: string | undefined;
+  if (capability.requiresIdentity) {
+    const binding = await deps.identities.resolve(capability.providerRef, request.requester);
+    if (!binding.bound) return refuse("Stale", "IdentityUnbound", binding.reason);
+    account = binding.account;
+  }
+
+  const result = await execute(deps, {
+    executionId: request.executionId,
+    idempotencyKey: idempotencyKeyOf(request.executionId),
+    session: { uid: session.uid, namespace: session.namespace, name: session.name },
+    subject: request.requester,
+    ...(account !== undefined ? { account } : {}),
+    capability,
+    argumentsCanonical: request.arguments,
+    argumentsDigest: request.argumentsDigest,
+    approvalName: request.name,
+    actor: request.requester.user,
+  });
+  return { kind: "executed", ...result };
+}

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { sessionRecordOf } from "./session-record.ts";
+
+describe("sessionRecordOf", () => {
+  it("counts tool calls, successful writes and usage, and keeps the last final answer", () => {
+    const record = sessionRecordOf([
+      { seq: 1, source: "agent", kind: "tool_call", payload: { turn: 0 } },
+      {
+        seq: 2,
+        source: "gateway",
+        kind: "tool_result",
+        payload: { turn: 0, status: "succeeded", effect: "read" },
+      },
+      { seq: 3, source: "agent", kind: "tool_call", payload: { turn: 1 } },
+      {
+        seq: 4,
+        source: "gateway",
+        kind: "approval_outcome",
+        payload: { turn: 1, status: "succeeded", effect: "write" },
+      },
+      { seq: 5, source: "agent", kind: "usage", payload: { turn: 2, inputTokens: 10, outputTokens: 4 } },
+      { seq: 6, source: "agent", kind: "final_answer", payload: { turn: 2, text: "done" } },
+    ]);
+    expect(record).toEqual({
+      turns: 3,
+      toolCalls: 2,
+      writes: 1,
+      usage: { inputTokens: 10, outputTokens: 4 },
+      finalAnswer: "done",
+    });
+  });
+
+  it("ignores a final answer that does not come from the agent", () => {
+    expect(
+      sessionRecordOf([{ seq: 1, source: "gateway", kind: "final_answer", payload: { text: "x" } }])
+        .finalAnswer,
+    ).toBeUndefined();
+  });
+});
