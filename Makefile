@@ -32,6 +32,7 @@ crds: deps
 
 lint: deps
 	npx biome check .
+	npx depcruise operator/src agent-image/src provider-images --config .dependency-cruiser.cjs
 
 typecheck: deps
 	npx tsc -p tsconfig.json --noEmit

@@ -107,16 +107,19 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
     return { accepted: true };
   });
 
-  const succeeded = (call: InvokeCall, result: unknown): InvokeAnswer => {
-    const content = JSON.stringify(result);
-    record("gateway", "tool_result", {
-      turn: call.turn,
-      position: call.position,
-      callId: call.callId,
-      content,
-    });
-    return { status: "succeeded", content, executionId: `exec-${call.turn}-${call.position}` };
+  const answered = (call: InvokeCall, answer: InvokeAnswer): InvokeAnswer => {
+    const extra = answer.approval ? { approval: answer.approval.name } : {};
+    const { status, content } = answer;
+    record("gateway", "tool_result", { turn: call.turn, callId: call.callId, status, content, ...extra });
+    return answer;
   };
+  // Like Core's answers: the provider's result wrapped as {result, evidence}.
+  const succeeded = (call: InvokeCall, result: unknown): InvokeAnswer =>
+    answered(call, {
+      status: "succeeded",
+      content: JSON.stringify({ result }),
+      executionId: `exec-${call.turn}`,
+    });
 
   app.post("/v1/invoke", async (request): Promise<InvokeAnswer> => {
     const call = InvokeCall.parse(request.body);
@@ -142,10 +145,13 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
     state.waits += 1;
     const name = (request.params as { name: string }).name;
     if (state.waits === 1) return { name, phase: "Pending", done: false };
-    const content = JSON.stringify({
-      ...JSON.parse(publishArguments),
-      status: "published",
-      publicationId: "pub-1",
+    const result = { ...JSON.parse(publishArguments), status: "published", publicationId: "pub-1" };
+    const content = JSON.stringify({ result, evidence: { system: "aps", reference: "pub-1" } });
+    record("gateway", "approval_outcome", {
+      approval: name,
+      phase: "Succeeded",
+      status: "succeeded",
+      content,
     });
     return { name, phase: "Succeeded", done: true, answer: { status: "succeeded", content } };
   });
@@ -201,7 +207,10 @@ function run(gatewayUrl: string) {
 /** Runs the agent and expects exit 0; on failure the assertion shows the error events it posted. */
 async function runToCompletion(target: TestGateway) {
   const code = await run(target.url);
-  expect({ code, errors: target.events.filter((event) => event.kind === "error") }).toEqual({ code: 0, errors: [] });
+  expect({ code, errors: target.events.filter((event) => event.kind === "error") }).toEqual({
+    code: 0,
+    errors: [],
+  });
 }
 
 describe("agent runtime with the builtin engine", () => {

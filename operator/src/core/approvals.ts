@@ -61,26 +61,36 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
   let outcome: ApprovalOutcome = "Pending";
   let rejectedBy: string | undefined;
 
-  input.decisions.forEach((decision, index) => {
+  for (const [index, decision] of input.decisions.entries()) {
     const approver = decision.approver;
     const ignore = (reason: string) => ignored.push({ index, approver, reason });
-    if (outcome !== "Pending") return ignore(`the approval was already ${outcome.toLowerCase()}`);
-    if (seen.has(approver)) return ignore("only the first decision of each user counts");
+    if (outcome !== "Pending") {
+      ignore(`the approval was already ${outcome.toLowerCase()}`);
+      continue;
+    }
+    if (seen.has(approver)) {
+      ignore("only the first decision of each user counts");
+      continue;
+    }
     seen.add(approver);
 
     const isRequester = approver === input.requester.user;
     if (decision.verdict === "Reject") {
-      if (!isRequester && !isApprover(input, approver)) return ignore(`${approver} is not an approver`);
+      if (!isRequester && !isApprover(input, approver)) {
+        ignore(`${approver} is not an approver`);
+        continue;
+      }
       outcome = "Rejected";
       rejectedBy = approver;
-      return;
+    } else if (!isApprover(input, approver)) {
+      ignore(`${approver} is not an approver`);
+    } else if (isRequester && !input.allowSelfApproval) {
+      ignore("self-approval is not allowed for this capability");
+    } else {
+      approvedBy.push(approver);
+      if (approvedBy.length >= required) outcome = "Approved";
     }
-    if (!isApprover(input, approver)) return ignore(`${approver} is not an approver`);
-    if (isRequester && !input.allowSelfApproval)
-      return ignore("self-approval is not allowed for this capability");
-    approvedBy.push(approver);
-    if (approvedBy.length >= required) outcome = "Approved";
-  });
+  }
 
   const result: ApprovalEvaluation = { outcome, approvals: approvedBy.length, approvedBy, ignored };
   if (rejectedBy !== undefined) result.rejectedBy = rejectedBy;

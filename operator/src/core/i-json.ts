@@ -213,12 +213,12 @@ class Parser {
       out += this.text.slice(runStart, this.pos);
       this.pos++; // backslash
       if (this.pos >= this.text.length) this.truncated(path);
-      const escape = this.text[this.pos]!;
-      const simple = ESCAPES[escape];
+      const escaped = this.text[this.pos]!;
+      const simple = ESCAPES[escaped];
       if (simple !== undefined) {
         out += simple;
         this.pos++;
-      } else if (escape === "u") {
+      } else if (escaped === "u") {
         const hex = this.text.slice(this.pos + 1, this.pos + 5);
         if (!/^[0-9a-fA-F]{0,4}$/.test(hex)) this.unexpected(path, "four hex digits after \\u");
         if (hex.length < 4) this.truncated(path);

@@ -60,11 +60,17 @@ export async function bootstrapIdentities(kc: KubeConfig): Promise<ServiceAccoun
   const subject = { kind: "ServiceAccount", ...LOCAL_NODE_IDENTITY };
   const roleRef = { apiGroup: "rbac.authorization.k8s.io", name: LOCAL_NODE_ROLE };
   await createIfAbsent(() =>
-    rbac.createClusterRole({ body: { metadata: { name: LOCAL_NODE_ROLE }, rules: LOCAL_NODE_CLUSTER_RULES } }),
+    rbac.createClusterRole({
+      body: { metadata: { name: LOCAL_NODE_ROLE }, rules: LOCAL_NODE_CLUSTER_RULES },
+    }),
   );
   await createIfAbsent(() =>
     rbac.createClusterRoleBinding({
-      body: { metadata: { name: LOCAL_NODE_ROLE }, roleRef: { ...roleRef, kind: "ClusterRole" }, subjects: [subject] },
+      body: {
+        metadata: { name: LOCAL_NODE_ROLE },
+        roleRef: { ...roleRef, kind: "ClusterRole" },
+        subjects: [subject],
+      },
     }),
   );
   await createIfAbsent(() =>
@@ -76,7 +82,11 @@ export async function bootstrapIdentities(kc: KubeConfig): Promise<ServiceAccoun
   await createIfAbsent(() =>
     rbac.createNamespacedRoleBinding({
       namespace: "kube-node-lease",
-      body: { metadata: { name: LOCAL_NODE_ROLE }, roleRef: { ...roleRef, kind: "Role" }, subjects: [subject] },
+      body: {
+        metadata: { name: LOCAL_NODE_ROLE },
+        roleRef: { ...roleRef, kind: "Role" },
+        subjects: [subject],
+      },
     }),
   );
   return {

@@ -154,7 +154,11 @@ async function startComponents(
   await pollUntil(
     "kube-apiserver /readyz",
     async () => {
-      const res = await httpGet(`${serverURL}/readyz`, { timeoutMs: 5_000, ca: caPem, bearerToken: adminToken });
+      const res = await httpGet(`${serverURL}/readyz`, {
+        timeoutMs: 5_000,
+        ca: caPem,
+        bearerToken: adminToken,
+      });
       return res.status === 200 ? true : undefined;
     },
     { timeoutMs, intervalMs: 500, abortIf: () => apiServer.deathError() },

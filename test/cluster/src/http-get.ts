@@ -44,7 +44,9 @@ export function httpGet(url: string, options: HttpGetOptions): Promise<HttpGetRe
           if (size < 64 * 1024) chunks.push(chunk);
           size += chunk.length;
         });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
+        );
         res.on("error", reject);
       },
     );

@@ -197,7 +197,10 @@ type InterfaceAddress = { ifname: string; ip: string; prefixLength: number };
 
 async function addressesInUse(): Promise<InterfaceAddress[]> {
   const { stdout } = await runCommand("ip", ["-j", "-4", "addr", "show"]);
-  const links = JSON.parse(stdout) as { ifname: string; addr_info?: { local?: string; prefixlen?: number }[] }[];
+  const links = JSON.parse(stdout) as {
+    ifname: string;
+    addr_info?: { local?: string; prefixlen?: number }[];
+  }[];
   return links.flatMap((link) =>
     (link.addr_info ?? []).flatMap((a) =>
       a.local ? [{ ifname: link.ifname, ip: a.local, prefixLength: a.prefixlen ?? 32 }] : [],

@@ -111,11 +111,15 @@ export class ContainerRunner {
     let child: ChildProcess;
     try {
       writeSync(log, `---- ${this.name} start #${this.starts} at ${startedAt.toISOString()}\n`);
-      child = spawn("setpriv", ["--pdeathsig", "KILL", "--", "ip", "netns", "exec", spec.netns, ...spec.argv], {
-        cwd: spec.cwd,
-        env: { ...spec.env },
-        stdio: ["ignore", log, log],
-      });
+      child = spawn(
+        "setpriv",
+        ["--pdeathsig", "KILL", "--", "ip", "netns", "exec", spec.netns, ...spec.argv],
+        {
+          cwd: spec.cwd,
+          env: { ...spec.env },
+          stdio: ["ignore", log, log],
+        },
+      );
     } finally {
       closeSync(log);
     }
@@ -174,7 +178,10 @@ export class ContainerRunner {
     hurry?.addEventListener("abort", onHurry);
     if (hurry?.aborted) ac.abort();
     try {
-      await Promise.race([this.exited, sleep(graceMs, undefined, { signal: ac.signal }).catch(() => undefined)]);
+      await Promise.race([
+        this.exited,
+        sleep(graceMs, undefined, { signal: ac.signal }).catch(() => undefined),
+      ]);
     } finally {
       ac.abort();
       hurry?.removeEventListener("abort", onHurry);

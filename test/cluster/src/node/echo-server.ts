@@ -8,7 +8,12 @@ import { createServer } from "node:http";
 const port = Number(process.env.PORT ?? "8080");
 
 const server = createServer((req, res) => {
-  const body = JSON.stringify({ ok: true, method: req.method, path: req.url, pod: process.env.HOSTNAME ?? "" });
+  const body = JSON.stringify({
+    ok: true,
+    method: req.method,
+    path: req.url,
+    pod: process.env.HOSTNAME ?? "",
+  });
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 });

@@ -47,7 +47,8 @@ export async function containerEnv(
     const prefix = source.prefix ?? "";
     if (source.configMapRef) {
       const cm = await ctx.reader.configMap(namespace, source.configMapRef.name ?? "");
-      if (!cm && !source.configMapRef.optional) throw missing("configmap", namespace, source.configMapRef.name);
+      if (!cm && !source.configMapRef.optional)
+        throw missing("configmap", namespace, source.configMapRef.name);
       for (const [k, v] of Object.entries(cm?.data ?? {})) env[prefix + k] = v;
     }
     if (source.secretRef) {
@@ -149,5 +150,8 @@ function missing(kind: string, namespace: string, name: string | undefined): Har
 }
 
 function missingKey(kind: string, namespace: string, name: string | undefined, key: string): HarnessError {
-  return new HarnessError("not_found", `${kind} "${namespace}/${name ?? ""}" has no key "${key}" (or does not exist)`);
+  return new HarnessError(
+    "not_found",
+    `${kind} "${namespace}/${name ?? ""}" has no key "${key}" (or does not exist)`,
+  );
 }

@@ -53,7 +53,9 @@ const nodeUID = await registerNode(clients.core, facts, readySince, log);
 const lease = new NodeLease(clients.coordination, config.nodeName, nodeUID, log);
 await lease.start();
 const statusTimer = setInterval(() => {
-  postNodeStatus(clients.core, facts, readySince).catch((err: unknown) => log.warn({ err }, "node status failed"));
+  postNodeStatus(clients.core, facts, readySince).catch((err: unknown) =>
+    log.warn({ err }, "node status failed"),
+  );
 }, NODE_STATUS_MS);
 const running = source.run();
 log.info({ podCIDR: config.podCIDR, bridge: addressing.bridgeName }, "local node running");

@@ -24,7 +24,10 @@ export class PodManager implements PodHandler {
       worker.update(pod);
       return;
     }
-    this.workers.set(uid, new PodWorker(pod, { ...this.deps, onFinished: (done) => this.workers.delete(done) }));
+    this.workers.set(
+      uid,
+      new PodWorker(pod, { ...this.deps, onFinished: (done) => this.workers.delete(done) }),
+    );
   }
 
   /** See {@link PodHandler.remove}. */

@@ -85,7 +85,12 @@ export function podStatusPatch(view: PodView, now: Date): Record<string, unknown
     (gate) => view.currentConditions.find((c) => c.type === gate)?.status === "True",
   );
   const terminalReason = view.phase === "Succeeded" ? "PodCompleted" : "PodFailed";
-  const condition = (type: string, ok: boolean, reason?: string, message?: string): Record<string, unknown> => {
+  const condition = (
+    type: string,
+    ok: boolean,
+    reason?: string,
+    message?: string,
+  ): Record<string, unknown> => {
     const status = ok ? "True" : "False";
     const current = view.currentConditions.find((c) => c.type === type);
     const since = current?.status === status && current.lastTransitionTime ? current.lastTransitionTime : now;
@@ -128,7 +133,11 @@ export function podStatusPatch(view: PodView, now: Date): Record<string, unknown
         "Ready",
         containersReady && gatesTrue,
         terminal ? terminalReason : containersReady ? "ReadinessGatesNotReady" : "ContainersNotReady",
-        terminal ? undefined : containersReady ? "corresponding condition of pod readiness gate is not True" : unready,
+        terminal
+          ? undefined
+          : containersReady
+            ? "corresponding condition of pod readiness gate is not True"
+            : unready,
       ),
     ],
     initContainerStatuses: [...view.initContainers, ...view.sidecars].map((c) => containerStatus(c)),
@@ -155,7 +164,11 @@ function containerStatus(c: ContainerView): Record<string, unknown> {
 function stateObject(state: ContainerState): Record<string, unknown> {
   switch (state.kind) {
     case "waiting":
-      return { waiting: { reason: state.reason, message: state.message ?? null }, running: null, terminated: null };
+      return {
+        waiting: { reason: state.reason, message: state.message ?? null },
+        running: null,
+        terminated: null,
+      };
     case "running":
       return { waiting: null, running: { startedAt: rfc3339(state.startedAt) }, terminated: null };
     case "terminated":

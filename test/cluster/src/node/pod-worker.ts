@@ -297,9 +297,18 @@ export class PodWorker {
     if (runner.everStarted && now < runner.restartNotBefore) {
       const seconds = Math.ceil((runner.restartNotBefore - now) / 1000);
       if (runner.state.kind !== "waiting") {
-        this.deps.events.emit(this.pod, "Warning", "BackOff", `Back-off restarting failed container ${spec.name}`, spec.name);
+        this.deps.events.emit(
+          this.pod,
+          "Warning",
+          "BackOff",
+          `Back-off restarting failed container ${spec.name}`,
+          spec.name,
+        );
       }
-      runner.wait("CrashLoopBackOff", `back-off ${seconds}s restarting failed container=${spec.name} pod=${this.key.name}`);
+      runner.wait(
+        "CrashLoopBackOff",
+        `back-off ${seconds}s restarting failed container=${spec.name} pod=${this.key.name}`,
+      );
       return;
     }
     let env: Record<string, string>;

@@ -25,7 +25,13 @@ export class ReadinessProber {
   private readonly onChange: () => void;
   private readonly log: Logger;
 
-  constructor(probe: V1Probe, podIP: string, ports: readonly V1ContainerPort[], onChange: () => void, log: Logger) {
+  constructor(
+    probe: V1Probe,
+    podIP: string,
+    ports: readonly V1ContainerPort[],
+    onChange: () => void,
+    log: Logger,
+  ) {
     this.probe = probe;
     this.podIP = podIP;
     this.ports = ports;

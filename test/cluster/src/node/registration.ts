@@ -80,7 +80,12 @@ export function nodeStatus(facts: NodeFacts, now: Date, readySince: Date): Recor
  * Creates the Node (or adopts an existing one of that name) and posts its status; returns the Node's
  * uid (the Lease is owned by it). Throws the API error if neither works.
  */
-export async function registerNode(core: CoreV1Api, facts: NodeFacts, readySince: Date, log: Logger): Promise<string> {
+export async function registerNode(
+  core: CoreV1Api,
+  facts: NodeFacts,
+  readySince: Date,
+  log: Logger,
+): Promise<string> {
   let uid: string | undefined;
   try {
     const created = await core.createNode({ body: desiredNode(facts, new Date(), readySince) });

@@ -42,7 +42,10 @@ export class ServiceAccountTokens {
     });
     const token = answer.status?.token;
     if (!token) {
-      throw new HarnessError("unavailable", `TokenRequest for ${pod.namespace}/${spec.serviceAccountName} returned no token`);
+      throw new HarnessError(
+        "unavailable",
+        `TokenRequest for ${pod.namespace}/${spec.serviceAccountName} returned no token`,
+      );
     }
     const expiresAt = answer.status?.expirationTimestamp
       ? new Date(answer.status.expirationTimestamp).getTime()
@@ -56,7 +59,8 @@ export class ServiceAccountTokens {
   nextRefreshAt(podUID: string): number | undefined {
     let next: number | undefined;
     for (const [key, cached] of this.cache) {
-      if (key.startsWith(`${podUID}|`) && (next === undefined || cached.refreshAt < next)) next = cached.refreshAt;
+      if (key.startsWith(`${podUID}|`) && (next === undefined || cached.refreshAt < next))
+        next = cached.refreshAt;
     }
     return next;
   }

