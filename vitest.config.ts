@@ -12,7 +12,14 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["test/architecture.test.ts", "operator/src/**/*.test.ts", "agent-image/src/**/*.test.ts", "provider-images/*/src/**/*.test.ts", "test/fakes/src/**/*.test.ts", "test/cluster/src/**/*.test.ts"],
+          include: [
+            "test/architecture.test.ts",
+            "operator/src/**/*.test.ts",
+            "agent-image/src/**/*.test.ts",
+            "provider-images/*/src/**/*.test.ts",
+            "test/fakes/src/**/*.test.ts",
+            "test/cluster/src/**/*.test.ts",
+          ],
         },
       },
       {

@@ -12,10 +12,22 @@ describe("architecture", () => {
   it("keeps the dependency rules of DESIGN §3", () => {
     const bin = join(root, "node_modules/.bin/depcruise");
     const run = () =>
-      execFileSync(bin, ["operator/src", "agent-image/src", "provider-images", "--config", ".dependency-cruiser.cjs", "--output-type", "err"], {
-        cwd: root,
-        encoding: "utf8",
-      });
+      execFileSync(
+        bin,
+        [
+          "operator/src",
+          "agent-image/src",
+          "provider-images",
+          "--config",
+          ".dependency-cruiser.cjs",
+          "--output-type",
+          "err",
+        ],
+        {
+          cwd: root,
+          encoding: "utf8",
+        },
+      );
     expect(run).not.toThrow();
   });
 });

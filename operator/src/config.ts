@@ -36,7 +36,10 @@ const Environment = z.object({
       try {
         return z.array(ModelEndpoint).parse(JSON.parse(text));
       } catch (error) {
-        ctx.addIssue({ code: "custom", message: `MODEL_ENDPOINTS is not a JSON list of endpoints: ${String(error)}` });
+        ctx.addIssue({
+          code: "custom",
+          message: `MODEL_ENDPOINTS is not a JSON list of endpoints: ${String(error)}`,
+        });
         return z.NEVER;
       }
     }),
@@ -77,7 +80,10 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
 }
 
 /** The endpoint a session's model uses: its endpointRef, else the default (or only) endpoint. */
-export function endpointFor(config: OperatorConfig, endpointRef: string | undefined): ModelEndpoint | undefined {
+export function endpointFor(
+  config: OperatorConfig,
+  endpointRef: string | undefined,
+): ModelEndpoint | undefined {
   if (endpointRef) return config.modelEndpoints.find((e) => e.name === endpointRef);
   return config.modelEndpoints.find((e) => e.default) ?? config.modelEndpoints[0];
 }

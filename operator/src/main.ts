@@ -8,14 +8,14 @@ import { configFromEnvironment } from "./config.ts";
 import { startControllers } from "./controllers/manager.ts";
 import { defaultCoreConfig } from "./core/invoke.ts";
 import type { CoreDeps } from "./core/ports.ts";
-import { cacheCatalog } from "./kube/catalog.ts";
-import { kubeApprovalPort } from "./kube/approvals.ts";
-import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
-import { loadKubeConfig, makeClients } from "./kube/client.ts";
-import { secretIdentityResolver } from "./kube/identities.ts";
 import { tokenReviewer } from "./gateway/authenticate.ts";
 import { fetchManifest, httpProviderClient } from "./gateway/provider-client.ts";
 import { buildGateway } from "./gateway/server.ts";
+import { kubeApprovalPort } from "./kube/approvals.ts";
+import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
+import { cacheCatalog } from "./kube/catalog.ts";
+import { loadKubeConfig, makeClients } from "./kube/client.ts";
+import { secretIdentityResolver } from "./kube/identities.ts";
 import { openStore } from "./store/store.ts";
 
 const config = configFromEnvironment(process.env);
@@ -32,7 +32,9 @@ const core: CoreDeps = {
   identities: secretIdentityResolver(clients),
   approvals: kubeApprovalPort(clients, caches, now),
   executions: store.executions,
-  providers: httpProviderClient((ref) => caches.providers.get(ref.name, ref.namespace)?.status?.endpoints?.[0]),
+  providers: httpProviderClient(
+    (ref) => caches.providers.get(ref.name, ref.namespace)?.status?.endpoints?.[0],
+  ),
   audit: store.audit,
   logger: log.child({ component: "core" }),
   config: defaultCoreConfig,
@@ -40,8 +42,23 @@ const core: CoreDeps = {
 
 await startCaches(caches);
 log.info({ runsAsOperatorRole: store.runsAsOperatorRole }, "caches synced; starting controllers and gateway");
-const controllers = startControllers({ clients, caches, core, transcripts: store.transcripts, config, log, now, fetchManifest });
-const gateway = buildGateway({ caches, core, transcripts: store.transcripts, review: tokenReviewer(clients), log });
+const controllers = startControllers({
+  clients,
+  caches,
+  core,
+  transcripts: store.transcripts,
+  config,
+  log,
+  now,
+  fetchManifest,
+});
+const gateway = buildGateway({
+  caches,
+  core,
+  transcripts: store.transcripts,
+  review: tokenReviewer(clients),
+  log,
+});
 await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
 
 let stopping = false;

@@ -5,10 +5,11 @@
  * real output. It stays up for exploration until Ctrl-C; with DEMO_EXIT=1 it exits 0 once the story
  * has passed (non-zero otherwise).
  */
+
+import { recordMeasurement } from "../bench/record.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { startEnvironment } from "./environment.ts";
 import { playReferenceStory } from "./story.ts";
-import { recordMeasurement } from "../bench/record.ts";
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const dim = (s: string) => (process.stdout.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
@@ -30,7 +31,11 @@ async function main(): Promise<number> {
     const node = await startLocalNode(cluster);
     stops.push(() => node.stop());
     console.log(dim("local node Ready"));
-    const env = await startEnvironment(cluster, { database: "gatehouse_demo", keepDatabase: true, progress: (line) => console.log(dim(line)) });
+    const env = await startEnvironment(cluster, {
+      database: "gatehouse_demo",
+      keepDatabase: true,
+      progress: (line) => console.log(dim(line)),
+    });
     stops.push(() => env.stop());
 
     const report = await playReferenceStory(env, {
@@ -51,7 +56,9 @@ async function main(): Promise<number> {
     const wallSeconds = (Date.now() - started) / 1000;
     console.log(`\nAgentSession phases: ${report.sessionPhases.join(" → ")}`);
     console.log(`Approval phases:     ${report.approvalPhases.join(" → ")}`);
-    console.log(bold(passed ? `The story passed in ${wallSeconds.toFixed(1)} s.` : "The story did NOT pass."));
+    console.log(
+      bold(passed ? `The story passed in ${wallSeconds.toFixed(1)} s.` : "The story did NOT pass."),
+    );
     if (passed) recordMeasurement("demoWallSeconds", Math.round(wallSeconds * 10) / 10);
 
     if (process.env.DEMO_EXIT === "1") {

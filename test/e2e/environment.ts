@@ -117,7 +117,10 @@ function startOperator(env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
 }
 
 /** Starts the environment on `cluster`. Throws with the operator's log tail when it fails to start. */
-export async function startEnvironment(cluster: ClusterInfo, options: EnvironmentOptions = {}): Promise<Environment> {
+export async function startEnvironment(
+  cluster: ClusterInfo,
+  options: EnvironmentOptions = {},
+): Promise<Environment> {
   const progress = options.progress ?? (() => {});
   const kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath);
   const stops: Array<() => Promise<void>> = [];
@@ -128,7 +131,11 @@ export async function startEnvironment(cluster: ClusterInfo, options: Environmen
     const aps = await startFakeAps({ host: cluster.bridgeIP, port: 0 });
     stops.push(() => aps.close());
     progress(`fake APS business system at ${aps.url}`);
-    const model = await startScriptedModel({ host: cluster.bridgeIP, port: 0, scriptsDir: defaultScriptsDir });
+    const model = await startScriptedModel({
+      host: cluster.bridgeIP,
+      port: 0,
+      scriptsDir: defaultScriptsDir,
+    });
     stops.push(() => model.close());
     progress(`scripted OpenAI-compatible model at ${model.url}`);
 
@@ -139,10 +146,19 @@ export async function startEnvironment(cluster: ClusterInfo, options: Environmen
       if (!options.keepDatabase) await dropDatabase(prepared.server.url, database);
       await prepared.server.stop();
     });
-    progress(`Postgres database ${database} on the ${prepared.server.source} server ${new URL(prepared.url).host}`);
+    progress(
+      `Postgres database ${database} on the ${prepared.server.source} server ${new URL(prepared.url).host}`,
+    );
 
     await kubectl.ok("admin", ["apply", "--server-side", "-f", join(REPO_ROOT, "crds")]);
-    await kubectl.ok("admin", ["wait", "--for=condition=Established", "--timeout=60s", "crd", "-l", "app.kubernetes.io/part-of=gatehouse"]);
+    await kubectl.ok("admin", [
+      "wait",
+      "--for=condition=Established",
+      "--timeout=60s",
+      "crd",
+      "-l",
+      "app.kubernetes.io/part-of=gatehouse",
+    ]);
     await kubectl.ok("admin", ["apply", "-f", join(REPO_ROOT, "deploy/operator-rbac.yaml")]);
     progress("CRDs and the operator's RBAC applied");
 
@@ -172,21 +188,40 @@ export async function startEnvironment(cluster: ClusterInfo, options: Environmen
       await new Promise((resolve) => operator.once("exit", resolve));
     });
     await waitFor("the operator's gateway", 120_000, async () => {
-      if (exited) throw new Error(`${exited}; log tail:\n${readFileSync(operatorLogPath, "utf8").slice(-4000)}`);
+      if (exited)
+        throw new Error(`${exited}; log tail:\n${readFileSync(operatorLogPath, "utf8").slice(-4000)}`);
       const response = await fetch(`${gatewayUrl}/readyz`).catch(() => undefined);
       return response?.ok ? true : undefined;
     }).catch((error: unknown) => {
       throw new Error(`${String(error)}\n${readFileSync(operatorLogPath, "utf8").slice(-4000)}`);
     });
-    progress(`operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}`);
+    progress(
+      `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}`,
+    );
 
     const dir = join(REPO_ROOT, "examples", NAMESPACE);
     await kubectl.ok("admin", ["apply", "-f", join(dir, "namespace.yaml"), "-f", join(dir, "rbac.yaml")]);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: provider.yaml holds a literal ${APS_URL} placeholder.
     const provider = readFileSync(join(dir, "provider.yaml"), "utf8").replaceAll("${APS_URL}", aps.url);
     await kubectl.ok("admin", ["apply", "-f", "-"], provider);
     await kubectl.ok("admin", ["apply", "-f", join(dir, "capabilities.yaml")]);
-    await kubectl.ok("admin", ["wait", "-n", NAMESPACE, "--for=condition=Ready", "--timeout=180s", "providerinstance/aps"]);
-    await kubectl.ok("admin", ["wait", "-n", NAMESPACE, "--for=condition=Ready", "--timeout=120s", "capabilities", "--all"]);
+    await kubectl.ok("admin", [
+      "wait",
+      "-n",
+      NAMESPACE,
+      "--for=condition=Ready",
+      "--timeout=180s",
+      "providerinstance/aps",
+    ]);
+    await kubectl.ok("admin", [
+      "wait",
+      "-n",
+      NAMESPACE,
+      "--for=condition=Ready",
+      "--timeout=120s",
+      "capabilities",
+      "--all",
+    ]);
     progress("ProviderInstance aps and its Capabilities are Ready");
 
     return {

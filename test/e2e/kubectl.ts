@@ -45,7 +45,8 @@ export function kubectlFor(kubectlPath: string, kubeconfigPath: string): Kubectl
     });
   const ok = async (context: string, args: string[], input?: string) => {
     const result = await run(context, args, input);
-    if (result.code !== 0) throw new Error(`${result.command} failed (${result.code}): ${result.stderr.trim()}`);
+    if (result.code !== 0)
+      throw new Error(`${result.command} failed (${result.code}): ${result.stderr.trim()}`);
     return result;
   };
   return {

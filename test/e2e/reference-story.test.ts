@@ -5,7 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
-import { decisionPatch, eventually, pendingApprovalOf, playReferenceStory, type StoryReport, verifyAudit } from "./story.ts";
+import {
+  decisionPatch,
+  eventually,
+  pendingApprovalOf,
+  playReferenceStory,
+  type StoryReport,
+  verifyAudit,
+} from "./story.ts";
 
 let env: Environment;
 let report: StoryReport;
@@ -47,7 +54,9 @@ describe("the reference story", () => {
     const audit = await verifyAudit(env);
     expect(audit.ok).toBe(true);
     const kinds = await env.pool.query<{ kind: string }>("SELECT kind FROM audit_log ORDER BY seq");
-    expect(kinds.rows.map((r) => r.kind)).toEqual(expect.arrayContaining([expect.stringMatching(/^execution\./)]));
+    expect(kinds.rows.map((r) => r.kind)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^execution\./)]),
+    );
   });
 });
 
@@ -66,26 +75,49 @@ describe("a decision from someone who is not an approver", () => {
     };
     const publishesBefore = env.aps.publishes().length;
     await env.kubectl.ok("alice", ["create", "-f", "-"], JSON.stringify(session));
-    const uid = (await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])).stdout;
+    const uid = (
+      await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])
+    ).stdout;
     const approval = await pendingApprovalOf(env, uid);
 
-    await env.kubectl.ok("bob", ["patch", "approval", approval.metadata.name, "-n", NAMESPACE, "--type", "json", "-p", decisionPatch("bob", "Approve")]);
+    await env.kubectl.ok("bob", [
+      "patch",
+      "approval",
+      approval.metadata.name,
+      "-n",
+      NAMESPACE,
+      "--type",
+      "json",
+      "-p",
+      decisionPatch("bob", "Approve"),
+    ]);
 
     const seen = await eventually("the operator to evaluate bob's decision", 60_000, async () => {
-      const current = await env.kubectl.json<{ status?: { phase?: string; ignoredDecisions?: Array<{ approver: string; reason: string }> } }>(
-        "admin",
-        ["get", "approval", approval.metadata.name, "-n", NAMESPACE],
-      );
+      const current = await env.kubectl.json<{
+        status?: { phase?: string; ignoredDecisions?: Array<{ approver: string; reason: string }> };
+      }>("admin", ["get", "approval", approval.metadata.name, "-n", NAMESPACE]);
       return current.status?.ignoredDecisions?.some((d) => d.approver === "bob") ? current : undefined;
     });
     expect(seen.status?.phase).toBe("Pending");
-    expect(seen.status?.ignoredDecisions?.find((d) => d.approver === "bob")?.reason).toMatch(/not an approver/);
+    expect(seen.status?.ignoredDecisions?.find((d) => d.approver === "bob")?.reason).toMatch(
+      /not an approver/,
+    );
     expect(env.aps.publishes()).toHaveLength(publishesBefore);
     const publishRows = await env.pool.query(
       "SELECT id FROM executions WHERE session_uid = $1 AND capability = 'aps.schedule.publish'",
       [uid],
     );
     expect(publishRows.rowCount).toBe(0);
-    await env.kubectl.ok("alice", ["patch", "ags", name, "-n", NAMESPACE, "--type", "merge", "-p", '{"spec":{"cancel":true}}']);
+    await env.kubectl.ok("alice", [
+      "patch",
+      "ags",
+      name,
+      "-n",
+      NAMESPACE,
+      "--type",
+      "merge",
+      "-p",
+      '{"spec":{"cancel":true}}',
+    ]);
   });
 });

@@ -39,11 +39,28 @@ interface ApprovalObject {
 }
 
 /** Collects the successive values a kubectl watch prints (one per watch event). */
-export function watchPhases(env: Environment, kind: string, name: string): { phases: string[]; stop(): void } {
+export function watchPhases(
+  env: Environment,
+  kind: string,
+  name: string,
+): { phases: string[]; stop(): void } {
   const phases: string[] = [];
   const child = spawn(
     env.cluster.kubectlPath,
-    ["--kubeconfig", env.cluster.kubeconfigPath, "--context", "admin", "get", kind, name, "-n", NAMESPACE, "-w", "-o", "jsonpath={.status.phase}{\"\\n\"}"],
+    [
+      "--kubeconfig",
+      env.cluster.kubeconfigPath,
+      "--context",
+      "admin",
+      "get",
+      kind,
+      name,
+      "-n",
+      NAMESPACE,
+      "-w",
+      "-o",
+      'jsonpath={.status.phase}{"\\n"}',
+    ],
     { stdio: ["ignore", "pipe", "ignore"] },
   );
   let buffer = "";
@@ -60,7 +77,11 @@ export function watchPhases(env: Environment, kind: string, name: string): { pha
 }
 
 /** Polls until `probe` returns a value. */
-export async function eventually<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -73,14 +94,21 @@ export async function eventually<T>(what: string, timeoutMs: number, probe: () =
 /** The Pending Approval of a session, once the operator created it. */
 export async function pendingApprovalOf(env: Environment, sessionUid: string): Promise<ApprovalObject> {
   return await eventually("the Approval", 180_000, async () => {
-    const list = await env.kubectl.json<{ items: ApprovalObject[] }>("admin", ["get", "approvals", "-n", NAMESPACE]);
+    const list = await env.kubectl.json<{ items: ApprovalObject[] }>("admin", [
+      "get",
+      "approvals",
+      "-n",
+      NAMESPACE,
+    ]);
     return list.items.find((a) => a.spec.sessionRef.uid === sessionUid && a.status?.phase === "Pending");
   });
 }
 
 /** The JSON patch an approver sends: append one decision in their own name (DESIGN §2). */
 export function decisionPatch(approver: string, verdict: "Approve" | "Reject", reason?: string): string {
-  return JSON.stringify([{ op: "add", path: "/spec/decisions/-", value: { approver, verdict, ...(reason ? { reason } : {}) } }]);
+  return JSON.stringify([
+    { op: "add", path: "/spec/decisions/-", value: { approver, verdict, ...(reason ? { reason } : {}) } },
+  ]);
 }
 
 /** Verifies the audit chain in Postgres. */
@@ -98,9 +126,21 @@ export async function playReferenceStory(env: Environment, out: StoryOutput): Pr
   out.say("1. alice creates an AgentSession (the API server records her as the subject).");
   const sessionWatch = watchPhases(env, "agentsession", sessionName);
   out.command(await k.ok("alice", ["create", "-f", sessionFile]));
-  const uid = (await k.ok("alice", ["get", "agentsession", sessionName, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])).stdout;
+  const uid = (
+    await k.ok("alice", [
+      "get",
+      "agentsession",
+      sessionName,
+      "-n",
+      NAMESPACE,
+      "-o",
+      "jsonpath={.metadata.uid}",
+    ])
+  ).stdout;
 
-  out.say("2. An agent pod starts; it reads the plan, drafts the shifted plan, and proposes aps.schedule.publish.");
+  out.say(
+    "2. An agent pod starts; it reads the plan, drafts the shifted plan, and proposes aps.schedule.publish.",
+  );
   const approval = await pendingApprovalOf(env, uid);
   const approvalWatch = watchPhases(env, "approval", approval.metadata.name);
   out.command(await k.ok("admin", ["get", "pods", "-n", NAMESPACE, "-o", "wide"]));
@@ -116,22 +156,51 @@ export async function playReferenceStory(env: Environment, out: StoryOutput): Pr
       "-n",
       NAMESPACE,
       "-o",
-      "jsonpath=capability: {.spec.capabilityId}{\"\\n\"}arguments: {.spec.arguments}{\"\\n\"}requester: {.spec.requester.user}{\"\\n\"}approvers: {.spec.approvers}{\"\\n\"}",
+      'jsonpath=capability: {.spec.capabilityId}{"\\n"}arguments: {.spec.arguments}{"\\n"}requester: {.spec.requester.user}{"\\n"}approvers: {.spec.approvers}{"\\n"}',
     ]),
   );
 
   out.say("4. alice approves by appending her decision with a JSON patch.");
   out.command(
-    await k.ok("alice", ["patch", "approval", approval.metadata.name, "-n", NAMESPACE, "--type", "json", "-p", decisionPatch("alice", "Approve")]),
+    await k.ok("alice", [
+      "patch",
+      "approval",
+      approval.metadata.name,
+      "-n",
+      NAMESPACE,
+      "--type",
+      "json",
+      "-p",
+      decisionPatch("alice", "Approve"),
+    ]),
   );
 
-  out.say("5. The operator executes the publish exactly once through the aps provider; the agent reports back.");
+  out.say(
+    "5. The operator executes the publish exactly once through the aps provider; the agent reports back.",
+  );
   out.command(
-    await k.ok("admin", ["wait", "-n", NAMESPACE, "--for=jsonpath={.status.phase}=Completed", "--timeout=240s", `agentsession/${sessionName}`]),
+    await k.ok("admin", [
+      "wait",
+      "-n",
+      NAMESPACE,
+      "--for=jsonpath={.status.phase}=Completed",
+      "--timeout=240s",
+      `agentsession/${sessionName}`,
+    ]),
   );
   out.command(await k.ok("alice", ["get", "approvals", "-n", NAMESPACE]));
   out.command(await k.ok("alice", ["get", "agentsessions", "-n", NAMESPACE, "-o", "wide"]));
-  const result = (await k.ok("alice", ["get", "agentsession", sessionName, "-n", NAMESPACE, "-o", "jsonpath={.status.result}"])).stdout;
+  const result = (
+    await k.ok("alice", [
+      "get",
+      "agentsession",
+      sessionName,
+      "-n",
+      NAMESPACE,
+      "-o",
+      "jsonpath={.status.result}",
+    ])
+  ).stdout;
   out.say(`status.result: ${result}`);
   const publishes = env.aps.publishes().length;
   out.say(`fake APS publishes recorded: ${publishes}`);
@@ -140,9 +209,9 @@ export async function playReferenceStory(env: Environment, out: StoryOutput): Pr
   const audit = await verifyAudit(env);
   out.say(`audit verify: ok=${audit.ok}, rows=${audit.rows}`);
 
-  await eventually("the Approval's final phase", 30_000, async () => (approvalWatch.phases.at(-1) === "Succeeded" ? true : undefined)).catch(
-    () => undefined,
-  );
+  await eventually("the Approval's final phase", 30_000, async () =>
+    approvalWatch.phases.at(-1) === "Succeeded" ? true : undefined,
+  ).catch(() => undefined);
   sessionWatch.stop();
   approvalWatch.stop();
   return {

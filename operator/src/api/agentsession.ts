@@ -2,14 +2,24 @@
 import { z } from "zod";
 import { Conditions, Dns1123Label, Dns1123Subdomain, Subject } from "./common.ts";
 
-export const SessionPhase = z.enum(["Pending", "Running", "AwaitingApproval", "Completed", "Failed", "Cancelled"]);
+export const SessionPhase = z.enum([
+  "Pending",
+  "Running",
+  "AwaitingApproval",
+  "Completed",
+  "Failed",
+  "Cancelled",
+]);
 export type SessionPhase = z.infer<typeof SessionPhase>;
 
 export const AgentSessionSpec = z.object({
   subject: Subject.describe(
     "Who the agent acts for. On create, user must equal the requesting user and groups must be a subset of the requester's groups.",
   ),
-  engine: z.enum(["builtin"]).default("builtin").describe("Agent engine; builtin is Gatehouse's own loop on the OpenAI SDK."),
+  engine: z
+    .enum(["builtin"])
+    .default("builtin")
+    .describe("Agent engine; builtin is Gatehouse's own loop on the OpenAI SDK."),
   model: z
     .object({
       name: z.string().min(1).max(256).describe("Model name sent to the endpoint."),
@@ -28,14 +38,22 @@ export const AgentSessionSpec = z.object({
     .array(Dns1123Subdomain)
     .max(64)
     .optional()
-    .describe("Names of Capability objects the agent may see; default all in the namespace that the subject may use."),
+    .describe(
+      "Names of Capability objects the agent may see; default all in the namespace that the subject may use.",
+    ),
   limits: z
     .object({
       maxTurns: z.number().int().min(1).max(1000).optional().describe("Most model turns."),
       maxToolCalls: z.number().int().min(0).max(10000).optional().describe("Most tool calls in the session."),
       maxWrites: z.number().int().min(0).max(1000).optional().describe("Most write-effect executions."),
       tokenBudget: z.number().int().min(0).optional().describe("Most tokens (input + output)."),
-      timeoutSeconds: z.number().int().min(1).max(604800).optional().describe("Wall-clock budget of the session in seconds."),
+      timeoutSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(604800)
+        .optional()
+        .describe("Wall-clock budget of the session in seconds."),
     })
     .optional()
     .describe("Limits; each effective value is the minimum of this and the operator's ceiling."),
@@ -55,11 +73,17 @@ export const AgentSessionSpec = z.object({
 export type AgentSessionSpec = z.infer<typeof AgentSessionSpec>;
 
 export const AgentSessionStatus = z.object({
-  phase: SessionPhase.optional().describe("Pending, Running, AwaitingApproval, Completed, Failed or Cancelled."),
+  phase: SessionPhase.optional().describe(
+    "Pending, Running, AwaitingApproval, Completed, Failed or Cancelled.",
+  ),
   observedGeneration: z.number().int().min(0).optional(),
   conditions: Conditions.optional(),
   podName: z.string().max(253).optional().describe("The current agent pod."),
-  podUID: z.string().max(64).optional().describe("UID of the current agent pod; the gateway binds the pod's token to it."),
+  podUID: z
+    .string()
+    .max(64)
+    .optional()
+    .describe("UID of the current agent pod; the gateway binds the pod's token to it."),
   turns: z.number().int().min(0).optional(),
   toolCalls: z.number().int().min(0).optional(),
   writes: z.number().int().min(0).optional(),
@@ -67,8 +91,16 @@ export const AgentSessionStatus = z.object({
     .object({ inputTokens: z.number().int().min(0), outputTokens: z.number().int().min(0) })
     .optional()
     .describe("Tokens used so far."),
-  pendingApprovals: z.array(z.string().max(253)).max(64).optional().describe("Names of Approvals waiting for a decision."),
-  result: z.string().max(16384).optional().describe("The agent's final answer (bounded; the transcript lives in Postgres)."),
+  pendingApprovals: z
+    .array(z.string().max(253))
+    .max(64)
+    .optional()
+    .describe("Names of Approvals waiting for a decision."),
+  result: z
+    .string()
+    .max(16384)
+    .optional()
+    .describe("The agent's final answer (bounded; the transcript lives in Postgres)."),
   startTime: z.string().optional(),
   completionTime: z.string().optional(),
 });

@@ -24,12 +24,22 @@ export const Decision = z.object({
 export type Decision = z.infer<typeof Decision>;
 
 export const ApprovalSpec = z.object({
-  executionId: z.string().max(64).describe("The execution identity: sha256 of session uid, turn, position, capability and arguments digest."),
-  sessionRef: z.object({ name: z.string().max(253), uid: z.string().max(64) }).describe("The AgentSession that proposed the call."),
+  executionId: z
+    .string()
+    .max(64)
+    .describe(
+      "The execution identity: sha256 of session uid, turn, position, capability and arguments digest.",
+    ),
+  sessionRef: z
+    .object({ name: z.string().max(253), uid: z.string().max(64) })
+    .describe("The AgentSession that proposed the call."),
   capability: z.string().max(253).describe("Name of the Capability object."),
   capabilityId: z.string().max(64).describe("The capability id, e.g. aps.schedule.publish."),
   providerRef: ProviderRef,
-  arguments: z.string().max(65536).describe("The call's arguments as RFC 8785 canonical JSON (a string, so equality is exact)."),
+  arguments: z
+    .string()
+    .max(65536)
+    .describe("The call's arguments as RFC 8785 canonical JSON (a string, so equality is exact)."),
   argumentsDigest: z.string().max(128).describe("sha256 hex of arguments."),
   schemaDigest: z.string().max(128).describe("The capability's schema digest when the call was proposed."),
   target: z
@@ -53,7 +63,12 @@ export const ApprovalStatus = z.object({
   phase: ApprovalPhase.optional(),
   observedGeneration: z.number().int().min(0).optional(),
   conditions: Conditions.optional(),
-  approvals: z.number().int().min(0).optional().describe("Counted Approve decisions from eligible approvers."),
+  approvals: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Counted Approve decisions from eligible approvers."),
   ignoredDecisions: z
     .array(z.object({ approver: z.string().max(253), reason: z.string().max(1024) }))
     .max(32)

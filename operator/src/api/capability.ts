@@ -21,9 +21,19 @@ export const CapabilitySpec = z.object({
       allowSelfApproval: z
         .boolean()
         .optional()
-        .describe("Whether the requester may approve their own call (default true); set false for four-eyes."),
-      subjects: UsersAndGroups.optional().describe("Who may use this capability; default everyone who may create sessions here."),
-      ttlSeconds: z.number().int().min(60).max(604800).optional().describe("How long an Approval stays open; default 3600."),
+        .describe(
+          "Whether the requester may approve their own call (default true); set false for four-eyes.",
+        ),
+      subjects: UsersAndGroups.optional().describe(
+        "Who may use this capability; default everyone who may create sessions here.",
+      ),
+      ttlSeconds: z
+        .number()
+        .int()
+        .min(60)
+        .max(604800)
+        .optional()
+        .describe("How long an Approval stays open; default 3600."),
     })
     .optional()
     .describe("Policy for calls of this capability."),
@@ -35,7 +45,9 @@ export const CapabilityStatus = z.object({
   observedGeneration: z.number().int().min(0).optional(),
   conditions: Conditions.optional(),
   effect: Effect.optional().describe("What the provider declares: read, draft or write."),
-  observedEffect: Effect.optional().describe("The first effect seen; kept so a later weaker declaration is caught."),
+  observedEffect: Effect.optional().describe(
+    "The first effect seen; kept so a later weaker declaration is caught.",
+  ),
   mode: Mode.optional(),
   idempotency: Idempotency.optional(),
   description: z.string().max(1024).optional(),

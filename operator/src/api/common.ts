@@ -25,7 +25,12 @@ export const Dns1123Subdomain = z
 export const Condition = z.object({
   type: z.string().max(316).describe("Condition type in CamelCase, e.g. Ready."),
   status: z.enum(["True", "False", "Unknown"]),
-  observedGeneration: z.number().int().min(0).optional().describe("The .metadata.generation this condition was set for."),
+  observedGeneration: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("The .metadata.generation this condition was set for."),
   lastTransitionTime: z.string().describe("When status last changed (RFC 3339)."),
   reason: z.string().max(1024).describe("Stable CamelCase reason, matched by tests and runbooks."),
   message: z.string().max(32768).describe("Human-readable details."),
@@ -37,7 +42,11 @@ export const Conditions = z.array(Condition).max(16);
 
 /** A user and their groups, as Kubernetes authentication reports them. */
 export const Subject = z.object({
-  user: z.string().min(1).max(253).describe("User name as Kubernetes authenticates it (request.userInfo.username)."),
+  user: z
+    .string()
+    .min(1)
+    .max(253)
+    .describe("User name as Kubernetes authenticates it (request.userInfo.username)."),
   groups: z.array(z.string().max(253)).max(64).default([]).describe("Groups of that user."),
 });
 export type Subject = z.infer<typeof Subject>;

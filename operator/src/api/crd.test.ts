@@ -1,7 +1,7 @@
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { crdFor, structural } from "./crd.ts";
@@ -20,23 +20,37 @@ describe("CRD generation", () => {
 
   it("gives every kind the status subresource, printer columns, short names and the gatehouse category", () => {
     for (const def of KINDS) {
-      const crd = crdFor(def) as { spec: { names: { categories: string[]; shortNames: string[] }; versions: Array<Record<string, unknown>> } };
+      const crd = crdFor(def) as {
+        spec: {
+          names: { categories: string[]; shortNames: string[] };
+          versions: Array<Record<string, unknown>>;
+        };
+      };
       expect(crd.spec.names.categories).toEqual(["gatehouse"]);
       expect(crd.spec.names.shortNames.length).toBeGreaterThan(0);
       expect(crd.spec.versions[0]?.subresources).toEqual({ status: {} });
-      expect((crd.spec.versions[0]?.additionalPrinterColumns as unknown[]).length).toBeGreaterThan(2);
+      expect(
+        (crd.spec.versions[0]?.additionalPrinterColumns as unknown[] | undefined)?.length,
+      ).toBeGreaterThan(2);
     }
   });
 
   it("stores free-form records as preserve-unknown-fields and string maps as string maps", () => {
-    const schema = structural(z.toJSONSchema(z.object({ free: z.record(z.string(), z.unknown()), env: z.record(z.string(), z.string()) }), { target: "openapi-3.0" }));
+    const schema = structural(
+      z.toJSONSchema(
+        z.object({ free: z.record(z.string(), z.unknown()), env: z.record(z.string(), z.string()) }),
+        { target: "openapi-3.0" },
+      ),
+    );
     const props = schema.properties as Record<string, Record<string, unknown>>;
     expect(props.free?.["x-kubernetes-preserve-unknown-fields"]).toBe(true);
     expect(props.env?.additionalProperties).toEqual({ type: "string" });
   });
 
   it("refuses unions, which are not structural", () => {
-    const union = z.toJSONSchema(z.object({ a: z.union([z.string(), z.number()]) }), { target: "openapi-3.0" });
+    const union = z.toJSONSchema(z.object({ a: z.union([z.string(), z.number()]) }), {
+      target: "openapi-3.0",
+    });
     expect(() => structural(union)).toThrow(/\$\.a: \$ref and unions are not structural/);
   });
 

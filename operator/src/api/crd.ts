@@ -31,7 +31,8 @@ export function structural(node: unknown, path = "$"): Schema {
     if ((key === "minimum" || key === "maximum") && (value === MAX_SAFE || value === -MAX_SAFE)) continue;
     if (key === "properties") {
       const props: Schema = {};
-      for (const [name, child] of Object.entries(value as Schema)) props[name] = structural(child, `${path}.${name}`);
+      for (const [name, child] of Object.entries(value as Schema))
+        props[name] = structural(child, `${path}.${name}`);
       out.properties = props;
       continue;
     }
@@ -57,7 +58,12 @@ export function structural(node: unknown, path = "$"): Schema {
 
 /** JSON schema of one zod type, as a structural OpenAPI v3 schema. */
 export function openApiOf(schema: z.ZodType, path: string): Schema {
-  const raw = z.toJSONSchema(schema, { target: "openapi-3.0", io: "input", cycles: "throw", unrepresentable: "any" });
+  const raw = z.toJSONSchema(schema, {
+    target: "openapi-3.0",
+    io: "input",
+    cycles: "throw",
+    unrepresentable: "any",
+  });
   return structural(raw, path);
 }
 

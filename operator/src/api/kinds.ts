@@ -40,7 +40,8 @@ export const AGENT_SESSION: KindDefinition = {
   plural: "agentsessions",
   singular: "agentsession",
   shortNames: ["ags"],
-  description: "An AI agent run on behalf of a subject; the agent may only call Capabilities, through Gatehouse Core.",
+  description:
+    "An AI agent run on behalf of a subject; the agent may only call Capabilities, through Gatehouse Core.",
   spec: AgentSessionSpec,
   status: AgentSessionStatus,
   printerColumns: [
@@ -93,7 +94,8 @@ export const APPROVAL: KindDefinition = {
   plural: "approvals",
   singular: "approval",
   shortNames: ["apr"],
-  description: "A human decision on one proposed capability call. Created only by the operator; approvers append decisions.",
+  description:
+    "A human decision on one proposed capability call. Created only by the operator; approvers append decisions.",
   spec: ApprovalSpec,
   status: ApprovalStatus,
   printerColumns: [
@@ -120,7 +122,13 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   finalizers?: string[];
-  ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
+  ownerReferences?: Array<{
+    apiVersion: string;
+    kind: string;
+    name: string;
+    uid: string;
+    controller?: boolean;
+  }>;
 }
 
 /** A custom object with typed spec and status. */
@@ -134,5 +142,8 @@ export interface Resource<Spec, Status> {
 
 export type AgentSession = Resource<z.output<typeof AgentSessionSpec>, z.output<typeof AgentSessionStatus>>;
 export type Capability = Resource<z.output<typeof CapabilitySpec>, z.output<typeof CapabilityStatus>>;
-export type ProviderInstance = Resource<z.output<typeof ProviderInstanceSpec>, z.output<typeof ProviderInstanceStatus>>;
+export type ProviderInstance = Resource<
+  z.output<typeof ProviderInstanceSpec>,
+  z.output<typeof ProviderInstanceStatus>
+>;
 export type Approval = Resource<z.output<typeof ApprovalSpec>, z.output<typeof ApprovalStatus>>;

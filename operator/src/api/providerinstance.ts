@@ -9,13 +9,21 @@ export const ProviderInstanceSpec = z.object({
   placement: z
     .enum(["Shared", "Sidecar"])
     .default("Shared")
-    .describe("Shared: a Deployment and Service reached only by the operator. Sidecar: inside each agent pod (read/draft only)."),
+    .describe(
+      "Shared: a Deployment and Service reached only by the operator. Sidecar: inside each agent pod (read/draft only).",
+    ),
   replicas: z.number().int().min(0).max(20).default(1).describe("Replicas of a Shared provider."),
-  config: z.record(z.string(), z.string()).optional().describe("Non-secret settings, passed to the provider as environment variables."),
+  config: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe("Non-secret settings, passed to the provider as environment variables."),
   auth: z
     .object({
       kind: z.enum(["none", "apikey", "oauth", "password-exchange"]).default("none"),
-      secretRef: z.object({ name: z.string().max(253) }).optional().describe("Secret holding the business credentials."),
+      secretRef: z
+        .object({ name: z.string().max(253) })
+        .optional()
+        .describe("Secret holding the business credentials."),
     })
     .optional(),
   allowedNamespaces: FreeformObject.optional().describe(
@@ -31,7 +39,15 @@ export const ManifestSummary = z.object({
   version: z.string().max(64),
   requiresIdentity: z.boolean(),
   capabilities: z
-    .array(z.object({ id: CapabilityId, effect: Effect, mode: Mode, idempotency: Idempotency, schemaDigest: z.string().max(128) }))
+    .array(
+      z.object({
+        id: CapabilityId,
+        effect: Effect,
+        mode: Mode,
+        idempotency: Idempotency,
+        schemaDigest: z.string().max(128),
+      }),
+    )
     .max(256),
 });
 
@@ -39,7 +55,11 @@ export const ProviderInstanceStatus = z.object({
   observedGeneration: z.number().int().min(0).optional(),
   conditions: Conditions.optional(),
   manifest: ManifestSummary.optional().describe("What the provider last declared at /v1/manifest."),
-  endpoints: z.array(z.string().max(256)).max(20).optional().describe("Addresses the operator reaches the provider at."),
+  endpoints: z
+    .array(z.string().max(256))
+    .max(20)
+    .optional()
+    .describe("Addresses the operator reaches the provider at."),
   lastHealthCheck: z.string().optional(),
 });
 export type ProviderInstanceStatus = z.infer<typeof ProviderInstanceStatus>;

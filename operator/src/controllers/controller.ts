@@ -5,9 +5,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { describeApiError } from "../kube/client.ts";
 import type { ReconcileResult } from "../kube/workqueue.ts";
 import { WorkQueue } from "../kube/workqueue.ts";
-import { describeApiError } from "../kube/client.ts";
 
 /** `namespace/name` of an object. */
 export function keyOf(object: { metadata?: { namespace?: string; name?: string } }): string {
@@ -52,7 +52,8 @@ export class Controller {
         const { namespace, name } = splitKey(key);
         return this.reconcile(namespace, name, log.child({ namespace, name, reconcileID: randomUUID() }));
       },
-      (key, error) => log.error({ key, err: describeApiError(error) }, "reconcile failed; retrying with backoff"),
+      (key, error) =>
+        log.error({ key, err: describeApiError(error) }, "reconcile failed; retrying with backoff"),
     );
   }
 

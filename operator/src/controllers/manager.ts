@@ -49,7 +49,8 @@ export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
   );
   const providers = new Controller(
     "providerinstance",
-    (ns, name, l) => reconcileProviderInstance({ ...deps, manifests, providerPort: deps.config.providerPort }, ns, name, l),
+    (ns, name, l) =>
+      reconcileProviderInstance({ ...deps, manifests, providerPort: deps.config.providerPort }, ns, name, l),
     log,
   );
 
@@ -58,7 +59,11 @@ export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
   const capabilitiesOfProvider = (namespace: string | undefined, name: string | undefined) =>
     caches.capabilities
       .list()
-      .filter((c) => c.spec.providerRef.name === name && (c.spec.providerRef.namespace ?? c.metadata.namespace) === namespace);
+      .filter(
+        (c) =>
+          c.spec.providerRef.name === name &&
+          (c.spec.providerRef.namespace ?? c.metadata.namespace) === namespace,
+      );
 
   caches.sessions.onChange((s) => sessions.enqueue(s));
   caches.approvals.onChange((a) => {

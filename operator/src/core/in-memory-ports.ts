@@ -93,7 +93,9 @@ export function testCapability(overrides: Partial<ResolvedCapability> = {}): Res
 }
 
 /** Builds the in-memory world. `startMicros` is the clock's start (it only moves when a test moves it). */
-export function createInMemoryWorld(options: { config?: Partial<CoreConfig>; startMicros?: number } = {}): InMemoryWorld {
+export function createInMemoryWorld(
+  options: { config?: Partial<CoreConfig>; startMicros?: number } = {},
+): InMemoryWorld {
   const world: InMemoryWorld = {
     deps: undefined as unknown as CoreDeps,
     now: { micros: options.startMicros ?? 1_700_000_000_000_000 },
@@ -123,9 +125,11 @@ export function createInMemoryWorld(options: { config?: Partial<CoreConfig>; sta
   const executions: ExecutionStore = {
     async claim(row) {
       const existing =
-        world.executions.get(row.id) ?? [...world.executions.values()].find((e) => e.idempotencyKey === row.idempotencyKey);
+        world.executions.get(row.id) ??
+        [...world.executions.values()].find((e) => e.idempotencyKey === row.idempotencyKey);
       if (existing) {
-        if (existing.id !== row.id) throw new GatehouseError("conflict", `idempotency key ${row.idempotencyKey} is taken`);
+        if (existing.id !== row.id)
+          throw new GatehouseError("conflict", `idempotency key ${row.idempotencyKey} is taken`);
         return { owned: false, execution: structuredClone(existing) };
       }
       const record: ExecutionRecord = {
@@ -173,7 +177,12 @@ export function createInMemoryWorld(options: { config?: Partial<CoreConfig>; sta
       const k = key(request.namespace, request.name);
       let stored = world.approvals.get(k);
       if (!stored) {
-        stored = { request: structuredClone(request), ownerUid: request.sessionRef.uid, decisions: [], phase: "Pending" };
+        stored = {
+          request: structuredClone(request),
+          ownerUid: request.sessionRef.uid,
+          decisions: [],
+          phase: "Pending",
+        };
         world.approvals.set(k, stored);
       }
       return handle(stored, request.sessionRef.uid, request);

@@ -19,11 +19,15 @@ export async function answerOfApproval(core: CoreDeps, approval: Approval): Prom
   const phase = approval.status?.phase ?? "Pending";
   const execution = await core.executions.get(approval.spec.executionId);
   if (execution) return answerFromExecution(execution, core.config.maxResultBytes);
-  const reason = approval.status?.conditions?.find((c) => c.status === "True" || c.type === "Ready")?.message ?? "";
-  const decided = approval.spec.decisions.map((d) => `${d.approver}: ${d.verdict}${d.reason ? ` (${d.reason})` : ""}`).join("; ");
+  const reason =
+    approval.status?.conditions?.find((c) => c.status === "True" || c.type === "Ready")?.message ?? "";
+  const decided = approval.spec.decisions
+    .map((d) => `${d.approver}: ${d.verdict}${d.reason ? ` (${d.reason})` : ""}`)
+    .join("; ");
   return {
     status: "denied",
-    content: `The call was not executed: the approval is ${phase}. ${decided ? `Decisions: ${decided}.` : ""} ${reason}`.trim(),
+    content:
+      `The call was not executed: the approval is ${phase}. ${decided ? `Decisions: ${decided}.` : ""} ${reason}`.trim(),
     executionId: approval.spec.executionId,
     approval: { name: approval.metadata.name },
     errorKind: "forbidden",

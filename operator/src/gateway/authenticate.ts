@@ -6,10 +6,10 @@
  */
 import { createHash } from "node:crypto";
 import type { AgentSession } from "../api/kinds.ts";
-import type { KubeClients } from "../kube/client.ts";
-import type { Caches } from "../kube/caches.ts";
 import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
+import type { Caches } from "../kube/caches.ts";
+import type { KubeClients } from "../kube/client.ts";
 
 const POD_UID_KEY = "authentication.kubernetes.io/pod-uid";
 const POD_NAME_KEY = "authentication.kubernetes.io/pod-name";
@@ -30,15 +30,25 @@ export function tokenReviewer(clients: KubeClients, now: () => number = Date.now
     const hit = cache.get(key);
     if (hit && hit.until > now()) return hit.identity;
     const review = await clients.authentication.createTokenReview({
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [GATEHOUSE_AUDIENCE] } },
+      body: {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenReview",
+        spec: { token, audiences: [GATEHOUSE_AUDIENCE] },
+      },
     });
     const status = review.status;
     if (!status?.authenticated || !status.audiences?.includes(GATEHOUSE_AUDIENCE)) {
-      throw new GatehouseError("forbidden", `Token not accepted for audience ${GATEHOUSE_AUDIENCE}: ${status?.error ?? "not authenticated"}.`);
+      throw new GatehouseError(
+        "forbidden",
+        `Token not accepted for audience ${GATEHOUSE_AUDIENCE}: ${status?.error ?? "not authenticated"}.`,
+      );
     }
     const match = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(status.user?.username ?? "");
     if (!match || match[2] !== AGENT_SERVICE_ACCOUNT) {
-      throw new GatehouseError("forbidden", `Only the ${AGENT_SERVICE_ACCOUNT} ServiceAccount may call the gateway.`);
+      throw new GatehouseError(
+        "forbidden",
+        `Only the ${AGENT_SERVICE_ACCOUNT} ServiceAccount may call the gateway.`,
+      );
     }
     const podUID = status.user?.extra?.[POD_UID_KEY]?.[0];
     const podName = status.user?.extra?.[POD_NAME_KEY]?.[0];
@@ -55,16 +65,23 @@ export function tokenReviewer(clients: KubeClients, now: () => number = Date.now
  * the pod, so a very early request may find the cache behind: wait briefly for it.
  * Errors: `forbidden` when no session is bound to this pod, or the pod is terminating.
  */
-export async function sessionOfPod(caches: Caches, identity: PodIdentity, waitMs = 5_000): Promise<AgentSession> {
+export async function sessionOfPod(
+  caches: Caches,
+  identity: PodIdentity,
+  waitMs = 5_000,
+): Promise<AgentSession> {
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const session = caches.sessions.list(identity.namespace).find((s) => s.status?.podUID === identity.podUID);
+    const session = caches.sessions
+      .list(identity.namespace)
+      .find((s) => s.status?.podUID === identity.podUID);
     const pod = caches.pods.get(identity.podName, identity.namespace);
     if (session && pod?.metadata?.uid === identity.podUID) {
       if (pod.metadata?.deletionTimestamp) throw new GatehouseError("forbidden", "The pod is terminating.");
       return session;
     }
-    if (Date.now() >= deadline) throw new GatehouseError("forbidden", "No AgentSession is bound to this pod.");
+    if (Date.now() >= deadline)
+      throw new GatehouseError("forbidden", "No AgentSession is bound to this pod.");
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

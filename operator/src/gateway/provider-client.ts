@@ -6,7 +6,12 @@
  * grants issue: invoke and status will carry a signed grant (EdDSA JWT) once grants land.
  */
 import { ExecutionStatus, InvokeResponse, Manifest } from "@gatehouse/provider-sdk";
-import type { ProviderCallOutcome, ProviderClient, ProviderRef, ProviderStatusOutcome } from "../core/ports.ts";
+import type {
+  ProviderCallOutcome,
+  ProviderClient,
+  ProviderRef,
+  ProviderStatusOutcome,
+} from "../core/ports.ts";
 
 /** Finds a ready endpoint (`http://ip:port`) of a ProviderInstance, or undefined. */
 export type EndpointLookup = (provider: ProviderRef) => string | undefined;
@@ -26,7 +31,9 @@ function isTimeout(error: unknown): boolean {
 
 /** GET /v1/manifest, parsed with the contract. Throws on transport errors, non-2xx or a bad manifest. */
 export async function fetchManifest(endpoint: string): Promise<Manifest> {
-  const response = await fetch(`${endpoint}/v1/manifest`, { signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS) });
+  const response = await fetch(`${endpoint}/v1/manifest`, {
+    signal: AbortSignal.timeout(MANIFEST_TIMEOUT_MS),
+  });
   if (!response.ok) throw new Error(`GET /v1/manifest answered ${response.status}`);
   return Manifest.parse(await response.json());
 }
@@ -36,7 +43,11 @@ export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
   return {
     async invoke(provider, request, { deadlineMs }): Promise<ProviderCallOutcome> {
       const endpoint = endpointOf(provider);
-      if (!endpoint) return { kind: "not_sent", message: `ProviderInstance ${provider.namespace}/${provider.name} has no ready endpoint.` };
+      if (!endpoint)
+        return {
+          kind: "not_sent",
+          message: `ProviderInstance ${provider.namespace}/${provider.name} has no ready endpoint.`,
+        };
       let response: Response;
       try {
         response = await fetch(`${endpoint}/v1/invoke`, {
@@ -46,38 +57,58 @@ export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
           signal: AbortSignal.timeout(deadlineMs),
         });
       } catch (error) {
-        if (isTimeout(error)) return { kind: "lost", reason: "timeout", message: `No answer within ${deadlineMs} ms.` };
+        if (isTimeout(error))
+          return { kind: "lost", reason: "timeout", message: `No answer within ${deadlineMs} ms.` };
         const code = causeCode(error);
-        if (code && NOT_SENT_CODES.has(code)) return { kind: "not_sent", message: `Connection failed (${code}).` };
-        return { kind: "lost", reason: "connection_lost", message: `Connection lost (${code ?? String(error)}).` };
+        if (code && NOT_SENT_CODES.has(code))
+          return { kind: "not_sent", message: `Connection failed (${code}).` };
+        return {
+          kind: "lost",
+          reason: "connection_lost",
+          message: `Connection lost (${code ?? String(error)}).`,
+        };
       }
       let body: unknown;
       try {
         body = await response.json();
       } catch (error) {
-        if (isTimeout(error)) return { kind: "lost", reason: "timeout", message: `No complete answer within ${deadlineMs} ms.` };
+        if (isTimeout(error))
+          return { kind: "lost", reason: "timeout", message: `No complete answer within ${deadlineMs} ms.` };
         return { kind: "lost", reason: "bad_response", message: `Answer ${response.status} is not JSON.` };
       }
       const parsed = InvokeResponse.safeParse(body);
       if (!response.ok || !parsed.success) {
-        return { kind: "lost", reason: "bad_response", message: `Answer ${response.status} is not a provider receipt.` };
+        return {
+          kind: "lost",
+          reason: "bad_response",
+          message: `Answer ${response.status} is not a provider receipt.`,
+        };
       }
       return { kind: "answered", response: parsed.data };
     },
     async status(provider, idempotencyKey, { deadlineMs }): Promise<ProviderStatusOutcome> {
       const endpoint = endpointOf(provider);
-      if (!endpoint) return { kind: "not_sent", message: `ProviderInstance ${provider.namespace}/${provider.name} has no ready endpoint.` };
+      if (!endpoint)
+        return {
+          kind: "not_sent",
+          message: `ProviderInstance ${provider.namespace}/${provider.name} has no ready endpoint.`,
+        };
       try {
         const response = await fetch(`${endpoint}/v1/executions/${encodeURIComponent(idempotencyKey)}`, {
           signal: AbortSignal.timeout(deadlineMs),
         });
         const parsed = ExecutionStatus.safeParse(await response.json());
-        if (!parsed.success) return { kind: "lost", message: `Answer ${response.status} is not an execution status.` };
+        if (!parsed.success)
+          return { kind: "lost", message: `Answer ${response.status} is not an execution status.` };
         return { kind: "answered", status: parsed.data };
       } catch (error) {
         const code = causeCode(error);
-        if (code && NOT_SENT_CODES.has(code)) return { kind: "not_sent", message: `Connection failed (${code}).` };
-        return { kind: "lost", message: isTimeout(error) ? `No answer within ${deadlineMs} ms.` : String(error) };
+        if (code && NOT_SENT_CODES.has(code))
+          return { kind: "not_sent", message: `Connection failed (${code}).` };
+        return {
+          kind: "lost",
+          message: isTimeout(error) ? `No answer within ${deadlineMs} ms.` : String(error),
+        };
       }
     },
   };

@@ -20,11 +20,11 @@ import type { CoreDeps } from "../core/ports.ts";
 import { sessionRecordOf } from "../core/session-record.ts";
 import type { Caches } from "../kube/caches.ts";
 import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
+import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
+import { answerOfApproval, isSettled } from "./approval-answer.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
-import { answerOfApproval, isSettled } from "./approval-answer.ts";
-import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 
 export interface GatewayDeps {
   caches: Caches;
@@ -55,8 +55,12 @@ function nowMicros(): number {
 
 /** Builds (not starts) the gateway. */
 export function buildGateway(deps: GatewayDeps) {
-  const app = Fastify({ loggerInstance: deps.log.child({ component: "gateway" }), bodyLimit: 2 * 1024 * 1024 });
-  const recordOf = async (uid: string) => sessionRecordOf(await deps.transcripts.list(uid, { limit: 100_000 }));
+  const app = Fastify({
+    loggerInstance: deps.log.child({ component: "gateway" }),
+    bodyLimit: 2 * 1024 * 1024,
+  });
+  const recordOf = async (uid: string) =>
+    sessionRecordOf(await deps.transcripts.list(uid, { limit: 100_000 }));
 
   app.setErrorHandler((error, request, reply) => {
     if (isGatehouseError(error)) {
@@ -77,7 +81,8 @@ export function buildGateway(deps: GatewayDeps) {
     v1.addHook("onRequest", async (request: FastifyRequest) => {
       const header = request.headers.authorization ?? "";
       const token = header.startsWith("Bearer ") ? header.slice(7).trim() : "";
-      if (!token) throw new GatehouseError("forbidden", "A bearer token (the pod's projected token) is required.");
+      if (!token)
+        throw new GatehouseError("forbidden", "A bearer token (the pod's projected token) is required.");
       const identity = await deps.review(token);
       request.session = await sessionOfPod(deps.caches, identity);
     });
@@ -133,7 +138,13 @@ export function buildGateway(deps: GatewayDeps) {
         sessionUid: session.metadata.uid,
         source: "agent",
         kind: "tool_call",
-        payload: { turn: call.turn, position: call.position, callId: call.callId, tool: call.tool, arguments: call.arguments },
+        payload: {
+          turn: call.turn,
+          position: call.position,
+          callId: call.callId,
+          tool: call.tool,
+          arguments: call.arguments,
+        },
         atMicros: nowMicros(),
       });
       await deps.transcripts.append({
@@ -154,42 +165,54 @@ export function buildGateway(deps: GatewayDeps) {
       return answer;
     });
 
-    v1.get("/v1/approvals/:name/wait", async (request: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
-      const { timeoutSeconds } = WaitQuery.parse(request.query);
-      const session = request.session;
-      const read = (): Approval | undefined => {
-        const approval = deps.caches.approvals.get(request.params.name, session.metadata.namespace);
-        return approval?.spec.sessionRef.uid === session.metadata.uid ? approval : undefined;
-      };
-      if (!read()) throw new GatehouseError("not_found", `Approval ${request.params.name} does not belong to this session.`);
-      const deadline = Date.now() + timeoutSeconds * 1000;
-      let approval = read();
-      while (approval && !isSettled(approval) && Date.now() < deadline && !request.raw.destroyed) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
-        approval = read();
-      }
-      if (!approval) throw new GatehouseError("not_found", `Approval ${request.params.name} is gone.`);
-      const phase = approval.status?.phase ?? "Pending";
-      const body: ApprovalWait = { name: approval.metadata.name, phase, done: isSettled(approval) };
-      if (body.done) {
-        body.answer = await answerOfApproval(deps.core, approval);
-        await deps.transcripts.append({
-          sessionUid: session.metadata.uid,
-          source: "gateway",
-          kind: "approval_outcome",
-          payload: {
-            turn: sessionRecordOf(await deps.transcripts.list(session.metadata.uid, { limit: 100_000 })).turns - 1,
-            approval: approval.metadata.name,
-            phase,
-            status: body.answer.status,
-            content: body.answer.content,
-            effect: String((await deps.core.catalog.get(approval.metadata.namespace, approval.spec.capability))?.effect ?? ""),
-          },
-          atMicros: nowMicros(),
-        });
-      }
-      return reply.send(body);
-    });
+    v1.get(
+      "/v1/approvals/:name/wait",
+      async (request: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
+        const { timeoutSeconds } = WaitQuery.parse(request.query);
+        const session = request.session;
+        const read = (): Approval | undefined => {
+          const approval = deps.caches.approvals.get(request.params.name, session.metadata.namespace);
+          return approval?.spec.sessionRef.uid === session.metadata.uid ? approval : undefined;
+        };
+        if (!read())
+          throw new GatehouseError(
+            "not_found",
+            `Approval ${request.params.name} does not belong to this session.`,
+          );
+        const deadline = Date.now() + timeoutSeconds * 1000;
+        let approval = read();
+        while (approval && !isSettled(approval) && Date.now() < deadline && !request.raw.destroyed) {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          approval = read();
+        }
+        if (!approval) throw new GatehouseError("not_found", `Approval ${request.params.name} is gone.`);
+        const phase = approval.status?.phase ?? "Pending";
+        const body: ApprovalWait = { name: approval.metadata.name, phase, done: isSettled(approval) };
+        if (body.done) {
+          body.answer = await answerOfApproval(deps.core, approval);
+          await deps.transcripts.append({
+            sessionUid: session.metadata.uid,
+            source: "gateway",
+            kind: "approval_outcome",
+            payload: {
+              turn:
+                sessionRecordOf(await deps.transcripts.list(session.metadata.uid, { limit: 100_000 })).turns -
+                1,
+              approval: approval.metadata.name,
+              phase,
+              status: body.answer.status,
+              content: body.answer.content,
+              effect: String(
+                (await deps.core.catalog.get(approval.metadata.namespace, approval.spec.capability))
+                  ?.effect ?? "",
+              ),
+            },
+            atMicros: nowMicros(),
+          });
+        }
+        return reply.send(body);
+      },
+    );
   });
   return app;
 }

@@ -7,9 +7,9 @@ import { isDeepStrictEqual } from "node:util";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Approval } from "../api/kinds.ts";
 import { API_VERSION, APPROVAL, GROUP, VERSION } from "../api/kinds.ts";
+import { MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { ApprovalHandle, ApprovalPhase, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
 import type { Caches } from "./caches.ts";
-import { MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { KubeClients } from "./client.ts";
 import { isConflict, isNotFound } from "./client.ts";
 import { setCondition } from "./conditions.ts";
@@ -41,11 +41,18 @@ export function requestOf(approval: Approval): ApprovalRequest {
     ...spec,
     namespace: approval.metadata.namespace,
     name: approval.metadata.name,
-    providerRef: { namespace: spec.providerRef.namespace ?? approval.metadata.namespace, name: spec.providerRef.name },
+    providerRef: {
+      namespace: spec.providerRef.namespace ?? approval.metadata.namespace,
+      name: spec.providerRef.name,
+    },
   };
 }
 
-function handleOf(approval: Approval, request: ApprovalRequest | undefined, sessionUid: string): ApprovalHandle {
+function handleOf(
+  approval: Approval,
+  request: ApprovalRequest | undefined,
+  sessionUid: string,
+): ApprovalHandle {
   const owner = approval.metadata.ownerReferences?.find((o) => o.controller);
   const { decisions: _decisions, ...stored } = approval.spec;
   const { decisions: _wanted, ...wanted } = request ? approvalSpecOf(request) : approval.spec;
@@ -88,7 +95,13 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
           uid: "",
           labels: { ...MANAGED_BY, [SESSION_UID_LABEL]: request.sessionRef.uid },
           ownerReferences: [
-            { apiVersion: API_VERSION, kind: "AgentSession", name: request.sessionRef.name, uid: request.sessionRef.uid, controller: true },
+            {
+              apiVersion: API_VERSION,
+              kind: "AgentSession",
+              name: request.sessionRef.name,
+              uid: request.sessionRef.uid,
+              controller: true,
+            },
           ],
         },
         spec: approvalSpecOf(request),
@@ -119,7 +132,14 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
         now(),
       );
       await clients.custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: APPROVAL.plural, name, body: { status: { phase: "Failed", conditions } } },
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: APPROVAL.plural,
+          name,
+          body: { status: { phase: "Failed", conditions } },
+        },
         setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
       );
     },

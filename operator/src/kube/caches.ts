@@ -3,15 +3,13 @@
  * and provider pods it manages, and EndpointSlices (providers are reached at their ready endpoints;
  * the local node has no kube-proxy, and a real cluster's ClusterIP would hide pod readiness anyway).
  */
-import type { KubernetesListObject, KubernetesObject, V1Pod } from "@kubernetes/client-node";
-import type { V1EndpointSlice } from "@kubernetes/client-node";
+import type { KubernetesListObject, KubernetesObject, V1EndpointSlice, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AgentSession, Approval, Capability, KindDefinition, ProviderInstance } from "../api/kinds.ts";
 import { AGENT_SESSION, APPROVAL, CAPABILITY, GROUP, PROVIDER_INSTANCE, VERSION } from "../api/kinds.ts";
 import { MANAGED_BY_SELECTOR } from "../api/well-known.ts";
 import type { KubeClients } from "./client.ts";
 import { WatchedCache } from "./informer.ts";
-
 
 export interface Caches {
   sessions: WatchedCache<AgentSession & KubernetesObject>;
@@ -24,7 +22,11 @@ export interface Caches {
 
 function customCache<T extends KubernetesObject>(clients: KubeClients, kind: KindDefinition, log: Logger) {
   const list = async () =>
-    (await clients.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: kind.plural })) as KubernetesListObject<T>;
+    (await clients.custom.listClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: kind.plural,
+    })) as KubernetesListObject<T>;
   return new WatchedCache<T>(clients.config, `/apis/${GROUP}/${VERSION}/${kind.plural}`, list, log);
 }
 

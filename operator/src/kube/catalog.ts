@@ -35,7 +35,11 @@ export function resolveCapability(caches: Caches, capability: Capability): Resol
 }
 
 /** Capabilities a session may see: its spec.capabilities, else every Capability of the namespace. */
-export function visibleCapabilities(caches: Caches, namespace: string, names: readonly string[] | undefined): Capability[] {
+export function visibleCapabilities(
+  caches: Caches,
+  namespace: string,
+  names: readonly string[] | undefined,
+): Capability[] {
   const all = caches.capabilities.list(namespace);
   const visible = names ? all.filter((c) => names.includes(c.metadata.name)) : all;
   return visible.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));

@@ -8,7 +8,15 @@ describe("setCondition", () => {
   it("keeps lastTransitionTime when the status does not change", () => {
     const first = setCondition(undefined, { type: "Ready", status: "True", reason: "A", message: "a" }, t1);
     const second = setCondition(first, { type: "Ready", status: "True", reason: "B", message: "b" }, t2);
-    expect(second).toEqual([{ type: "Ready", status: "True", reason: "B", message: "b", lastTransitionTime: "2026-11-29T10:00:00Z" }]);
+    expect(second).toEqual([
+      {
+        type: "Ready",
+        status: "True",
+        reason: "B",
+        message: "b",
+        lastTransitionTime: "2026-11-29T10:00:00Z",
+      },
+    ]);
   });
 
   it("moves lastTransitionTime when the status changes, and leaves other types alone", () => {

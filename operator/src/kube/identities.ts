@@ -21,10 +21,15 @@ export function secretIdentityResolver(clients: KubeClients): IdentityResolver {
       try {
         const secret = await clients.core.readNamespacedSecret({ namespace: provider.namespace, name });
         const encoded = secret.data?.[subject.user];
-        if (!encoded) return { bound: false, reason: `${subject.user} has no account binding in Secret ${provider.namespace}/${name}.` };
+        if (!encoded)
+          return {
+            bound: false,
+            reason: `${subject.user} has no account binding in Secret ${provider.namespace}/${name}.`,
+          };
         return { bound: true, account: Buffer.from(encoded, "base64").toString("utf8").trim() };
       } catch (error) {
-        if (isNotFound(error)) return { bound: false, reason: `Secret ${provider.namespace}/${name} does not exist.` };
+        if (isNotFound(error))
+          return { bound: false, reason: `Secret ${provider.namespace}/${name} does not exist.` };
         throw error;
       }
     },

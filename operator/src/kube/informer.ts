@@ -3,7 +3,12 @@
  * 2.0's informer stops for good on any error other than 410 or a timeout (NOTES.md; upstream issues
  * #596, #958), so this restarts it with capped exponential backoff and reports each restart.
  */
-import { type KubeConfig, type KubernetesObject, type ListPromise, makeInformer } from "@kubernetes/client-node";
+import {
+  type KubeConfig,
+  type KubernetesObject,
+  type ListPromise,
+  makeInformer,
+} from "@kubernetes/client-node";
 import type { Logger } from "pino";
 
 export type ObjectHandler<T> = (object: T) => void;

@@ -30,6 +30,9 @@ export function sessionContextOf(session: AgentSession, record: SessionRecord): 
     ...(session.spec.capabilities ? { capabilities: session.spec.capabilities } : {}),
     limits: limitsOf(session),
     counters: { toolCalls: record.toolCalls, writes: record.writes },
-    active: !session.spec.cancel && !session.metadata.deletionTimestamp && !["Completed", "Failed", "Cancelled"].includes(phase),
+    active:
+      !session.spec.cancel &&
+      !session.metadata.deletionTimestamp &&
+      !["Completed", "Failed", "Cancelled"].includes(phase),
   };
 }

@@ -8,11 +8,15 @@ describe("WorkQueue", () => {
     queue.add("a");
     queue.add("a");
     queue.add("b");
-    const running = queue.run(1, async (key) => {
-      seen.push(key);
-      if (seen.length === 2) queue.stop();
-      return undefined;
-    }, () => {});
+    const running = queue.run(
+      1,
+      async (key) => {
+        seen.push(key);
+        if (seen.length === 2) queue.stop();
+        return undefined;
+      },
+      () => {},
+    );
     await running;
     expect(seen).toEqual(["a", "b"]);
   });

@@ -59,7 +59,11 @@ export class WorkQueue {
   }
 
   /** Runs `workers` loops calling `reconcile` until stop(); errors are passed to onError and retried. */
-  async run(workers: number, reconcile: Reconcile, onError: (key: string, error: unknown) => void): Promise<void> {
+  async run(
+    workers: number,
+    reconcile: Reconcile,
+    onError: (key: string, error: unknown) => void,
+  ): Promise<void> {
     const loop = async () => {
       for (;;) {
         const key = await this.next();

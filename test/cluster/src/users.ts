@@ -22,7 +22,7 @@ export const COMPONENTS: readonly StaticUser[] = [
 ];
 
 /**
- * Writes a `--token-auth-file` (CSV: token,user,uid,"group1,group2") with a fresh random token per user
+ * Writes a `--token-auth-file` (CSV: token,user,uid[,"group1,group2"]) with a fresh random token per user
  * and returns the tokens by user name.
  */
 export function writeTokenAuthFile(path: string, users: readonly StaticUser[]): Map<string, string> {
@@ -30,7 +30,8 @@ export function writeTokenAuthFile(path: string, users: readonly StaticUser[]): 
   const lines = users.map((user) => {
     const token = randomBytes(24).toString("hex");
     tokens.set(user.name, token);
-    return `${token},${user.name},${user.name},"${user.groups.join(",")}"`;
+    const groups = user.groups.length > 0 ? `,"${user.groups.join(",")}"` : "";
+    return `${token},${user.name},${user.name}${groups}`;
   });
   writeFileSync(path, `${lines.join("\n")}\n`, { mode: 0o600 });
   return tokens;

@@ -14,20 +14,33 @@ const session: AgentSession = {
     messages: [{ text: "Push the plan." }],
   },
 };
-const pod = agentPodFor(session, { image: "gatehouse/agent:dev", gatewayUrl: "http://10.88.0.1:8443", modelBaseUrl: "http://10.88.0.1:9000/v1", remainingSeconds: 1799.6 });
+const pod = agentPodFor(session, {
+  image: "gatehouse/agent:dev",
+  gatewayUrl: "http://10.88.0.1:8443",
+  modelBaseUrl: "http://10.88.0.1:9000/v1",
+  remainingSeconds: 1799.6,
+});
 const container = pod.spec!.containers[0]!;
 
 describe("agentPodFor", () => {
   it("names the pod deterministically and makes the session its controller owner", () => {
     expect(pod.metadata?.name).toBe(agentPodName(session));
     expect(pod.metadata?.ownerReferences).toEqual([
-      expect.objectContaining({ kind: "AgentSession", name: "push-plan", uid: "0b7e2c1e-uid", controller: true }),
+      expect.objectContaining({
+        kind: "AgentSession",
+        name: "push-plan",
+        uid: "0b7e2c1e-uid",
+        controller: true,
+      }),
     ]);
     expect(pod.metadata?.labels?.["gatehouse.dev/session-uid"]).toBe("0b7e2c1e-uid");
   });
 
   it("is hardened for Pod Security restricted", () => {
-    expect(pod.spec?.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+    expect(pod.spec?.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
     expect(container.securityContext).toEqual({
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
@@ -41,8 +54,12 @@ describe("agentPodFor", () => {
     expect(pod.spec?.automountServiceAccountToken).toBe(false);
     expect(pod.spec?.serviceAccountName).toBe("gatehouse-agent");
     const sources = pod.spec?.volumes?.[0]?.projected?.sources;
-    expect(sources).toEqual([{ serviceAccountToken: { audience: "gatehouse", expirationSeconds: 600, path: "token" } }]);
-    expect(container.volumeMounts).toEqual([{ name: "gatehouse-token", mountPath: "/var/run/secrets/gatehouse", readOnly: true }]);
+    expect(sources).toEqual([
+      { serviceAccountToken: { audience: "gatehouse", expirationSeconds: 600, path: "token" } },
+    ]);
+    expect(container.volumeMounts).toEqual([
+      { name: "gatehouse-token", mountPath: "/var/run/secrets/gatehouse", readOnly: true },
+    ]);
   });
 
   it("bounds the pod by the remaining session timeout and never restarts it", () => {

@@ -7,7 +7,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { AgentSession } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
-import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE, MANAGED_BY, SESSION_UID_LABEL } from "../../api/well-known.ts";
+import {
+  AGENT_SERVICE_ACCOUNT,
+  GATEHOUSE_AUDIENCE,
+  MANAGED_BY,
+  SESSION_UID_LABEL,
+} from "../../api/well-known.ts";
 
 /** Where the projected token is mounted in the agent container. */
 export const TOKEN_DIR = "/var/run/secrets/gatehouse";
@@ -36,7 +41,11 @@ export function agentPodFor(session: AgentSession, settings: AgentPodSettings): 
     metadata: {
       name: agentPodName(session),
       namespace: session.metadata.namespace,
-      labels: { ...MANAGED_BY, "app.kubernetes.io/name": "gatehouse-agent", [SESSION_UID_LABEL]: session.metadata.uid },
+      labels: {
+        ...MANAGED_BY,
+        "app.kubernetes.io/name": "gatehouse-agent",
+        [SESSION_UID_LABEL]: session.metadata.uid,
+      },
       ownerReferences: [
         {
           apiVersion: API_VERSION,

@@ -12,17 +12,17 @@ import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { AGENT_SESSION } from "../../api/kinds.ts";
+import { AGENT_SERVICE_ACCOUNT, MANAGED_BY } from "../../api/well-known.ts";
 import type { OperatorConfig } from "../../config.ts";
 import { endpointFor } from "../../config.ts";
+import type { SessionRecord } from "../../core/session-record.ts";
 import type { Caches } from "../../kube/caches.ts";
-import { AGENT_SERVICE_ACCOUNT, MANAGED_BY } from "../../api/well-known.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { isConflict, isNotFound } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
-import type { SessionRecord } from "../../core/session-record.ts";
 import { isTerminal, statusFrom } from "./status.ts";
 
 /** Reads what Postgres holds about a session. */
@@ -64,10 +64,20 @@ export async function reconcileAgentSession(
     const message = `No model endpoint ${session.spec.model.endpointRef ?? "(default)"} is configured in the operator.`;
     const conditions = setCondition(
       session.status?.conditions,
-      { type: "Failed", status: "True", reason: "ModelEndpointNotFound", message, observedGeneration: session.metadata.generation },
+      {
+        type: "Failed",
+        status: "True",
+        reason: "ModelEndpointNotFound",
+        message,
+        observedGeneration: session.metadata.generation,
+      },
       now,
     );
-    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, { ...session.status, phase: "Failed", conditions });
+    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
+      ...session.status,
+      phase: "Failed",
+      conditions,
+    });
     return undefined;
   }
 
@@ -113,7 +123,10 @@ async function createPod(clients: KubeClients, pod: V1Pod): Promise<V1Pod> {
 
 async function deletePod(clients: KubeClients, pod: V1Pod): Promise<void> {
   try {
-    await clients.core.deleteNamespacedPod({ namespace: pod.metadata!.namespace!, name: pod.metadata!.name! });
+    await clients.core.deleteNamespacedPod({
+      namespace: pod.metadata!.namespace!,
+      name: pod.metadata!.name!,
+    });
   } catch (error) {
     if (!isNotFound(error)) throw error;
   }

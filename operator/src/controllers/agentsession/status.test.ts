@@ -8,8 +8,16 @@ const session = {
   metadata: { name: "s", namespace: "n", uid: "u", generation: 1 },
   spec: { subject: { user: "alice", groups: [] }, model: { name: "m" }, messages: [{ text: "t" }] },
 } as unknown as AgentSession;
-const empty: SessionRecord = { turns: 0, toolCalls: 0, writes: 0, usage: { inputTokens: 0, outputTokens: 0 } };
-const podIn = (phase: string, extra: Partial<V1Pod["status"]> = {}): V1Pod => ({ metadata: { name: "p", uid: "pu" }, status: { phase, ...extra } });
+const empty: SessionRecord = {
+  turns: 0,
+  toolCalls: 0,
+  writes: 0,
+  usage: { inputTokens: 0, outputTokens: 0 },
+};
+const podIn = (phase: string, extra: Partial<V1Pod["status"]> = {}): V1Pod => ({
+  metadata: { name: "p", uid: "pu" },
+  status: { phase, ...extra },
+});
 const pending = { metadata: { name: "apr-1" }, status: { phase: "Pending" } } as unknown as Approval;
 
 describe("phaseFrom", () => {
@@ -24,21 +32,53 @@ describe("phaseFrom", () => {
   });
 
   it("is Completed only with a posted answer, and Failed when the agent exits without one", () => {
-    expect(phaseFrom(session, podIn("Succeeded"), [], { ...empty, finalAnswer: "done" }).phase).toBe("Completed");
-    expect(phaseFrom(session, podIn("Succeeded"), [], empty)).toMatchObject({ phase: "Failed", reason: "NoAnswer" });
+    expect(phaseFrom(session, podIn("Succeeded"), [], { ...empty, finalAnswer: "done" }).phase).toBe(
+      "Completed",
+    );
+    expect(phaseFrom(session, podIn("Succeeded"), [], empty)).toMatchObject({
+      phase: "Failed",
+      reason: "NoAnswer",
+    });
   });
 
   it("reports a pod past its deadline as TimedOut", () => {
-    expect(phaseFrom(session, podIn("Failed", { reason: "DeadlineExceeded" }), [], empty)).toMatchObject({ phase: "Failed", reason: "TimedOut" });
+    expect(phaseFrom(session, podIn("Failed", { reason: "DeadlineExceeded" }), [], empty)).toMatchObject({
+      phase: "Failed",
+      reason: "TimedOut",
+    });
   });
 });
 
 describe("statusFrom", () => {
   it("carries the answer, counters, pod identity and pending approvals", () => {
-    const status = statusFrom(session, podIn("Running"), [pending], { ...empty, toolCalls: 3, turns: 2 }, new Date("2026-11-29T10:00:00Z"));
-    expect(status).toMatchObject({ phase: "AwaitingApproval", podName: "p", podUID: "pu", toolCalls: 3, turns: 2, pendingApprovals: ["apr-1"], observedGeneration: 1 });
-    const done = statusFrom(session, podIn("Succeeded"), [], { ...empty, finalAnswer: "published v2" }, new Date("2026-11-29T10:01:00Z"));
-    expect(done).toMatchObject({ phase: "Completed", result: "published v2", completionTime: "2026-11-29T10:01:00Z" });
+    const status = statusFrom(
+      session,
+      podIn("Running"),
+      [pending],
+      { ...empty, toolCalls: 3, turns: 2 },
+      new Date("2026-11-29T10:00:00Z"),
+    );
+    expect(status).toMatchObject({
+      phase: "AwaitingApproval",
+      podName: "p",
+      podUID: "pu",
+      toolCalls: 3,
+      turns: 2,
+      pendingApprovals: ["apr-1"],
+      observedGeneration: 1,
+    });
+    const done = statusFrom(
+      session,
+      podIn("Succeeded"),
+      [],
+      { ...empty, finalAnswer: "published v2" },
+      new Date("2026-11-29T10:01:00Z"),
+    );
+    expect(done).toMatchObject({
+      phase: "Completed",
+      result: "published v2",
+      completionTime: "2026-11-29T10:01:00Z",
+    });
     expect(done.conditions?.find((c) => c.type === "Complete")?.status).toBe("True");
   });
 });

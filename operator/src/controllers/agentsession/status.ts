@@ -5,8 +5,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { SessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
-import { setCondition } from "../../kube/conditions.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
+import { setCondition } from "../../kube/conditions.ts";
 
 const TERMINAL: SessionPhase[] = ["Completed", "Failed", "Cancelled"];
 const RESULT_LIMIT = 16_384;
@@ -34,11 +34,16 @@ export function phaseFrom(
     return {
       phase: "Failed",
       reason: why === "DeadlineExceeded" ? "TimedOut" : "AgentFailed",
-      message: record.agentError ?? `The agent pod failed (${why}, exit code ${terminated?.exitCode ?? "unknown"}).`,
+      message:
+        record.agentError ?? `The agent pod failed (${why}, exit code ${terminated?.exitCode ?? "unknown"}).`,
     };
   }
   if (podPhase === "Succeeded") {
-    return { phase: "Failed", reason: "NoAnswer", message: "The agent exited without posting a final answer." };
+    return {
+      phase: "Failed",
+      reason: "NoAnswer",
+      message: "The agent exited without posting a final answer.",
+    };
   }
   if (!pod || podPhase === "Pending" || podPhase === undefined) {
     return { phase: "Pending", reason: "PodStarting", message: "Waiting for the agent pod to run." };
@@ -67,19 +72,37 @@ export function statusFrom(
   const stamp = now.toISOString().replace(/\.\d+Z$/, "Z");
   let conditions = setCondition(
     session.status?.conditions,
-    { type: "AwaitingApproval", status: pending.length > 0 ? "True" : "False", reason: pending.length > 0 ? "ApprovalPending" : "NoPendingApprovals", message: pending.length > 0 ? message : "No decision is pending.", observedGeneration: generation },
+    {
+      type: "AwaitingApproval",
+      status: pending.length > 0 ? "True" : "False",
+      reason: pending.length > 0 ? "ApprovalPending" : "NoPendingApprovals",
+      message: pending.length > 0 ? message : "No decision is pending.",
+      observedGeneration: generation,
+    },
     now,
   );
   const terminal = TERMINAL.includes(phase);
   conditions = setCondition(
     conditions,
-    { type: "Progressing", status: terminal ? "False" : "True", reason, message, observedGeneration: generation },
+    {
+      type: "Progressing",
+      status: terminal ? "False" : "True",
+      reason,
+      message,
+      observedGeneration: generation,
+    },
     now,
   );
   if (terminal) {
     conditions = setCondition(
       conditions,
-      { type: phase === "Completed" ? "Complete" : "Failed", status: "True", reason, message, observedGeneration: generation },
+      {
+        type: phase === "Completed" ? "Complete" : "Failed",
+        status: "True",
+        reason,
+        message,
+        observedGeneration: generation,
+      },
       now,
     );
   }

@@ -16,14 +16,14 @@ import { evaluateApproval } from "../../core/approvals.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { ApprovalPhase, CoreDeps, ExecutionRecord } from "../../core/ports.ts";
 import { sessionRecordOf } from "../../core/session-record.ts";
-import type { Caches } from "../../kube/caches.ts";
 import { requestOf } from "../../kube/approvals.ts";
+import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
+import { sessionContextOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
-import { sessionContextOf } from "../../kube/session-context.ts";
 
 export interface ApprovalDeps {
   clients: KubeClients;
@@ -60,7 +60,12 @@ export function executionStatusOf(execution: ExecutionRecord): Status["execution
 }
 
 /** Reconciles one Approval. */
-export async function reconcileApproval(deps: ApprovalDeps, namespace: string, name: string, log: Logger): Promise<ReconcileResult> {
+export async function reconcileApproval(
+  deps: ApprovalDeps,
+  namespace: string,
+  name: string,
+  log: Logger,
+): Promise<ReconcileResult> {
   const approval = deps.caches.approvals.get(name, namespace);
   if (!approval || approval.metadata.deletionTimestamp) return undefined;
   const now = deps.now();
@@ -71,7 +76,13 @@ export async function reconcileApproval(deps: ApprovalDeps, namespace: string, n
     status.phase = next;
     status.conditions = setCondition(
       status.conditions,
-      { type: "Decided", status: next === "Pending" ? "False" : "True", reason, message, observedGeneration: generation },
+      {
+        type: "Decided",
+        status: next === "Pending" ? "False" : "True",
+        reason,
+        message,
+        observedGeneration: generation,
+      },
       now,
     );
   };
@@ -96,7 +107,11 @@ export async function reconcileApproval(deps: ApprovalDeps, namespace: string, n
     } else if (Date.parse(approval.spec.expiresAt) <= now.getTime()) {
       setPhase("Expired", "Expired", `No decision before ${approval.spec.expiresAt}.`);
     } else {
-      setPhase("Pending", "AwaitingDecision", `${evaluation.approvals} of ${approval.spec.requiredApprovals} approvals.`);
+      setPhase(
+        "Pending",
+        "AwaitingDecision",
+        `${evaluation.approvals} of ${approval.spec.requiredApprovals} approvals.`,
+      );
       await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
       return { requeueAfterMs: Math.max(1_000, Date.parse(approval.spec.expiresAt) - now.getTime()) };
     }
@@ -108,15 +123,23 @@ export async function reconcileApproval(deps: ApprovalDeps, namespace: string, n
     return undefined;
   }
 
-  // Dispatch. The Approved phase is written first, so a crash between here and the receipt leaves a
-  // visible state that the next reconcile resumes from.
+  // Dispatch. Approved (the decision) and then Executing are written first, so a crash between here
+  // and the receipt leaves a visible state that the next reconcile resumes from.
+  if (phase === "Pending") await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+  status.phase = "Executing";
+  status.execution ??= { id: approval.spec.executionId, state: "started", startedAt: now.toISOString() };
   await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
-  const sessionObject = deps.caches.sessions.list(namespace).find((s) => s.metadata.uid === approval.spec.sessionRef.uid);
+  const sessionObject = deps.caches.sessions
+    .list(namespace)
+    .find((s) => s.metadata.uid === approval.spec.sessionRef.uid);
   const session = sessionObject
-    ? sessionContextOf(sessionObject, sessionRecordOf(await deps.transcripts.list(sessionObject.metadata.uid, { limit: 100_000 })))
+    ? sessionContextOf(
+        sessionObject,
+        sessionRecordOf(await deps.transcripts.list(sessionObject.metadata.uid, { limit: 100_000 })),
+      )
     : undefined;
   const result = await executeApproved(deps.core, {
-    approval: { request: requestOf(approval), decisions: approval.spec.decisions, phase: status.phase ?? phase },
+    approval: { request: requestOf(approval), decisions: approval.spec.decisions, phase: "Approved" },
     ...(session ? { session } : {}),
   });
   const latest = deps.caches.approvals.get(name, namespace) ?? approval;
@@ -127,7 +150,13 @@ export async function reconcileApproval(deps: ApprovalDeps, namespace: string, n
     final.phase = next;
     final.conditions = setCondition(
       final.conditions,
-      { type: "Executed", status: next === "Executing" ? "False" : "True", reason: next, message: final.execution?.resultSummary ?? next, observedGeneration: generation },
+      {
+        type: "Executed",
+        status: next === "Executing" ? "False" : "True",
+        reason: next,
+        message: final.execution?.resultSummary ?? next,
+        observedGeneration: generation,
+      },
       now,
     );
     log.info({ executionId: result.execution.id, state: result.execution.state }, "approval dispatched");
@@ -135,11 +164,17 @@ export async function reconcileApproval(deps: ApprovalDeps, namespace: string, n
     final.phase = result.phase;
     final.conditions = setCondition(
       final.conditions,
-      { type: "Executed", status: "False", reason: result.reason, message: result.message, observedGeneration: generation },
+      {
+        type: "Executed",
+        status: "False",
+        reason: result.reason,
+        message: result.message,
+        observedGeneration: generation,
+      },
       now,
     );
-    log.info({ phase: result.phase, reason: result.reason }, "approval refused at dispatch");
+    log.info({ phase: result.phase, reason: result.reason }, `approval ${result.kind} at dispatch`);
   }
   await writeStatusIfChanged(deps.clients, APPROVAL, latest, final);
-  return final.phase === "Executing" ? { requeueAfterMs: 2_000 } : undefined;
+  return final.phase === "Executing" || result.kind === "deferred" ? { requeueAfterMs: 2_000 } : undefined;
 }

@@ -7,17 +7,17 @@
  *            sighting, and a weaker declaration later turns Ready=False EffectChanged (DESIGN §2)
  */
 import type { Effect } from "@gatehouse/provider-sdk";
+import { schemaDigest } from "@gatehouse/provider-sdk";
 import type { Logger } from "pino";
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
 import { CAPABILITY } from "../../api/kinds.ts";
+import { toolNameOf } from "../../core/tool-names.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { describeApiError } from "../../kube/client.ts";
 import { findCondition, setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
-import { schemaDigest } from "@gatehouse/provider-sdk";
-import { toolNameOf } from "../../core/tool-names.ts";
 import type { ManifestSource } from "../providerinstance/reconciler.ts";
 
 export interface CapabilityDeps {
@@ -59,7 +59,10 @@ export async function reconcileCapability(
   const providerReady = findCondition(provider?.status?.conditions, "Ready")?.status === "True";
   const endpoint = provider?.status?.endpoints?.[0];
   if (!provider || !providerReady || !endpoint) {
-    ready("ProviderNotReady", `ProviderInstance ${capability.spec.providerRef.name} is missing or not Ready.`);
+    ready(
+      "ProviderNotReady",
+      `ProviderInstance ${capability.spec.providerRef.name} is missing or not Ready.`,
+    );
   } else if (provider.metadata.namespace !== namespace) {
     // cross-namespace providers (allowedNamespaces) come with the API issue; refuse until then.
     ready("ProviderNotReady", "Cross-namespace providers are not supported yet.");
@@ -68,7 +71,10 @@ export async function reconcileCapability(
       const manifest = await deps.manifests.fetchManifest(endpoint);
       const offer = manifest.capabilities.find((c) => c.id === capability.spec.id);
       if (!offer) {
-        ready("NotOffered", `Provider ${manifest.provider} ${manifest.version} does not offer ${capability.spec.id}.`);
+        ready(
+          "NotOffered",
+          `Provider ${manifest.provider} ${manifest.version} does not offer ${capability.spec.id}.`,
+        );
       } else {
         const observedEffect = status.observedEffect ?? offer.effect;
         Object.assign(status, {

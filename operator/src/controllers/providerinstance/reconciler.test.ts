@@ -11,7 +11,10 @@ const slice = (service: string, endpoints: Array<{ ip: string; ready?: boolean }
 
 describe("readyEndpoints", () => {
   it("lists ready addresses of the service's slices only", () => {
-    const slices = [slice("prov-aps", [{ ip: "10.88.0.9" }, { ip: "10.88.0.7", ready: false }]), slice("other", [{ ip: "10.88.0.3" }])];
+    const slices = [
+      slice("prov-aps", [{ ip: "10.88.0.9" }, { ip: "10.88.0.7", ready: false }]),
+      slice("other", [{ ip: "10.88.0.3" }]),
+    ];
     expect(readyEndpoints(slices, "prov-aps", 8080)).toEqual(["http://10.88.0.9:8080"]);
   });
 });

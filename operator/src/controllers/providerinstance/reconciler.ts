@@ -7,20 +7,21 @@
  *   status = Ready/Healthy conditions, manifest summary, endpoints
  *   requeue for the next health check
  */
+
+import type { Manifest } from "@gatehouse/provider-sdk";
+import { schemaDigest } from "@gatehouse/provider-sdk";
 import type { KubernetesObject, V1EndpointSlice } from "@kubernetes/client-node";
 import { PatchStrategy } from "@kubernetes/client-node";
-import type { Manifest } from "@gatehouse/provider-sdk";
 import type { Logger } from "pino";
 import type { Condition } from "../../api/common.ts";
-import { FIELD_MANAGER } from "../../api/well-known.ts";
 import { PROVIDER_INSTANCE } from "../../api/kinds.ts";
+import { FIELD_MANAGER } from "../../api/well-known.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { describeApiError } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
-import { schemaDigest } from "@gatehouse/provider-sdk";
 import { deploymentFor, serviceFor, workloadName } from "./workload.ts";
 
 /** Fetches a provider's manifest from one of its endpoints (`http://ip:port`). Throws on any failure. */
@@ -80,7 +81,13 @@ export async function reconcileProviderInstance(
   if (endpoints.length === 0) {
     conditions = setCondition(
       conditions,
-      { type: "Ready", status: "False", reason: "NoReadyEndpoints", message: "No provider pod is ready yet.", observedGeneration: generation },
+      {
+        type: "Ready",
+        status: "False",
+        reason: "NoReadyEndpoints",
+        message: "No provider pod is ready yet.",
+        observedGeneration: generation,
+      },
       now,
     );
     requeueAfterMs = WAITING_INTERVAL_MS;
@@ -100,13 +107,47 @@ export async function reconcileProviderInstance(
         })),
       };
       const message = `Provider ${fetched.provider} ${fetched.version} offers ${fetched.capabilities.length} capabilities.`;
-      conditions = setCondition(conditions, { type: "Ready", status: "True", reason: "ManifestFetched", message, observedGeneration: generation }, now);
-      conditions = setCondition(conditions, { type: "Healthy", status: "True", reason: "ManifestAnswered", message: "The provider answered /v1/manifest.", observedGeneration: generation }, now);
+      conditions = setCondition(
+        conditions,
+        { type: "Ready", status: "True", reason: "ManifestFetched", message, observedGeneration: generation },
+        now,
+      );
+      conditions = setCondition(
+        conditions,
+        {
+          type: "Healthy",
+          status: "True",
+          reason: "ManifestAnswered",
+          message: "The provider answered /v1/manifest.",
+          observedGeneration: generation,
+        },
+        now,
+      );
     } catch (error) {
       const message = `GET /v1/manifest at ${endpoints[0]} failed: ${describeApiError(error)}`;
       log.warn({ endpoint: endpoints[0], err: message }, "provider manifest unavailable");
-      conditions = setCondition(conditions, { type: "Ready", status: "False", reason: "ManifestUnavailable", message, observedGeneration: generation }, now);
-      conditions = setCondition(conditions, { type: "Healthy", status: "False", reason: "ManifestUnavailable", message, observedGeneration: generation }, now);
+      conditions = setCondition(
+        conditions,
+        {
+          type: "Ready",
+          status: "False",
+          reason: "ManifestUnavailable",
+          message,
+          observedGeneration: generation,
+        },
+        now,
+      );
+      conditions = setCondition(
+        conditions,
+        {
+          type: "Healthy",
+          status: "False",
+          reason: "ManifestUnavailable",
+          message,
+          observedGeneration: generation,
+        },
+        now,
+      );
       requeueAfterMs = WAITING_INTERVAL_MS;
     }
   }
@@ -124,5 +165,12 @@ export async function reconcileProviderInstance(
 }
 
 async function apply(clients: KubeClients, object: KubernetesObject): Promise<void> {
-  await clients.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  await clients.objects.patch(
+    object,
+    undefined,
+    undefined,
+    FIELD_MANAGER,
+    true,
+    PatchStrategy.ServerSideApply,
+  );
 }

@@ -14,7 +14,11 @@ export function workloadName(provider: ProviderInstance): string {
 }
 
 function labels(provider: ProviderInstance): Record<string, string> {
-  return { ...MANAGED_BY, "app.kubernetes.io/name": "gatehouse-provider", [PROVIDER_LABEL]: provider.metadata.name };
+  return {
+    ...MANAGED_BY,
+    "app.kubernetes.io/name": "gatehouse-provider",
+    [PROVIDER_LABEL]: provider.metadata.name,
+  };
 }
 
 function ownerReference(provider: ProviderInstance) {
@@ -51,7 +55,11 @@ export function deploymentFor(provider: ProviderInstance, port: number): V1Deplo
         spec: {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
           containers: [
             {
               name: "provider",
@@ -64,7 +72,9 @@ export function deploymentFor(provider: ProviderInstance, port: number): V1Deplo
                 readOnlyRootFilesystem: true,
                 capabilities: { drop: ["ALL"] },
               },
-              ...(provider.spec.resources ? { resources: provider.spec.resources as V1ResourceRequirements } : {}),
+              ...(provider.spec.resources
+                ? { resources: provider.spec.resources as V1ResourceRequirements }
+                : {}),
             },
           ],
         },

@@ -469,7 +469,7 @@ export class PodWorker {
     if (text === this.lastPatch) return;
     try {
       await this.deps.clients.core.patchNamespacedPodStatus(
-        { namespace: this.key.namespace, name: this.key.name, body: patch },
+        { namespace: this.key.namespace, name: this.key.name, body: { status: patch } },
         STRATEGIC_MERGE_PATCH,
       );
       this.lastPatch = text;

@@ -135,7 +135,13 @@ export async function loadScript(scriptsDir: string, model: string): Promise<Scr
   } catch (error) {
     throw new ScriptError(404, `model ${model}: no script ${name}.yaml in ${scriptsDir}`, { cause: error });
   }
-  const parsed = Script.safeParse(parse(text));
+  let document: unknown;
+  try {
+    document = parse(text);
+  } catch (error) {
+    throw new ScriptError(500, `script ${name}.yaml is not valid YAML`, { cause: error });
+  }
+  const parsed = Script.safeParse(document);
   if (!parsed.success) {
     throw new ScriptError(500, `script ${name}.yaml is invalid: ${z.prettifyError(parsed.error)}`);
   }

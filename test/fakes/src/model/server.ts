@@ -3,7 +3,8 @@
  *   POST /v1/chat/completions   streamed (SSE, `data: {chunk}` … `data: [DONE]`) or not, with `usage`
  *   GET  /v1/models             one model per script: `scripted/<name>`
  * Errors use OpenAI's shape `{error: {message, type, param, code}}`: 400 for a conversation the script
- * cannot answer, 404 for an unknown model, 429 for an injected rate limit. Any bearer key is accepted.
+ * cannot answer, 404 for an unknown model, 500 for an invalid script (with `x-should-retry: false`), 429
+ * for an injected rate limit. Any bearer key is accepted.
  */
 import Fastify, { type FastifyReply } from "fastify";
 import { completionBody, completionChunks, estimateUsage } from "./completion.ts";
@@ -109,6 +110,8 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
     } catch (error) {
       if (!(error instanceof ScriptError)) throw error;
       record.status = error.status;
+      // A script error is deterministic: tell OpenAI SDKs not to retry it (they retry 5xx by default).
+      reply.header("x-should-retry", "false");
       const type =
         error.status === 404
           ? "not_found_error"

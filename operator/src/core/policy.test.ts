@@ -1,0 +1,137 @@
+import { describe, expect, it } from "vitest";
+import { approvalSettings, decidePolicy, effectiveApproval, type PolicyInput, strictest } from "./policy.ts";
+
+const alice = { user: "alice", groups: ["planners"] };
+
+function input(
+  overrides: Partial<PolicyInput> & { effect?: string; policy?: PolicyInput["capability"]["policy"] } = {},
+): PolicyInput {
+  return {
+    capability: {
+      id: "aps.schedule.publish",
+      effect: overrides.effect ?? "write",
+      policy: overrides.policy ?? {},
+    },
+    subject: overrides.subject ?? alice,
+    limits: overrides.limits ?? { maxToolCalls: 10, maxWrites: 2 },
+    counters: overrides.counters ?? { toolCalls: 0, writes: 0 },
+    ...(overrides.floor ? { floor: overrides.floor } : {}),
+  };
+}
+
+describe("effective approval", () => {
+  it("defaults by effect: read and draft run, write needs approval", () => {
+    expect(effectiveApproval("read", undefined)).toBe("Auto");
+    expect(effectiveApproval("draft", undefined)).toBe("Auto");
+    expect(effectiveApproval("write", undefined)).toBe("Required");
+  });
+
+  it("lets an explicit policy.approval win over the default", () => {
+    expect(effectiveApproval("read", "Required")).toBe("Required");
+    expect(effectiveApproval("write", "Auto")).toBe("Auto");
+    expect(effectiveApproval("draft", "Forbidden")).toBe("Forbidden");
+  });
+
+  it("treats an unknown effect or mode as unknown", () => {
+    expect(effectiveApproval("delete", undefined)).toBe("Unknown");
+    expect(effectiveApproval("read", "Maybe")).toBe("Unknown");
+  });
+});
+
+describe("policy decision", () => {
+  it("allows a read, asks approval for a write", () => {
+    expect(decidePolicy(input({ effect: "read" }))).toMatchObject({ verdict: "allow", reason: "Auto" });
+    expect(decidePolicy(input({ effect: "write" }))).toMatchObject({
+      verdict: "approval",
+      reason: "ApprovalRequired",
+    });
+  });
+
+  it("denies Forbidden, unknown effects and unknown modes", () => {
+    expect(decidePolicy(input({ policy: { approval: "Forbidden" } }))).toMatchObject({
+      verdict: "deny",
+      reason: "Forbidden",
+    });
+    expect(decidePolicy(input({ effect: "destroy" }))).toMatchObject({
+      verdict: "deny",
+      reason: "UnknownEffect",
+    });
+    expect(decidePolicy(input({ policy: { approval: "Sometimes" } }))).toMatchObject({
+      verdict: "deny",
+      reason: "UnknownApprovalMode",
+    });
+  });
+
+  it("lets the strictest rule win when an operator floor is stricter", () => {
+    const decision = decidePolicy(
+      input({ effect: "write", policy: { approval: "Auto" }, floor: { write: "Required" } }),
+    );
+    expect(decision).toMatchObject({ verdict: "approval" });
+    expect(decidePolicy(input({ effect: "read", floor: { write: "Required" } }))).toMatchObject({
+      verdict: "allow",
+    });
+  });
+
+  it("denies a subject the capability is not granted to", () => {
+    const policy = { subjects: { users: ["carol"], groups: ["approvers"] } };
+    expect(decidePolicy(input({ effect: "read", policy }))).toMatchObject({
+      verdict: "deny",
+      reason: "NotASubject",
+    });
+    expect(
+      decidePolicy(input({ effect: "read", policy, subject: { user: "bob", groups: ["approvers"] } })),
+    ).toMatchObject({
+      verdict: "allow",
+    });
+    expect(
+      decidePolicy(input({ effect: "read", policy: { subjects: { users: [], groups: [] } } })),
+    ).toMatchObject({
+      verdict: "allow",
+    });
+  });
+
+  it("enforces maxToolCalls for every call and maxWrites for writes", () => {
+    const exhausted = { limits: { maxToolCalls: 3, maxWrites: 1 }, counters: { toolCalls: 3, writes: 0 } };
+    expect(decidePolicy(input({ effect: "read", ...exhausted }))).toMatchObject({
+      reason: "ToolCallLimitReached",
+    });
+    const noWrites = { limits: { maxToolCalls: 3, maxWrites: 1 }, counters: { toolCalls: 1, writes: 1 } };
+    expect(decidePolicy(input({ effect: "write", ...noWrites }))).toMatchObject({
+      reason: "WriteLimitReached",
+    });
+    expect(decidePolicy(input({ effect: "draft", ...noWrites }))).toMatchObject({ verdict: "allow" });
+  });
+
+  it("keeps the first decision among equally strict ones", () => {
+    const a = { verdict: "deny" as const, reason: "Forbidden" as const, message: "a" };
+    const b = { verdict: "deny" as const, reason: "NotASubject" as const, message: "b" };
+    expect(strictest([a, b])).toBe(a);
+    expect(() => strictest([])).toThrow(RangeError);
+  });
+});
+
+describe("approval settings", () => {
+  it("defaults approvers to the requester, one approval, self-approval allowed", () => {
+    expect(approvalSettings({}, alice, 3600)).toEqual({
+      approvers: { users: ["alice"], groups: [] },
+      requiredApprovals: 1,
+      allowSelfApproval: true,
+      ttlSeconds: 3600,
+    });
+  });
+
+  it("uses the policy's values when given", () => {
+    const policy = {
+      approvers: { users: [], groups: ["approvers"] },
+      requiredApprovals: 2,
+      allowSelfApproval: false,
+      ttlSeconds: 600,
+    };
+    expect(approvalSettings(policy, alice, 3600)).toEqual({
+      approvers: { users: [], groups: ["approvers"] },
+      requiredApprovals: 2,
+      allowSelfApproval: false,
+      ttlSeconds: 600,
+    });
+  });
+});
