@@ -30,6 +30,10 @@ test: deps cluster
 crds: deps
 	node operator/src/api/generate.ts
 
+## bench: control-plane build/start benchmark with a same-run baseline; writes test/bench/results/control-plane.json.
+bench: deps cluster
+	node test/bench/control-plane.ts
+
 lint: deps
 	npx biome check .
 	npx depcruise operator/src agent-image/src provider-images --config .dependency-cruiser.cjs

@@ -1,0 +1,202 @@
+/**
+ * The local control plane behaves like a real cluster (DESIGN §8): every kubeconfig context is who it
+ * says it is, namespaces finish deleting, the garbage collector follows owner references, and a
+ * Deployment scheduled onto the local node becomes Available with pod IPs in EndpointSlices.
+ */
+import { randomBytes } from "node:crypto";
+import { describe, expect, inject, it } from "vitest";
+import { kubectlFor } from "../e2e/kubectl.ts";
+import { eventually } from "../e2e/story.ts";
+
+const cluster = inject("cluster");
+const kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath);
+const unique = (prefix: string) => `${prefix}-${randomBytes(3).toString("hex")}`;
+
+interface WhoAmI {
+  status: { userInfo: { username: string; groups?: string[] } };
+}
+
+async function whoami(context: string): Promise<{ username: string; groups: string[] }> {
+  const review = JSON.parse((await kubectl.ok(context, ["auth", "whoami", "-o", "json"])).stdout) as WhoAmI;
+  return { username: review.status.userInfo.username, groups: review.status.userInfo.groups ?? [] };
+}
+
+async function exists(args: string[]): Promise<boolean> {
+  const result = await kubectl.run("admin", ["get", ...args, "-o", "name"]);
+  if (result.code === 0) return true;
+  if (/NotFound|not found/.test(result.stderr)) return false;
+  throw new Error(`${result.command} failed: ${result.stderr}`);
+}
+
+describe("identities of the kubeconfig contexts", () => {
+  it.each([
+    ["admin", "admin", ["system:masters"]],
+    ["alice", "alice", []],
+    ["bob", "bob", ["planners"]],
+    ["carol", "carol", ["approvers"]],
+    [
+      "gatehouse-operator",
+      "system:serviceaccount:gatehouse-system:gatehouse-operator",
+      ["system:serviceaccounts", "system:serviceaccounts:gatehouse-system"],
+    ],
+    [
+      "local-node",
+      "system:serviceaccount:kube-system:local-node",
+      ["system:serviceaccounts", "system:serviceaccounts:kube-system"],
+    ],
+  ])("context %s authenticates as %s", async (context, username, groups) => {
+    const me = await whoami(context);
+    expect(me.username).toBe(username);
+    expect(me.groups).toEqual(expect.arrayContaining([...groups, "system:authenticated"]));
+  });
+
+  it("gives a persona no more than RBAC grants: alice cannot list secrets cluster-wide", async () => {
+    const result = await kubectl.run("alice", ["get", "secrets", "-A"]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/forbidden/i);
+  });
+});
+
+describe("controller-manager", () => {
+  it("finishes deleting a namespace that holds objects", async () => {
+    const ns = unique("doomed");
+    await kubectl.ok("admin", ["create", "namespace", ns]);
+    await kubectl.ok("admin", ["create", "configmap", "left-behind", "-n", ns, "--from-literal=k=v"]);
+    await kubectl.ok("admin", ["delete", "namespace", ns, "--wait=false"]);
+    await eventually(`namespace ${ns} to be gone`, 120_000, async () =>
+      (await exists(["namespace", ns])) ? undefined : true,
+    );
+  });
+
+  it("garbage-collects an object whose owner was deleted", async () => {
+    const ns = unique("gc");
+    await kubectl.ok("admin", ["create", "namespace", ns]);
+    try {
+      await kubectl.ok("admin", ["create", "configmap", "owner", "-n", ns, "--from-literal=k=v"]);
+      const ownerUid = (
+        await kubectl.ok("admin", ["get", "configmap", "owner", "-n", ns, "-o", "jsonpath={.metadata.uid}"])
+      ).stdout;
+      const dependent = {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: {
+          name: "dependent",
+          namespace: ns,
+          ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: ownerUid }],
+        },
+        data: { k: "v" },
+      };
+      await kubectl.ok("admin", ["create", "-f", "-"], JSON.stringify(dependent));
+      await kubectl.ok("admin", ["delete", "configmap", "owner", "-n", ns]);
+      await eventually("the dependent ConfigMap to be garbage-collected", 120_000, async () =>
+        (await exists(["configmap", "dependent", "-n", ns])) ? undefined : true,
+      );
+    } finally {
+      await kubectl.run("admin", ["delete", "namespace", ns, "--wait=false"]);
+    }
+  });
+});
+
+interface DeploymentStatus {
+  status?: { availableReplicas?: number; conditions?: Array<{ type: string; status: string }> };
+}
+interface PodList {
+  items: Array<{
+    metadata: { name: string };
+    spec: { nodeName?: string };
+    status: { phase?: string; podIP?: string; hostIP?: string };
+  }>;
+}
+interface SliceList {
+  items: Array<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>;
+}
+
+describe("the local node", () => {
+  it("runs a Deployment until it is Available, with pod IPs in its Service's EndpointSlices", async () => {
+    const ns = unique("echo");
+    await kubectl.ok("admin", ["create", "namespace", ns]);
+    try {
+      const labels = { app: "echo" };
+      const deployment = {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "echo", namespace: ns },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: {
+              containers: [
+                {
+                  name: "echo",
+                  image: "gatehouse/echo:dev",
+                  env: [{ name: "PORT", value: "8080" }],
+                  ports: [{ containerPort: 8080 }],
+                  readinessProbe: { httpGet: { path: "/ready", port: 8080 }, periodSeconds: 1 },
+                },
+              ],
+            },
+          },
+        },
+      };
+      const service = {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "echo", namespace: ns },
+        spec: { selector: labels, ports: [{ port: 80, targetPort: 8080 }] },
+      };
+      await kubectl.ok(
+        "admin",
+        ["apply", "-f", "-"],
+        JSON.stringify({ kind: "List", apiVersion: "v1", items: [deployment, service] }),
+      );
+      await kubectl.ok("admin", [
+        "wait",
+        "-n",
+        ns,
+        "--for=condition=Available",
+        "--timeout=180s",
+        "deployment/echo",
+      ]);
+      const status = await kubectl.json<DeploymentStatus>("admin", ["get", "deployment", "echo", "-n", ns]);
+      expect(status.status?.availableReplicas).toBe(2);
+
+      const pods = await kubectl.json<PodList>("admin", ["get", "pods", "-n", ns, "-l", "app=echo"]);
+      expect(pods.items).toHaveLength(2);
+      const podIPs = pods.items.map((p) => p.status.podIP ?? "");
+      for (const pod of pods.items) {
+        expect(pod.spec.nodeName).toBe(cluster.nodeName);
+        expect(pod.status.phase).toBe("Running");
+        expect(pod.status.hostIP).toBe(cluster.bridgeIP);
+      }
+      expect(new Set(podIPs).size).toBe(2);
+      expect(podIPs.every((ip) => ip !== "" && !ip.startsWith("127."))).toBe(true);
+
+      // The pods really serve on their own addresses.
+      for (const ip of podIPs) {
+        const reply = (await (await fetch(`http://${ip}:8080/hello`)).json()) as { ok: boolean };
+        expect(reply.ok).toBe(true);
+      }
+
+      const sliceIPs = await eventually("EndpointSlices with both pod IPs", 60_000, async () => {
+        const slices = await kubectl.json<SliceList>("admin", [
+          "get",
+          "endpointslices",
+          "-n",
+          ns,
+          "-l",
+          "kubernetes.io/service-name=echo",
+        ]);
+        const ready = slices.items
+          .flatMap((s) => s.endpoints ?? [])
+          .filter((e) => e.conditions?.ready !== false)
+          .flatMap((e) => e.addresses);
+        return ready.length === 2 ? ready : undefined;
+      });
+      expect([...sliceIPs].sort()).toEqual([...podIPs].sort());
+    } finally {
+      await kubectl.run("admin", ["delete", "namespace", ns, "--wait=false"]);
+    }
+  });
+});
