@@ -3,10 +3,11 @@ import type { Reporter, TestModule } from "vitest/node";
 
 /**
  * Prints the plain summary line CI reads: `N passed, N failed[, N skipped]`, counted over test cases.
- * Skipped tests are ones that cannot run on this machine and printed their reason. A test file that
- * failed without running any test (an import error, a failed beforeAll) and every unhandled error (a
- * global setup that could not start the control plane) count as one failure each, so a run that
- * broke before its tests never reads as green.
+ * Skipped tests are ones that cannot run on this machine and printed their reason. So that a run that
+ * broke before its tests never reads as green: in a test file that failed as a whole (an import
+ * error, a failed beforeAll) every test that did not pass counts as failed (one failure when it has
+ * no tests), and every unhandled error (a global setup that could not start the control plane) counts
+ * as one failure.
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(
@@ -17,10 +18,12 @@ export default class SummaryReporter implements Reporter {
     let failed = unhandledErrors.length;
     let skipped = 0;
     for (const mod of testModules) {
+      // In a file that failed as a whole (a failed beforeAll), tests that did not pass never ran: failures.
+      const moduleFailed = mod.state() === "failed";
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
         if (state === "passed") passed++;
-        else if (state === "failed") failed++;
+        else if (state === "failed" || moduleFailed) failed++;
         else skipped++;
       }
       if (mod.state() === "failed" && [...mod.children.allTests()].length === 0) failed++;

@@ -38,7 +38,10 @@ interface ApprovalObject {
   status?: { phase?: string; ignoredDecisions?: Array<{ approver: string; reason: string }> };
 }
 
-/** Collects the successive values a kubectl watch prints (one per watch event). */
+/**
+ * Collects the successive status.phase values a kubectl watch prints (one per watch event). It watches
+ * the list filtered by name, so it may start before the object exists.
+ */
 export function watchPhases(
   env: Environment,
   kind: string,
@@ -54,9 +57,10 @@ export function watchPhases(
       "admin",
       "get",
       kind,
-      name,
       "-n",
       NAMESPACE,
+      "--field-selector",
+      `metadata.name=${name}`,
       "-w",
       "-o",
       'jsonpath={.status.phase}{"\\n"}',
@@ -209,8 +213,11 @@ export async function playReferenceStory(env: Environment, out: StoryOutput): Pr
   const audit = await verifyAudit(env);
   out.say(`audit verify: ok=${audit.ok}, rows=${audit.rows}`);
 
-  await eventually("the Approval's final phase", 30_000, async () =>
-    approvalWatch.phases.at(-1) === "Succeeded" ? true : undefined,
+  // The watches lag the reads above a little: let them deliver the final phases before stopping them.
+  await eventually("the watches to see the final phases", 30_000, async () =>
+    approvalWatch.phases.at(-1) === "Succeeded" && sessionWatch.phases.at(-1) === "Completed"
+      ? true
+      : undefined,
   ).catch(() => undefined);
   sessionWatch.stop();
   approvalWatch.stop();

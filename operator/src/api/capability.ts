@@ -16,7 +16,9 @@ export const CapabilitySpec = z.object({
       approval: ApprovalPolicy.optional().describe(
         "Auto, Required or Forbidden. Default by effect: read and draft Auto, write Required. The strictest of this and the default wins.",
       ),
-      approvers: UsersAndGroups.optional().describe("Who may approve; default the requester."),
+      approvers: UsersAndGroups.optional().describe(
+        "Who may approve besides the requester, who is an approver unless allowSelfApproval is false; default the requester alone.",
+      ),
       requiredApprovals: z.number().int().min(1).max(10).optional().describe("Approvals needed; default 1."),
       allowSelfApproval: z
         .boolean()

@@ -120,7 +120,15 @@ describe("approval settings", () => {
     });
   });
 
-  it("uses the policy's values when given", () => {
+  it("adds the requester to the policy's approvers while self-approval is allowed", () => {
+    const policy = { approvers: { users: ["carol"], groups: ["approvers"] } };
+    expect(approvalSettings(policy, alice, 3600).approvers).toEqual({
+      users: ["alice", "carol"],
+      groups: ["approvers"],
+    });
+  });
+
+  it("uses the policy's values when given, without the requester when self-approval is off", () => {
     const policy = {
       approvers: { users: [], groups: ["approvers"] },
       requiredApprovals: 2,

@@ -156,22 +156,25 @@ export interface ApprovalSettings {
 }
 
 /**
- * The approval settings for a request by `requester`: approvers default to the requester alone,
- * `requiredApprovals` to 1 (at least 1), `allowSelfApproval` to true, ttl to `defaultTtlSeconds`.
+ * The approval settings for a request by `requester` (DESIGN §1, §2): the approvers are the policy's
+ * approvers and — unless `allowSelfApproval` is false — the requester too, since the requester
+ * confirming their own intent is the base case (with no approvers configured, the requester alone).
+ * `requiredApprovals` defaults to 1 (at least 1), `allowSelfApproval` to true, ttl to
+ * `defaultTtlSeconds`. With `allowSelfApproval: false` and no approvers configured, nobody can
+ * approve: the call can only be rejected or expire (four-eyes without a second pair of eyes).
  */
 export function approvalSettings(
   policy: CapabilityPolicy,
   requester: Subject,
   defaultTtlSeconds: number,
 ): ApprovalSettings {
-  const approvers =
-    policy.approvers && (policy.approvers.users.length > 0 || policy.approvers.groups.length > 0)
-      ? { users: [...policy.approvers.users], groups: [...policy.approvers.groups] }
-      : { users: [requester.user], groups: [] };
+  const allowSelfApproval = policy.allowSelfApproval ?? true;
+  const users = [...(policy.approvers?.users ?? [])];
+  if (allowSelfApproval && !users.includes(requester.user)) users.unshift(requester.user);
   return {
-    approvers,
+    approvers: { users, groups: [...(policy.approvers?.groups ?? [])] },
     requiredApprovals: Math.max(1, Math.floor(policy.requiredApprovals ?? 1)),
-    allowSelfApproval: policy.allowSelfApproval ?? true,
+    allowSelfApproval,
     ttlSeconds: policy.ttlSeconds && policy.ttlSeconds > 0 ? policy.ttlSeconds : defaultTtlSeconds,
   };
 }
