@@ -7,7 +7,6 @@ import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import {
   decisionPatch,
-  eventually,
   pendingApprovalOf,
   playReferenceStory,
   type StoryReport,
@@ -61,7 +60,7 @@ describe("the reference story", () => {
 });
 
 describe("a decision from someone who is not an approver", () => {
-  it("executes nothing and leaves the Approval Pending", async () => {
+  it("is refused by the API server; nothing executes and the Approval stays Pending", async () => {
     const name = "bob-approves";
     const session = {
       apiVersion: "gatehouse.dev/v1alpha1",
@@ -79,8 +78,15 @@ describe("a decision from someone who is not an approver", () => {
       await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])
     ).stdout;
     const approval = await pendingApprovalOf(env, uid);
+    const before = await env.kubectl.json<{ metadata: { resourceVersion: string } }>("admin", [
+      "get",
+      "approval",
+      approval.metadata.name,
+      "-n",
+      NAMESPACE,
+    ]);
 
-    await env.kubectl.ok("bob", [
+    const refused = await env.kubectl.run("bob", [
       "patch",
       "approval",
       approval.metadata.name,
@@ -91,17 +97,17 @@ describe("a decision from someone who is not an approver", () => {
       "-p",
       decisionPatch("bob", "Approve"),
     ]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/decision-approver: bob is not an approver/);
 
-    const seen = await eventually("the operator to evaluate bob's decision", 60_000, async () => {
-      const current = await env.kubectl.json<{
-        status?: { phase?: string; ignoredDecisions?: Array<{ approver: string; reason: string }> };
-      }>("admin", ["get", "approval", approval.metadata.name, "-n", NAMESPACE]);
-      return current.status?.ignoredDecisions?.some((d) => d.approver === "bob") ? current : undefined;
-    });
-    expect(seen.status?.phase).toBe("Pending");
-    expect(seen.status?.ignoredDecisions?.find((d) => d.approver === "bob")?.reason).toMatch(
-      /not an approver/,
-    );
+    const current = await env.kubectl.json<{
+      metadata: { resourceVersion: string };
+      spec: { decisions: unknown[] };
+      status?: { phase?: string };
+    }>("admin", ["get", "approval", approval.metadata.name, "-n", NAMESPACE]);
+    expect(current.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(current.spec.decisions).toEqual([]);
+    expect(current.status?.phase).toBe("Pending");
     expect(env.aps.publishes()).toHaveLength(publishesBefore);
     const publishRows = await env.pool.query(
       "SELECT id FROM executions WHERE session_uid = $1 AND capability = 'aps.schedule.publish'",

@@ -2,6 +2,14 @@
 import { z } from "zod";
 import { Conditions, ProviderRef, Subject, UsersAndGroups } from "./common.ts";
 
+/**
+ * The shape admission can check of RFC 8785 canonical JSON of an object: `{…}` without raw control
+ * characters (canonical JSON escapes them in strings and has no insignificant whitespace). CEL cannot
+ * parse JSON; Core re-canonicalizes and compares with the digest before executing.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to exclude raw control characters.
+export const CANONICAL_JSON_OBJECT = /^[{][^\x00-\x1f]*[}]$/;
+
 export const ApprovalPhase = z.enum([
   "Pending",
   "Approved",
@@ -39,8 +47,14 @@ export const ApprovalSpec = z.object({
   arguments: z
     .string()
     .max(65536)
-    .describe("The call's arguments as RFC 8785 canonical JSON (a string, so equality is exact)."),
-  argumentsDigest: z.string().max(128).describe("sha256 hex of arguments."),
+    .regex(CANONICAL_JSON_OBJECT)
+    .describe(
+      "The call's arguments as RFC 8785 canonical JSON of an object (a string, so equality is exact).",
+    ),
+  argumentsDigest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .describe("sha256 of arguments, 64 lowercase hex digits."),
   schemaDigest: z.string().max(128).describe("The capability's schema digest when the call was proposed."),
   target: z
     .object({ kind: z.string().max(63), id: z.string().max(253), version: z.string().max(63).optional() })

@@ -70,6 +70,7 @@ export function openApiOf(schema: z.ZodType, path: string): Schema {
 /** The apiextensions.k8s.io/v1 CustomResourceDefinition of one kind. */
 export function crdFor(def: KindDefinition): Schema {
   const spec = openApiOf(def.spec, `${def.kind}.spec`);
+  if (def.specRules.length > 0) spec["x-kubernetes-validations"] = def.specRules;
   const status = openApiOf(def.status, `${def.kind}.status`);
   return {
     apiVersion: "apiextensions.k8s.io/v1",

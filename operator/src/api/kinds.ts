@@ -7,6 +7,12 @@ import { AgentSessionSpec, AgentSessionStatus } from "./agentsession.ts";
 import { ApprovalSpec, ApprovalStatus } from "./approval.ts";
 import { CapabilitySpec, CapabilityStatus } from "./capability.ts";
 import { ProviderInstanceSpec, ProviderInstanceStatus } from "./providerinstance.ts";
+import {
+  AGENT_SESSION_SPEC_RULES,
+  APPROVAL_SPEC_RULES,
+  CAPABILITY_SPEC_RULES,
+  type CelRule,
+} from "./validation-rules.ts";
 
 export const GROUP = "gatehouse.dev";
 export const VERSION = "v1alpha1";
@@ -30,6 +36,8 @@ export interface KindDefinition {
   description: string;
   spec: z.ZodType;
   status: z.ZodType;
+  /** CEL rules on `spec` (validation-rules.ts). */
+  specRules: CelRule[];
   printerColumns: PrinterColumn[];
 }
 
@@ -44,6 +52,7 @@ export const AGENT_SESSION: KindDefinition = {
     "An AI agent run on behalf of a subject; the agent may only call Capabilities, through Gatehouse Core.",
   spec: AgentSessionSpec,
   status: AgentSessionStatus,
+  specRules: AGENT_SESSION_SPEC_RULES,
   printerColumns: [
     { name: "Subject", type: "string", jsonPath: ".spec.subject.user" },
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
@@ -62,6 +71,7 @@ export const CAPABILITY: KindDefinition = {
   description: "Exposes one capability of a ProviderInstance in this namespace, under an approval policy.",
   spec: CapabilitySpec,
   status: CapabilityStatus,
+  specRules: CAPABILITY_SPEC_RULES,
   printerColumns: [
     { name: "Id", type: "string", jsonPath: ".spec.id" },
     { name: "Provider", type: "string", jsonPath: ".spec.providerRef.name" },
@@ -80,6 +90,7 @@ export const PROVIDER_INSTANCE: KindDefinition = {
   description: "A provider: an adapter that speaks one business system's API, run by the operator.",
   spec: ProviderInstanceSpec,
   status: ProviderInstanceStatus,
+  specRules: [],
   printerColumns: [
     { name: "Type", type: "string", jsonPath: ".spec.type" },
     { name: "Placement", type: "string", jsonPath: ".spec.placement" },
@@ -98,6 +109,7 @@ export const APPROVAL: KindDefinition = {
     "A human decision on one proposed capability call. Created only by the operator; approvers append decisions.",
   spec: ApprovalSpec,
   status: ApprovalStatus,
+  specRules: APPROVAL_SPEC_RULES,
   printerColumns: [
     { name: "Capability", type: "string", jsonPath: ".spec.capabilityId" },
     { name: "Requester", type: "string", jsonPath: ".spec.requester.user" },

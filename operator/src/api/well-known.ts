@@ -17,3 +17,8 @@ export const AGENT_SERVICE_ACCOUNT = "gatehouse-agent";
 export const GATEHOUSE_AUDIENCE = "gatehouse";
 /** Field manager of the operator's server-side applies. */
 export const FIELD_MANAGER = "gatehouse-operator";
+/** Namespace and ServiceAccount the operator runs as (the chart issue makes the namespace a value). */
+export const OPERATOR_NAMESPACE = "gatehouse-system";
+export const OPERATOR_SERVICE_ACCOUNT = "gatehouse-operator";
+/** The operator's user name as the API server authenticates it; admission policies name it. */
+export const OPERATOR_USERNAME = `system:serviceaccount:${OPERATOR_NAMESPACE}:${OPERATOR_SERVICE_ACCOUNT}`;

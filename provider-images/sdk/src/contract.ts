@@ -39,11 +39,10 @@ export const ErrorKind = z.enum([
 ]);
 export type ErrorKind = z.infer<typeof ErrorKind>;
 
+/** The RE2-safe pattern of a capability id: two or more dot-separated lowercase segments (DESIGN §2). */
+export const CAPABILITY_ID_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$/;
 /** Capability id: dotted lowercase segments, at most 64 characters (DESIGN §2). */
-export const CapabilityId = z
-  .string()
-  .max(64)
-  .regex(/^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$/);
+export const CapabilityId = z.string().max(64).regex(CAPABILITY_ID_PATTERN);
 
 /** A JSON Schema (draft 2020-12 subset that ajv accepts) kept as a plain object. */
 export const JsonSchemaObject = z.record(z.string(), z.unknown());

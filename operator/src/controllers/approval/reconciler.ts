@@ -88,15 +88,15 @@ export async function reconcileApproval(
   };
 
   if (phase === "Pending") {
-    // API issue: until the admission policy checks `approver == request.userInfo.username` and the
-    // user's groups, the operator counts approvers by name only (group membership is unknowable here).
+    // Group membership of a decision's author is known only to admission (request.userInfo.groups):
+    // the gatehouse-approval-decide policy (crds/admission-policies.yaml) checked it when the decision
+    // was appended, so no groupsOf is passed here. Names, counts and self-approval are re-checked.
     const evaluation = evaluateApproval({
       decisions: approval.spec.decisions,
       approvers: approval.spec.approvers,
       requiredApprovals: approval.spec.requiredApprovals,
       allowSelfApproval: approval.spec.allowSelfApproval,
       requester: approval.spec.requester,
-      groupsOf: () => [],
     });
     status.approvals = evaluation.approvals;
     status.ignoredDecisions = evaluation.ignored.map((i) => ({ approver: i.approver, reason: i.reason }));

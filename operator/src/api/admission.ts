@@ -1,0 +1,249 @@
+/**
+ * The ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA since Kubernetes 1.30) and their
+ * bindings that make the API server itself enforce who may create, decide and change Gatehouse objects
+ * (DESIGN §2, §7). They complement RBAC (which verbs a persona has) and the CRDs' own CEL rules (what
+ * may change at all): these rules need `request.userInfo`, which only admission sees.
+ *
+ * Every message names the broken rule and the user, so whoever is refused knows what to fix. Policies
+ * fail closed (`failurePolicy: Fail`). Variables are evaluated lazily, so a rule guarded by
+ * `variables.added != 1 || …` never touches an appended decision that is not there.
+ *
+ * Sources: https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/ and
+ * the CEL libraries of k8s.io/apiserver/pkg/cel/library (authorizer, lists, strings);
+ * two-variable comprehensions (`all(i, v, …)`) are in the base CEL environment since Kubernetes 1.33.
+ */
+import { AgentSessionSpec } from "./agentsession.ts";
+import { GROUP } from "./kinds.ts";
+import { unchanged } from "./validation-rules.ts";
+import { OPERATOR_USERNAME } from "./well-known.ts";
+
+type Manifest = Record<string, unknown>;
+
+interface Validation {
+  expression: string;
+  messageExpression: string;
+  reason: "Forbidden" | "Invalid";
+}
+
+interface PolicyDefinition {
+  name: string;
+  description: string;
+  operations: Array<"CREATE" | "UPDATE">;
+  resources: string[];
+  /** Requests the policy applies to; all others pass untouched. */
+  matchConditions?: Array<{ name: string; expression: string }>;
+  variables?: Array<{ name: string; expression: string }>;
+  validations: Validation[];
+}
+
+const OPERATOR = `'${OPERATOR_USERNAME}'`;
+const USER = "request.userInfo.username";
+const GROUPS = "(has(request.userInfo.groups) ? request.userInfo.groups : [])";
+const KIND_RESOURCES = ["agentsessions", "capabilities", "providerinstances", "approvals"];
+
+/** `metadata.<field>` is the same in the old and new object (absent counts as empty). */
+function sameMetadata(field: string, empty: string): string {
+  const of = (o: string) => `(has(${o}.metadata.${field}) ? ${o}.metadata.${field} : ${empty})`;
+  return `${of("object")} == ${of("oldObject")}`;
+}
+
+const APPROVAL_CREATE: PolicyDefinition = {
+  name: "gatehouse-approval-create",
+  description: "Approvals are created only by the Gatehouse operator, so nobody can pre-create one.",
+  operations: ["CREATE"],
+  resources: ["approvals"],
+  validations: [
+    {
+      expression: `${USER} == ${OPERATOR}`,
+      messageExpression: `'approval-create: only the Gatehouse operator creates Approvals; ' + ${USER} + ' may not (approvers append a decision to an existing Approval instead)'`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
+const APPROVAL_DECIDE: PolicyDefinition = {
+  name: "gatehouse-approval-decide",
+  description:
+    "Everyone but the operator may change an Approval only by appending one decision of their own, as a listed approver, while it is Pending.",
+  operations: ["UPDATE"],
+  resources: ["approvals"],
+  matchConditions: [{ name: "not-the-operator", expression: `${USER} != ${OPERATOR}` }],
+  variables: [
+    { name: "added", expression: "size(object.spec.decisions) - size(oldObject.spec.decisions)" },
+    { name: "appended", expression: "object.spec.decisions[size(object.spec.decisions) - 1]" },
+    { name: "isRequester", expression: `${USER} == oldObject.spec.requester.user` },
+    {
+      name: "isApprover",
+      expression: `${USER} in oldObject.spec.approvers.users || ${GROUPS}.exists(g, g in oldObject.spec.approvers.groups)`,
+    },
+    {
+      name: "phase",
+      expression: "has(oldObject.status) && has(oldObject.status.phase) ? oldObject.status.phase : 'Pending'",
+    },
+  ],
+  validations: [
+    {
+      expression: "variables.phase == 'Pending'",
+      messageExpression: `'decision-closed: Approval ' + object.metadata.name + ' is ' + variables.phase + ' and takes no more decisions; ' + ${USER} + ' may not change it'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: "variables.added == 1 && oldObject.spec.decisions.all(i, d, object.spec.decisions[i] == d)",
+      messageExpression: `'decision-append: ' + ${USER} + ' may only append exactly one decision at the end of spec.decisions, with a JSON patch {"op":"add","path":"/spec/decisions/-","value":{"approver":"' + ${USER} + '","verdict":"Approve"}}'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `variables.added != 1 || variables.appended.approver == ${USER}`,
+      messageExpression: `'decision-own-name: ' + ${USER} + ' may append a decision only in their own name, not as ' + variables.appended.approver`,
+      reason: "Forbidden",
+    },
+    {
+      expression:
+        "variables.added != 1 || variables.isApprover || (variables.isRequester && variables.appended.verdict == 'Reject')",
+      messageExpression: `'decision-approver: ' + ${USER} + ' is not an approver of Approval ' + object.metadata.name + ' (approvers: users [' + oldObject.spec.approvers.users.join(', ') + '], groups [' + oldObject.spec.approvers.groups.join(', ') + '])'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `!oldObject.spec.decisions.exists(d, d.approver == ${USER})`,
+      messageExpression: `'decision-once: ' + ${USER} + ' has already decided Approval ' + object.metadata.name + '; each user decides once'`,
+      reason: "Forbidden",
+    },
+    {
+      expression:
+        "variables.added != 1 || !(variables.isRequester && variables.appended.verdict == 'Approve' && !oldObject.spec.allowSelfApproval)",
+      messageExpression: `'decision-self-approval: ' + ${USER} + ' requested this call and self-approval is not allowed for it; another approver must approve (the requester may still reject)'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: [
+        sameMetadata("labels", "{}"),
+        sameMetadata("annotations", "{}"),
+        sameMetadata("finalizers", "[]"),
+        sameMetadata("ownerReferences", "[]"),
+      ].join(" && "),
+      messageExpression: `'decision-metadata: ' + ${USER} + ' may only append a decision; the labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' belong to the operator'`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
+const STATUS: PolicyDefinition = {
+  name: "gatehouse-status",
+  description: "Only the Gatehouse operator writes the status of Gatehouse objects.",
+  operations: ["UPDATE"],
+  resources: KIND_RESOURCES.map((r) => `${r}/status`),
+  validations: [
+    {
+      expression: `${USER} == ${OPERATOR}`,
+      messageExpression: `'status-writer: the status of ' + object.kind + ' ' + object.metadata.name + ' is written only by the Gatehouse operator; ' + ${USER} + ' may not change it'`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
+const SESSION_CREATE: PolicyDefinition = {
+  name: "gatehouse-agentsession-create",
+  description:
+    "A session acts for the user who creates it: spec.subject.user is the caller, spec.subject.groups a subset of the caller's groups.",
+  operations: ["CREATE"],
+  resources: ["agentsessions"],
+  variables: [
+    {
+      name: "claimed",
+      expression: "has(object.spec.subject.groups) ? object.spec.subject.groups : []",
+    },
+  ],
+  validations: [
+    {
+      expression: `object.spec.subject.user == ${USER}`,
+      messageExpression: `'session-subject: spec.subject.user must be the creating user; ' + ${USER} + ' may not create a session for ' + object.spec.subject.user + ' (set spec.subject.user to ' + ${USER} + ')'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `variables.claimed.all(g, g in ${GROUPS})`,
+      messageExpression: `'session-groups: spec.subject.groups may list only groups of ' + ${USER} + '; not a member of: ' + variables.claimed.filter(g, !(g in ${GROUPS})).join(', ')`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
+/** Every field of AgentSession.spec except `cancel` is unchanged. */
+const SPEC_BUT_CANCEL_UNCHANGED = Object.keys(AgentSessionSpec.shape)
+  .filter((key) => key !== "cancel")
+  .map((key) => unchanged(AgentSessionSpec.shape, key, "object.spec", "oldObject.spec"))
+  .join(" && ");
+
+const SESSION_UPDATE: PolicyDefinition = {
+  name: "gatehouse-agentsession-update",
+  description:
+    "Only the subject changes a session's spec (appends a message, cancels); a holder of the custom verb cancel on agentsessions may set spec.cancel and nothing else.",
+  operations: ["UPDATE"],
+  resources: ["agentsessions"],
+  variables: [
+    { name: "isSubject", expression: `${USER} == oldObject.spec.subject.user` },
+    { name: "specChanged", expression: "object.spec != oldObject.spec" },
+    { name: "onlyCancelChanged", expression: SPEC_BUT_CANCEL_UNCHANGED },
+  ],
+  // `authorizer` is available to expressions but not to messageExpressions, so the cancel-verb check
+  // has a validation of its own.
+  validations: [
+    {
+      expression: "!variables.specChanged || variables.isSubject || variables.onlyCancelChanged",
+      messageExpression: `'session-owner: only the subject (' + oldObject.spec.subject.user + ') may change the spec of AgentSession ' + object.metadata.name + '; ' + ${USER} + ' may not (a holder of the cancel verb on agentsessions may set spec.cancel alone)'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `!variables.specChanged || variables.isSubject || !variables.onlyCancelChanged || authorizer.group('${GROUP}').resource('agentsessions').namespace(object.metadata.namespace).name(object.metadata.name).check('cancel').allowed()`,
+      messageExpression: `'session-cancel: ' + ${USER} + ' may set spec.cancel of AgentSession ' + object.metadata.name + ' only with the RBAC verb cancel on agentsessions (granted by gatehouse-platform)'`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
+/** All policies, in the order they are shipped. */
+export const POLICIES: readonly PolicyDefinition[] = [
+  APPROVAL_CREATE,
+  APPROVAL_DECIDE,
+  STATUS,
+  SESSION_CREATE,
+  SESSION_UPDATE,
+];
+
+const PART_OF = { "app.kubernetes.io/part-of": "gatehouse" };
+
+/** The ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding manifests of every policy. */
+export function admissionManifests(): Manifest[] {
+  return POLICIES.flatMap((p) => [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: {
+        name: p.name,
+        labels: PART_OF,
+        annotations: { "gatehouse.dev/description": p.description },
+      },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: [GROUP],
+              apiVersions: ["*"],
+              operations: p.operations,
+              resources: p.resources,
+            },
+          ],
+        },
+        ...(p.matchConditions ? { matchConditions: p.matchConditions } : {}),
+        ...(p.variables ? { variables: p.variables } : {}),
+        validations: p.validations,
+      },
+    },
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name: p.name, labels: PART_OF },
+      spec: { policyName: p.name, validationActions: ["Deny"] },
+    },
+  ]);
+}

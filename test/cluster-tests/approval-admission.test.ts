@@ -1,0 +1,332 @@
+/**
+ * The API server itself enforces the decision rules of an Approval (DESIGN §2): every offending request
+ * is sent as the offending user through that user's kubeconfig context, and must be refused with the
+ * object unchanged (same resourceVersion). Approvals are created through the operator's identity; no
+ * operator process runs here, so nothing but the requests below touches them.
+ */
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
+import {
+  appendDecision,
+  approvalSpec,
+  expectRefused,
+  installApi,
+  type Json,
+  manifest,
+  OPERATOR,
+  personaNamespace,
+  uniqueName,
+} from "./api-fixtures.ts";
+
+const cluster = inject("cluster");
+const kubectl: Kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath);
+let ns: string;
+
+interface ApprovalObject {
+  metadata: { name: string; resourceVersion: string; labels?: Record<string, string> };
+  spec: { decisions: Array<{ approver: string; verdict: string }>; arguments: string };
+  status?: { phase?: string };
+}
+
+/** Creates an Approval as the operator and returns its name. */
+async function createApproval(overrides: Json = {}): Promise<string> {
+  const name = uniqueName("apr");
+  await kubectl.ok(OPERATOR, ["create", "-f", "-"], manifest("Approval", ns, name, approvalSpec(overrides)));
+  return name;
+}
+
+async function read(name: string): Promise<ApprovalObject> {
+  return await kubectl.json<ApprovalObject>("admin", ["get", "approval", name, "-n", ns]);
+}
+
+function patch(user: string, name: string, type: "json" | "merge", body: unknown, extra: string[] = []) {
+  return kubectl.run(user, [
+    "patch",
+    "approval",
+    name,
+    "-n",
+    ns,
+    "--type",
+    type,
+    "-p",
+    typeof body === "string" ? body : JSON.stringify(body),
+    ...extra,
+  ]);
+}
+
+/** Runs `request`, expects a refusal matching `message`, and that the Approval did not change. */
+async function refusedAndUnchanged(
+  name: string,
+  request: () => Promise<Awaited<ReturnType<typeof patch>>>,
+  message: RegExp,
+): Promise<void> {
+  const before = await read(name);
+  expectRefused(await request(), message);
+  expect((await read(name)).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+}
+
+beforeAll(async () => {
+  await installApi(kubectl);
+  ns = await personaNamespace(kubectl, "approvals");
+});
+
+describe("Approval updates the API server refuses", () => {
+  it("refuses bob's Approve on an Approval that lists only alice and group approvers", async () => {
+    const name = await createApproval();
+    await refusedAndUnchanged(
+      name,
+      () => patch("bob", name, "json", appendDecision("bob", "Approve")),
+      /decision-approver: bob is not an approver of Approval .* \(approvers: users \[alice\], groups \[approvers\]\)/,
+    );
+  });
+
+  it("refuses a decision appended in someone else's name", async () => {
+    const name = await createApproval();
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", appendDecision("carol", "Approve")),
+      /decision-own-name: alice may append a decision only in their own name, not as carol/,
+    );
+  });
+
+  it("refuses a second decision by the same user", async () => {
+    const name = await createApproval({ requiredApprovals: 2 });
+    await kubectl.ok("alice", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--type",
+      "json",
+      "-p",
+      appendDecision("alice", "Approve"),
+    ]);
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", appendDecision("alice", "Approve")),
+      /decision-once: alice has already decided Approval/,
+    );
+  });
+
+  it("refuses two decisions appended in one patch", async () => {
+    const name = await createApproval();
+    const two = [
+      { op: "add", path: "/spec/decisions/-", value: { approver: "alice", verdict: "Approve" } },
+      { op: "add", path: "/spec/decisions/-", value: { approver: "alice", verdict: "Approve" } },
+    ];
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", two),
+      /decision-append: alice may only append exactly one decision/,
+    );
+  });
+
+  it("refuses removing a decision", async () => {
+    const name = await createApproval({ requiredApprovals: 2 });
+    await kubectl.ok("alice", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--type",
+      "json",
+      "-p",
+      appendDecision("alice", "Approve"),
+    ]);
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", [{ op: "remove", path: "/spec/decisions/0" }]),
+      /spec\.decisions is append-only/,
+    );
+  });
+
+  it("refuses reordering decisions", async () => {
+    const name = await createApproval({ requiredApprovals: 3 });
+    await kubectl.ok("alice", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--type",
+      "json",
+      "-p",
+      appendDecision("alice", "Approve"),
+    ]);
+    await kubectl.ok("carol", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--type",
+      "json",
+      "-p",
+      appendDecision("carol", "Approve"),
+    ]);
+    const { spec } = await read(name);
+    const swapped = [spec.decisions[1], spec.decisions[0], { approver: "bob", verdict: "Approve" }];
+    await refusedAndUnchanged(
+      name,
+      () => patch("bob", name, "merge", { spec: { decisions: swapped } }),
+      /spec\.decisions is append-only/,
+    );
+  });
+
+  it.each([
+    ["arguments", { arguments: '{"planId":"plan-1","version":3}' }, /spec\.arguments is immutable/],
+    ["requiredApprovals", { requiredApprovals: 2 }, /spec\.requiredApprovals is immutable/],
+  ])("refuses a merge patch that approves and also changes %s", async (_field, change, message) => {
+    const name = await createApproval();
+    const body = { spec: { decisions: [{ approver: "alice", verdict: "Approve" }], ...change } };
+    await refusedAndUnchanged(name, () => patch("alice", name, "merge", body), message);
+  });
+
+  it.each([
+    ["labels", { op: "add", path: "/metadata/labels", value: { approved: "yes" } }],
+    ["finalizers", { op: "add", path: "/metadata/finalizers", value: ["example.com/hold"] }],
+  ])("refuses an approver's edit of %s, alone or with a decision", async (_what, edit) => {
+    const name = await createApproval();
+    await refusedAndUnchanged(name, () => patch("alice", name, "json", [edit]), /decision-append/);
+    const withDecision = [
+      { op: "add", path: "/spec/decisions/-", value: { approver: "alice", verdict: "Approve" } },
+      edit,
+    ];
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", withDecision),
+      /decision-metadata: alice/,
+    );
+  });
+
+  it("refuses a decision once the operator set the phase to Rejected", async () => {
+    const name = await createApproval();
+    await kubectl.ok(OPERATOR, [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--subresource=status",
+      "--type",
+      "merge",
+      "-p",
+      '{"status":{"phase":"Rejected"}}',
+    ]);
+    await refusedAndUnchanged(
+      name,
+      () => patch("carol", name, "json", appendDecision("carol", "Approve")),
+      /decision-closed: Approval .* is Rejected and takes no more decisions; carol/,
+    );
+  });
+
+  it("refuses the requester's Approve when self-approval is off, and accepts their Reject", async () => {
+    const name = await createApproval({
+      allowSelfApproval: false,
+      approvers: { users: ["alice"], groups: [] },
+    });
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", appendDecision("alice", "Approve")),
+      /decision-self-approval: alice requested this call and self-approval is not allowed/,
+    );
+    await kubectl.ok("alice", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--type",
+      "json",
+      "-p",
+      appendDecision("alice", "Reject", "not now"),
+    ]);
+    expect((await read(name)).spec.decisions).toEqual([
+      { approver: "alice", verdict: "Reject", reason: "not now" },
+    ]);
+  });
+
+  it("refuses a status write through the subresource by anyone but the operator", async () => {
+    const name = await createApproval();
+    const setPhase = (user: string) =>
+      patch(user, name, "merge", { status: { phase: "Approved" } }, ["--subresource=status"]);
+    // An approver has no RBAC on approvals/status at all …
+    await refusedAndUnchanged(name, () => setPhase("alice"), /forbidden/i);
+    // … and even a cluster admin, whom RBAC allows everything, is refused by admission.
+    await refusedAndUnchanged(
+      name,
+      () => setPhase("admin"),
+      /status-writer: the status of Approval .* admin may not/,
+    );
+  });
+
+  it("refuses a status-only merge patch sent without the subresource, leaving the status unset", async () => {
+    const name = await createApproval();
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "merge", { status: { phase: "Approved" } }),
+      /decision-append/,
+    );
+    expect((await read(name)).status?.phase).toBeUndefined();
+  });
+
+  it("refuses an Approval created by anyone but the operator", async () => {
+    const text = manifest("Approval", ns, uniqueName("squat"), approvalSpec());
+    expectRefused(await kubectl.run("alice", ["create", "-f", "-"], text), /forbidden/i);
+    expectRefused(
+      await kubectl.run("admin", ["create", "-f", "-"], text),
+      /approval-create: only the Gatehouse operator creates Approvals; admin may not/,
+    );
+  });
+
+  it("refuses a change of spec.arguments that only renames a key, even from a cluster admin", async () => {
+    const name = await createApproval();
+    const renamed = { spec: { arguments: '{"planID":"plan-1","version":2}' } };
+    await refusedAndUnchanged(
+      name,
+      () => patch("admin", name, "merge", renamed),
+      /spec\.arguments is immutable/,
+    );
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "merge", renamed),
+      /spec\.arguments is immutable/,
+    );
+  });
+});
+
+describe("Approval updates the API server accepts", () => {
+  it("accepts carol's own Approve through group approvers", async () => {
+    const name = await createApproval();
+    await kubectl.ok("carol", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--type",
+      "json",
+      "-p",
+      appendDecision("carol", "Approve"),
+    ]);
+    expect((await read(name)).spec.decisions).toEqual([{ approver: "carol", verdict: "Approve" }]);
+  });
+
+  it("accepts alice's own Reject", async () => {
+    const name = await createApproval();
+    await kubectl.ok("alice", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      ns,
+      "--type",
+      "json",
+      "-p",
+      appendDecision("alice", "Reject"),
+    ]);
+    expect((await read(name)).spec.decisions).toEqual([{ approver: "alice", verdict: "Reject" }]);
+  });
+});
