@@ -33,6 +33,7 @@ crds: deps
 ## bench: control-plane build/start benchmark with a same-run baseline; writes test/bench/results/control-plane.json.
 bench: deps cluster
 	node test/bench/control-plane.ts
+	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
 
 lint: deps
 	npx biome check .

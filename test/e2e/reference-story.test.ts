@@ -7,6 +7,7 @@ import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import {
   decisionPatch,
+  eventually,
   pendingApprovalOf,
   playReferenceStory,
   type StoryReport,
@@ -125,5 +126,18 @@ describe("a decision from someone who is not an approver", () => {
       "-p",
       '{"spec":{"cancel":true}}',
     ]);
+    // Nobody waits for the decision any more: the operator cancels the Approval, and it stays unexecuted.
+    const cancelled = await eventually("the Approval to be Cancelled", 60_000, async () => {
+      const latest = await env.kubectl.json<{ status?: { phase?: string; execution?: unknown } }>("admin", [
+        "get",
+        "approval",
+        approval.metadata.name,
+        "-n",
+        NAMESPACE,
+      ]);
+      return latest.status?.phase === "Cancelled" ? latest : undefined;
+    });
+    expect(cancelled.status?.execution).toBeUndefined();
+    expect(env.aps.publishes()).toHaveLength(publishesBefore);
   });
 });

@@ -194,22 +194,25 @@ export async function playReferenceStory(env: Environment, out: StoryOutput): Pr
   );
   out.command(await k.ok("alice", ["get", "approvals", "-n", NAMESPACE]));
   out.command(await k.ok("alice", ["get", "agentsessions", "-n", NAMESPACE, "-o", "wide"]));
-  const result = (
-    await k.ok("alice", [
-      "get",
-      "agentsession",
-      sessionName,
-      "-n",
-      NAMESPACE,
-      "-o",
-      "jsonpath={.status.result}",
-    ])
-  ).stdout;
-  out.say(`status.result: ${result}`);
+  const resultCommand = await k.ok("alice", [
+    "get",
+    "agentsession",
+    sessionName,
+    "-n",
+    NAMESPACE,
+    "-o",
+    'jsonpath={.status.result}{"\\n"}',
+  ]);
+  out.command(resultCommand);
+  const result = resultCommand.stdout.trim();
   const publishes = env.aps.publishes().length;
-  out.say(`fake APS publishes recorded: ${publishes}`);
+  out.say(
+    `The fake APS system (its own record, not Gatehouse's) holds ${publishes} publish(es) of the plan.`,
+  );
 
-  out.say("6. The hash-chained audit log verifies.");
+  out.say(
+    "6. The hash-chained audit log in Postgres verifies (every hash recomputed from the stored bytes).",
+  );
   const audit = await verifyAudit(env);
   out.say(`audit verify: ok=${audit.ok}, rows=${audit.rows}`);
 

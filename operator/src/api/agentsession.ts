@@ -12,64 +12,83 @@ export const SessionPhase = z.enum([
 ]);
 export type SessionPhase = z.infer<typeof SessionPhase>;
 
-export const AgentSessionSpec = z.object({
-  subject: Subject.describe(
-    "Who the agent acts for. On create, user must equal the requesting user and groups must be a subset of the requester's groups.",
-  ),
-  engine: z
-    .enum(["builtin"])
-    .default("builtin")
-    .describe("Agent engine; builtin is Gatehouse's own loop on the OpenAI SDK."),
-  model: z
-    .object({
-      name: z.string().min(1).max(256).describe("Model name sent to the endpoint."),
-      endpointRef: Dns1123Label.optional().describe(
-        "Name of a model endpoint from the operator's configuration; empty means the default endpoint. Users never supply URLs.",
-      ),
-    })
-    .describe("The model the agent uses."),
-  instructions: z.string().max(16384).default("").describe("System instructions for the agent."),
-  messages: z
-    .array(z.object({ text: z.string().min(1).max(16384).describe("Message text.") }))
-    .min(1)
-    .max(64)
-    .describe("Append-only user messages; the first is the task. Appending starts a new turn."),
-  capabilities: z
-    .array(Dns1123Subdomain)
-    .max(64)
-    .optional()
-    .describe(
-      "Names of Capability objects the agent may see; default all in the namespace that the subject may use.",
+/** The phases a session never leaves. */
+export const TERMINAL_SESSION_PHASES: readonly SessionPhase[] = ["Completed", "Failed", "Cancelled"];
+
+/** True for Completed, Failed and Cancelled (an unset phase is Pending). */
+export function isTerminalSessionPhase(phase: SessionPhase | undefined): boolean {
+  return TERMINAL_SESSION_PHASES.includes(phase ?? "Pending");
+}
+
+export const AgentSessionSpec = z
+  .object({
+    subject: Subject.describe(
+      "Who the agent acts for. On create, user must equal the requesting user and groups must be a subset of the requester's groups.",
     ),
-  limits: z
-    .object({
-      maxTurns: z.number().int().min(1).max(1000).optional().describe("Most model turns."),
-      maxToolCalls: z.number().int().min(0).max(10000).optional().describe("Most tool calls in the session."),
-      maxWrites: z.number().int().min(0).max(1000).optional().describe("Most write-effect executions."),
-      tokenBudget: z.number().int().min(0).optional().describe("Most tokens (input + output)."),
-      timeoutSeconds: z
-        .number()
-        .int()
-        .min(1)
-        .max(604800)
-        .optional()
-        .describe("Wall-clock budget of the session in seconds."),
-    })
-    .optional()
-    .describe("Limits; each effective value is the minimum of this and the operator's ceiling."),
-  approval: z
-    .object({
-      holdPodForSeconds: z
-        .number()
-        .int()
-        .min(0)
-        .max(3600)
-        .optional()
-        .describe("How long the agent pod waits for a decision before it is released."),
-    })
-    .optional(),
-  cancel: z.boolean().optional().describe("Set true to cancel the session."),
-});
+    engine: z
+      .enum(["builtin"])
+      .default("builtin")
+      .describe("Agent engine; builtin is Gatehouse's own loop on the OpenAI SDK."),
+    model: z
+      .object({
+        name: z.string().min(1).max(256).describe("Model name sent to the endpoint."),
+        endpointRef: Dns1123Label.optional().describe(
+          "Name of a model endpoint from the operator's configuration; empty means the default endpoint. Users never supply URLs.",
+        ),
+      })
+      .describe("The model the agent uses."),
+    instructions: z.string().max(16384).default("").describe("System instructions for the agent."),
+    messages: z
+      .array(z.object({ text: z.string().min(1).max(16384).describe("Message text.") }))
+      .min(1)
+      .max(64)
+      .describe("Append-only user messages; the first is the task. Appending starts a new turn."),
+    capabilities: z
+      .array(Dns1123Subdomain)
+      .max(64)
+      .optional()
+      .describe(
+        "Names of Capability objects the agent may see; default all in the namespace that the subject may use.",
+      ),
+    limits: z
+      .object({
+        maxTurns: z.number().int().min(1).max(1000).optional().describe("Most model turns."),
+        maxToolCalls: z
+          .number()
+          .int()
+          .min(0)
+          .max(10000)
+          .optional()
+          .describe("Most tool calls in the session."),
+        maxWrites: z.number().int().min(0).max(1000).optional().describe("Most write-effect executions."),
+        tokenBudget: z.number().int().min(0).optional().describe("Most tokens (input + output)."),
+        timeoutSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(604800)
+          .optional()
+          .describe("Wall-clock budget of the session in seconds."),
+      })
+      .optional()
+      .describe("Limits; each effective value is the minimum of this and the operator's ceiling."),
+    approval: z
+      .object({
+        holdPodForSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .max(3600)
+          .optional()
+          .describe("How long the agent pod waits for a decision before it is released."),
+      })
+      .optional()
+      .describe("How the session waits for approvals."),
+    cancel: z.boolean().optional().describe("Set true to cancel the session; it cannot be undone."),
+  })
+  .describe(
+    "What the agent is asked to do and for whom. Only the subject may change it afterwards: append to messages, or set cancel.",
+  );
 export type AgentSessionSpec = z.infer<typeof AgentSessionSpec>;
 
 export const AgentSessionStatus = z.object({

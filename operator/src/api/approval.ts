@@ -31,46 +31,50 @@ export const Decision = z.object({
 });
 export type Decision = z.infer<typeof Decision>;
 
-export const ApprovalSpec = z.object({
-  executionId: z
-    .string()
-    .max(64)
-    .describe(
-      "The execution identity: sha256 of session uid, turn, position, capability and arguments digest.",
-    ),
-  sessionRef: z
-    .object({ name: z.string().max(253), uid: z.string().max(64) })
-    .describe("The AgentSession that proposed the call."),
-  capability: z.string().max(253).describe("Name of the Capability object."),
-  capabilityId: z.string().max(64).describe("The capability id, e.g. aps.schedule.publish."),
-  providerRef: ProviderRef,
-  arguments: z
-    .string()
-    .max(65536)
-    .regex(CANONICAL_JSON_OBJECT)
-    .describe(
-      "The call's arguments as RFC 8785 canonical JSON of an object (a string, so equality is exact).",
-    ),
-  argumentsDigest: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .describe("sha256 of arguments, 64 lowercase hex digits."),
-  schemaDigest: z.string().max(128).describe("The capability's schema digest when the call was proposed."),
-  target: z
-    .object({ kind: z.string().max(63), id: z.string().max(253), version: z.string().max(63).optional() })
-    .optional()
-    .describe("The business object the call changes, when known."),
-  requester: Subject.describe("The session's subject."),
-  approvers: UsersAndGroups,
-  requiredApprovals: z.number().int().min(1).max(10),
-  allowSelfApproval: z.boolean(),
-  expiresAt: z.string().describe("RFC 3339; the operator moves a Pending Approval to Expired after it."),
-  decisions: z
-    .array(Decision)
-    .max(32)
-    .default([])
-    .describe('Append one entry with a JSON patch {"op":"add","path":"/spec/decisions/-","value":{...}}.'),
-});
+export const ApprovalSpec = z
+  .object({
+    executionId: z
+      .string()
+      .max(64)
+      .describe(
+        "The execution identity: sha256 of session uid, turn, position, capability and arguments digest.",
+      ),
+    sessionRef: z
+      .object({ name: z.string().max(253), uid: z.string().max(64) })
+      .describe("The AgentSession that proposed the call."),
+    capability: z.string().max(253).describe("Name of the Capability object."),
+    capabilityId: z.string().max(64).describe("The capability id, e.g. aps.schedule.publish."),
+    providerRef: ProviderRef,
+    arguments: z
+      .string()
+      .max(65536)
+      .regex(CANONICAL_JSON_OBJECT)
+      .describe(
+        "The call's arguments as RFC 8785 canonical JSON of an object (a string, so equality is exact).",
+      ),
+    argumentsDigest: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .describe("sha256 of arguments, 64 lowercase hex digits."),
+    schemaDigest: z.string().max(128).describe("The capability's schema digest when the call was proposed."),
+    target: z
+      .object({ kind: z.string().max(63), id: z.string().max(253), version: z.string().max(63).optional() })
+      .optional()
+      .describe("The business object the call changes, when known."),
+    requester: Subject.describe("The session's subject."),
+    approvers: UsersAndGroups,
+    requiredApprovals: z.number().int().min(1).max(10),
+    allowSelfApproval: z.boolean(),
+    expiresAt: z.string().describe("RFC 3339; the operator moves a Pending Approval to Expired after it."),
+    decisions: z
+      .array(Decision)
+      .max(32)
+      .default([])
+      .describe('Append one entry with a JSON patch {"op":"add","path":"/spec/decisions/-","value":{...}}.'),
+  })
+  .describe(
+    "The exact call proposed and who may decide it. Immutable except decisions, which approvers append to.",
+  );
 export type ApprovalSpec = z.infer<typeof ApprovalSpec>;
 
 export const ApprovalStatus = z.object({

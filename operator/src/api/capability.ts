@@ -6,41 +6,49 @@ import { Conditions, FreeformObject, ProviderRef, UsersAndGroups } from "./commo
 export const ApprovalPolicy = z.enum(["Auto", "Required", "Forbidden"]);
 export type ApprovalPolicy = z.infer<typeof ApprovalPolicy>;
 
-export const CapabilitySpec = z.object({
-  providerRef: ProviderRef.describe("The ProviderInstance that offers this capability."),
-  id: CapabilityId.describe(
-    "Capability id as the provider's manifest names it, e.g. aps.schedule.publish: dotted lowercase segments, at most 64 characters. The model sees it with '.' replaced by '_'.",
-  ),
-  policy: z
-    .object({
-      approval: ApprovalPolicy.optional().describe(
-        "Auto, Required or Forbidden. Default by effect: read and draft Auto, write Required. The strictest of this and the default wins.",
-      ),
-      approvers: UsersAndGroups.optional().describe(
-        "Who may approve besides the requester, who is an approver unless allowSelfApproval is false; default the requester alone.",
-      ),
-      requiredApprovals: z.number().int().min(1).max(10).optional().describe("Approvals needed; default 1."),
-      allowSelfApproval: z
-        .boolean()
-        .optional()
-        .describe(
-          "Whether the requester may approve their own call (default true); set false for four-eyes.",
+export const CapabilitySpec = z
+  .object({
+    providerRef: ProviderRef.describe("The ProviderInstance that offers this capability."),
+    id: CapabilityId.describe(
+      "Capability id as the provider's manifest names it, e.g. aps.schedule.publish: dotted lowercase segments, at most 64 characters. The model sees it with '.' replaced by '_'.",
+    ),
+    policy: z
+      .object({
+        approval: ApprovalPolicy.optional().describe(
+          "Auto, Required or Forbidden. Default by effect: read and draft Auto, write Required. The strictest of this and the default wins.",
         ),
-      subjects: UsersAndGroups.optional().describe(
-        "Who may use this capability; default everyone who may create sessions here.",
-      ),
-      ttlSeconds: z
-        .number()
-        .int()
-        .min(60)
-        .max(604800)
-        .optional()
-        .describe("How long an Approval stays open; default 3600."),
-    })
-    .optional()
-    .describe("Policy for calls of this capability."),
-  disabled: z.boolean().optional().describe("Set true to refuse new calls."),
-});
+        approvers: UsersAndGroups.optional().describe(
+          "Who may approve besides the requester, who is an approver unless allowSelfApproval is false; default the requester alone.",
+        ),
+        requiredApprovals: z
+          .number()
+          .int()
+          .min(1)
+          .max(10)
+          .optional()
+          .describe("Approvals needed; default 1."),
+        allowSelfApproval: z
+          .boolean()
+          .optional()
+          .describe(
+            "Whether the requester may approve their own call (default true); set false for four-eyes.",
+          ),
+        subjects: UsersAndGroups.optional().describe(
+          "Who may use this capability; default everyone who may create sessions here.",
+        ),
+        ttlSeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(604800)
+          .optional()
+          .describe("How long an Approval stays open; default 3600."),
+      })
+      .optional()
+      .describe("Policy for calls of this capability."),
+    disabled: z.boolean().optional().describe("Set true to refuse new calls."),
+  })
+  .describe("Which provider capability this grant exposes here, and the policy its calls are under.");
 export type CapabilitySpec = z.infer<typeof CapabilitySpec>;
 
 export const CapabilityStatus = z.object({

@@ -3,35 +3,37 @@ import { CapabilityId, Effect, Idempotency, Mode } from "@gatehouse/provider-sdk
 import { z } from "zod";
 import { Conditions, FreeformObject } from "./common.ts";
 
-export const ProviderInstanceSpec = z.object({
-  type: z.string().min(1).max(63).describe("Provider type, e.g. aps."),
-  image: z.string().min(1).max(512).describe("Container image of the provider."),
-  placement: z
-    .enum(["Shared", "Sidecar"])
-    .default("Shared")
-    .describe(
-      "Shared: a Deployment and Service reached only by the operator. Sidecar: inside each agent pod (read/draft only).",
+export const ProviderInstanceSpec = z
+  .object({
+    type: z.string().min(1).max(63).describe("Provider type, e.g. aps."),
+    image: z.string().min(1).max(512).describe("Container image of the provider."),
+    placement: z
+      .enum(["Shared", "Sidecar"])
+      .default("Shared")
+      .describe(
+        "Shared: a Deployment and Service reached only by the operator. Sidecar: inside each agent pod (read/draft only).",
+      ),
+    replicas: z.number().int().min(0).max(20).default(1).describe("Replicas of a Shared provider."),
+    config: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe("Non-secret settings, passed to the provider as environment variables."),
+    auth: z
+      .object({
+        kind: z.enum(["none", "apikey", "oauth", "password-exchange"]).default("none"),
+        secretRef: z
+          .object({ name: z.string().max(253) })
+          .optional()
+          .describe("Secret holding the business credentials."),
+      })
+      .optional(),
+    allowedNamespaces: FreeformObject.optional().describe(
+      "A namespace label selector of other namespaces whose Capabilities may use this provider.",
     ),
-  replicas: z.number().int().min(0).max(20).default(1).describe("Replicas of a Shared provider."),
-  config: z
-    .record(z.string(), z.string())
-    .optional()
-    .describe("Non-secret settings, passed to the provider as environment variables."),
-  auth: z
-    .object({
-      kind: z.enum(["none", "apikey", "oauth", "password-exchange"]).default("none"),
-      secretRef: z
-        .object({ name: z.string().max(253) })
-        .optional()
-        .describe("Secret holding the business credentials."),
-    })
-    .optional(),
-  allowedNamespaces: FreeformObject.optional().describe(
-    "A namespace label selector of other namespaces whose Capabilities may use this provider.",
-  ),
-  disabled: z.boolean().optional().describe("Refuse new calls; keep the workloads."),
-  resources: FreeformObject.optional().describe("Container resources (corev1.ResourceRequirements)."),
-});
+    disabled: z.boolean().optional().describe("Refuse new calls; keep the workloads."),
+    resources: FreeformObject.optional().describe("Container resources (corev1.ResourceRequirements)."),
+  })
+  .describe("Which provider to run and how the operator runs and reaches it.");
 export type ProviderInstanceSpec = z.infer<typeof ProviderInstanceSpec>;
 
 export const ManifestSummary = z.object({

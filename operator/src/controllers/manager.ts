@@ -65,7 +65,13 @@ export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
           (c.spec.providerRef.namespace ?? c.metadata.namespace) === namespace,
       );
 
-  caches.sessions.onChange((s) => sessions.enqueue(s));
+  caches.sessions.onChange((s) => {
+    sessions.enqueue(s);
+    // A cancelled or ended session cancels its Pending Approvals.
+    for (const a of caches.approvals.list(s.metadata.namespace)) {
+      if (a.spec.sessionRef.uid === s.metadata.uid) approvals.enqueue(a);
+    }
+  });
   caches.approvals.onChange((a) => {
     approvals.enqueue(a);
     const session = sessionByUid(a.metadata.namespace, a.spec.sessionRef.uid);

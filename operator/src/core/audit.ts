@@ -19,6 +19,7 @@ export const AuditKind = {
   approvalRequested: "approval.requested",
   approvalConflict: "approval.conflict",
   approvalRefused: "approval.refused",
+  approvalCancelled: "approval.cancelled",
   executionStarted: "execution.started",
   executionFinished: "execution.finished",
 } as const;

@@ -10,6 +10,7 @@
  */
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { isTerminalSessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { AGENT_SESSION } from "../../api/kinds.ts";
 import { AGENT_SERVICE_ACCOUNT, MANAGED_BY } from "../../api/well-known.ts";
@@ -104,11 +105,7 @@ export async function reconcileAgentSession(
     log.info({ phase: status.phase }, "session status written");
   }
   // The final answer lands in Postgres, not the API server: poll for it while the pod runs.
-  return isTerminalPhase(status.phase) ? undefined : { requeueAfterMs: 2_000 };
-}
-
-function isTerminalPhase(phase: string | undefined): boolean {
-  return phase === "Completed" || phase === "Failed" || phase === "Cancelled";
+  return isTerminalSessionPhase(status.phase) ? undefined : { requeueAfterMs: 2_000 };
 }
 
 async function createPod(clients: KubeClients, pod: V1Pod): Promise<V1Pod> {

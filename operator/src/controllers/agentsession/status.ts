@@ -3,17 +3,16 @@
  * session's Approvals, and the final answer the agent posted.
  */
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SessionPhase } from "../../api/agentsession.ts";
+import { isTerminalSessionPhase, type SessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import { setCondition } from "../../kube/conditions.ts";
 
-const TERMINAL: SessionPhase[] = ["Completed", "Failed", "Cancelled"];
 const RESULT_LIMIT = 16_384;
 
 /** True once the session can no longer change phase. */
 export function isTerminal(session: AgentSession): boolean {
-  return TERMINAL.includes(session.status?.phase ?? "Pending");
+  return isTerminalSessionPhase(session.status?.phase);
 }
 
 /** Phase and reason from the pod, Approvals and transcript. */
@@ -81,7 +80,7 @@ export function statusFrom(
     },
     now,
   );
-  const terminal = TERMINAL.includes(phase);
+  const terminal = isTerminalSessionPhase(phase);
   conditions = setCondition(
     conditions,
     {

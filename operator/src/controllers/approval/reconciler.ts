@@ -2,6 +2,7 @@
  * Approval reconciler:
  *   approval = cache.get(key)
  *   new → status Pending
+ *   Pending and its session gone, cancelled or ended → Cancelled (audited)
  *   Pending → past expiresAt: Expired; else evaluate decisions (core/approvals.ts): Approved | Rejected | Pending,
  *             with the decisions that did not count and why
  *   Approved | Executing → dispatch through Core (executeApproved): it re-checks what admission cannot
@@ -10,9 +11,11 @@
  *   status = phase, approvals, ignoredDecisions, execution
  */
 import type { Logger } from "pino";
+import { isTerminalSessionPhase } from "../../api/agentsession.ts";
 import type { Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
 import { evaluateApproval } from "../../core/approvals.ts";
+import { AuditKind } from "../../core/audit.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { ApprovalPhase, CoreDeps, ExecutionRecord } from "../../core/ports.ts";
 import { sessionRecordOf } from "../../core/session-record.ts";
@@ -87,6 +90,35 @@ export async function reconcileApproval(
     );
   };
 
+  const sessionObject = deps.caches.sessions
+    .list(namespace)
+    .find((s) => s.metadata.uid === approval.spec.sessionRef.uid);
+
+  if (
+    phase === "Pending" &&
+    (!sessionObject || sessionObject.spec.cancel || isTerminalSessionPhase(sessionObject.status?.phase))
+  ) {
+    // The session that proposed the call is gone or over: nobody is waiting for this decision.
+    const why = !sessionObject
+      ? "was deleted"
+      : sessionObject.spec.cancel
+        ? "was cancelled"
+        : `ended ${sessionObject.status?.phase}`;
+    const message = `AgentSession ${approval.spec.sessionRef.name} ${why}; the proposed call will not run.`;
+    setPhase("Cancelled", "SessionEnded", message);
+    await deps.core.audit.append({
+      kind: AuditKind.approvalCancelled,
+      actor: "gatehouse",
+      sessionUid: approval.spec.sessionRef.uid,
+      executionId: approval.spec.executionId,
+      atMicros: now.getTime() * 1000,
+      payload: { approval: `${namespace}/${name}`, reason: "SessionEnded", message },
+    });
+    await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+    log.info({ reason: "SessionEnded" }, "pending approval cancelled");
+    return undefined;
+  }
+
   if (phase === "Pending") {
     // Group membership of a decision's author is known only to admission (request.userInfo.groups):
     // the gatehouse-approval-decide policy (crds/admission-policies.yaml) checked it when the decision
@@ -125,13 +157,10 @@ export async function reconcileApproval(
 
   // Dispatch. Approved (the decision) and then Executing are written first, so a crash between here
   // and the receipt leaves a visible state that the next reconcile resumes from.
+  // status.execution is only ever copied from the execution row, never guessed.
   if (phase === "Pending") await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
   status.phase = "Executing";
-  status.execution ??= { id: approval.spec.executionId, state: "started", startedAt: now.toISOString() };
   await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
-  const sessionObject = deps.caches.sessions
-    .list(namespace)
-    .find((s) => s.metadata.uid === approval.spec.sessionRef.uid);
   const session = sessionObject
     ? sessionContextOf(
         sessionObject,
