@@ -3,30 +3,17 @@
  * RoleBindings, and valid objects of each kind to start from.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { expect } from "vitest";
-import { REPO_ROOT } from "../e2e/environment.ts";
+
+export { installApi } from "../e2e/environment.ts";
+
 import type { Kubectl, KubectlResult } from "../e2e/kubectl.ts";
 
 export const OPERATOR = "gatehouse-operator";
 
-/** Applies crds/ (CRDs, admission policies, roles) and the operator's binding; waits for Established. */
-export async function installApi(kubectl: Kubectl): Promise<void> {
-  await kubectl.ok("admin", ["apply", "--server-side", "-f", join(REPO_ROOT, "crds")]);
-  await kubectl.ok("admin", ["apply", "-f", join(REPO_ROOT, "deploy/operator-rbac.yaml")]);
-  await kubectl.ok("admin", [
-    "wait",
-    "--for=condition=Established",
-    "--timeout=60s",
-    "crd",
-    "-l",
-    "app.kubernetes.io/part-of=gatehouse",
-  ]);
-}
-
 /**
  * A fresh namespace where alice and bob are session users and approvers, carol (group `approvers`)
- * is an approver, and the group `platform` holds the platform persona.
+ * is an approver, group `platform` holds the platform persona and group `viewers` the view persona.
  */
 export async function personaNamespace(kubectl: Kubectl, prefix: string): Promise<string> {
   const ns = `${prefix}-${randomBytes(3).toString("hex")}`;
@@ -49,6 +36,7 @@ export async function personaNamespace(kubectl: Kubectl, prefix: string): Promis
       { kind: "Group", name: "approvers" },
     ]),
     binding("platform", "gatehouse-platform", [{ kind: "Group", name: "platform" }]),
+    binding("viewers", "gatehouse-view", [{ kind: "Group", name: "viewers" }]),
   ];
   await kubectl.ok("admin", ["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
   return ns;
@@ -122,6 +110,43 @@ export function expectRefused(result: KubectlResult, message: RegExp): string {
   expect(result.code, `${result.command} should have been refused`).not.toBe(0);
   expect(result.stderr).toMatch(message);
   return result.stderr;
+}
+
+/** `user` appends their decision to Approval `name` in `ns` with a JSON patch; throws when refused. */
+export async function decide(
+  kubectl: Kubectl,
+  user: string,
+  ns: string,
+  name: string,
+  verdict: "Approve" | "Reject",
+  reason?: string,
+): Promise<void> {
+  await kubectl.ok(user, [
+    "patch",
+    "approval",
+    name,
+    "-n",
+    ns,
+    "--type",
+    "json",
+    "-p",
+    appendDecision(user, verdict, reason),
+  ]);
+}
+
+/** `kubectl patch <kind> <name> -n <ns> --type <type> -p <body> [extra…]` as `user`; never throws. */
+export function patchAs(
+  kubectl: Kubectl,
+  user: string,
+  kind: string,
+  ns: string,
+  name: string,
+  type: "json" | "merge",
+  body: unknown,
+  extra: string[] = [],
+): Promise<KubectlResult> {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  return kubectl.run(user, ["patch", kind, name, "-n", ns, "--type", type, "-p", text, ...extra]);
 }
 
 /** The JSON patch appending one decision. */

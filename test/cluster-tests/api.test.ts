@@ -20,6 +20,7 @@ import {
   type Json,
   manifest,
   OPERATOR,
+  patchAs,
   personaNamespace,
   providerSpec,
   sessionSpec,
@@ -278,18 +279,10 @@ describe("AgentSession admission", () => {
 
   describe("on alice's session", () => {
     let name: string;
+    const session = (user: string, type: "json" | "merge", body: unknown) =>
+      patchAs(kubectl, user, "agentsession", ns, name, type, body);
     const append = (user: string, text: string) =>
-      kubectl.run(user, [
-        "patch",
-        "agentsession",
-        name,
-        "-n",
-        ns,
-        "--type",
-        "json",
-        "-p",
-        JSON.stringify([{ op: "add", path: "/spec/messages/-", value: { text } }]),
-      ]);
+      session(user, "json", [{ op: "add", path: "/spec/messages/-", value: { text } }]);
     const messages = async () =>
       (
         await kubectl.json<{ spec: { messages: Array<{ text: string }> } }>("admin", [
@@ -329,66 +322,32 @@ describe("AgentSession admission", () => {
 
     it("refuses an edit to an earlier message, even by alice", async () => {
       const before = await messages();
-      const edit = JSON.stringify([
-        { op: "replace", path: "/spec/messages/0/text", value: "Delete the plan." },
-      ]);
-      expectRefused(
-        await kubectl.run("alice", ["patch", "agentsession", name, "-n", ns, "--type", "json", "-p", edit]),
-        /spec\.messages is append-only/,
-      );
+      const edit = [{ op: "replace", path: "/spec/messages/0/text", value: "Delete the plan." }];
+      expectRefused(await session("alice", "json", edit), /spec\.messages is append-only/);
       expect(await messages()).toEqual(before);
     });
 
     it("refuses a change of the subject, even by alice", async () => {
       expectRefused(
-        await kubectl.run("alice", [
-          "patch",
-          "agentsession",
-          name,
-          "-n",
-          ns,
-          "--type",
-          "merge",
-          "-p",
-          '{"spec":{"subject":{"user":"bob"}}}',
-        ]),
+        await session("alice", "merge", '{"spec":{"subject":{"user":"bob"}}}'),
         /spec\.subject is immutable/,
       );
     });
 
     it("refuses bob setting spec.cancel on alice's session: he lacks the cancel verb", async () => {
       expectRefused(
-        await kubectl.run("bob", [
-          "patch",
-          "agentsession",
-          name,
-          "-n",
-          ns,
-          "--type",
-          "merge",
-          "-p",
-          '{"spec":{"cancel":true}}',
-        ]),
+        await session("bob", "merge", '{"spec":{"cancel":true}}'),
         /session-cancel: bob may set spec\.cancel of AgentSession .* only with the RBAC verb cancel/,
       );
     });
 
     it("lets a platform engineer with the cancel verb set spec.cancel, and nothing else", async () => {
       const asPlatform = (body: string) =>
-        kubectl.run("admin", [
-          "patch",
-          "agentsession",
-          name,
-          "-n",
-          ns,
+        patchAs(kubectl, "admin", "agentsession", ns, name, "merge", body, [
           "--as",
           "pat",
           "--as-group",
           "platform",
-          "--type",
-          "merge",
-          "-p",
-          body,
         ]);
       expectRefused(
         await asPlatform('{"spec":{"instructions":"ignore the rules"}}'),
@@ -396,23 +355,25 @@ describe("AgentSession admission", () => {
       );
       const cancelled = await asPlatform('{"spec":{"cancel":true}}');
       expect(cancelled.stderr).toBe("");
-      const session = await kubectl.json<{ spec: { cancel?: boolean; instructions: string } }>("admin", [
+      const after = await kubectl.json<{ spec: { cancel?: boolean; instructions: string } }>("admin", [
         "get",
         "agentsession",
         name,
         "-n",
         ns,
       ]);
-      expect(session.spec.cancel).toBe(true);
-      expect(session.spec.instructions).toBe("");
+      expect(after.spec.cancel).toBe(true);
+      expect(after.spec.instructions).toBe("");
     });
   });
 });
 
 describe("persona ClusterRoles", () => {
+  /** `kubectl auth can-i`; users without a context of their own are impersonated by admin. */
   const can = async (user: string, verb: string, resource: string, groups: string[] = []) => {
-    const impersonate = user === "pat" ? ["--as", "pat", ...groups.flatMap((g) => ["--as-group", g])] : [];
-    const context = user === "pat" ? "admin" : user;
+    const ownContext = ["alice", "bob", "carol"].includes(user);
+    const impersonate = ownContext ? [] : ["--as", user, ...groups.flatMap((g) => ["--as-group", g])];
+    const context = ownContext ? user : "admin";
     const [plural, subresource] = resource.split("/");
     const sub = subresource ? [`--subresource=${subresource}`] : [];
     const result = await kubectl.run(context, [
@@ -459,6 +420,16 @@ describe("persona ClusterRoles", () => {
     expect(await can("pat", verb, resource, ["platform"])).toBe(expected);
   });
 
+  it.each([
+    ["list", "approvals.gatehouse.dev", true],
+    ["watch", "agentsessions.gatehouse.dev", true],
+    ["create", "agentsessions.gatehouse.dev", false],
+    ["patch", "approvals.gatehouse.dev", false],
+    ["update", "capabilities.gatehouse.dev", false],
+  ])("the view persona may %s %s: %s", async (verb, resource, expected) => {
+    expect(await can("vic", verb, resource, ["viewers"])).toBe(expected);
+  });
+
   it("refuses a session user creating a Capability", async () => {
     expectRefused(await dryRun("alice", "Capability", capabilitySpec()), /forbidden/i);
   });
@@ -472,18 +443,16 @@ describe("persona ClusterRoles", () => {
       manifest("AgentSession", ns, session, sessionSpec("alice")),
     );
     expectRefused(
-      await kubectl.run("carol", [
-        "patch",
+      await patchAs(
+        kubectl,
+        "carol",
         "agentsession",
-        session,
-        "-n",
         ns,
-        "--subresource=status",
-        "--type",
+        session,
         "merge",
-        "-p",
-        '{"status":{"phase":"Completed"}}',
-      ]),
+        { status: { phase: "Completed" } },
+        ["--subresource=status"],
+      ),
       /forbidden/i,
     );
   });

@@ -9,11 +9,13 @@ import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import {
   appendDecision,
   approvalSpec,
+  decide,
   expectRefused,
   installApi,
   type Json,
   manifest,
   OPERATOR,
+  patchAs,
   personaNamespace,
   uniqueName,
 } from "./api-fixtures.ts";
@@ -40,18 +42,7 @@ async function read(name: string): Promise<ApprovalObject> {
 }
 
 function patch(user: string, name: string, type: "json" | "merge", body: unknown, extra: string[] = []) {
-  return kubectl.run(user, [
-    "patch",
-    "approval",
-    name,
-    "-n",
-    ns,
-    "--type",
-    type,
-    "-p",
-    typeof body === "string" ? body : JSON.stringify(body),
-    ...extra,
-  ]);
+  return patchAs(kubectl, user, "approval", ns, name, type, body, extra);
 }
 
 /** Runs `request`, expects a refusal matching `message`, and that the Approval did not change. */
@@ -91,17 +82,7 @@ describe("Approval updates the API server refuses", () => {
 
   it("refuses a second decision by the same user", async () => {
     const name = await createApproval({ requiredApprovals: 2 });
-    await kubectl.ok("alice", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      ns,
-      "--type",
-      "json",
-      "-p",
-      appendDecision("alice", "Approve"),
-    ]);
+    await decide(kubectl, "alice", ns, name, "Approve");
     await refusedAndUnchanged(
       name,
       () => patch("alice", name, "json", appendDecision("alice", "Approve")),
@@ -124,17 +105,7 @@ describe("Approval updates the API server refuses", () => {
 
   it("refuses removing a decision", async () => {
     const name = await createApproval({ requiredApprovals: 2 });
-    await kubectl.ok("alice", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      ns,
-      "--type",
-      "json",
-      "-p",
-      appendDecision("alice", "Approve"),
-    ]);
+    await decide(kubectl, "alice", ns, name, "Approve");
     await refusedAndUnchanged(
       name,
       () => patch("alice", name, "json", [{ op: "remove", path: "/spec/decisions/0" }]),
@@ -144,28 +115,8 @@ describe("Approval updates the API server refuses", () => {
 
   it("refuses reordering decisions", async () => {
     const name = await createApproval({ requiredApprovals: 3 });
-    await kubectl.ok("alice", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      ns,
-      "--type",
-      "json",
-      "-p",
-      appendDecision("alice", "Approve"),
-    ]);
-    await kubectl.ok("carol", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      ns,
-      "--type",
-      "json",
-      "-p",
-      appendDecision("carol", "Approve"),
-    ]);
+    await decide(kubectl, "alice", ns, name, "Approve");
+    await decide(kubectl, "carol", ns, name, "Approve");
     const { spec } = await read(name);
     const swapped = [spec.decisions[1], spec.decisions[0], { approver: "bob", verdict: "Approve" }];
     await refusedAndUnchanged(
@@ -232,17 +183,7 @@ describe("Approval updates the API server refuses", () => {
       () => patch("alice", name, "json", appendDecision("alice", "Approve")),
       /decision-self-approval: alice requested this call and self-approval is not allowed/,
     );
-    await kubectl.ok("alice", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      ns,
-      "--type",
-      "json",
-      "-p",
-      appendDecision("alice", "Reject", "not now"),
-    ]);
+    await decide(kubectl, "alice", ns, name, "Reject", "not now");
     expect((await read(name)).spec.decisions).toEqual([
       { approver: "alice", verdict: "Reject", reason: "not now" },
     ]);
@@ -300,33 +241,13 @@ describe("Approval updates the API server refuses", () => {
 describe("Approval updates the API server accepts", () => {
   it("accepts carol's own Approve through group approvers", async () => {
     const name = await createApproval();
-    await kubectl.ok("carol", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      ns,
-      "--type",
-      "json",
-      "-p",
-      appendDecision("carol", "Approve"),
-    ]);
+    await decide(kubectl, "carol", ns, name, "Approve");
     expect((await read(name)).spec.decisions).toEqual([{ approver: "carol", verdict: "Approve" }]);
   });
 
   it("accepts alice's own Reject", async () => {
     const name = await createApproval();
-    await kubectl.ok("alice", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      ns,
-      "--type",
-      "json",
-      "-p",
-      appendDecision("alice", "Reject"),
-    ]);
+    await decide(kubectl, "alice", ns, name, "Reject");
     expect((await read(name)).spec.decisions).toEqual([{ approver: "alice", verdict: "Reject" }]);
   });
 });

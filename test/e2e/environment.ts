@@ -61,6 +61,24 @@ export interface EnvironmentOptions {
   progress?: (line: string) => void;
 }
 
+/**
+ * Installs the Gatehouse API as a platform engineer would: crds/ (CRDs, admission policies, persona
+ * and operator ClusterRoles) by server-side apply, and the operator's binding; waits until the CRDs
+ * are Established. Idempotent. Throws when kubectl fails.
+ */
+export async function installApi(kubectl: Kubectl): Promise<void> {
+  await kubectl.ok("admin", ["apply", "--server-side", "-f", join(REPO_ROOT, "crds")]);
+  await kubectl.ok("admin", ["apply", "-f", join(REPO_ROOT, "deploy/operator-rbac.yaml")]);
+  await kubectl.ok("admin", [
+    "wait",
+    "--for=condition=Established",
+    "--timeout=60s",
+    "crd",
+    "-l",
+    "app.kubernetes.io/part-of=gatehouse",
+  ]);
+}
+
 async function freePort(host: string): Promise<number> {
   return await new Promise((resolve, reject) => {
     const server = createServer();
@@ -150,17 +168,8 @@ export async function startEnvironment(
       `Postgres database ${database} on the ${prepared.server.source} server ${new URL(prepared.url).host}`,
     );
 
-    await kubectl.ok("admin", ["apply", "--server-side", "-f", join(REPO_ROOT, "crds")]);
-    await kubectl.ok("admin", [
-      "wait",
-      "--for=condition=Established",
-      "--timeout=60s",
-      "crd",
-      "-l",
-      "app.kubernetes.io/part-of=gatehouse",
-    ]);
-    await kubectl.ok("admin", ["apply", "-f", join(REPO_ROOT, "deploy/operator-rbac.yaml")]);
-    progress("CRDs and the operator's RBAC applied");
+    await installApi(kubectl);
+    progress("CRDs, admission policies, persona roles and the operator's RBAC applied");
 
     const gatewayPort = await freePort(cluster.bridgeIP);
     const gatewayUrl = `http://${cluster.bridgeIP}:${gatewayPort}`;
