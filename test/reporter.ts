@@ -18,15 +18,17 @@ export default class SummaryReporter implements Reporter {
     let failed = unhandledErrors.length;
     let skipped = 0;
     for (const mod of testModules) {
-      // In a file that failed as a whole (a failed beforeAll), tests that did not pass never ran: failures.
-      const moduleFailed = mod.state() === "failed";
-      for (const test of mod.children.allTests()) {
+      // A file that failed without a failing test failed as a whole (a failed beforeAll): its tests
+      // that did not pass never ran, and count as failures.
+      const tests = [...mod.children.allTests()];
+      const moduleFailed = mod.state() === "failed" && !tests.some((t) => t.result().state === "failed");
+      for (const test of tests) {
         const state = test.result().state;
         if (state === "passed") passed++;
         else if (state === "failed" || moduleFailed) failed++;
         else skipped++;
       }
-      if (mod.state() === "failed" && [...mod.children.allTests()].length === 0) failed++;
+      if (mod.state() === "failed" && tests.length === 0) failed++;
     }
     const line = `${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ""}`;
     process.stdout.write(`\n${line}\n`);

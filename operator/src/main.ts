@@ -11,6 +11,7 @@ import type { CoreDeps } from "./core/ports.ts";
 import { tokenReviewer } from "./gateway/authenticate.ts";
 import { fetchManifest, httpProviderClient } from "./gateway/provider-client.ts";
 import { buildGateway } from "./gateway/server.ts";
+import { startAdmissionGuard } from "./kube/admission-guard.ts";
 import { kubeApprovalPort } from "./kube/approvals.ts";
 import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
 import { cacheCatalog } from "./kube/catalog.ts";
@@ -41,6 +42,7 @@ const core: CoreDeps = {
 };
 
 await startCaches(caches);
+const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
 log.info({ runsAsOperatorRole: store.runsAsOperatorRole }, "caches synced; starting controllers and gateway");
 const controllers = startControllers({
   clients,
@@ -51,6 +53,7 @@ const controllers = startControllers({
   log,
   now,
   fetchManifest,
+  decisionRulesEnforced: admission.enforced,
 });
 const gateway = buildGateway({
   caches,
@@ -67,6 +70,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal }, "shutting down");
   await gateway.close();
+  admission.stop();
   await controllers.stop();
   await stopCaches(caches);
   await store.stop();

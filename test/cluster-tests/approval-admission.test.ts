@@ -5,6 +5,9 @@
  * operator process runs here, so nothing but the requests below touches them.
  */
 import { beforeAll, describe, expect, inject, it } from "vitest";
+import { DECISION_POLICY } from "../../operator/src/api/admission.ts";
+import { decisionRulesEnforced } from "../../operator/src/kube/admission-guard.ts";
+import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import {
   appendDecision,
@@ -17,6 +20,7 @@ import {
   OPERATOR,
   patchAs,
   personaNamespace,
+  sessionSpec,
   uniqueName,
 } from "./api-fixtures.ts";
 
@@ -249,5 +253,56 @@ describe("Approval updates the API server accepts", () => {
     const name = await createApproval();
     await decide(kubectl, "alice", ns, name, "Reject");
     expect((await read(name)).spec.decisions).toEqual([{ approver: "alice", verdict: "Reject" }]);
+  });
+});
+
+describe("system components", () => {
+  it("lets the garbage collector orphan an Approval when its session is deleted with --cascade=orphan", async () => {
+    const session = uniqueName("orphaning");
+    await kubectl.ok(
+      "alice",
+      ["create", "-f", "-"],
+      manifest("AgentSession", ns, session, sessionSpec("alice")),
+    );
+    const uid = (
+      await kubectl.ok("admin", ["get", "agentsession", session, "-n", ns, "-o", "jsonpath={.metadata.uid}"])
+    ).stdout;
+    const name = uniqueName("apr");
+    const owned = JSON.parse(
+      manifest("Approval", ns, name, approvalSpec({ sessionRef: { name: session, uid } })),
+    );
+    owned.metadata.ownerReferences = [
+      { apiVersion: "gatehouse.dev/v1alpha1", kind: "AgentSession", name: session, uid, controller: true },
+    ];
+    await kubectl.ok(OPERATOR, ["create", "-f", "-"], JSON.stringify(owned));
+    await kubectl.ok("admin", [
+      "delete",
+      "agentsession",
+      session,
+      "-n",
+      ns,
+      "--cascade=orphan",
+      "--timeout=60s",
+    ]);
+    const approval = await kubectl.json<{ metadata: { ownerReferences?: unknown[] } }>("admin", [
+      "get",
+      "approval",
+      name,
+      "-n",
+      ns,
+    ]);
+    expect(approval.metadata.ownerReferences ?? []).toEqual([]);
+  });
+
+  it("tells the operator whether the decision rules are enforced, and fails closed without them", async () => {
+    const operatorClients = makeClients(loadKubeConfig(cluster.kubeconfigPath, OPERATOR));
+    expect(await decisionRulesEnforced(operatorClients)).toBe(true);
+    await kubectl.ok("admin", ["delete", "validatingadmissionpolicybinding", DECISION_POLICY]);
+    try {
+      expect(await decisionRulesEnforced(operatorClients)).toBe(false);
+    } finally {
+      await installApi(kubectl);
+    }
+    expect(await decisionRulesEnforced(operatorClients)).toBe(true);
   });
 });

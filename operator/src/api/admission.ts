@@ -15,7 +15,7 @@
 import { AgentSessionSpec } from "./agentsession.ts";
 import { GROUP } from "./kinds.ts";
 import { unchanged } from "./validation-rules.ts";
-import { OPERATOR_USERNAME } from "./well-known.ts";
+import { GARBAGE_COLLECTOR_USERNAME, OPERATOR_USERNAME } from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
 
@@ -37,6 +37,7 @@ interface PolicyDefinition {
 }
 
 const OPERATOR = `'${OPERATOR_USERNAME}'`;
+const GARBAGE_COLLECTOR = `'${GARBAGE_COLLECTOR_USERNAME}'`;
 const USER = "request.userInfo.username";
 const GROUPS = "(has(request.userInfo.groups) ? request.userInfo.groups : [])";
 const KIND_RESOURCES = ["agentsessions", "capabilities", "providerinstances", "approvals"];
@@ -46,6 +47,20 @@ function sameMetadata(field: string, empty: string): string {
   const of = (o: string) => `(has(${o}.metadata.${field}) ? ${o}.metadata.${field} : ${empty})`;
   return `${of("object")} == ${of("oldObject")}`;
 }
+
+/** Labels, annotations, finalizers and ownerReferences are unchanged. */
+const SAME_METADATA = [
+  sameMetadata("labels", "{}"),
+  sameMetadata("annotations", "{}"),
+  sameMetadata("finalizers", "[]"),
+  sameMetadata("ownerReferences", "[]"),
+].join(" && ");
+
+/**
+ * The garbage collector's own updates: it removes ownerReferences (and the orphan finalizer) when an
+ * owner is deleted with `--cascade=orphan`, and changes nothing else (spec is the CRD rules' to guard).
+ */
+const GARBAGE_COLLECTION = `${USER} == ${GARBAGE_COLLECTOR} && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")}`;
 
 const APPROVAL_CREATE: PolicyDefinition = {
   name: "gatehouse-approval-create",
@@ -61,13 +76,22 @@ const APPROVAL_CREATE: PolicyDefinition = {
   ],
 };
 
+/** Name of the policy (and binding) that enforces the decision rules; the operator checks it exists. */
+export const DECISION_POLICY = "gatehouse-approval-decide";
+
 const APPROVAL_DECIDE: PolicyDefinition = {
-  name: "gatehouse-approval-decide",
+  name: DECISION_POLICY,
   description:
     "Everyone but the operator may change an Approval only by appending one decision of their own, as a listed approver, while it is Pending.",
   operations: ["UPDATE"],
   resources: ["approvals"],
-  matchConditions: [{ name: "not-the-operator", expression: `${USER} != ${OPERATOR}` }],
+  matchConditions: [
+    { name: "not-the-operator", expression: `${USER} != ${OPERATOR}` },
+    {
+      name: "not-garbage-collection",
+      expression: `!(${GARBAGE_COLLECTION} && object.spec.decisions == oldObject.spec.decisions)`,
+    },
+  ],
   variables: [
     { name: "added", expression: "size(object.spec.decisions) - size(oldObject.spec.decisions)" },
     { name: "appended", expression: "object.spec.decisions[size(object.spec.decisions) - 1]" },
@@ -100,7 +124,7 @@ const APPROVAL_DECIDE: PolicyDefinition = {
     {
       expression:
         "variables.added != 1 || variables.isApprover || (variables.isRequester && variables.appended.verdict == 'Reject')",
-      messageExpression: `'decision-approver: ' + ${USER} + ' is not an approver of Approval ' + object.metadata.name + ' (approvers: users [' + oldObject.spec.approvers.users.join(', ') + '], groups [' + oldObject.spec.approvers.groups.join(', ') + '])'`,
+      messageExpression: `'decision-approver: ' + ${USER} + ' is not an approver of Approval ' + object.metadata.name + ' (approvers: users [' + oldObject.spec.approvers.users.join(', ') + '], groups [' + oldObject.spec.approvers.groups.join(', ') + '])' + (variables.isRequester ? '; as its requester, ' + ${USER} + ' may only reject it (self-approval is off)' : '')`,
       reason: "Forbidden",
     },
     {
@@ -115,13 +139,8 @@ const APPROVAL_DECIDE: PolicyDefinition = {
       reason: "Forbidden",
     },
     {
-      expression: [
-        sameMetadata("labels", "{}"),
-        sameMetadata("annotations", "{}"),
-        sameMetadata("finalizers", "[]"),
-        sameMetadata("ownerReferences", "[]"),
-      ].join(" && "),
-      messageExpression: `'decision-metadata: ' + ${USER} + ' may only append a decision; the labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' belong to the operator'`,
+      expression: SAME_METADATA,
+      messageExpression: `'decision-metadata: ' + ${USER} + ' may only append a decision; the labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' belong to the operator (client-side kubectl apply adds an annotation: use kubectl patch --type json)'`,
       reason: "Forbidden",
     },
   ],
@@ -176,9 +195,16 @@ const SPEC_BUT_CANCEL_UNCHANGED = Object.keys(AgentSessionSpec.shape)
 const SESSION_UPDATE: PolicyDefinition = {
   name: "gatehouse-agentsession-update",
   description:
-    "Only the subject changes a session's spec (appends a message, cancels); a holder of the custom verb cancel on agentsessions may set spec.cancel and nothing else.",
+    "Only the subject changes a session (appends a message, cancels, edits its metadata); a holder of the custom verb cancel on agentsessions may set spec.cancel and nothing else.",
   operations: ["UPDATE"],
   resources: ["agentsessions"],
+  matchConditions: [
+    { name: "not-the-operator", expression: `${USER} != ${OPERATOR}` },
+    {
+      name: "not-garbage-collection",
+      expression: `!(${GARBAGE_COLLECTION} && object.spec == oldObject.spec)`,
+    },
+  ],
   variables: [
     { name: "isSubject", expression: `${USER} == oldObject.spec.subject.user` },
     { name: "specChanged", expression: "object.spec != oldObject.spec" },
@@ -195,6 +221,13 @@ const SESSION_UPDATE: PolicyDefinition = {
     {
       expression: `!variables.specChanged || variables.isSubject || !variables.onlyCancelChanged || authorizer.group('${GROUP}').resource('agentsessions').namespace(object.metadata.namespace).name(object.metadata.name).check('cancel').allowed()`,
       messageExpression: `'session-cancel: ' + ${USER} + ' may set spec.cancel of AgentSession ' + object.metadata.name + ' only with the RBAC verb cancel on agentsessions (granted by gatehouse-platform)'`,
+      reason: "Forbidden",
+    },
+    {
+      // Labels, finalizers and ownerReferences steer controllers and the garbage collector: an
+      // ownerReference to anything deleted would delete the session, a finalizer would pin it.
+      expression: `variables.isSubject || ${SAME_METADATA}`,
+      messageExpression: `'session-metadata: only the subject (' + oldObject.spec.subject.user + ') and the operator may change the labels, annotations, finalizers or ownerReferences of AgentSession ' + object.metadata.name + '; ' + ${USER} + ' may not'`,
       reason: "Forbidden",
     },
   ],

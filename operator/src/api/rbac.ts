@@ -85,6 +85,11 @@ export const OPERATOR_RULES: Rule[] = [
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: READ },
   { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
   { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+  {
+    apiGroups: ["admissionregistration.k8s.io"],
+    resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+    verbs: ["get"],
+  },
 ];
 
 /** Persona roles, their fragments and the operator's ClusterRole. */

@@ -84,6 +84,10 @@ export const AGENT_SESSION_SPEC_RULES: CelRule[] = [
     fieldPath: ".subject",
     reason: "FieldValueForbidden",
   },
+  ...immutableFields(AgentSessionSpec.shape, ["subject", "messages", "cancel"]).map((rule) => ({
+    ...rule,
+    message: `${rule.message}: once a session runs, only messages are appended and cancel is set; create a new AgentSession to change it`,
+  })),
   appendOnly("messages", "messages"),
   {
     rule: "!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",

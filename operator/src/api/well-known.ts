@@ -22,3 +22,5 @@ export const OPERATOR_NAMESPACE = "gatehouse-system";
 export const OPERATOR_SERVICE_ACCOUNT = "gatehouse-operator";
 /** The operator's user name as the API server authenticates it; admission policies name it. */
 export const OPERATOR_USERNAME = `system:serviceaccount:${OPERATOR_NAMESPACE}:${OPERATOR_SERVICE_ACCOUNT}`;
+/** The garbage collector's user name (kube-controller-manager, --use-service-account-credentials). */
+export const GARBAGE_COLLECTOR_USERNAME = "system:serviceaccount:kube-system:generic-garbage-collector";

@@ -27,6 +27,8 @@ export interface ManagerDeps {
   log: Logger;
   now: () => Date;
   fetchManifest: (endpoint: string) => Promise<Manifest>;
+  /** Whether admission enforces the Approval decision rules (kube/admission-guard.ts). */
+  decisionRulesEnforced: () => boolean;
 }
 
 /** Starts every controller; `stop()` drains them. */

@@ -4,6 +4,7 @@
  * merge, fails with 415 on custom resources (NOTES.md).
  */
 import {
+  AdmissionregistrationV1Api,
   ApiException,
   AppsV1Api,
   AuthenticationV1Api,
@@ -17,6 +18,7 @@ import {
 /** The typed API groups the operator uses, sharing one KubeConfig. */
 export interface KubeClients {
   config: KubeConfig;
+  admission: AdmissionregistrationV1Api;
   core: CoreV1Api;
   apps: AppsV1Api;
   custom: CustomObjectsApi;
@@ -38,6 +40,7 @@ export function loadKubeConfig(file?: string, context?: string): KubeConfig {
 export function makeClients(config: KubeConfig): KubeClients {
   return {
     config,
+    admission: config.makeApiClient(AdmissionregistrationV1Api),
     core: config.makeApiClient(CoreV1Api),
     apps: config.makeApiClient(AppsV1Api),
     custom: config.makeApiClient(CustomObjectsApi),

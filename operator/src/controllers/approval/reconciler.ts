@@ -34,6 +34,8 @@ export interface ApprovalDeps {
   core: CoreDeps;
   transcripts: TranscriptStore;
   now: () => Date;
+  /** Whether admission enforces the decision rules (kube/admission-guard.ts); if not, fail closed. */
+  decisionRulesEnforced: () => boolean;
 }
 
 type Status = NonNullable<Approval["status"]>;
@@ -121,14 +123,16 @@ export async function reconcileApproval(
 
   if (phase === "Pending") {
     // Group membership of a decision's author is known only to admission (request.userInfo.groups):
-    // the gatehouse-approval-decide policy (crds/admission-policies.yaml) checked it when the decision
-    // was appended, so no groupsOf is passed here. Names, counts and self-approval are re-checked.
+    // while the gatehouse-approval-decide policy is in force it checked that when the decision was
+    // appended, so no groupsOf is passed. Without it, fail closed: nobody counts through a group.
+    // Names, counts and self-approval are re-checked either way.
     const evaluation = evaluateApproval({
       decisions: approval.spec.decisions,
       approvers: approval.spec.approvers,
       requiredApprovals: approval.spec.requiredApprovals,
       allowSelfApproval: approval.spec.allowSelfApproval,
       requester: approval.spec.requester,
+      ...(deps.decisionRulesEnforced() ? {} : { groupsOf: () => [] }),
     });
     status.approvals = evaluation.approvals;
     status.ignoredDecisions = evaluation.ignored.map((i) => ({ approver: i.approver, reason: i.reason }));
