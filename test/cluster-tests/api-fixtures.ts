@@ -8,6 +8,7 @@ import { expect } from "vitest";
 export { installApi } from "../e2e/environment.ts";
 
 import type { Kubectl, KubectlResult } from "../e2e/kubectl.ts";
+import { decisionPatch } from "../e2e/story.ts";
 
 export const OPERATOR = "gatehouse-operator";
 
@@ -130,7 +131,7 @@ export async function decide(
     "--type",
     "json",
     "-p",
-    appendDecision(user, verdict, reason),
+    decisionPatch(user, verdict, reason),
   ]);
 }
 
@@ -147,11 +148,4 @@ export function patchAs(
 ): Promise<KubectlResult> {
   const text = typeof body === "string" ? body : JSON.stringify(body);
   return kubectl.run(user, ["patch", kind, name, "-n", ns, "--type", type, "-p", text, ...extra]);
-}
-
-/** The JSON patch appending one decision. */
-export function appendDecision(approver: string, verdict: "Approve" | "Reject", reason?: string): string {
-  return JSON.stringify([
-    { op: "add", path: "/spec/decisions/-", value: { approver, verdict, ...(reason ? { reason } : {}) } },
-  ]);
 }

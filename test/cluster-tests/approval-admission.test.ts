@@ -9,8 +9,8 @@ import { DECISION_POLICY } from "../../operator/src/api/admission.ts";
 import { decisionRulesEnforced } from "../../operator/src/kube/admission-guard.ts";
 import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
+import { decisionPatch, eventually } from "../e2e/story.ts";
 import {
-  appendDecision,
   approvalSpec,
   decide,
   expectRefused,
@@ -70,7 +70,7 @@ describe("Approval updates the API server refuses", () => {
     const name = await createApproval();
     await refusedAndUnchanged(
       name,
-      () => patch("bob", name, "json", appendDecision("bob", "Approve")),
+      () => patch("bob", name, "json", decisionPatch("bob", "Approve")),
       /decision-approver: bob is not an approver of Approval .* \(approvers: users \[alice\], groups \[approvers\]\)/,
     );
   });
@@ -79,7 +79,7 @@ describe("Approval updates the API server refuses", () => {
     const name = await createApproval();
     await refusedAndUnchanged(
       name,
-      () => patch("alice", name, "json", appendDecision("carol", "Approve")),
+      () => patch("alice", name, "json", decisionPatch("carol", "Approve")),
       /decision-own-name: alice may append a decision only in their own name, not as carol/,
     );
   });
@@ -89,7 +89,7 @@ describe("Approval updates the API server refuses", () => {
     await decide(kubectl, "alice", ns, name, "Approve");
     await refusedAndUnchanged(
       name,
-      () => patch("alice", name, "json", appendDecision("alice", "Approve")),
+      () => patch("alice", name, "json", decisionPatch("alice", "Approve")),
       /decision-once: alice has already decided Approval/,
     );
   });
@@ -172,7 +172,7 @@ describe("Approval updates the API server refuses", () => {
     ]);
     await refusedAndUnchanged(
       name,
-      () => patch("carol", name, "json", appendDecision("carol", "Approve")),
+      () => patch("carol", name, "json", decisionPatch("carol", "Approve")),
       /decision-closed: Approval .* is Rejected and takes no more decisions; carol/,
     );
   });
@@ -184,7 +184,7 @@ describe("Approval updates the API server refuses", () => {
     });
     await refusedAndUnchanged(
       name,
-      () => patch("alice", name, "json", appendDecision("alice", "Approve")),
+      () => patch("alice", name, "json", decisionPatch("alice", "Approve")),
       /decision-self-approval: alice requested this call and self-approval is not allowed/,
     );
     await decide(kubectl, "alice", ns, name, "Reject", "not now");
@@ -257,8 +257,9 @@ describe("Approval updates the API server accepts", () => {
 });
 
 describe("system components", () => {
-  it("lets the garbage collector orphan an Approval when its session is deleted with --cascade=orphan", async () => {
-    const session = uniqueName("orphaning");
+  /** Creates a session as alice and an Approval it owns (as the operator does); returns both names. */
+  async function ownedApproval(): Promise<{ session: string; name: string }> {
+    const session = uniqueName("owner");
     await kubectl.ok(
       "alice",
       ["create", "-f", "-"],
@@ -275,6 +276,22 @@ describe("system components", () => {
       { apiVersion: "gatehouse.dev/v1alpha1", kind: "AgentSession", name: session, uid, controller: true },
     ];
     await kubectl.ok(OPERATOR, ["create", "-f", "-"], JSON.stringify(owned));
+    return { session, name };
+  }
+
+  it("lets the garbage collector orphan an Approval when its session is deleted with --cascade=orphan", async () => {
+    // The garbage collector picks up newly installed CRDs on its next discovery resync; until it
+    // tracks Approvals it cannot orphan one (and deletes it later as ownerless). Wait until a plain
+    // background delete of an owning session collects its Approval, which proves it tracks them.
+    await eventually("the garbage collector to track Approvals", 180_000, async () => {
+      const probe = await ownedApproval();
+      await kubectl.ok("admin", ["delete", "agentsession", probe.session, "-n", ns, "--wait=false"]);
+      const gone = await eventually("the probe Approval to be collected", 20_000, async () =>
+        (await kubectl.run("admin", ["get", "approval", probe.name, "-n", ns])).code !== 0 ? true : undefined,
+      ).catch(() => undefined);
+      return gone;
+    });
+    const { session, name } = await ownedApproval();
     await kubectl.ok("admin", [
       "delete",
       "agentsession",
