@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test deps cluster crds lint typecheck check bench clean
+.PHONY: demo test deps host-deps cluster crds lint typecheck check bench clean logs
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -14,16 +14,20 @@ node_modules/.install-stamp: package.json package-lock.json
 	touch $@
 deps: node_modules/.install-stamp
 
+## host-deps: install the host tools the local cluster needs (iproute2, openssl, setpriv, nftables) when missing.
+host-deps:
+	scripts/host-deps.sh
+
 ## cluster: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (cached outside the repo).
 cluster:
 	test/cluster/build.sh
 
 ## demo: the reference story on a real local control plane; stays up for exploration until Ctrl-C (DEMO_EXIT=1 exits when done).
-demo: deps cluster
+demo: deps host-deps cluster
 	node test/e2e/demo.ts
 
 ## test: every test (unit, integration on Postgres, cluster and e2e on the real control plane).
-test: deps cluster
+test: deps host-deps cluster
 	npx vitest run
 
 ## crds: regenerate crds/ from the zod schemas in operator/src/api.
@@ -31,9 +35,13 @@ crds: deps
 	node operator/src/api/generate.ts
 
 ## bench: control-plane build/start benchmark with a same-run baseline; writes test/bench/results/control-plane.json.
-bench: deps cluster
+bench: deps host-deps cluster
 	node test/bench/control-plane.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
+
+## logs: print a pod's container logs from the local node, e.g. `make logs POD=plant-a/my-pod`.
+logs: deps
+	node test/cluster/src/print-logs.ts "$(POD)"
 
 lint: deps
 	npx biome check .

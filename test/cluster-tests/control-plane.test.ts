@@ -1,7 +1,7 @@
 /**
  * The local control plane behaves like a real cluster (DESIGN §8): every kubeconfig context is who it
- * says it is, namespaces finish deleting, the garbage collector follows owner references, and a
- * Deployment scheduled onto the local node becomes Available with pod IPs in EndpointSlices.
+ * says it is, namespaces finish deleting and the garbage collector follows owner references. The local
+ * node has its own tests (local-node.test.ts).
  */
 import { randomBytes } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
@@ -91,110 +91,6 @@ describe("controller-manager", () => {
       await eventually("the dependent ConfigMap to be garbage-collected", 120_000, async () =>
         (await exists(["configmap", "dependent", "-n", ns])) ? undefined : true,
       );
-    } finally {
-      await kubectl.run("admin", ["delete", "namespace", ns, "--wait=false"]);
-    }
-  });
-});
-
-interface DeploymentStatus {
-  status?: { availableReplicas?: number; conditions?: Array<{ type: string; status: string }> };
-}
-interface PodList {
-  items: Array<{
-    metadata: { name: string };
-    spec: { nodeName?: string };
-    status: { phase?: string; podIP?: string; hostIP?: string };
-  }>;
-}
-interface SliceList {
-  items: Array<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>;
-}
-
-describe("the local node", () => {
-  it("runs a Deployment until it is Available, with pod IPs in its Service's EndpointSlices", async () => {
-    const ns = unique("echo");
-    await kubectl.ok("admin", ["create", "namespace", ns]);
-    try {
-      const labels = { app: "echo" };
-      const deployment = {
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: "echo", namespace: ns },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: labels },
-          template: {
-            metadata: { labels },
-            spec: {
-              containers: [
-                {
-                  name: "echo",
-                  image: "gatehouse/echo:dev",
-                  env: [{ name: "PORT", value: "8080" }],
-                  ports: [{ containerPort: 8080 }],
-                  readinessProbe: { httpGet: { path: "/ready", port: 8080 }, periodSeconds: 1 },
-                },
-              ],
-            },
-          },
-        },
-      };
-      const service = {
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: "echo", namespace: ns },
-        spec: { selector: labels, ports: [{ port: 80, targetPort: 8080 }] },
-      };
-      await kubectl.ok(
-        "admin",
-        ["apply", "-f", "-"],
-        JSON.stringify({ kind: "List", apiVersion: "v1", items: [deployment, service] }),
-      );
-      await kubectl.ok("admin", [
-        "wait",
-        "-n",
-        ns,
-        "--for=condition=Available",
-        "--timeout=180s",
-        "deployment/echo",
-      ]);
-      const status = await kubectl.json<DeploymentStatus>("admin", ["get", "deployment", "echo", "-n", ns]);
-      expect(status.status?.availableReplicas).toBe(2);
-
-      const pods = await kubectl.json<PodList>("admin", ["get", "pods", "-n", ns, "-l", "app=echo"]);
-      expect(pods.items).toHaveLength(2);
-      const podIPs = pods.items.map((p) => p.status.podIP ?? "");
-      for (const pod of pods.items) {
-        expect(pod.spec.nodeName).toBe(cluster.nodeName);
-        expect(pod.status.phase).toBe("Running");
-        expect(pod.status.hostIP).toBe(cluster.bridgeIP);
-      }
-      expect(new Set(podIPs).size).toBe(2);
-      expect(podIPs.every((ip) => ip !== "" && !ip.startsWith("127."))).toBe(true);
-
-      // The pods really serve on their own addresses.
-      for (const ip of podIPs) {
-        const reply = (await (await fetch(`http://${ip}:8080/hello`)).json()) as { ok: boolean };
-        expect(reply.ok).toBe(true);
-      }
-
-      const sliceIPs = await eventually("EndpointSlices with both pod IPs", 60_000, async () => {
-        const slices = await kubectl.json<SliceList>("admin", [
-          "get",
-          "endpointslices",
-          "-n",
-          ns,
-          "-l",
-          "kubernetes.io/service-name=echo",
-        ]);
-        const ready = slices.items
-          .flatMap((s) => s.endpoints ?? [])
-          .filter((e) => e.conditions?.ready !== false)
-          .flatMap((e) => e.addresses);
-        return ready.length === 2 ? ready : undefined;
-      });
-      expect([...sliceIPs].sort()).toEqual([...podIPs].sort());
     } finally {
       await kubectl.run("admin", ["delete", "namespace", ns, "--wait=false"]);
     }

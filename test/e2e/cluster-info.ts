@@ -10,5 +10,6 @@ export function clusterInfo(): ClusterInfo {
     kubectlPath: cluster.kubectlPath,
     bridgeIP: cluster.bridgeIP,
     runDir: cluster.runDir,
+    instance: cluster.instance,
   };
 }

@@ -21,6 +21,7 @@ import {
 } from "../../operator/src/store/connection.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
 import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/operator-role.ts";
+import { exposeHostPort } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
@@ -34,6 +35,8 @@ export interface ClusterInfo {
   kubectlPath: string;
   bridgeIP: string;
   runDir: string;
+  /** Harness instance: its pod firewall must be told which host ports pods may reach. */
+  instance: number;
 }
 
 /** A running environment. */
@@ -148,6 +151,8 @@ export async function startEnvironment(
   try {
     const aps = await startFakeAps({ host: cluster.bridgeIP, port: 0 });
     stops.push(() => aps.close());
+    // Provider pods call the APS system, agent pods the gateway; the pod firewall blocks any other port.
+    await exposeHostPort(cluster.instance, Number(new URL(aps.url).port));
     progress(`fake APS business system at ${aps.url}`);
     const model = await startScriptedModel({
       host: cluster.bridgeIP,
@@ -173,6 +178,7 @@ export async function startEnvironment(
 
     const gatewayPort = await freePort(cluster.bridgeIP);
     const gatewayUrl = `http://${cluster.bridgeIP}:${gatewayPort}`;
+    await exposeHostPort(cluster.instance, gatewayPort);
     const operatorLogPath = join(cluster.runDir, `operator-${database}.log`);
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,

@@ -4,6 +4,7 @@
  */
 export { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "./controlplane.ts";
 export { HarnessError, type HarnessErrorKind } from "./errors.ts";
+export { exposeHostPort } from "./firewall.ts";
 export { LOCAL_NODE_ROOT } from "./node/env.ts";
 export { IMAGE_COMMANDS } from "./node/images.ts";
 export { containerLogPath, type PodKey } from "./node/layout.ts";

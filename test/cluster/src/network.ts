@@ -11,7 +11,9 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { runCommand } from "./command.ts";
+import { API_SERVER_PORT } from "./components.ts";
 import { HarnessError } from "./errors.ts";
+import { installPodFirewall, removePodFirewall } from "./firewall.ts";
 import { addressAt, contains, intToIp, parseCidr } from "./ipv4.ts";
 
 /**
@@ -47,7 +49,7 @@ export type ClusterNetwork = BridgeAddressing & {
   lockPath: string;
   /** Records a child process so a later harness can kill it if this one dies without cleaning up. */
   recordProcess(pid: number): void;
-  /** Deletes every pod network namespace, the bridge and the lock. Safe to call twice. */
+  /** Deletes every pod network namespace, the bridge, its firewall and the lock. Safe to call twice. */
   release(): Promise<void>;
 };
 
@@ -70,7 +72,8 @@ export function addressingFor(index: number): BridgeAddressing {
 /**
  * Takes the first free instance: creates its lock file (`O_EXCL`), reclaiming locks whose holder is dead
  * (their processes, pod namespaces and bridge are removed first), skips ranges some other interface on the
- * host already uses, then creates and brings up the bridge. Requires root and iproute2.
+ * host already uses, then creates and brings up the bridge and its pod firewall (firewall.ts: pods reach
+ * the host only on the API server's port until more are exposed). Requires root, iproute2 and nftables.
  * Throws `unavailable` when all instances are taken.
  */
 export async function allocateNetwork(): Promise<ClusterNetwork> {
@@ -94,7 +97,9 @@ export async function allocateNetwork(): Promise<ClusterNetwork> {
         addressing.bridgeName,
       ]);
       await runCommand("ip", ["link", "set", addressing.bridgeName, "up"]);
+      await installPodFirewall(addressing.bridgeName, addressing.bridgeIP, [API_SERVER_PORT]);
     } catch (err) {
+      await removePodFirewall(addressing.bridgeName);
       await deleteLink(addressing.bridgeName);
       unlinkQuietly(lockPath);
       throw err;
@@ -107,6 +112,7 @@ export async function allocateNetwork(): Promise<ClusterNetwork> {
       release: async () => {
         await deletePodNetworks(addressing.bridgeName);
         await deleteLink(addressing.bridgeName);
+        await removePodFirewall(addressing.bridgeName);
         unlinkQuietly(lockPath);
       },
     };
@@ -152,8 +158,13 @@ export async function createPodNetwork(
   return pod;
 }
 
-/** Removes a pod's veth pair and network namespace; missing pieces are ignored. */
+/**
+ * Removes a pod's network: SIGKILL to any process still inside its namespace (a container's leftover
+ * children), then its veth pair and the namespace; missing pieces are ignored.
+ */
 export async function deletePodNetwork(pod: Pick<PodNetwork, "netns" | "hostVeth">): Promise<void> {
+  const pids = await runCommand("ip", ["netns", "pids", pod.netns]).catch(() => ({ stdout: "" }));
+  for (const pid of pids.stdout.split(/\s+/).filter(Boolean)) killQuietly(Number(pid));
   await deleteLink(pod.hostVeth);
   await runCommand("ip", ["netns", "delete", pod.netns]).catch(() => undefined);
 }
@@ -166,8 +177,6 @@ export async function deletePodNetworks(bridgeName: string): Promise<void> {
   const prefix = `${bridgeName}-p`;
   for (const netns of await listNetns()) {
     if (!netns.startsWith(prefix) || !/^\d+$/.test(netns.slice(prefix.length))) continue;
-    const pids = await runCommand("ip", ["netns", "pids", netns]).catch(() => ({ stdout: "" }));
-    for (const pid of pids.stdout.split(/\s+/).filter(Boolean)) killQuietly(Number(pid));
     await deletePodNetwork({ netns, hostVeth: `${bridgeName}v${netns.slice(prefix.length)}` });
   }
 }
@@ -248,6 +257,7 @@ async function tryLock(lockPath: string, addressing: BridgeAddressing): Promise<
     for (const child of moved?.processes ?? []) if (isAlive(child)) killQuietly(child.pid);
     await deletePodNetworks(addressing.bridgeName);
     await deleteLink(addressing.bridgeName);
+    await removePodFirewall(addressing.bridgeName);
     unlinkQuietly(aside);
   }
   return false;

@@ -43,7 +43,9 @@ const BACKOFF_RESET_AFTER_MS = 60_000;
 
 /**
  * One container of a pod, run as a process inside the pod's network namespace (`ip netns exec`) through
- * `setpriv --pdeathsig KILL`, so it dies with the local node. Tracks the container's state, last
+ * `setpriv --pdeathsig KILL`, so it dies with the local node, in a process group of its own: SIGTERM goes
+ * to the container's main process, SIGKILL (after the grace period, or once the main process has exited)
+ * to the whole group. Tracks the container's state, last
  * termination, restart count, readiness and restart back-off; the pod worker decides when to (re)start.
  */
 export class ContainerRunner {
@@ -111,15 +113,14 @@ export class ContainerRunner {
     let child: ChildProcess;
     try {
       writeSync(log, `---- ${this.name} start #${this.starts} at ${startedAt.toISOString()}\n`);
-      child = spawn(
-        "setpriv",
-        ["--pdeathsig", "KILL", "--", "ip", "netns", "exec", spec.netns, ...spec.argv],
-        {
-          cwd: spec.cwd,
-          env: { ...spec.env },
-          stdio: ["ignore", log, log],
-        },
-      );
+      child = spawn("setpriv", netnsArgv(spec.netns, spec.argv), {
+        cwd: spec.cwd,
+        env: { ...spec.env },
+        stdio: ["ignore", log, log],
+        // Its own process group, so SIGKILL reaches whatever the container started, as the end of a
+        // container's PID namespace would.
+        detached: true,
+      });
     } finally {
       closeSync(log);
     }
@@ -159,6 +160,7 @@ export class ContainerRunner {
       };
       child.once("exit", (code, signal) => {
         const number = signal ? constants.signals[signal] : undefined;
+        killGroup(child.pid, "SIGKILL");
         finish(code ?? 128 + (number ?? 0), number);
       });
       child.once("error", (err) => finish(128, undefined, `could not start: ${err.message}`));
@@ -186,7 +188,56 @@ export class ContainerRunner {
       ac.abort();
       hurry?.removeEventListener("abort", onHurry);
     }
-    if (this.child === child) child.kill("SIGKILL");
+    if (this.child === child) killGroup(child.pid, "SIGKILL");
     await this.exited;
+  }
+}
+
+/**
+ * Runs `argv` once inside network namespace `netns` with `env` and `cwd`, as an exec probe does, and
+ * resolves with its exit code; 1 when it cannot start, and, after `timeoutMs`, its process group is
+ * killed and the result is `"timeout"`. Output is discarded.
+ */
+export function execInNetns(
+  netns: string,
+  argv: readonly string[],
+  options: { env: Readonly<Record<string, string>>; cwd: string; timeoutMs: number },
+): Promise<number | "timeout"> {
+  return new Promise((resolve) => {
+    const child = spawn("setpriv", netnsArgv(netns, argv), {
+      cwd: options.cwd,
+      env: { ...options.env },
+      stdio: "ignore",
+      detached: true,
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child.pid, "SIGKILL");
+    }, options.timeoutMs);
+    child.once("error", () => {
+      clearTimeout(timer);
+      resolve(1);
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      killGroup(child.pid, "SIGKILL");
+      resolve(timedOut ? "timeout" : (code ?? 1));
+    });
+  });
+}
+
+/** `setpriv` arguments that run `argv` in `netns` and make it die with the local node. */
+function netnsArgv(netns: string, argv: readonly string[]): string[] {
+  return ["--pdeathsig", "KILL", "--", "ip", "netns", "exec", netns, ...argv];
+}
+
+/** Signals the process group led by `pid`; a group that is already gone is fine. */
+function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group has no members left
   }
 }

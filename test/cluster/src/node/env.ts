@@ -2,6 +2,7 @@ import type { V1Container, V1ObjectFieldSelector, V1Pod } from "@kubernetes/clie
 import { HarnessError } from "../errors.ts";
 import { expandVariables } from "./images.ts";
 import type { ObjectReader } from "./kube-client.ts";
+import { resourceFieldValue } from "./resource-field.ts";
 
 /** The variable that tells our images where the pod's root folder is (mount path P → `$LOCAL_NODE_ROOT/P`). */
 export const LOCAL_NODE_ROOT = "LOCAL_NODE_ROOT";
@@ -24,7 +25,7 @@ export type EnvContext = {
  * Builds a container's environment the way the kubelet does: the `kubernetes` Service variables
  * (`KUBERNETES_SERVICE_HOST`/`_PORT` = the API server on the bridge), HOSTNAME, PATH, then `envFrom`,
  * then `env` (later entries win; `$(VAR)` expands to earlier ones), with `valueFrom` fieldRef,
- * secretKeyRef and configMapKeyRef resolved; finally `LOCAL_NODE_ROOT`. Throws a `not_found` or
+ * resourceFieldRef, secretKeyRef and configMapKeyRef resolved; finally `LOCAL_NODE_ROOT`. Throws a `not_found` or
  * `invalid_arguments` HarnessError (→ CreateContainerConfigError) for a missing non-optional reference or
  * an unsupported source.
  */
@@ -67,6 +68,8 @@ export async function containerEnv(
     let value: string | undefined;
     if (from.fieldRef) {
       value = fieldValue(pod, from.fieldRef, ctx);
+    } else if (from.resourceFieldRef) {
+      value = resourceFieldValue(pod, from.resourceFieldRef, container.name);
     } else if (from.secretKeyRef) {
       const ref = from.secretKeyRef;
       const secret = await ctx.reader.secret(namespace, ref.name ?? "");
@@ -81,7 +84,7 @@ export async function containerEnv(
     } else {
       throw new HarnessError(
         "invalid_arguments",
-        `env ${variable.name}: only fieldRef, secretKeyRef and configMapKeyRef are supported by the local node`,
+        `env ${variable.name}: valueFrom needs fieldRef, resourceFieldRef, secretKeyRef or configMapKeyRef`,
       );
     }
     if (value !== undefined) env[variable.name] = value;

@@ -10,7 +10,8 @@ import type { V1Container } from "@kubernetes/client-node";
 export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/agent:dev": ["node", "agent-image/src/main.ts"],
   "gatehouse/provider-aps:dev": ["node", "provider-images/aps/src/main.ts"],
-  "gatehouse/echo:dev": ["node", "test/cluster/src/node/echo-server.ts"],
+  "gatehouse/echo:dev": ["node", "test/cluster/images/echo.ts"],
+  "gatehouse/testbox:dev": ["node", "test/cluster/images/testbox.ts"],
 };
 
 /** The reason a container waits with when its image is not in {@link IMAGE_COMMANDS}. */

@@ -4,8 +4,8 @@
  *   node test/cluster/src/node/main.ts --kubeconfig F --context local-node --node-name N \
  *     --bridge-ip IP --pod-cidr CIDR --run-dir D
  *
- * Logs JSON lines (pino) to stdout. Exits on SIGTERM/SIGINT after stopping its pods' processes and
- * removing their network namespaces. Pod processes carry a parent-death signal, so they also die if the
+ * Logs JSON lines (pino) to stdout. Exits on SIGTERM/SIGINT after stopping its pods' processes,
+ * removing their network namespaces and posting Ready=False. Pod processes carry a parent-death signal, so they also die if the
  * local node is killed outright.
  */
 import { VersionApi } from "@kubernetes/client-node";
@@ -33,7 +33,7 @@ const facts = {
   podCIDR: config.podCIDR,
   kubeletVersion: version.gitVersion,
 };
-const readySince = new Date();
+const readiness = { ready: true, since: new Date() };
 
 const pods = new PodManager({
   nodeName: config.nodeName,
@@ -49,11 +49,11 @@ const pods = new PodManager({
 });
 const source = new PodSource(clients.kc, clients.core, config.nodeName, pods, log);
 
-const nodeUID = await registerNode(clients.core, facts, readySince, log);
+const nodeUID = await registerNode(clients.core, facts, readiness, log);
 const lease = new NodeLease(clients.coordination, config.nodeName, nodeUID, log);
 await lease.start();
 const statusTimer = setInterval(() => {
-  postNodeStatus(clients.core, facts, readySince).catch((err: unknown) =>
+  postNodeStatus(clients.core, facts, readiness).catch((err: unknown) =>
     log.warn({ err }, "node status failed"),
   );
 }, NODE_STATUS_MS);
@@ -70,6 +70,11 @@ async function shutdown(why: string): Promise<void> {
   source.stop();
   await pods.shutdown();
   await running;
+  // Tell the control plane at once rather than letting the Lease expire (40 s): new pods stop being
+  // scheduled here and the node lifecycle controller taints the node.
+  await postNodeStatus(clients.core, facts, { ready: false, since: new Date() }).catch((err: unknown) =>
+    log.warn({ err }, "could not mark the node NotReady"),
+  );
   log.info("local node stopped");
   process.exit(0);
 }

@@ -6,10 +6,10 @@ import { HarnessError } from "../errors.ts";
 import { apiStatusCode } from "../kube-errors.ts";
 import { type BridgeAddressing, createPodNetwork, deletePodNetwork, type PodNetwork } from "../network.ts";
 import { REPO_ROOT } from "../paths.ts";
-import { ContainerRunner } from "./container.ts";
+import { ContainerRunner, execInNetns } from "./container.ts";
 import { containerEnv } from "./env.ts";
 import type { EventRecorder } from "./events.ts";
-import { containerArgv, IMAGE_NOT_IN_MAP, imageNotInMapMessage } from "./images.ts";
+import { containerArgv, expandVariables, IMAGE_NOT_IN_MAP, imageNotInMapMessage } from "./images.ts";
 import type { IpAllocator } from "./ip-allocator.ts";
 import { asDate, type NodeClients, type ObjectReader, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
 import { containerLogPath, type PodKey, podDir, podRootDir } from "./layout.ts";
@@ -49,7 +49,7 @@ const DEADLINE_MESSAGE = "Pod was active on the node longer than the specified d
  * a network namespace and address, write its volumes, run init containers in order (native sidecars are
  * started and kept running), start and restart app containers per restartPolicy (with back-off), enforce
  * activeDeadlineSeconds, stop sidecars once the app containers are done, and report status through
- * pods/status. On deletion: SIGTERM, the grace period, SIGKILL, final delete (gracePeriodSeconds 0,
+ * pods/status (a strategic-merge patch guarded by the pod's resourceVersion). On deletion: SIGTERM, the grace period, SIGKILL, final delete (gracePeriodSeconds 0,
  * uid precondition), network namespace removed.
  */
 export class PodWorker {
@@ -347,13 +347,19 @@ export class PodWorker {
     this.probers.get(spec.name)?.stop();
     this.probers.delete(spec.name);
     if (spec.readinessProbe && runner.role !== "init") {
-      const prober = new ReadinessProber(
-        spec.readinessProbe,
-        this.network.ip,
-        spec.ports ?? [],
-        () => this.kick(),
-        this.log.child({ container: spec.name }),
-      );
+      const netns = this.network.netns;
+      const prober = new ReadinessProber({
+        probe: spec.readinessProbe,
+        podIP: this.network.ip,
+        ports: spec.ports ?? [],
+        // As the kubelet does, `$(VAR)` in an exec probe's command expands to the container's env.
+        exec: async (command, timeoutMs) => {
+          const argv = command.map((part) => expandVariables(part, env));
+          return (await execInNetns(netns, argv, { env, cwd: REPO_ROOT, timeoutMs })) === 0;
+        },
+        onChange: () => this.kick(),
+        log: this.log.child({ container: spec.name }),
+      });
       this.probers.set(spec.name, prober);
       prober.start();
     }
@@ -467,19 +473,51 @@ export class PodWorker {
     );
     const text = JSON.stringify(patch);
     if (text === this.lastPatch) return;
+    // Optimistic concurrency: the patch carries the resourceVersion we built it from, so the API server
+    // refuses it (409) if the pod changed meanwhile; then we read the pod again and retry next pass.
+    const resourceVersion = this.pod.metadata?.resourceVersion;
     try {
-      await this.deps.clients.core.patchNamespacedPodStatus(
-        { namespace: this.key.namespace, name: this.key.name, body: { status: patch } },
+      const updated = await this.deps.clients.core.patchNamespacedPodStatus(
+        {
+          namespace: this.key.namespace,
+          name: this.key.name,
+          body: { metadata: { uid: this.key.uid, resourceVersion }, status: patch },
+        },
         STRATEGIC_MERGE_PATCH,
       );
+      if (this.pod.metadata?.resourceVersion === resourceVersion) this.pod = updated;
       this.lastPatch = text;
       this.writtenConditions = patch.conditions as V1PodCondition[];
     } catch (err) {
-      if (apiStatusCode(err) === 404) {
+      const code = apiStatusCode(err);
+      if (code === 404) {
         this.removed = true;
         return;
       }
+      if (code === 409) {
+        await this.refetch();
+        this.kick();
+        return;
+      }
       this.log.warn({ err }, "status update failed; will retry");
+    }
+  }
+
+  /** Reads the pod again after a conflict (unless a newer version arrived through the watch meanwhile). */
+  private async refetch(): Promise<void> {
+    const before = this.pod.metadata?.resourceVersion;
+    try {
+      const fresh = await this.deps.clients.core.readNamespacedPod({
+        namespace: this.key.namespace,
+        name: this.key.name,
+      });
+      if (fresh.metadata?.uid !== this.key.uid) {
+        this.removed = true;
+        return;
+      }
+      if (this.pod.metadata?.resourceVersion === before) this.pod = fresh;
+    } catch (err) {
+      if (apiStatusCode(err) === 404) this.removed = true;
     }
   }
 

@@ -1,19 +1,38 @@
+import { statfsSync } from "node:fs";
+import { availableParallelism, totalmem } from "node:os";
 import type { CoreV1Api, V1Node } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { apiStatusCode } from "../kube-errors.ts";
+import { REPO_ROOT } from "../paths.ts";
 import { rfc3339, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
 
 /** The facts a Node object is made from. */
 export type NodeFacts = { nodeName: string; bridgeIP: string; podCIDR: string; kubeletVersion: string };
 
-/** Generous capacity: scheduling should never be limited by the local node. */
-export const NODE_CAPACITY = { cpu: "64", memory: "256Gi", pods: "1000", "ephemeral-storage": "1Ti" };
+/**
+ * The node's capacity (also its allocatable): the machine's CPUs (`os.availableParallelism()`) and memory
+ * (`os.totalmem()`, in Ki as the kubelet reports it), the size of the file system holding the pod folders
+ * as ephemeral-storage, and 1000 pods (DESIGN §8), far above the kubelet's default 110 so the pod count
+ * never limits scheduling.
+ */
+export function nodeCapacity(): Record<string, string> {
+  const disk = statfsSync(REPO_ROOT);
+  return {
+    cpu: String(availableParallelism()),
+    memory: `${Math.floor(totalmem() / 1024)}Ki`,
+    "ephemeral-storage": `${Math.floor((disk.blocks * disk.bsize) / 1024)}Ki`,
+    pods: "1000",
+  };
+}
+
+/** The Ready condition the node posts: True while it runs, False once it is shutting down. */
+export type Readiness = { ready: boolean; since: Date };
 
 /** How often the node status (Ready heartbeat) is re-posted; the Lease carries liveness in between. */
 export const NODE_STATUS_MS = 60_000;
 
 /** The Node to register: labels, podCIDR(s), and the status of {@link nodeStatus}. */
-export function desiredNode(facts: NodeFacts, now: Date, readySince: Date): V1Node {
+export function desiredNode(facts: NodeFacts, now: Date, readiness: Readiness): V1Node {
   return {
     apiVersion: "v1",
     kind: "Node",
@@ -27,18 +46,19 @@ export function desiredNode(facts: NodeFacts, now: Date, readySince: Date): V1No
       },
     },
     spec: { podCIDR: facts.podCIDR, podCIDRs: [facts.podCIDR] },
-    status: nodeStatus(facts, now, readySince) as V1Node["status"],
+    status: nodeStatus(facts, now, readiness) as V1Node["status"],
   };
 }
 
 /**
- * Node status: capacity and allocatable ({@link NODE_CAPACITY}), Ready=True plus the three pressure
- * conditions False with `lastHeartbeatTime` = now, addresses (InternalIP = bridge address, Hostname),
- * nodeInfo. Timestamps as RFC 3339 strings; used as a strategic-merge patch of nodes/status.
+ * Node status: capacity and allocatable ({@link nodeCapacity}), Ready (True with reason KubeletReady,
+ * or False with KubeletNotReady while stopping) plus the three pressure conditions False, each with
+ * `lastHeartbeatTime` = now, addresses (InternalIP = bridge address, Hostname), nodeInfo. Timestamps as
+ * RFC 3339 strings; used as a strategic-merge patch of nodes/status (conditions merge by type).
  */
-export function nodeStatus(facts: NodeFacts, now: Date, readySince: Date): Record<string, unknown> {
+export function nodeStatus(facts: NodeFacts, now: Date, readiness: Readiness): Record<string, unknown> {
   const heartbeat = rfc3339(now);
-  const since = rfc3339(readySince);
+  const since = rfc3339(readiness.since);
   const condition = (type: string, status: string, reason: string, message: string) => ({
     type,
     status,
@@ -48,13 +68,15 @@ export function nodeStatus(facts: NodeFacts, now: Date, readySince: Date): Recor
     lastTransitionTime: since,
   });
   return {
-    capacity: NODE_CAPACITY,
-    allocatable: NODE_CAPACITY,
+    capacity: nodeCapacity(),
+    allocatable: nodeCapacity(),
     conditions: [
       condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "local node has sufficient memory"),
       condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "local node has no disk pressure"),
       condition("PIDPressure", "False", "KubeletHasSufficientPID", "local node has sufficient PID available"),
-      condition("Ready", "True", "KubeletReady", "local node is posting ready status"),
+      readiness.ready
+        ? condition("Ready", "True", "KubeletReady", "local node is posting ready status")
+        : condition("Ready", "False", "KubeletNotReady", "local node is shutting down"),
     ],
     addresses: [
       { type: "InternalIP", address: facts.bridgeIP },
@@ -83,12 +105,12 @@ export function nodeStatus(facts: NodeFacts, now: Date, readySince: Date): Recor
 export async function registerNode(
   core: CoreV1Api,
   facts: NodeFacts,
-  readySince: Date,
+  readiness: Readiness,
   log: Logger,
 ): Promise<string> {
   let uid: string | undefined;
   try {
-    const created = await core.createNode({ body: desiredNode(facts, new Date(), readySince) });
+    const created = await core.createNode({ body: desiredNode(facts, new Date(), readiness) });
     uid = created.metadata?.uid;
     log.info({ node: facts.nodeName }, "node registered");
   } catch (err) {
@@ -96,14 +118,14 @@ export async function registerNode(
     uid = (await core.readNode({ name: facts.nodeName })).metadata?.uid;
     log.info({ node: facts.nodeName }, "node already registered; adopting it");
   }
-  await postNodeStatus(core, facts, readySince);
+  await postNodeStatus(core, facts, readiness);
   return uid ?? "";
 }
 
 /** Strategic-merge-patches nodes/status with a fresh heartbeat (conditions merge by type). */
-export async function postNodeStatus(core: CoreV1Api, facts: NodeFacts, readySince: Date): Promise<void> {
+export async function postNodeStatus(core: CoreV1Api, facts: NodeFacts, readiness: Readiness): Promise<void> {
   await core.patchNodeStatus(
-    { name: facts.nodeName, body: { status: nodeStatus(facts, new Date(), readySince) } },
+    { name: facts.nodeName, body: { status: nodeStatus(facts, new Date(), readiness) } },
     STRATEGIC_MERGE_PATCH,
   );
 }

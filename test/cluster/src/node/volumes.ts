@@ -10,11 +10,18 @@ import {
   writeFileSync,
 } from "node:fs";
 import { dirname, isAbsolute, join, relative } from "node:path";
-import type { V1KeyToPath, V1Pod, V1Volume, V1VolumeProjection } from "@kubernetes/client-node";
+import type {
+  V1DownwardAPIVolumeFile,
+  V1KeyToPath,
+  V1Pod,
+  V1Volume,
+  V1VolumeProjection,
+} from "@kubernetes/client-node";
 import { HarnessError } from "../errors.ts";
 import { fieldValue } from "./env.ts";
 import type { ObjectReader } from "./kube-client.ts";
 import { type PodKey, podRootDir, volumeDir } from "./layout.ts";
+import { resourceFieldValue } from "./resource-field.ts";
 import type { ServiceAccountTokens } from "./tokens.ts";
 
 /** What rendering volumes needs from the node. */
@@ -87,14 +94,13 @@ export async function volumeFiles(
     return configMapFiles(key.namespace, volume.configMap.name ?? "", volume.configMap, defaultMode, ctx);
   }
   if (volume.downwardAPI) {
-    return (volume.downwardAPI.items ?? []).map((item) => {
-      if (!item.fieldRef) throw unsupported(volume.name, "downwardAPI resourceFieldRef");
-      return {
-        path: item.path,
-        data: Buffer.from(fieldValue(pod, item.fieldRef, ctx)),
-        mode: item.mode ?? volume.downwardAPI?.defaultMode ?? DEFAULT_MODE,
-      };
-    });
+    return downwardFiles(
+      pod,
+      volume.name,
+      volume.downwardAPI.items ?? [],
+      volume.downwardAPI.defaultMode ?? DEFAULT_MODE,
+      ctx,
+    );
   }
   if (volume.projected) {
     const mode = volume.projected.defaultMode ?? DEFAULT_MODE;
@@ -130,17 +136,25 @@ async function projectedFiles(
   if (source.secret) {
     return secretFiles(key.namespace, source.secret.name ?? "", source.secret, mode, ctx);
   }
-  if (source.downwardAPI) {
-    return (source.downwardAPI.items ?? []).map((item) => {
-      if (!item.fieldRef) throw unsupported(volumeName, "downwardAPI resourceFieldRef");
-      return {
-        path: item.path,
-        data: Buffer.from(fieldValue(pod, item.fieldRef, ctx)),
-        mode: item.mode ?? mode,
-      };
-    });
-  }
+  if (source.downwardAPI) return downwardFiles(pod, volumeName, source.downwardAPI.items ?? [], mode, ctx);
   throw unsupported(volumeName, "this projected source");
+}
+
+/** Files of downward-API items: each a fieldRef or a resourceFieldRef (which must name its container). */
+function downwardFiles(
+  pod: V1Pod,
+  volumeName: string,
+  items: readonly V1DownwardAPIVolumeFile[],
+  mode: number,
+  ctx: VolumeContext,
+): VolumeFile[] {
+  return items.map((item) => {
+    let value: string;
+    if (item.fieldRef) value = fieldValue(pod, item.fieldRef, ctx);
+    else if (item.resourceFieldRef) value = resourceFieldValue(pod, item.resourceFieldRef, undefined);
+    else throw unsupported(volumeName, `downwardAPI item ${item.path} without fieldRef or resourceFieldRef`);
+    return { path: item.path, data: Buffer.from(value), mode: item.mode ?? mode };
+  });
 }
 
 type KeyedSource = { items?: V1KeyToPath[]; optional?: boolean };
