@@ -239,6 +239,10 @@ describe.concurrent("the local node", () => {
       // Both listen on 8080 in their own namespace; the host reaches each on its pod IP.
       expect(await readFrom(ipA, 8080)).toBe("ok");
       expect(await readFrom(ipB, 8080)).toBe("ok");
+      const servers = await Promise.all(
+        ["a", "b"].map((name) => core.readNamespacedPod({ namespace: ns, name })),
+      );
+      for (const pod of servers) expect(containerStatus(pod, "server")?.restartCount).toBe(0);
 
       const probes: Record<string, [string, number, "connected" | RegExp]> = {
         "to-postgres": ["127.0.0.1", 5432, /^failed ECONNREFUSED/m],

@@ -160,6 +160,8 @@ export async function startEnvironment(
       scriptsDir: defaultScriptsDir,
     });
     stops.push(() => model.close());
+    // Until the gateway proxies model calls (issue 9), agent pods call the model endpoint directly.
+    await exposeHostPort(cluster.instance, Number(new URL(model.url).port));
     progress(`scripted OpenAI-compatible model at ${model.url}`);
 
     const database = options.database ?? `gatehouse_${randomBytes(4).toString("hex")}`;

@@ -78,7 +78,10 @@ switch (verb) {
     break;
   }
   case "serve": {
-    const server = createServer((socket) => socket.end("ok\n"));
+    const server = createServer((socket) => {
+      socket.on("error", () => {}); // a tcpSocket probe resets its connection at once
+      socket.end("ok\n");
+    });
     server.listen(Number(args[0] ?? "8080"), "0.0.0.0", () => console.log(`listening on ${args[0]}`));
     process.on("SIGTERM", () => {
       console.log(`received SIGTERM at ${Date.now()}`);
