@@ -10,8 +10,13 @@
  * | MODEL_ENDPOINTS | JSON list of {name, baseURL, models?, default?}; keys come with the model proxy issue |
  * | AGENT_IMAGE | the agent runtime image (default gatehouse/agent:dev) |
  * | PROVIDER_PORT | port providers serve on (default 8080) |
+ * | HEALTH_HOST, HEALTH_PORT | the health server: /healthz, /readyz, /metrics (default 0.0.0.0:8081) |
+ * | LEADER_ELECTION | `true` (default) or `false`: run the controllers only while holding the Lease |
+ * | LEADER_ELECTION_NAMESPACE | namespace of Lease `gatehouse-operator` (default POD_NAMESPACE, else gatehouse-system) |
+ * | POD_NAME | this replica's name, the start of its leader-election identity (default the host name) |
  * | LOG_LEVEL | pino level (default info) |
  */
+import { hostname } from "node:os";
 import { z } from "zod";
 
 export const ModelEndpoint = z.object({
@@ -45,6 +50,14 @@ const Environment = z.object({
     }),
   AGENT_IMAGE: z.string().default("gatehouse/agent:dev"),
   PROVIDER_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+  HEALTH_HOST: z.string().default("0.0.0.0"),
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+  LEADER_ELECTION: z
+    .enum(["true", "false"], { error: "LEADER_ELECTION must be true or false" })
+    .default("true"),
+  LEADER_ELECTION_NAMESPACE: z.string().optional(),
+  POD_NAMESPACE: z.string().optional(),
+  POD_NAME: z.string().optional(),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
 });
 
@@ -59,12 +72,24 @@ export interface OperatorConfig {
   modelEndpoints: ModelEndpoint[];
   agentImage: string;
   providerPort: number;
+  healthHost: string;
+  healthPort: number;
+  leaderElection: { enabled: boolean; namespace: string; identityPrefix: string };
   logLevel: string;
 }
 
-/** Parses the environment; throws a ZodError naming each bad variable. */
+/** A configuration the operator cannot start with; its message names every bad variable. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/** Parses the environment; throws a {@link ConfigError} naming each bad variable and why. */
 export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
-  const parsed = Environment.parse(env);
+  const result = Environment.safeParse(env);
+  if (!result.success) {
+    throw new ConfigError(`invalid operator configuration:\n${z.prettifyError(result.error)}`);
+  }
+  const parsed = result.data;
   return {
     kubeconfig: parsed.KUBECONFIG,
     kubeContext: parsed.KUBE_CONTEXT,
@@ -75,6 +100,13 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     modelEndpoints: parsed.MODEL_ENDPOINTS,
     agentImage: parsed.AGENT_IMAGE,
     providerPort: parsed.PROVIDER_PORT,
+    healthHost: parsed.HEALTH_HOST,
+    healthPort: parsed.HEALTH_PORT,
+    leaderElection: {
+      enabled: parsed.LEADER_ELECTION === "true",
+      namespace: parsed.LEADER_ELECTION_NAMESPACE ?? parsed.POD_NAMESPACE ?? "gatehouse-system",
+      identityPrefix: parsed.POD_NAME ?? hostname(),
+    },
     logLevel: parsed.LOG_LEVEL,
   };
 }

@@ -1,14 +1,19 @@
 /**
  * The operator process: configuration, logger, Kubernetes clients and caches, the Postgres store,
- * Core, the four controllers and the gateway — wired here and nowhere else.
- * leader election issue: reconcilers will run on the elected leader only; the gateway on every replica.
+ * Core, the four controllers, the gateway and the health server — wired here and nowhere else.
+ * The gateway and the caches run on every replica; the controllers only on the replica holding the
+ * Lease `gatehouse-operator` (DESIGN §3), and the process exits when it loses the Lease.
+ * Exit codes: 0 after SIGTERM/SIGINT, 1 on losing the Lease or a fatal error, 2 on a bad configuration.
  */
+import { randomBytes } from "node:crypto";
+import { CoordinationV1Api } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { configFromEnvironment } from "./config.ts";
+import { ConfigError, configFromEnvironment, type OperatorConfig } from "./config.ts";
 import { startControllers } from "./controllers/manager.ts";
 import { defaultCoreConfig } from "./core/invoke.ts";
 import type { CoreDeps } from "./core/ports.ts";
 import { tokenReviewer } from "./gateway/authenticate.ts";
+import { buildHealthServer } from "./gateway/health.ts";
 import { fetchManifest, httpProviderClient } from "./gateway/provider-client.ts";
 import { buildGateway } from "./gateway/server.ts";
 import { startAdmissionGuard } from "./kube/admission-guard.ts";
@@ -17,13 +22,42 @@ import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
 import { cacheCatalog } from "./kube/catalog.ts";
 import { loadKubeConfig, makeClients } from "./kube/client.ts";
 import { secretIdentityResolver } from "./kube/identities.ts";
+import { LeaderElector } from "./kube/leader-election.ts";
+import { createMetrics } from "./kube/metrics.ts";
 import { openStore } from "./store/store.ts";
 
-const config = configFromEnvironment(process.env);
+/** The Lease the replicas elect their leader on. */
+const LEADER_LEASE = "gatehouse-operator";
+
+let config: OperatorConfig;
+try {
+  config = configFromEnvironment(process.env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(2);
+}
 const log = pino({ level: config.logLevel, base: { component: "gatehouse-operator" } });
+const metrics = createMetrics();
 
 const clients = makeClients(loadKubeConfig(config.kubeconfig, config.kubeContext));
-const caches = makeCaches(clients, log);
+const caches = makeCaches(clients, log, (path, reason) => metrics.informerRestarted(path, reason));
+metrics.trackPendingApprovals(
+  () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
+);
+let synced = false;
+let listening = false;
+let stopping = false;
+let elector: LeaderElector | undefined;
+const health = buildHealthServer({
+  registry: metrics.registry,
+  checks: [
+    { name: "caches", ready: () => synced },
+    { name: "gateway", ready: () => listening },
+  ],
+  isLeader: () => elector?.isLeader ?? !config.leaderElection.enabled,
+});
+await health.listen({ host: config.healthHost, port: config.healthPort });
 const store = await openStore({ logger: log });
 const now = () => new Date();
 
@@ -42,19 +76,9 @@ const core: CoreDeps = {
 };
 
 await startCaches(caches);
+synced = true;
 const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
-log.info({ runsAsOperatorRole: store.runsAsOperatorRole }, "caches synced; starting controllers and gateway");
-const controllers = startControllers({
-  clients,
-  caches,
-  core,
-  transcripts: store.transcripts,
-  config,
-  log,
-  now,
-  fetchManifest,
-  decisionRulesEnforced: admission.enforced,
-});
+log.info({ runsAsOperatorRole: store.runsAsOperatorRole }, "caches synced; starting the gateway");
 const gateway = buildGateway({
   caches,
   core,
@@ -63,17 +87,56 @@ const gateway = buildGateway({
   log,
 });
 await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
+listening = true;
 
-let stopping = false;
+let controllers: { stop(): Promise<void> } | undefined;
+const startLeading = () => {
+  metrics.setLeader(true);
+  controllers = startControllers({
+    clients,
+    caches,
+    core,
+    transcripts: store.transcripts,
+    config,
+    log,
+    metrics,
+    now,
+    fetchManifest,
+    decisionRulesEnforced: admission.enforced,
+  });
+};
+elector = config.leaderElection.enabled
+  ? new LeaderElector({
+      api: clients.config.makeApiClient(CoordinationV1Api),
+      namespace: config.leaderElection.namespace,
+      name: LEADER_LEASE,
+      identity: `${config.leaderElection.identityPrefix}_${randomBytes(4).toString("hex")}`,
+      log: log.child({ component: "leader-election" }),
+    })
+  : undefined;
+if (elector) {
+  void elector.run(startLeading, () => {
+    metrics.setLeader(false);
+    if (stopping) return;
+    // Another replica may already reconcile: stop at once rather than race it (client-go's OnStoppedLeading).
+    log.error("lost the leader lease; exiting");
+    process.exit(1);
+  });
+} else {
+  startLeading();
+}
+
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info({ signal }, "shutting down");
   await gateway.close();
   admission.stop();
-  await controllers.stop();
+  await controllers?.stop();
+  await elector?.stop();
   await stopCaches(caches);
   await store.stop();
+  await health.close();
   process.exit(0);
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));

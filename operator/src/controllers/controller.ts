@@ -1,11 +1,14 @@
 /**
  * A controller: a work queue of `namespace/name` keys fed by informer events, drained by workers that
  * call a level-triggered reconcile (controller-runtime's shape: sigs.k8s.io/controller-runtime
- * pkg/internal/controller). Reconcile errors are logged and retried with per-key backoff.
+ * pkg/internal/controller). Errors are logged and retried with the queue's rate limiter; a write that
+ * lost an optimistic-concurrency race (409 Conflict) is requeued quietly, since the informer will
+ * bring the newer object; every outcome is counted in the metrics.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { describeApiError } from "../kube/client.ts";
+import { describeApiError, isConflict } from "../kube/client.ts";
+import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { ReconcileResult } from "../kube/workqueue.ts";
 import { WorkQueue } from "../kube/workqueue.ts";
 
@@ -23,19 +26,25 @@ export function splitKey(key: string): { namespace: string; name: string } {
 /** Reconciles one object; `log` carries controller, namespace, name and reconcileID. */
 export type ReconcileFn = (namespace: string, name: string, log: Logger) => Promise<ReconcileResult>;
 
+/** Delay before a key whose write hit a 409 Conflict is reconciled again, in milliseconds. */
+const CONFLICT_REQUEUE_MS = 100;
+
 export class Controller {
   readonly queue = new WorkQueue();
   readonly name: string;
   private readonly reconcile: ReconcileFn;
   private readonly log: Logger;
+  private readonly metrics: OperatorMetrics | undefined;
   private readonly workers: number;
   private running: Promise<void> | undefined;
 
-  constructor(name: string, reconcile: ReconcileFn, log: Logger, workers = 2) {
+  constructor(name: string, reconcile: ReconcileFn, log: Logger, metrics?: OperatorMetrics, workers = 2) {
     this.name = name;
     this.reconcile = reconcile;
     this.log = log;
+    this.metrics = metrics;
     this.workers = workers;
+    metrics?.trackQueue(name, () => this.queue.length);
   }
 
   /** Queues an object's key. */
@@ -48,12 +57,25 @@ export class Controller {
     const log = this.log.child({ controller: this.name });
     this.running = this.queue.run(
       this.workers,
-      (key) => {
+      async (key) => {
         const { namespace, name } = splitKey(key);
-        return this.reconcile(namespace, name, log.child({ namespace, name, reconcileID: randomUUID() }));
+        const reconcileLog = log.child({ namespace, name, reconcileID: randomUUID() });
+        try {
+          return await this.reconcile(namespace, name, reconcileLog);
+        } catch (error) {
+          if (!isConflict(error)) throw error;
+          reconcileLog.debug({ err: describeApiError(error) }, "conflict; requeued for the newer object");
+          return { requeueAfterMs: CONFLICT_REQUEUE_MS };
+        }
       },
-      (key, error) =>
-        log.error({ key, err: describeApiError(error) }, "reconcile failed; retrying with backoff"),
+      (key, outcome, durationMs, error) => {
+        this.metrics?.reconciled(this.name, outcome, durationMs);
+        if (outcome === "error") {
+          log.error({ key, err: describeApiError(error) }, "reconcile failed; retrying with backoff");
+        } else if (outcome === "terminal") {
+          log.error({ key, err: describeApiError(error) }, "reconcile failed for good; not retrying");
+        }
+      },
     );
   }
 

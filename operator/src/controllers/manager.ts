@@ -11,6 +11,7 @@ import type { CoreDeps } from "../core/ports.ts";
 import { sessionRecordOf } from "../core/session-record.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
+import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { reconcileAgentSession } from "./agentsession/reconciler.ts";
 import { reconcileApproval } from "./approval/reconciler.ts";
@@ -25,6 +26,7 @@ export interface ManagerDeps {
   transcripts: TranscriptStore;
   config: OperatorConfig;
   log: Logger;
+  metrics?: OperatorMetrics;
   now: () => Date;
   fetchManifest: (endpoint: string) => Promise<Manifest>;
   /** Whether admission enforces the Approval decision rules (kube/admission-guard.ts). */
@@ -42,18 +44,26 @@ export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
     "agentsession",
     (ns, name, l) => reconcileAgentSession({ ...deps, records }, ns, name, l),
     log,
+    deps.metrics,
   );
-  const approvals = new Controller("approval", (ns, name, l) => reconcileApproval(deps, ns, name, l), log);
+  const approvals = new Controller(
+    "approval",
+    (ns, name, l) => reconcileApproval(deps, ns, name, l),
+    log,
+    deps.metrics,
+  );
   const capabilities = new Controller(
     "capability",
     (ns, name, l) => reconcileCapability({ ...deps, manifests }, ns, name, l),
     log,
+    deps.metrics,
   );
   const providers = new Controller(
     "providerinstance",
     (ns, name, l) =>
       reconcileProviderInstance({ ...deps, manifests, providerPort: deps.config.providerPort }, ns, name, l),
     log,
+    deps.metrics,
   );
 
   const sessionByUid = (namespace: string | undefined, uid: string | undefined) =>

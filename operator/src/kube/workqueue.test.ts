@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { WorkQueue } from "./workqueue.ts";
+import { ControllerRateLimiter } from "./rate-limiter.ts";
+import { TerminalError, WorkQueue } from "./workqueue.ts";
 
 describe("WorkQueue", () => {
   it("deduplicates a key added several times before it is processed", async () => {
@@ -58,11 +59,80 @@ describe("WorkQueue", () => {
         queue.stop();
         return undefined;
       },
-      (_key, error) => errors.push(String(error)),
+      (_key, outcome, _ms, error) => {
+        if (outcome === "error") errors.push(String(error));
+      },
     );
     queue.add("x");
     await running;
     expect(attempts).toBe(3);
     expect(errors).toEqual(["Error: attempt 1", "Error: attempt 2"]);
+  });
+
+  it("gives up on a TerminalError without retrying and reports it", async () => {
+    const queue = new WorkQueue();
+    const outcomes: string[] = [];
+    let attempts = 0;
+    const running = queue.run(
+      1,
+      async (key) => {
+        attempts++;
+        if (key === "bad") throw new TerminalError("spec cannot work");
+        queue.stop();
+        return undefined;
+      },
+      (key, outcome) => outcomes.push(`${key}:${outcome}`),
+    );
+    queue.add("bad");
+    setTimeout(() => queue.add("good"), 50);
+    await running;
+    expect(attempts).toBe(2);
+    expect(outcomes).toEqual(["bad:terminal", "good:success"]);
+    expect(queue.retries("bad")).toBe(0);
+  });
+
+  it("keeps the earliest of several delays pending for one key", async () => {
+    const queue = new WorkQueue();
+    const seen: string[] = [];
+    queue.addAfter("k", 60_000);
+    queue.addAfter("k", 10);
+    await queue.run(
+      1,
+      async (key) => {
+        seen.push(key);
+        queue.stop();
+        return undefined;
+      },
+      () => {},
+    );
+    expect(seen).toEqual(["k"]);
+  });
+});
+
+describe("ControllerRateLimiter", () => {
+  it("backs a key off exponentially from 5 ms and forgets it after a success", () => {
+    const limiter = new ControllerRateLimiter({ now: () => 0 });
+    expect([1, 2, 3, 4].map(() => limiter.when("k"))).toEqual([5, 10, 20, 40]);
+    expect(limiter.when("other")).toBe(5);
+    limiter.forget("k");
+    expect(limiter.when("k")).toBe(5);
+  });
+
+  it("caps the per-key delay at 1000 s", () => {
+    const limiter = new ControllerRateLimiter({ now: () => 0, burst: 1_000 });
+    let delay = 0;
+    for (let i = 0; i < 40; i++) delay = limiter.when("k");
+    expect(delay).toBe(1_000_000);
+  });
+
+  it("lets a burst of 100 fresh keys through, then spaces retries at 10 per second", () => {
+    let now = 0;
+    const limiter = new ControllerRateLimiter({ now: () => now });
+    const first = Array.from({ length: 100 }, (_, i) => limiter.when(`k${i}`));
+    expect(Math.max(...first)).toBe(5);
+    expect(limiter.when("k100")).toBeCloseTo(100, 6);
+    expect(limiter.when("k101")).toBeCloseTo(200, 6);
+    now = 1_000; // ten tokens later the debt of two is paid and eight are back
+    expect(limiter.when("k102")).toBe(5);
   });
 });

@@ -1,26 +1,43 @@
 /**
  * A deduplicating work queue of object keys, after client-go's workqueue
- * (k8s.io/client-go/util/workqueue): a key is queued at most once, never processed by two workers at
- * once (a key added while it is processed is re-queued after), and failures back off exponentially
- * per key (5 ms doubling to 1000 s, as client-go's DefaultTypedControllerRateLimiter).
+ * (k8s.io/client-go/util/workqueue): a key is queued at most once (the dirty set), never processed by
+ * two workers at once (the processing set; a key added while it is processed is queued again after),
+ * and failures are retried after the delay of a {@link ControllerRateLimiter} (per-key exponential
+ * backoff combined with an overall token bucket). A successful reconcile forgets the key's failures and
+ * may ask to be run again after a delay (controller-runtime's `RequeueAfter`); a {@link TerminalError}
+ * is reported and not retried.
  */
+import { ControllerRateLimiter } from "./rate-limiter.ts";
+
 export type ReconcileResult = { requeueAfterMs?: number } | undefined;
 
-/** Reconciles one key; throws to retry with backoff. */
+/** Reconciles one key; throws to retry with backoff, or throws a TerminalError to give up on it. */
 export type Reconcile = (key: string) => Promise<ReconcileResult>;
 
-const BASE_DELAY_MS = 5;
-const MAX_DELAY_MS = 1_000_000;
+/** An error retrying cannot fix (controller-runtime's reconcile.TerminalError): logged, not requeued. */
+export class TerminalError extends Error {
+  override readonly name = "TerminalError";
+}
+
+/** What happened to one reconcile, for metrics and logs. */
+export type Outcome = "success" | "requeue" | "error" | "terminal";
+
+/** Called after every reconcile with its key, outcome, duration in milliseconds and error, if any. */
+export type ReconcileObserver = (key: string, outcome: Outcome, durationMs: number, error?: unknown) => void;
 
 export class WorkQueue {
   private readonly queue: string[] = [];
   private readonly queued = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirtyWhileProcessing = new Set<string>();
-  private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly limiter: ControllerRateLimiter;
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; dueAt: number }>();
   private readonly waiters: Array<() => void> = [];
   private stopped = false;
+
+  constructor(limiter = new ControllerRateLimiter()) {
+    this.limiter = limiter;
+  }
 
   /** Queues a key now (deduplicated). */
   add(key: string): void {
@@ -35,46 +52,57 @@ export class WorkQueue {
     this.waiters.shift()?.();
   }
 
-  /** Queues a key after a delay in milliseconds; an earlier pending delay for the key wins. */
+  /** Queues a key after a delay in milliseconds; of several pending delays for a key the earliest wins. */
   addAfter(key: string, delayMs: number): void {
-    if (this.stopped || this.timers.has(key)) return;
+    if (this.stopped) return;
+    const dueAt = Date.now() + delayMs;
+    const pending = this.timers.get(key);
+    if (pending && pending.dueAt <= dueAt) return;
+    if (pending) clearTimeout(pending.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, delayMs);
     timer.unref();
-    this.timers.set(key, timer);
+    this.timers.set(key, { timer, dueAt });
   }
 
-  /** Queues a key after its per-key exponential backoff. */
+  /** Queues a key after the rate limiter's delay for it (one more failure counted). */
   addRateLimited(key: string): void {
-    const failures = this.failures.get(key) ?? 0;
-    this.failures.set(key, failures + 1);
-    this.addAfter(key, Math.min(BASE_DELAY_MS * 2 ** failures, MAX_DELAY_MS));
+    this.addAfter(key, this.limiter.when(key));
   }
 
   /** Clears a key's backoff after a successful reconcile. */
   forget(key: string): void {
-    this.failures.delete(key);
+    this.limiter.forget(key);
   }
 
-  /** Runs `workers` loops calling `reconcile` until stop(); errors are passed to onError and retried. */
-  async run(
-    workers: number,
-    reconcile: Reconcile,
-    onError: (key: string, error: unknown) => void,
-  ): Promise<void> {
+  /** Failures of `key` since its last success. */
+  retries(key: string): number {
+    return this.limiter.retries(key);
+  }
+
+  /**
+   * Runs `workers` loops calling `reconcile` until stop(). Each outcome goes to `observe`; thrown errors
+   * are retried through the rate limiter unless they are {@link TerminalError}s.
+   */
+  async run(workers: number, reconcile: Reconcile, observe: ReconcileObserver): Promise<void> {
     const loop = async () => {
       for (;;) {
         const key = await this.next();
         if (key === undefined) return;
+        const started = performance.now();
         try {
           const result = await reconcile(key);
           this.forget(key);
-          if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+          const requeue = result?.requeueAfterMs !== undefined;
+          if (requeue) this.addAfter(key, result.requeueAfterMs ?? 0);
+          observe(key, requeue ? "requeue" : "success", performance.now() - started);
         } catch (error) {
-          onError(key, error);
-          this.addRateLimited(key);
+          const terminal = error instanceof TerminalError;
+          if (terminal) this.forget(key);
+          else this.addRateLimited(key);
+          observe(key, terminal ? "terminal" : "error", performance.now() - started, error);
         } finally {
           this.done(key);
         }
@@ -86,7 +114,7 @@ export class WorkQueue {
   /** Stops the workers after their current item; pending timers are dropped. */
   stop(): void {
     this.stopped = true;
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const pending of this.timers.values()) clearTimeout(pending.timer);
     this.timers.clear();
     for (const wake of this.waiters.splice(0)) wake();
   }

@@ -162,9 +162,11 @@ export async function reconcileApproval(
   // Dispatch. Approved (the decision) and then Executing are written first, so a crash between here
   // and the receipt leaves a visible state that the next reconcile resumes from.
   // status.execution is only ever copied from the execution row, never guessed.
-  if (phase === "Pending") await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+  let written = approval;
+  if (phase === "Pending")
+    written = (await writeStatusIfChanged(deps.clients, APPROVAL, written, status)) ?? written;
   status.phase = "Executing";
-  await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+  written = (await writeStatusIfChanged(deps.clients, APPROVAL, written, { ...status })) ?? written;
   const session = sessionObject
     ? sessionContextOf(
         sessionObject,
@@ -175,7 +177,6 @@ export async function reconcileApproval(
     approval: { request: requestOf(approval), decisions: approval.spec.decisions, phase: "Approved" },
     ...(session ? { session } : {}),
   });
-  const latest = deps.caches.approvals.get(name, namespace) ?? approval;
   const final: Status = { ...status };
   if (result.kind === "executed") {
     final.execution = executionStatusOf(result.execution);
@@ -208,6 +209,6 @@ export async function reconcileApproval(
     );
     log.info({ phase: result.phase, reason: result.reason }, `approval ${result.kind} at dispatch`);
   }
-  await writeStatusIfChanged(deps.clients, APPROVAL, latest, final);
+  await writeStatusIfChanged(deps.clients, APPROVAL, written, final);
   return final.phase === "Executing" || result.kind === "deferred" ? { requeueAfterMs: 2_000 } : undefined;
 }
