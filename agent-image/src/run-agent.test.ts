@@ -110,7 +110,7 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
   const answered = (call: InvokeCall, answer: InvokeAnswer): InvokeAnswer => {
     const extra = answer.approval ? { approval: answer.approval.name } : {};
     const { status, content } = answer;
-    record("gateway", "tool_result", { turn: call.turn, callId: call.callId, status, content, ...extra });
+    record("core", "tool_result", { turn: call.turn, callId: call.callId, status, content, ...extra });
     return answer;
   };
   // Like Core's answers: the provider's result wrapped as {result, evidence}.
@@ -147,7 +147,7 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
     if (state.waits === 1) return { name, phase: "Pending", done: false };
     const result = { ...JSON.parse(publishArguments), status: "published", publicationId: "pub-1" };
     const content = JSON.stringify({ result, evidence: { system: "aps", reference: "pub-1" } });
-    record("gateway", "approval_outcome", {
+    record("core", "approval_outcome", {
       approval: name,
       phase: "Succeeded",
       status: "succeeded",

@@ -9,9 +9,9 @@ function entry(source: HistoryEntry["source"], kind: string, payload: Record<str
   return { seq, source, kind, payload };
 }
 const call = (turn: number, position: number, tool: string) =>
-  entry("gateway", "tool_call", { turn, position, callId: `c${turn}${position}`, tool, arguments: "{}" });
+  entry("core", "tool_call", { turn, position, callId: `c${turn}${position}`, tool, arguments: "{}" });
 const result = (turn: number, position: number, content: string) =>
-  entry("gateway", "tool_result", { turn, callId: `c${turn}${position}`, status: "succeeded", content });
+  entry("core", "tool_result", { turn, callId: `c${turn}${position}`, status: "succeeded", content });
 
 describe("planResume", () => {
   it("starts a fresh session by sending the first message", () => {
@@ -65,7 +65,7 @@ describe("planResume", () => {
   it("treats a pending approval as no result until its approval_outcome arrives", () => {
     const history = [
       call(0, 0, "aps_schedule_publish"),
-      entry("gateway", "tool_result", {
+      entry("core", "tool_result", {
         turn: 0,
         callId: "c00",
         status: "pending_approval",
@@ -79,7 +79,7 @@ describe("planResume", () => {
       messages: [task],
       history: [
         ...history,
-        entry("gateway", "approval_outcome", { approval: "apr-1", status: "succeeded", content: "ok" }),
+        entry("core", "approval_outcome", { approval: "apr-1", status: "succeeded", content: "ok" }),
       ],
     });
     expect(decided.history.at(-1)).toMatchObject({ role: "tool", turn: 0, position: 0, content: "ok" });
@@ -94,7 +94,7 @@ describe("planResume", () => {
   });
 
   it("skips entries whose payload has an unexpected shape and counts them", () => {
-    const plan = planResume({ messages: [task], history: [entry("gateway", "tool_call", { turn: "zero" })] });
+    const plan = planResume({ messages: [task], history: [entry("core", "tool_call", { turn: "zero" })] });
     expect(plan.skipped).toBe(1);
   });
 });

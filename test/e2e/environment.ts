@@ -20,7 +20,7 @@ import {
   withDatabase,
 } from "../../operator/src/store/connection.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
-import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/operator-role.ts";
+import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/roles.ts";
 import { exposeHostPort } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";

@@ -164,14 +164,14 @@ describe("transcripts in Postgres", () => {
     );
     await store.append({
       sessionUid: "s-2",
-      source: "user",
+      source: "core",
       kind: "user_message",
       payload: { text: "hi" },
       atMicros: 1,
     });
     const events = await store.list("s-1");
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
-    expect((await store.list("s-2"))[0]).toMatchObject({ seq: 1, source: "user", payload: { text: "hi" } });
+    expect((await store.list("s-2"))[0]).toMatchObject({ seq: 1, source: "core", payload: { text: "hi" } });
     expect((await store.list("s-1", { afterSeq: 10 })).map((e) => e.seq)).toEqual([11, 12]);
   });
 });

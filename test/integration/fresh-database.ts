@@ -1,11 +1,14 @@
 /**
- * A fresh, migrated Postgres database per test: created with a random name on the server the operator
- * would use (DATABASE_URL's server, else the local one on 127.0.0.1:5432, else an embedded one) and
- * dropped afterwards. Offers an owner pool (migrations, tampering) and a pool connected as
- * `gatehouse_operator` (what the operator really runs as).
+ * A fresh, migrated Postgres database for a test: created with a random name on the server the
+ * operator would use (DATABASE_URL's server, else the local one on 127.0.0.1:5432, else an embedded
+ * one) and dropped afterwards, with three kinds of connection:
+ *   - `admin`: the server's superuser (creates logins, terminates backends);
+ *   - `owner`: runs as `gatehouse_owner`, which owns the tables (and so may disable their triggers);
+ *   - `operator`: a login of this database's own that is a member of `gatehouse_operator`, so it has
+ *     exactly the runtime privileges, and no test changes the shared role's password.
  */
 import { randomBytes } from "node:crypto";
-import type pg from "pg";
+import pg from "pg";
 import {
   createPool,
   dropDatabase,
@@ -15,17 +18,30 @@ import {
 } from "../../operator/src/store/connection.ts";
 import { startEmbeddedPostgres } from "../../operator/src/store/embedded.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
-import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/operator-role.ts";
+import {
+  createOperatorLogin,
+  dropOperatorLogin,
+  OWNER_ROLE,
+  operatorUrl,
+} from "../../operator/src/store/roles.ts";
 import { answers } from "../../operator/src/store/server-probe.ts";
+import { storeTypeParsers } from "../../operator/src/store/sql-values.ts";
 
 /** A migrated throw-away database. */
 export interface FreshDatabase {
   name: string;
+  /** This database, as the superuser. */
   url: string;
-  /** Connected as the owner (a superuser locally): triggers and REVOKE do not bind it. */
+  /** This database, as the operator login. */
+  operatorUrl: string;
+  /** The superuser: neither triggers nor REVOKE bind it. */
+  admin: pg.Pool;
+  /** Runs as `gatehouse_owner`, the tables' owner. */
   owner: pg.Pool;
-  /** Connected as `gatehouse_operator`. */
+  /** Runs as this database's operator login (a member of `gatehouse_operator`). */
   operator: pg.Pool;
+  /** Another pool as the operator login — a second replica. Closed by `drop()`. */
+  anotherOperatorPool(max?: number): pg.Pool;
   drop(): Promise<void>;
 }
 
@@ -41,21 +57,43 @@ async function serverUrl(): Promise<string> {
 export async function freshDatabase(): Promise<FreshDatabase> {
   const server = await serverUrl();
   const name = `gh_test_${randomBytes(6).toString("hex")}`;
+  const login = `${name}_operator`;
   await ensureDatabase(server, name);
   const url = withDatabase(server, name);
   await migrate(url);
-  const owner = createPool(url, { max: 4 });
-  await enableOperatorLogin(owner, OPERATOR_PASSWORD);
-  const operator = createPool(operatorUrl(url, OPERATOR_PASSWORD), { max: 4 });
+  const admin = createPool(url, { max: 2 });
+  await createOperatorLogin(admin, login, OPERATOR_PASSWORD);
+  const owner = new pg.Pool({
+    connectionString: url,
+    max: 2,
+    types: storeTypeParsers,
+    options: `-c role=${OWNER_ROLE}`,
+  });
+  const loginUrl = operatorUrl(url, OPERATOR_PASSWORD, login);
+  const pools: pg.Pool[] = [createPool(loginUrl, { max: 4 })];
   return {
     name,
     url,
+    operatorUrl: loginUrl,
+    admin,
     owner,
-    operator,
+    operator: pools[0] as pg.Pool,
+    anotherOperatorPool(max = 4) {
+      const pool = createPool(loginUrl, { max });
+      pools.push(pool);
+      return pool;
+    },
     async drop() {
-      await operator.end();
+      await Promise.all(pools.map((pool) => pool.end()));
       await owner.end();
+      await admin.end();
       await dropDatabase(server, name);
+      const serverPool = createPool(server, { max: 1 });
+      try {
+        await dropOperatorLogin(serverPool, login);
+      } finally {
+        await serverPool.end();
+      }
     },
   };
 }

@@ -21,7 +21,7 @@ export type ToolSpec = z.infer<typeof ToolSpec>;
 /** One stored transcript entry, replayed to a resuming agent. Tool results come from Core's records. */
 export const HistoryEntry = z.object({
   seq: z.number().int(),
-  source: z.enum(["user", "agent", "gateway"]),
+  source: z.enum(["agent", "core"]),
   kind: z.string(),
   payload: z.record(z.string(), z.unknown()),
 });

@@ -49,7 +49,7 @@ describe("audit chain", () => {
   it("hashes the RFC 8785 bytes of the record, timestamps as integer microseconds", () => {
     const [record] = chain(1);
     expect(new TextDecoder().decode(record!.canonical)).toBe(
-      `{"actor":"alice","atMicros":1000,"executionId":null,"kind":"test","payload":{"a":2,"n":0,"z":1},"prevHash":"${"00".repeat(32)}","seq":1,"sessionUid":null,"v":1}`,
+      `{"actor":"alice","atMicros":1000,"executionId":null,"kind":"test","outcome":null,"payload":{"a":2,"n":0,"z":1},"prevHash":"${"00".repeat(32)}","seq":1,"sessionUid":null,"v":1}`,
     );
   });
 

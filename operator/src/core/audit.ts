@@ -3,13 +3,15 @@
  * in `store/audit-log.ts`; everything here is deterministic and unit-tested.
  *
  * Encoding: the canonical bytes of a record are the RFC 8785 JSON of
- *   { v: 1, seq, prevHash: <hex>, kind, actor, sessionUid|null, executionId|null, atMicros, payload }
+ *   { v: 1, seq, prevHash: <hex>, kind, actor, outcome|null, sessionUid|null, executionId|null,
+ *     atMicros, payload }
  * with timestamps as integer microseconds. hash = sha256(prevHash || canonicalBytes); the first
  * record's prevHash is 32 zero bytes. The exact hashed bytes are stored, so verification never depends
  * on how the database re-serializes JSON.
  */
 import { canonicalBytes, canonicalJson, type JsonObject, type JsonValue, sha256Bytes } from "./canonical.ts";
-import type { AuditEntry } from "./ports.ts";
+import { GatehouseError } from "./errors.ts";
+import type { AuditEntry, AuditOutcome, ExecutionState } from "./ports.ts";
 
 /** Audit record kinds Core emits. Other components may add their own dotted kinds. */
 export const AuditKind = {
@@ -23,6 +25,17 @@ export const AuditKind = {
   executionStarted: "execution.started",
   executionFinished: "execution.finished",
 } as const;
+
+/** The audit outcome of an execution in `state`: started → pending, succeeded → success, … */
+export function auditOutcomeOf(state: ExecutionState): AuditOutcome {
+  const outcomes = {
+    started: "pending",
+    succeeded: "success",
+    failed: "failure",
+    unknown: "unknown",
+  } as const;
+  return outcomes[state];
+}
 
 /** Format version written into every record (`v`). */
 export const AUDIT_RECORD_VERSION = 1;
@@ -38,6 +51,7 @@ export interface SealedAuditRecord {
   canonical: Uint8Array;
   kind: string;
   actor: string;
+  outcome: string | null;
   sessionUid: string | null;
   executionId: string | null;
   atMicros: number;
@@ -65,6 +79,7 @@ function recordObject(seq: number, prevHash: Uint8Array, entry: AuditEntry): Jso
     prevHash: toHex(prevHash),
     kind: entry.kind,
     actor: entry.actor,
+    outcome: entry.outcome ?? null,
     sessionUid: entry.sessionUid ?? null,
     executionId: entry.executionId ?? null,
     atMicros: entry.atMicros,
@@ -78,12 +93,30 @@ export function chainHash(prevHash: Uint8Array, canonical: Uint8Array): Uint8Arr
 }
 
 /**
- * Checks that `entry` can be encoded (JSON-only payload, safe-integer timestamp) before it is queued.
- * Errors: `GatehouseError("internal")` from canonicalization, or a plain `RangeError` for a bad time.
+ * Checks that `entry` can be encoded and stored before it is queued: a safe-integer timestamp, text
+ * fields without U+0000 (Postgres `text` cannot hold it), a JSON-only payload.
+ * Errors: `GatehouseError("invalid_arguments")` for a bad time or text field; `GatehouseError
+ * ("internal")` from canonicalization (lone surrogate, NaN, …).
  */
 export function assertEncodable(entry: AuditEntry): void {
-  if (!Number.isSafeInteger(entry.atMicros))
-    throw new RangeError(`atMicros ${entry.atMicros} is not an integer`);
+  if (!Number.isSafeInteger(entry.atMicros)) {
+    throw new GatehouseError("invalid_arguments", `atMicros ${entry.atMicros} is not a safe integer`);
+  }
+  const texts = {
+    kind: entry.kind,
+    actor: entry.actor,
+    outcome: entry.outcome,
+    sessionUid: entry.sessionUid,
+    executionId: entry.executionId,
+  };
+  for (const [field, value] of Object.entries(texts)) {
+    if (value?.includes("\u0000")) {
+      throw new GatehouseError(
+        "invalid_arguments",
+        `audit entry ${field} contains U+0000, which Postgres text cannot store`,
+      );
+    }
+  }
   canonicalJson(recordObject(1, GENESIS_PREV_HASH, entry));
 }
 
@@ -98,6 +131,7 @@ export function sealAuditRecord(head: ChainHead, entry: AuditEntry): SealedAudit
     canonical,
     kind: entry.kind,
     actor: entry.actor,
+    outcome: entry.outcome ?? null,
     sessionUid: entry.sessionUid ?? null,
     executionId: entry.executionId ?? null,
     atMicros: entry.atMicros,
@@ -118,6 +152,9 @@ export function decodeAuditRecord(canonical: Uint8Array): {
     entry: {
       kind: object.kind as string,
       actor: object.actor as string,
+      ...(object.outcome !== null && object.outcome !== undefined
+        ? { outcome: object.outcome as AuditOutcome }
+        : {}),
       ...(object.sessionUid !== null ? { sessionUid: object.sessionUid as string } : {}),
       ...(object.executionId !== null ? { executionId: object.executionId as string } : {}),
       atMicros: object.atMicros as number,
@@ -185,7 +222,7 @@ export interface AuditVerifyReport {
  * tampered row is reported once rather than poisoning every later row.
  */
 export class ChainVerifier {
-  private head: ChainHead = EMPTY_CHAIN_HEAD;
+  private head: ChainHead;
   private records = 0;
   private badRows = 0;
   private firstBadRow: AuditProblem | undefined;
@@ -193,14 +230,21 @@ export class ChainVerifier {
   private readonly expected = new Map<number, AuditCheckpoint[]>();
   private readonly seen = new Map<number, string>();
 
-  /** `checkpoints`: every checkpoint to compare with (the last stored one, plus outside copies). */
-  constructor(checkpoints: AuditCheckpoint[] = []) {
+  /**
+   * `checkpoints`: every checkpoint to compare with (the last stored one, plus outside copies).
+   * `start`: the record before the first one pushed, taken on trust (default: the empty chain, so
+   * the first record must be seq 1 linked to the genesis hash). Checkpoints below `start.seq` cannot
+   * be checked and are ignored.
+   */
+  constructor(checkpoints: AuditCheckpoint[] = [], start: ChainHead = EMPTY_CHAIN_HEAD) {
+    this.head = start;
     for (const checkpoint of checkpoints) {
+      if (checkpoint.seq < start.seq) continue;
       const list = this.expected.get(checkpoint.seq) ?? [];
       list.push(checkpoint);
       this.expected.set(checkpoint.seq, list);
     }
-    if (this.expected.has(0)) this.seen.set(0, toHex(GENESIS_PREV_HASH));
+    if (this.expected.has(start.seq)) this.seen.set(start.seq, toHex(start.hash));
   }
 
   /** Checks one record against its predecessor; returns its problem, if any. */
@@ -276,17 +320,21 @@ export function checkRecord(record: SealedAuditRecord, previous: ChainHead): Aud
       message: "hash ≠ sha256(prev_hash || canonical): the bytes were changed",
     };
   }
-  let decoded: ReturnType<typeof decodeAuditRecord>;
   let text: string;
+  let object: Record<string, JsonValue>;
   try {
-    decoded = decodeAuditRecord(record.canonical);
-    text = new TextDecoder().decode(record.canonical);
+    text = UTF8.decode(record.canonical);
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      return { seq, reason: "undecodable", message: "canonical bytes are not a JSON object" };
+    }
+    object = parsed as Record<string, JsonValue>;
   } catch (error) {
-    return { seq, reason: "undecodable", message: `canonical bytes are not JSON: ${String(error)}` };
+    return { seq, reason: "undecodable", message: `canonical bytes are not UTF-8 JSON: ${String(error)}` };
   }
   let recanonical: string;
   try {
-    recanonical = canonicalJson(JSON.parse(text));
+    recanonical = canonicalJson(object);
   } catch (error) {
     return {
       seq,
@@ -298,13 +346,14 @@ export function checkRecord(record: SealedAuditRecord, previous: ChainHead): Aud
     return { seq, reason: "not_canonical", message: "canonical bytes are not in RFC 8785 form" };
   }
   const columns: Array<[string, unknown, unknown]> = [
-    ["seq", record.seq, decoded.seq],
-    ["prev_hash", toHex(record.prevHash), decoded.prevHash],
-    ["kind", record.kind, decoded.entry.kind],
-    ["actor", record.actor, decoded.entry.actor],
-    ["session_uid", record.sessionUid, decoded.entry.sessionUid ?? null],
-    ["execution_id", record.executionId, decoded.entry.executionId ?? null],
-    ["at_us", record.atMicros, decoded.entry.atMicros],
+    ["seq", record.seq, object.seq],
+    ["prev_hash", toHex(record.prevHash), object.prevHash],
+    ["kind", record.kind, object.kind],
+    ["actor", record.actor, object.actor],
+    ["outcome", record.outcome, object.outcome ?? null],
+    ["session_uid", record.sessionUid, object.sessionUid ?? null],
+    ["execution_id", record.executionId, object.executionId ?? null],
+    ["at_us", record.atMicros, object.atMicros],
   ];
   for (const [column, stored, hashed] of columns) {
     if (stored !== hashed) {
@@ -317,6 +366,8 @@ export function checkRecord(record: SealedAuditRecord, previous: ChainHead): Aud
   }
   return undefined;
 }
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((byte, i) => byte === b[i]);

@@ -49,6 +49,7 @@ export async function executeApproved(
     deps.audit.append({
       kind,
       actor: "gatehouse",
+      outcome: "failure",
       sessionUid: request.sessionRef.uid,
       executionId: request.executionId,
       atMicros: deps.clock.nowMicros(),

@@ -12,10 +12,16 @@
 import type { ErrorKind, InvokeRequest, InvokeResponse, Subject } from "@gatehouse/provider-sdk";
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import { answerFromExecution } from "./answer.ts";
-import { AuditKind } from "./audit.ts";
+import { AuditKind, auditOutcomeOf } from "./audit.ts";
 import { canonicalDigest, type JsonObject, sha256Hex } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
-import type { CoreDeps, ExecutionOutcome, ExecutionRecord, ResolvedCapability } from "./ports.ts";
+import type {
+  AuditOutcome,
+  CoreDeps,
+  ExecutionOutcome,
+  ExecutionRecord,
+  ResolvedCapability,
+} from "./ports.ts";
 
 /** Everything needed to execute one call. */
 export interface ExecutionPlan {
@@ -86,10 +92,11 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
   }
 
   const stored = claim.execution;
-  const audit = (kind: string, payload: JsonObject) =>
+  const audit = (kind: string, outcome: AuditOutcome, payload: JsonObject) =>
     deps.audit.append({
       kind,
       actor: plan.actor,
+      outcome,
       sessionUid: plan.session.uid,
       executionId: plan.executionId,
       atMicros: clock.nowMicros(),
@@ -117,7 +124,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
   }
 
   try {
-    await audit(AuditKind.executionStarted, {
+    await audit(AuditKind.executionStarted, "pending", {
       capability: plan.capability.id,
       capabilityObject: plan.capability.name,
       provider: `${plan.capability.providerRef.namespace}/${plan.capability.providerRef.name}`,
@@ -144,13 +151,17 @@ async function finish(
   deps: CoreDeps,
   plan: ExecutionPlan,
   stored: ExecutionRecord,
-  audit: (kind: string, payload: JsonObject) => Promise<unknown>,
+  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
   outcome: ExecutionOutcome,
   attemptsMade: number,
 ): Promise<ExecutionResult> {
   const recorded = await deps.executions.recordReceipt(stored.id, outcome);
   const execution = recorded.execution;
-  await audit(AuditKind.executionFinished, finishedPayload(execution, attemptsMade));
+  await audit(
+    AuditKind.executionFinished,
+    auditOutcomeOf(execution.state),
+    finishedPayload(execution, attemptsMade),
+  );
   deps.logger.info(
     {
       executionId: plan.executionId,
@@ -287,6 +298,7 @@ async function settleExpiredLease(deps: CoreDeps, execution: ExecutionRecord): P
     await deps.audit.append({
       kind: AuditKind.executionFinished,
       actor: "gatehouse",
+      outcome: "unknown",
       sessionUid: execution.session.uid,
       executionId: execution.id,
       atMicros: deps.clock.nowMicros(),

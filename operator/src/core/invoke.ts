@@ -37,6 +37,7 @@ import { approvalSettings, decidePolicy } from "./policy.ts";
 import type {
   ApprovalHandle,
   ApprovalRequest,
+  AuditOutcome,
   CoreConfig,
   CoreDeps,
   ExecutionRecord,
@@ -104,7 +105,7 @@ export async function invoke(
     errorKind: Parameters<typeof deniedAnswer>[1],
     extra: JsonObject = {},
   ) => {
-    await audit(AuditKind.denied, { tool: call.tool, reason, message, ...extra });
+    await audit(AuditKind.denied, "failure", { tool: call.tool, reason, message, ...extra });
     return {
       answer: deniedAnswer(message, errorKind, identity.executionId),
       consumed: { toolCalls: 1, writes: 0 } as Consumption,
@@ -114,13 +115,17 @@ export async function invoke(
   // 2. Identity: a repeated call returns the state of the first one.
   const existing = await deps.executions.get(identity.executionId);
   if (existing) {
-    await audit(AuditKind.repeated, { tool: call.tool, state: existing.state });
+    await audit(AuditKind.repeated, "success", { tool: call.tool, state: existing.state });
     return { answer: answerOfExecution(deps, existing), consumed: NOTHING };
   }
   const approval = await deps.approvals.get(session.namespace, identity.approvalName, session.uid);
   if (approval) {
     if (!approval.ownedBySession) return conflict(deps, session, identity, call.tool, audit);
-    await audit(AuditKind.repeated, { tool: call.tool, approval: approval.name, phase: approval.phase });
+    await audit(AuditKind.repeated, "success", {
+      tool: call.tool,
+      approval: approval.name,
+      phase: approval.phase,
+    });
     return { answer: answerOfExistingApproval(approval, identity), consumed: NOTHING };
   }
 
@@ -158,7 +163,7 @@ export async function invoke(
     if (checked.problem.class === "invalid_schema") {
       return deny("InvalidSchema", checked.problem.message, "unavailable");
     }
-    await audit(AuditKind.invalidArguments, {
+    await audit(AuditKind.invalidArguments, "failure", {
       tool: call.tool,
       capability: capability.id,
       problem: checked.problem.class,
@@ -216,7 +221,7 @@ export async function invoke(
     const handle = await deps.approvals.createOrGet(request);
     if (!handle.ownedBySession || !handle.sameSpec)
       return conflict(deps, session, identity, call.tool, audit);
-    await audit(AuditKind.approvalRequested, {
+    await audit(AuditKind.approvalRequested, "pending", {
       ...facts,
       approval: handle.name,
       approvers: { users: request.approvers.users, groups: request.approvers.groups },
@@ -257,10 +262,11 @@ function identityDigestOf(raw: string): string {
 }
 
 function auditor(deps: CoreDeps, session: SessionContext, executionId: string) {
-  return (kind: string, payload: JsonObject) =>
+  return (kind: string, outcome: AuditOutcome, payload: JsonObject) =>
     deps.audit.append({
       kind,
       actor: session.subject.user,
+      outcome,
       sessionUid: session.uid,
       executionId,
       atMicros: deps.clock.nowMicros(),
@@ -273,11 +279,11 @@ async function conflict(
   session: SessionContext,
   identity: ExecutionIdentity,
   tool: string,
-  audit: (kind: string, payload: JsonObject) => Promise<unknown>,
+  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
 ): Promise<InvokeResult> {
   const message = `Approval ${identity.approvalName} already exists but was not created for this call; refusing it`;
   await deps.approvals.markConflict(session.namespace, identity.approvalName, message);
-  await audit(AuditKind.approvalConflict, { tool, approval: identity.approvalName });
+  await audit(AuditKind.approvalConflict, "failure", { tool, approval: identity.approvalName });
   deps.logger.warn(
     { executionId: identity.executionId, approval: identity.approvalName },
     "approval name squatted",

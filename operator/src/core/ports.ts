@@ -354,11 +354,20 @@ export interface AuditEntry {
   kind: string;
   /** Who acted: the session's subject for agent calls, `gatehouse` for Core's own transitions. */
   actor: string;
+  /**
+   * What came of the audited step, in DMTF CADF's terms: `success`, `failure`, `pending` (waits for
+   * an approval or a provider) or `unknown` (nobody knows whether it happened). Stored as a
+   * queryable column; absent → null.
+   */
+  outcome?: AuditOutcome;
   sessionUid?: string;
   executionId?: string;
   atMicros: number;
   payload: JsonObject;
 }
+
+/** The outcome vocabulary of audit records (DMTF CADF, DSP0262 "outcome"). */
+export type AuditOutcome = "success" | "failure" | "pending" | "unknown";
 
 /** Appends to the tamper-evident audit chain (backed by Postgres `audit_log`). */
 export interface AuditLog {

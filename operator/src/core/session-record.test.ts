@@ -7,14 +7,14 @@ describe("sessionRecordOf", () => {
       { seq: 1, source: "agent", kind: "tool_call", payload: { turn: 0 } },
       {
         seq: 2,
-        source: "gateway",
+        source: "core",
         kind: "tool_result",
         payload: { turn: 0, status: "succeeded", effect: "read" },
       },
       { seq: 3, source: "agent", kind: "tool_call", payload: { turn: 1 } },
       {
         seq: 4,
-        source: "gateway",
+        source: "core",
         kind: "approval_outcome",
         payload: { turn: 1, status: "succeeded", effect: "write" },
       },
@@ -32,8 +32,7 @@ describe("sessionRecordOf", () => {
 
   it("ignores a final answer that does not come from the agent", () => {
     expect(
-      sessionRecordOf([{ seq: 1, source: "gateway", kind: "final_answer", payload: { text: "x" } }])
-        .finalAnswer,
+      sessionRecordOf([{ seq: 1, source: "core", kind: "final_answer", payload: { text: "x" } }]).finalAnswer,
     ).toBeUndefined();
   });
 });

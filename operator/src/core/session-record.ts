@@ -5,8 +5,8 @@
  *
  * Event kinds written to the transcript:
  * - `tool_call` (source agent): {turn, position, callId, tool, argumentsDigest}
- * - `tool_result` (source gateway, from Core's records): {callId, status, content, executionId?, effect?}
- * - `approval_outcome` (source gateway): {approval, phase, status, content, effect}
+ * - `tool_result` (source core, from Core's records): {callId, status, content, executionId?, effect?}
+ * - `approval_outcome` (source core): {approval, phase, status, content, effect}
  * - `final_answer` | `assistant_text` | `error` (source agent): {turn, text}
  * - `usage` (source agent): {turn, inputTokens, outputTokens}
  */
@@ -14,7 +14,7 @@
 /** A transcript event as stored. */
 export interface TranscriptEvent {
   seq: number;
-  source: "user" | "agent" | "gateway";
+  source: "agent" | "core";
   kind: string;
   payload: Record<string, unknown>;
 }
@@ -48,7 +48,7 @@ export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionReco
     const outcome = event.kind === "tool_result" || event.kind === "approval_outcome";
     if (
       outcome &&
-      event.source === "gateway" &&
+      event.source === "core" &&
       event.payload.effect === "write" &&
       event.payload.status === "succeeded"
     ) {

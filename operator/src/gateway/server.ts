@@ -149,7 +149,7 @@ export function buildGateway(deps: GatewayDeps) {
       });
       await deps.transcripts.append({
         sessionUid: session.metadata.uid,
-        source: "gateway",
+        source: "core",
         kind: "tool_result",
         payload: {
           turn: call.turn,
@@ -192,7 +192,7 @@ export function buildGateway(deps: GatewayDeps) {
           body.answer = await answerOfApproval(deps.core, approval);
           await deps.transcripts.append({
             sessionUid: session.metadata.uid,
-            source: "gateway",
+            source: "core",
             kind: "approval_outcome",
             payload: {
               turn:

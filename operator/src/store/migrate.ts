@@ -1,13 +1,19 @@
 /**
- * Applies the schema with node-pg-migrate's programmatic runner. Run it as the database owner (the
- * role that owns the tables), never as `gatehouse_operator`. Migrations are the `.sql` files in
- * `./migrations/` (node-pg-migrate's SQL format: `-- Up Migration` / `-- Down Migration`), applied in
- * one transaction under node-pg-migrate's advisory lock, so replicas starting together wait for each
- * other instead of failing.
+ * Applies the schema with node-pg-migrate's programmatic runner, as the owner role (DESIGN §6).
+ *
+ * The connection given (`databaseUrl`: the local superuser, or a platform's administrative login)
+ * first makes sure both roles exist (`roles.ts`), then `SET ROLE gatehouse_owner` and hands the
+ * connection to the runner, so every table, function and the `pgmigrations` table itself belong to
+ * the owner. Migrations are the `.sql` files in `./migrations/` (node-pg-migrate's SQL format:
+ * `-- Up Migration` / `-- Down Migration`), applied in one transaction under node-pg-migrate's
+ * advisory lock, so replicas starting together wait for each other instead of failing.
  */
 import { fileURLToPath } from "node:url";
 import { runner } from "node-pg-migrate";
+import pg from "pg";
+import { GatehouseError } from "../core/errors.ts";
 import type { StoreLogger } from "./connection.ts";
+import { ensureRoles, OWNER_ROLE } from "./roles.ts";
 
 /** Directory of the migration files. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
@@ -16,31 +22,64 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.
 export const MIGRATIONS_TABLE = "pgmigrations";
 
 /**
- * Migrates the database at `databaseUrl` up to the latest version (or down by `count` with
- * `direction: "down"`). Returns the names of the migrations applied, e.g. `["0001_executions"]`.
- * Errors: pg errors propagate (e.g. 42501 when the owner may not create the operator role).
+ * Migrates the database at `databaseUrl` up to the latest version (or down by `count`, default 1,
+ * with `direction: "down"`). Returns the names of the migrations applied, e.g. `["0001_executions"]`.
+ * Errors: `forbidden` from `ensureRoles` when the login may not create or assume the roles;
+ * `conflict` when the database was migrated by someone other than `gatehouse_owner`; pg and
+ * node-pg-migrate errors propagate.
  */
 export async function migrate(
   databaseUrl: string,
   options: { direction?: "up" | "down"; count?: number; logger?: StoreLogger } = {},
 ): Promise<string[]> {
   const logger = options.logger;
-  const applied = await runner({
-    databaseUrl,
-    dir: MIGRATIONS_DIR,
-    migrationsTable: MIGRATIONS_TABLE,
-    direction: options.direction ?? "up",
-    count: options.count ?? (options.direction === "down" ? 1 : Number.POSITIVE_INFINITY),
-    singleTransaction: true,
-    advisoryLockMode: "wait",
-    checkOrder: true,
-    log: () => {},
-    logger: {
-      debug: () => {},
-      info: (message: string) => logger?.info({ component: "migrate" }, message),
-      warn: (message: string) => logger?.warn({ component: "migrate" }, message),
-      error: (message: string) => logger?.warn({ component: "migrate" }, message),
-    },
-  });
-  return applied.map((migration) => migration.name);
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: "gatehouse-migrate" });
+  await client.connect();
+  try {
+    await ensureRoles(client);
+    await assertOwnedByOwnerRole(client);
+    await client.query(`SET ROLE ${OWNER_ROLE}`);
+    const applied = await runner({
+      dbClient: client,
+      dir: MIGRATIONS_DIR,
+      migrationsTable: MIGRATIONS_TABLE,
+      direction: options.direction ?? "up",
+      count: options.count ?? (options.direction === "down" ? 1 : Number.POSITIVE_INFINITY),
+      singleTransaction: true,
+      advisoryLockMode: "wait",
+      checkOrder: true,
+      log: () => {},
+      logger: {
+        debug: () => {},
+        info: (message: string) => logger?.info({ component: "migrate" }, message),
+        warn: (message: string) => logger?.warn({ component: "migrate" }, message),
+        error: (message: string) => logger?.warn({ component: "migrate" }, message),
+      },
+    });
+    return applied.map((migration) => migration.name);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A database whose `pgmigrations` belongs to another role was migrated before the owner role
+ * existed (the pre-release skeleton ran migrations as the superuser). The owner could not read it,
+ * and its tables would not be bound by the append-only triggers' premise; say so plainly.
+ */
+async function assertOwnedByOwnerRole(client: pg.Client): Promise<void> {
+  const result = await client.query<{ owner: string; database: string }>(
+    `SELECT pg_catalog.pg_get_userbyid(c.relowner) AS owner, current_database() AS database
+       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'public' AND c.relname = $1`,
+    [MIGRATIONS_TABLE],
+  );
+  const row = result.rows[0];
+  if (row && row.owner !== OWNER_ROLE) {
+    throw new GatehouseError(
+      "conflict",
+      `database ${row.database} was migrated as ${row.owner}, not ${OWNER_ROLE}; ` +
+        `its schema predates the owner role. Drop it (DROP DATABASE ${row.database}) and start again`,
+    );
+  }
 }

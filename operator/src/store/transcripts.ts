@@ -1,7 +1,9 @@
 /**
  * Session transcripts in Postgres (`session_events`, DESIGN §2/§4): the history a resuming agent is
- * replayed. Events are numbered per session from 1; appends for one session are serialized with a
- * per-session advisory lock so numbers have no gaps. The shape matches `HistoryEntry` of the agent
+ * replayed. Events are numbered per session from 1 and listed in that order; appends for one session
+ * are serialized with a per-session advisory lock so numbers have no gaps. Each event carries its
+ * `source`: `core` for what the operator writes from its own records, `agent` for what the agent
+ * posts (never replayed as a tool result). The shape matches `HistoryEntry` of the agent
  * protocol (`operator/src/api/agent-protocol.ts`).
  */
 import type pg from "pg";
@@ -9,8 +11,11 @@ import type { JsonObject } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { toSafeInteger } from "./sql-values.ts";
 
-/** Who wrote an event: the user (spec.messages), the agent (its own reports), or the gateway (tool results from Core's records). */
-export type EventSource = "user" | "agent" | "gateway";
+/**
+ * Who wrote an event: `core` — the operator, from its own records (user messages from the spec, tool
+ * results and approval outcomes from Core's records); `agent` — the agent's own reports.
+ */
+export type EventSource = "agent" | "core";
 
 /** One stored event. */
 export interface SessionEvent {
@@ -35,9 +40,12 @@ export interface TranscriptStore {
 /** Advisory lock classid for transcript appends (objid = hashtext(session uid)); see `audit-log.ts`. */
 const TRANSCRIPT_LOCK_CLASS = 0x47415446;
 
-const SOURCES: readonly EventSource[] = ["user", "agent", "gateway"];
+const SOURCES: readonly EventSource[] = ["agent", "core"];
 
-/** A Postgres-backed transcript store on `pool`. */
+/**
+ * A Postgres-backed transcript store on `pool`. Errors of `append`: `invalid_arguments` for a source
+ * other than `agent` or `core`; pg errors.
+ */
 export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
   return {
     async append(event) {
