@@ -104,6 +104,41 @@ describe("executions in Postgres", () => {
     });
   });
 
+  it.each([
+    ["succeeded", "started"],
+    ["succeeded", "failed"],
+    ["failed", "succeeded"],
+    ["unknown", "started"],
+    ["unknown", "unknown"],
+  ] as const)("refuses the illegal transition %s → %s in SQL, even to a direct UPDATE", async (from, to) => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    await store.recordReceipt(row.id, { state: from, atMicros: row.atMicros + 1 });
+
+    await expect(
+      db.operator.query("UPDATE executions SET state = $2 WHERE id = $1", [row.id, to]),
+    ).rejects.toThrow(`execution ${row.id}: illegal state transition ${from} -> ${to}`);
+    expect(await store.get(row.id)).toMatchObject({ state: from });
+  });
+
+  it("never changes the claimed request or its digest", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    const other = canonicalJson({ planId: "P-2" });
+    await expect(
+      db.operator.query("UPDATE executions SET arguments_canonical = $2, request_digest = $3 WHERE id = $1", [
+        row.id,
+        other,
+        sha256Hex(other),
+      ]),
+    ).rejects.toThrow(`execution ${row.id}: the claimed request is immutable`);
+    await expect(
+      store.claim({ ...newExecution(), requestDigest: sha256Hex("something else") }),
+    ).rejects.toThrow(/executions_digest_covers_arguments/);
+  });
+
   it("resolves an unknown outcome later, but not back to unknown", async () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();

@@ -1,0 +1,27 @@
+/**
+ * The human-readable form of an audit verification report, as `gatehouse-audit verify` prints it:
+ * a verdict line, then one line per problem (first bad row, gaps, checkpoints).
+ */
+import type { ChainVerifyReport } from "../store/audit-verify.ts";
+
+/** Lines describing `report`, the verdict first. */
+export function verifyReportLines(report: ChainVerifyReport): string[] {
+  const range = report.records === 0 ? "no records" : `${report.records} records from seq ${report.fromSeq}`;
+  const head = `head seq ${report.head.seq} (${report.head.hash.slice(0, 16)}…)`;
+  const lines = [`${report.ok ? "audit chain intact" : "AUDIT CHAIN BROKEN"}: ${range}, ${head}`];
+  if (report.firstBadRow) {
+    const bad = report.firstBadRow;
+    lines.push(`first bad row: seq ${bad.seq} (${bad.reason}): ${bad.message}`);
+    if (report.badRows > 1) lines.push(`bad rows: ${report.badRows} in all`);
+  }
+  for (const gap of report.gaps) {
+    lines.push(
+      gap.from === gap.to ? `gap: seq ${gap.from} is missing` : `gap: seq ${gap.from}..${gap.to} are missing`,
+    );
+  }
+  for (const check of report.checkpoints) {
+    lines.push(`checkpoint seq ${check.checkpoint.seq}: ${check.status} — ${check.message}`);
+  }
+  if (report.checkpoints.length === 0) lines.push("no checkpoint to compare the head with");
+  return lines;
+}
