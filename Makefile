@@ -37,6 +37,7 @@ crds: deps
 ## bench: control-plane build/start benchmark with a same-run baseline; writes test/bench/results/control-plane.json.
 bench: deps host-deps cluster
 	node test/bench/control-plane.ts
+	node test/bench/audit.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
 
 ## logs: print a pod's container logs from the local node, e.g. `make logs POD=plant-a/my-pod`.

@@ -370,5 +370,5 @@ export function checkRecord(record: SealedAuditRecord, previous: ChainHead): Aud
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
 }

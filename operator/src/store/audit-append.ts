@@ -1,9 +1,9 @@
 /**
  * One append transaction of the audit chain (DESIGN §6):
  *
- *   BEGIN
- *   pg_advisory_xact_lock(chain)      ; serializes appenders across connections, processes, replicas
- *   head = last row (seq, hash)       ; read after the lock, so it is the real head
+ *   BEGIN                             ┐
+ *   pg_advisory_xact_lock(chain)      │ one round trip; serializes appenders across connections,
+ *   head = last row (seq, hash)       ┘ processes, replicas; the head is read after the lock
  *   seal each entry after the head    ; seq = head.seq + 1, prev_hash = head.hash, hash = sha256(…)
  *   INSERT all rows                   ; UNIQUE(prev_hash) would refuse a fork even without the lock
  *   COMMIT
@@ -43,9 +43,10 @@ export async function appendInOneTransaction(
   };
   client.on("error", onError);
   try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock($1, $2)", [...AUDIT_CHAIN_LOCK]);
-    let head = await readHead(client);
+    // One round trip for three statements. Under READ COMMITTED every statement of a multi-statement
+    // query takes its own snapshot, so the head is read after the lock is held: it is the real head.
+    const opened = (await client.query(BEGIN_LOCK_READ_HEAD)) as unknown as pg.QueryResult[];
+    let head = headFromRows(opened[2]?.rows ?? []);
     const records: SealedAuditRecord[] = [];
     for (const entry of entries) {
       const record = sealAuditRecord(head, entry);
@@ -68,10 +69,18 @@ export async function appendInOneTransaction(
   }
 }
 
+const READ_HEAD = "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1";
+
+/** Opens the append transaction: a simple (multi-statement) query, hence the lock key inlined. */
+const BEGIN_LOCK_READ_HEAD = `BEGIN; SELECT pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK[0]}, ${AUDIT_CHAIN_LOCK[1]}); ${READ_HEAD}`;
+
 /** The chain head: the last row's seq and hash, or seq 0 and the genesis hash for an empty chain. */
 export async function readHead(db: pg.Pool | pg.PoolClient): Promise<ChainHead> {
-  const result = await db.query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1");
-  const row = result.rows[0];
+  return headFromRows((await db.query(READ_HEAD)).rows);
+}
+
+function headFromRows(rows: Array<Record<string, unknown>>): ChainHead {
+  const row = rows[0];
   return row ? { seq: toSafeInteger(row.seq, "seq"), hash: toBytes(row.hash, "hash") } : EMPTY_CHAIN_HEAD;
 }
 
