@@ -18,6 +18,7 @@ export class ProgressBar {
   private readonly startedAt = performance.now();
   private drawn = false;
 
+  /** A bar drawn on `stream` (when it is a TTY), `label` before it. Nothing is drawn until `update`. */
   constructor(stream: BarStream, label: string) {
     this.stream = stream;
     this.label = label;

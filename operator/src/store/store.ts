@@ -1,7 +1,7 @@
 /**
  * Opens the operator's Postgres store: resolves the database (`connection.ts`), migrates it as the
  * owner (`migrate.ts`), and builds the Postgres-backed ports on a pool connected as the operator role
- * whenever one can be had (`operator-role.ts`):
+ * whenever one can be had (`roles.ts`):
  *   - `GATEHOUSE_OPERATOR_DATABASE_URL` set → the operator pool uses it (production);
  *   - local or embedded server → `gatehouse_operator` is given LOGIN with `GATEHOUSE_OPERATOR_PASSWORD`
  *     (default `gatehouse-operator-local`; loopback only) and the operator pool uses it;
