@@ -9,6 +9,7 @@
  * | GATEWAY_URL | the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT) |
  * | MODEL_ENDPOINTS | JSON list of {name, baseURL, models?, default?}; keys come with the model proxy issue |
  * | AGENT_IMAGE | the agent runtime image (default gatehouse/agent:dev) |
+ * | AGENT_POD_RETRIES | how often a failed agent pod is replaced before the session fails (default 2) |
  * | PROVIDER_PORT | port providers serve on (default 8080) |
  * | HEALTH_HOST, HEALTH_PORT | the health server: /healthz, /readyz, /metrics (default 0.0.0.0:8081) |
  * | LEADER_ELECTION | `true` (default) or `false`: run the controllers only while holding the Lease |
@@ -49,6 +50,7 @@ const Environment = z.object({
       }
     }),
   AGENT_IMAGE: z.string().default("gatehouse/agent:dev"),
+  AGENT_POD_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   PROVIDER_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   HEALTH_HOST: z.string().default("0.0.0.0"),
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
@@ -71,6 +73,7 @@ export interface OperatorConfig {
   gatewayUrl: string;
   modelEndpoints: ModelEndpoint[];
   agentImage: string;
+  agentPodRetries: number;
   providerPort: number;
   healthHost: string;
   healthPort: number;
@@ -99,6 +102,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     gatewayUrl: parsed.GATEWAY_URL ?? `http://${parsed.GATEWAY_HOST}:${parsed.GATEWAY_PORT}`,
     modelEndpoints: parsed.MODEL_ENDPOINTS,
     agentImage: parsed.AGENT_IMAGE,
+    agentPodRetries: parsed.AGENT_POD_RETRIES,
     providerPort: parsed.PROVIDER_PORT,
     healthHost: parsed.HEALTH_HOST,
     healthPort: parsed.HEALTH_PORT,

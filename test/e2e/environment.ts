@@ -24,6 +24,7 @@ import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/roles
 import { exposeHostPort } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
+import { startGatewayService } from "./gateway-service.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -39,6 +40,21 @@ export interface ClusterInfo {
   instance: number;
 }
 
+/** One operator process of the environment (the first is the one the story uses). */
+export interface OperatorReplica {
+  /** Its POD_NAME, the start of its leader-election identity and User-Agent. */
+  name: string;
+  logPath: string;
+  /** The health server: /healthz, /readyz, /metrics. */
+  healthUrl: string;
+  gatewayUrl: string;
+  pid: number;
+  /** Resolves with a description once the process has exited. */
+  exited: Promise<string>;
+  /** Sends `signal` and waits for the exit (nothing when it has exited already). */
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
 /** A running environment. */
 export interface Environment {
   cluster: ClusterInfo;
@@ -51,6 +67,10 @@ export interface Environment {
   pool: pg.Pool;
   gatewayUrl: string;
   operatorLogPath: string;
+  /** The operator the environment started with. */
+  operator: OperatorReplica;
+  /** Starts another operator replica on the same cluster and database (own gateway and health ports). */
+  startReplica(name: string, env?: NodeJS.ProcessEnv): Promise<OperatorReplica>;
   stop(): Promise<void>;
 }
 
@@ -127,11 +147,16 @@ async function prepareDatabase(name: string) {
 
 function startOperator(env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
   const log = createWriteStream(logPath, { flags: "a" });
-  const child = spawn(process.execPath, [join(REPO_ROOT, "operator/src/main.ts")], {
-    cwd: REPO_ROOT,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // setpriv --pdeathsig: the operator dies with the test process or demo, even when that is killed.
+  const child = spawn(
+    "setpriv",
+    ["--pdeathsig", "TERM", "--", process.execPath, join(REPO_ROOT, "operator/src/main.ts")],
+    {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
   return child;
@@ -178,40 +203,80 @@ export async function startEnvironment(
     await installApi(kubectl);
     progress("CRDs, admission policies, persona roles and the operator's RBAC applied");
 
-    const gatewayPort = await freePort(cluster.bridgeIP);
-    const gatewayUrl = `http://${cluster.bridgeIP}:${gatewayPort}`;
-    await exposeHostPort(cluster.instance, gatewayPort);
-    const operatorLogPath = join(cluster.runDir, `operator-${database}.log`);
-    const env: NodeJS.ProcessEnv = {
+    const service = await startGatewayService(cluster.bridgeIP, 0);
+    stops.push(() => service.close());
+    const gatewayUrl = `http://${cluster.bridgeIP}:${service.port}`;
+    await exposeHostPort(cluster.instance, service.port);
+    const baseEnv: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       KUBECONFIG: cluster.kubeconfigPath,
       KUBE_CONTEXT: "gatehouse-operator",
       GATEWAY_HOST: cluster.bridgeIP,
-      GATEWAY_PORT: String(gatewayPort),
       MODEL_ENDPOINTS: JSON.stringify([{ name: "scripted", baseURL: model.url, default: true }]),
       LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
       DATABASE_URL: prepared.url,
       GATEHOUSE_OPERATOR_DATABASE_URL: prepared.operatorUrl,
+      HEALTH_HOST: "127.0.0.1",
+      LEADER_ELECTION_NAMESPACE: "gatehouse-system",
     };
-    const operator = startOperator(env, operatorLogPath);
-    let exited: string | undefined;
-    operator.once("exit", (code, signal) => {
-      exited = `operator exited (${code ?? signal})`;
-    });
+    const replicas: OperatorReplica[] = [];
+    const startReplica = async (
+      name: string,
+      overrides: NodeJS.ProcessEnv = {},
+    ): Promise<OperatorReplica> => {
+      const port = await freePort(cluster.bridgeIP);
+      const healthPort = await freePort("127.0.0.1");
+      const logPath = join(cluster.runDir, `operator-${database}-${name}.log`);
+      const child = startOperator(
+        {
+          ...baseEnv,
+          GATEWAY_PORT: String(port),
+          // Agent pods reach whichever replica answers, as through the gateway's Service.
+          GATEWAY_URL: gatewayUrl,
+          HEALTH_PORT: String(healthPort),
+          POD_NAME: name,
+          ...overrides,
+        },
+        logPath,
+      );
+      const exited = new Promise<string>((resolve) =>
+        child.once("exit", (code, signal) => resolve(`operator ${name} exited (${code ?? signal})`)),
+      );
+      let exitedWith: string | undefined;
+      void exited.then((why) => {
+        exitedWith = why;
+      });
+      const replica: OperatorReplica = {
+        name,
+        logPath,
+        healthUrl: `http://127.0.0.1:${healthPort}`,
+        gatewayUrl: `http://${cluster.bridgeIP}:${port}`,
+        pid: child.pid ?? 0,
+        exited,
+        kill: async (signal) => {
+          if (exitedWith) return;
+          child.kill(signal);
+          await exited;
+        },
+      };
+      replicas.push(replica);
+      service.backends.push(port);
+      await waitFor(`operator ${name}'s gateway`, 120_000, async () => {
+        if (exitedWith)
+          throw new Error(`${exitedWith}; log tail:\n${readFileSync(logPath, "utf8").slice(-4000)}`);
+        const response = await fetch(`${replica.gatewayUrl}/readyz`).catch(() => undefined);
+        return response?.ok ? true : undefined;
+      }).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${readFileSync(logPath, "utf8").slice(-4000)}`);
+      });
+      return replica;
+    };
     stops.push(async () => {
-      if (operator.exitCode !== null || operator.signalCode !== null) return;
-      operator.kill("SIGTERM");
-      await new Promise((resolve) => operator.once("exit", resolve));
+      for (const replica of replicas) await replica.kill("SIGTERM");
     });
-    await waitFor("the operator's gateway", 120_000, async () => {
-      if (exited)
-        throw new Error(`${exited}; log tail:\n${readFileSync(operatorLogPath, "utf8").slice(-4000)}`);
-      const response = await fetch(`${gatewayUrl}/readyz`).catch(() => undefined);
-      return response?.ok ? true : undefined;
-    }).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n${readFileSync(operatorLogPath, "utf8").slice(-4000)}`);
-    });
+    const operator = await startReplica("operator-0");
+    const operatorLogPath = operator.logPath;
     progress(
       `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}`,
     );
@@ -250,6 +315,8 @@ export async function startEnvironment(
       pool: prepared.pool,
       gatewayUrl,
       operatorLogPath,
+      operator,
+      startReplica,
       stop,
     };
   } catch (error) {

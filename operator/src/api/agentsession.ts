@@ -98,6 +98,25 @@ export const AgentSessionStatus = z.object({
   observedGeneration: z.number().int().min(0).optional(),
   conditions: Conditions.optional(),
   podName: z.string().max(253).optional().describe("The current agent pod."),
+  attempt: z
+    .number()
+    .int()
+    .min(1)
+    .max(16)
+    .optional()
+    .describe("Which agent pod run this is: 1 for the first; a crashed pod is retried with the next."),
+  podFailures: z
+    .array(
+      z.object({
+        podName: z.string().max(253),
+        reason: z.string().max(128),
+        exitCode: z.number().int().optional(),
+        finishedAt: z.string().optional(),
+      }),
+    )
+    .max(16)
+    .optional()
+    .describe("The agent pods that failed and were retried (bounded by the retry limit)."),
   podUID: z
     .string()
     .max(64)

@@ -3,6 +3,7 @@
  * changes queue it; a pod or Approval queues its session; a ProviderInstance or EndpointSlice queues
  * its provider and the Capabilities that reference it.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { Manifest } from "@gatehouse/provider-sdk";
 import type { Logger } from "pino";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
@@ -11,6 +12,7 @@ import type { CoreDeps } from "../core/ports.ts";
 import { sessionRecordOf } from "../core/session-record.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
+import type { InformerEvent } from "../kube/informer.ts";
 import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { reconcileAgentSession } from "./agentsession/reconciler.ts";
@@ -31,6 +33,29 @@ export interface ManagerDeps {
   fetchManifest: (endpoint: string) => Promise<Manifest>;
   /** Whether admission enforces the Approval decision rules (kube/admission-guard.ts). */
   decisionRulesEnforced: () => boolean;
+}
+
+/**
+ * Whether an event about a controller's own kind should queue it: anything but an update that only
+ * changed `status` (the controller's own write; controller-runtime's GenerationChangedPredicate, plus
+ * metadata a reconcile reads). Without it every status write would queue the object again.
+ */
+export function specOrMetadataChanged(
+  object: {
+    metadata: { generation?: number; deletionTimestamp?: string; labels?: object; finalizers?: string[] };
+  },
+  event: InformerEvent,
+  previous: typeof object | undefined,
+): boolean {
+  if (event !== "update" || !previous) return true;
+  const now = object.metadata;
+  const before = previous.metadata;
+  return (
+    now.generation !== before.generation ||
+    now.deletionTimestamp !== before.deletionTimestamp ||
+    !isDeepStrictEqual(now.labels, before.labels) ||
+    !isDeepStrictEqual(now.finalizers, before.finalizers)
+  );
 }
 
 /** Starts every controller; `stop()` drains them. */
@@ -77,15 +102,15 @@ export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
           (c.spec.providerRef.namespace ?? c.metadata.namespace) === namespace,
       );
 
-  caches.sessions.onChange((s) => {
-    sessions.enqueue(s);
+  caches.sessions.onChange((s, event, previous) => {
+    if (specOrMetadataChanged(s, event, previous)) sessions.enqueue(s);
     // A cancelled or ended session cancels its Pending Approvals.
     for (const a of caches.approvals.list(s.metadata.namespace)) {
       if (a.spec.sessionRef.uid === s.metadata.uid) approvals.enqueue(a);
     }
   });
-  caches.approvals.onChange((a) => {
-    approvals.enqueue(a);
+  caches.approvals.onChange((a, event, previous) => {
+    if (specOrMetadataChanged(a, event, previous)) approvals.enqueue(a);
     const session = sessionByUid(a.metadata.namespace, a.spec.sessionRef.uid);
     if (session) sessions.enqueue(session);
   });
@@ -95,9 +120,11 @@ export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
     const provider = pod.metadata?.labels?.[PROVIDER_LABEL];
     if (provider) providers.enqueue({ metadata: { namespace: pod.metadata?.namespace, name: provider } });
   });
-  caches.capabilities.onChange((c) => capabilities.enqueue(c));
-  caches.providers.onChange((p) => {
-    providers.enqueue(p);
+  caches.capabilities.onChange((c, event, previous) => {
+    if (specOrMetadataChanged(c, event, previous)) capabilities.enqueue(c);
+  });
+  caches.providers.onChange((p, event, previous) => {
+    if (specOrMetadataChanged(p, event, previous)) providers.enqueue(p);
     for (const c of capabilitiesOfProvider(p.metadata.namespace, p.metadata.name)) capabilities.enqueue(c);
   });
   caches.endpointSlices.onChange((slice) => {

@@ -5,14 +5,20 @@
  */
 import {
   AdmissionregistrationV1Api,
+  type ApiConstructor,
   ApiException,
+  type ApiType,
   AppsV1Api,
   AuthenticationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  createConfiguration,
   DiscoveryV1Api,
   KubeConfig,
   KubernetesObjectApi,
+  type RequestContext,
+  ServerConfiguration,
+  setHeaderMiddleware,
 } from "@kubernetes/client-node";
 
 /** The typed API groups the operator uses, sharing one KubeConfig. */
@@ -27,9 +33,48 @@ export interface KubeClients {
   objects: KubernetesObjectApi;
 }
 
-/** Loads a kubeconfig (file and optional context) or, with no file, the in-cluster configuration. */
-export function loadKubeConfig(file?: string, context?: string): KubeConfig {
-  const config = new KubeConfig();
+/**
+ * A KubeConfig whose requests carry a User-Agent naming this replica, as client-go's
+ * `<binary>/<version> (...)` does, so the API server's audit log tells replicas apart even though they
+ * share one ServiceAccount.
+ */
+class IdentifiedKubeConfig extends KubeConfig {
+  private readonly userAgent: string;
+
+  constructor(userAgent: string) {
+    super();
+    this.userAgent = userAgent;
+  }
+
+  /** Watches and our own lists authenticate through this. */
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    context.setHeaderParam("User-Agent", this.userAgent);
+  }
+
+  /** As KubeConfig.makeApiClient, but its User-Agent middleware sends ours (config.js sets its own). */
+  override makeApiClient<T extends ApiType>(apiClientType: ApiConstructor<T>): T {
+    const cluster = this.getCurrentCluster();
+    if (!cluster) throw new Error("the kubeconfig has no current cluster");
+    const configuration = createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: this },
+      middleware: [setHeaderMiddleware("User-Agent", this.userAgent)],
+    });
+    return new apiClientType(configuration);
+  }
+}
+
+/**
+ * Loads a kubeconfig (file and optional context) or, with no file, the in-cluster configuration;
+ * every request then sends `userAgent` (default `gatehouse-operator`).
+ */
+export function loadKubeConfig(
+  file?: string,
+  context?: string,
+  userAgent = "gatehouse-operator",
+): KubeConfig {
+  const config = new IdentifiedKubeConfig(userAgent);
   if (file) config.loadFromFile(file);
   else config.loadFromDefault();
   if (context) config.setCurrentContext(context);

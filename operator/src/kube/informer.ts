@@ -2,7 +2,8 @@
  * An informer: a cache of one resource collection kept by list+watch, after client-go's Reflector and
  * shared informer (k8s.io/client-go/tools/cache/reflector.go, shared_informer.go), on client-node's
  * `Watch` for the stream and plain GETs for the lists (raw JSON both ways, so list and watch objects
- * have the same shape; NOTES.md: client-node's typed lists turn timestamps into Dates).
+ * have the same shape; NOTES.md: client-node's typed lists turn timestamps into Dates). Lists go through
+ * undici's fetch with the dispatcher client-node builds from the kubeconfig (CA, client certificate).
  *
  * - list (paged, 500 per page) → replace the cache: objects that vanished are announced as deletes;
  * - watch from the list's resourceVersion with bookmarks and a server timeout of 5–10 min (client-go's
@@ -23,12 +24,16 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { fetch } from "undici";
 
 /** How an object reached a handler. */
 export type InformerEvent = "add" | "update" | "delete" | "resync";
 
-/** Called for every announced object (a deleted object carries its last known state). */
-export type ObjectHandler<T> = (object: T, event: InformerEvent) => void;
+/**
+ * Called for every announced object (a deleted object carries its last known state); for an update,
+ * `previous` is the version the cache held before.
+ */
+export type ObjectHandler<T> = (object: T, event: InformerEvent, previous?: T) => void;
 
 /** Options of an {@link Informer}. */
 export interface InformerOptions {
@@ -227,9 +232,9 @@ export class Informer<T extends KubernetesObject> {
           this.objects.delete(key);
           this.emit(item, "delete");
         } else {
-          const existed = this.objects.has(key);
+          const previous = this.objects.get(key);
           this.objects.set(key, item);
-          this.emit(item, existed ? "update" : "add");
+          this.emit(item, previous ? "update" : "add", previous);
         }
       };
       const onDone = (error: unknown) => {
@@ -257,21 +262,18 @@ export class Informer<T extends KubernetesObject> {
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
     const context = new RequestContext(url.toString(), HttpMethod.GET);
     await this.config.applySecurityAuthentication(context);
-    const response = await fetch(url, {
-      headers: context.getHeaders(),
-      // @ts-expect-error undici's dispatcher option is not in lib.dom's RequestInit
-      dispatcher: context.getDispatcher(),
-    });
+    // undici's fetch, as client-node's Watch uses: its dispatcher carries the cluster CA and client certificate.
+    const response = await fetch(url, { headers: context.getHeaders(), dispatcher: context.getDispatcher() });
     const body = await response.text();
     if (response.status === 410) throw new GoneError("410 Gone");
     if (!response.ok) throw new ListError(response.status, body);
     return JSON.parse(body);
   }
 
-  private emit(object: T, event: InformerEvent): void {
+  private emit(object: T, event: InformerEvent, previous?: T): void {
     for (const handler of this.handlers) {
       try {
-        handler(object, event);
+        handler(object, event, previous);
       } catch (error) {
         this.log.error({ err: describe(error) }, "informer handler threw");
       }

@@ -14,7 +14,7 @@ const session: AgentSession = {
     messages: [{ text: "Push the plan." }],
   },
 };
-const pod = agentPodFor(session, {
+const pod = agentPodFor(session, 1, {
   image: "gatehouse/agent:dev",
   gatewayUrl: "http://10.88.0.1:8443",
   modelBaseUrl: "http://10.88.0.1:9000/v1",

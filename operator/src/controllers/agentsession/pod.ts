@@ -28,18 +28,18 @@ export interface AgentPodSettings {
   remainingSeconds: number;
 }
 
-/** Deterministic pod name of a session's run `attempt` (suspend/resume issue: one attempt for now). */
+/** Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next). */
 export function agentPodName(session: AgentSession, attempt = 1): string {
   return `${session.metadata.name.slice(0, 240)}-agent-${attempt}`;
 }
 
-/** The desired agent pod. */
-export function agentPodFor(session: AgentSession, settings: AgentPodSettings): V1Pod {
+/** The desired agent pod of run `attempt`. */
+export function agentPodFor(session: AgentSession, attempt: number, settings: AgentPodSettings): V1Pod {
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
-      name: agentPodName(session),
+      name: agentPodName(session, attempt),
       namespace: session.metadata.namespace,
       labels: {
         ...MANAGED_BY,

@@ -2,9 +2,10 @@
  * AgentSession reconciler:
  *   session = cache.get(key)                    ; gone → owner references delete the pod
  *   terminal → nothing to do
+ *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
  *   ensure the namespace's agent ServiceAccount
  *   cancelled → delete the pod
- *   pod = ensurePod(agentPodFor(session))        ; create-if-absent, deterministic name
+ *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
  *   status = statusFrom(session, pod, approvals, transcript record)
  *   writeStatusIfChanged(status)
  */
@@ -82,14 +83,36 @@ export async function reconcileAgentSession(
     return undefined;
   }
 
-  let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session), namespace);
+  const attempt = session.status?.attempt ?? 1;
+  let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session, attempt), namespace);
+  const record = await deps.records.recordOf(session.metadata.uid);
+  const retry =
+    pod && !session.spec.cancel
+      ? retryDecision(pod, record, attempt, deps.config.agentPodRetries, now)
+      : undefined;
+  if (retry?.kind === "wait") return { requeueAfterMs: retry.afterMs };
+  if (retry?.kind === "replace") {
+    // Record the next attempt before creating its pod: a crash in between re-creates the same name.
+    const failure = podFailureOf(pod!);
+    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
+      ...session.status,
+      attempt: attempt + 1,
+      podFailures: [...(session.status?.podFailures ?? []), failure],
+    });
+    log.info(
+      { failedPod: failure.podName, reason: failure.reason, attempt: attempt + 1 },
+      "agent pod failed; retrying",
+    );
+    // Our own status write does not queue the session again (manager.ts), so ask for the next pass.
+    return { requeueAfterMs: 0 };
+  }
   if (session.spec.cancel) {
     if (pod) await deletePod(deps.clients, pod);
   } else if (!pod) {
     await ensureServiceAccount(deps.clients, namespace);
     const started = session.status?.startTime ? Date.parse(session.status.startTime) : now.getTime();
     const timeout = session.spec.limits?.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
-    const desired = agentPodFor(session, {
+    const desired = agentPodFor(session, attempt, {
       image: deps.config.agentImage,
       gatewayUrl: deps.config.gatewayUrl,
       modelBaseUrl: endpoint.baseURL,
@@ -99,13 +122,47 @@ export async function reconcileAgentSession(
     log.info({ pod: pod.metadata?.name, podUID: pod.metadata?.uid }, "agent pod created");
   }
 
-  const record = await deps.records.recordOf(session.metadata.uid);
   const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now);
   if (await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, status)) {
     log.info({ phase: status.phase }, "session status written");
   }
   // The final answer lands in Postgres, not the API server: poll for it while the pod runs.
   return isTerminalSessionPhase(status.phase) ? undefined : { requeueAfterMs: 2_000 };
+}
+
+/** Base delay before a failed agent pod is replaced; doubles per attempt up to {@link RETRY_MAX_MS}. */
+const RETRY_BASE_MS = 2_000;
+const RETRY_MAX_MS = 60_000;
+
+/**
+ * Whether the failed pod of `attempt` is replaced: not when it did not fail, ran out of time
+ * (DeadlineExceeded: the session's timeout is over), the agent already answered, or `retries` are used
+ * up (the session then fails); otherwise after RETRY_BASE_MS × 2^(attempt-1) from the pod's end.
+ */
+export function retryDecision(
+  pod: V1Pod,
+  record: SessionRecord,
+  attempt: number,
+  retries: number,
+  now: Date,
+): { kind: "replace" } | { kind: "wait"; afterMs: number } | undefined {
+  if (pod.status?.phase !== "Failed" || pod.status.reason === "DeadlineExceeded") return undefined;
+  if (record.finalAnswer !== undefined || attempt > retries) return undefined;
+  const finished = pod.status.containerStatuses?.[0]?.state?.terminated?.finishedAt;
+  const endedAt = finished ? new Date(finished).getTime() : now.getTime();
+  const dueAt = endedAt + Math.min(RETRY_BASE_MS * 2 ** (attempt - 1), RETRY_MAX_MS);
+  return dueAt <= now.getTime() ? { kind: "replace" } : { kind: "wait", afterMs: dueAt - now.getTime() };
+}
+
+function podFailureOf(pod: V1Pod): NonNullable<NonNullable<AgentSession["status"]>["podFailures"]>[number] {
+  const terminated = pod.status?.containerStatuses?.[0]?.state?.terminated;
+  const finishedAt = terminated?.finishedAt;
+  return {
+    podName: pod.metadata?.name ?? "",
+    reason: (pod.status?.reason ?? terminated?.reason ?? "Error").slice(0, 128),
+    ...(terminated?.exitCode !== undefined ? { exitCode: terminated.exitCode } : {}),
+    ...(finishedAt ? { finishedAt: new Date(finishedAt).toISOString() } : {}),
+  };
 }
 
 async function createPod(clients: KubeClients, pod: V1Pod): Promise<V1Pod> {

@@ -30,11 +30,14 @@ export function phaseFrom(
   if (podPhase === "Failed") {
     const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
     const why = pod?.status?.reason ?? terminated?.reason ?? "Error";
+    const attempts = session.status?.attempt ?? 1;
+    const retried = attempts > 1 ? ` ${attempts} agent pods failed; no retries are left.` : "";
     return {
       phase: "Failed",
-      reason: why === "DeadlineExceeded" ? "TimedOut" : "AgentFailed",
+      reason: why === "DeadlineExceeded" ? "TimedOut" : attempts > 1 ? "RetriesExhausted" : "AgentFailed",
       message:
-        record.agentError ?? `The agent pod failed (${why}, exit code ${terminated?.exitCode ?? "unknown"}).`,
+        (record.agentError ??
+          `The agent pod failed (${why}, exit code ${terminated?.exitCode ?? "unknown"}).`) + retried,
     };
   }
   if (podPhase === "Succeeded") {

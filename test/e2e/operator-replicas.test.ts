@@ -1,0 +1,209 @@
+/**
+ * Operator replicas on the real control plane (DESIGN §3): only the holder of Lease
+ * `gatehouse-system/gatehouse-operator` reconciles; when it is killed the next replica takes over only
+ * after the Lease lapsed; a replica killed in the middle of reconciles leaves neither duplicates nor
+ * lost work; a replica that loses the Lease exits. Who did what is read from the API server's audit
+ * log, where each replica's User-Agent names it. The tests run in order and share one environment.
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { clusterInfo } from "./cluster-info.ts";
+import { type Environment, NAMESPACE, type OperatorReplica, startEnvironment } from "./environment.ts";
+import { eventually } from "./story.ts";
+
+interface AuditEvent {
+  stage: string;
+  verb: string;
+  userAgent?: string;
+  user: { username: string };
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+  requestReceivedTimestamp: string;
+}
+
+const auditLogPath = inject("cluster").auditLogPath;
+const WRITES = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+
+/** Completed requests of the audit log, in the order the API server received them. */
+function auditEvents(): AuditEvent[] {
+  return readFileSync(auditLogPath, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as AuditEvent)
+    .filter((e) => e.stage === "ResponseComplete")
+    .sort((a, b) => a.requestReceivedTimestamp.localeCompare(b.requestReceivedTimestamp));
+}
+
+/** Requests sent by one replica (its User-Agent carries `(<name>_<random>)`). */
+function by(replica: OperatorReplica, events: AuditEvent[]): AuditEvent[] {
+  return events.filter((e) => e.userAgent?.includes(`(${replica.name}_`));
+}
+
+const isLeaseWrite = (e: AuditEvent) =>
+  WRITES.has(e.verb) && e.objectRef?.resource === "leases" && e.objectRef.name === "gatehouse-operator";
+
+let env: Environment;
+let standby: OperatorReplica;
+let successor: OperatorReplica;
+let capabilitySeq = 0;
+
+/** Creates a Capability whose provider does not exist; any leader gives it Ready=False at once. */
+async function createProbeCapability(): Promise<string> {
+  const name = `probe-${Date.now().toString(36)}-${capabilitySeq++}`;
+  await env.kubectl.ok(
+    "admin",
+    ["apply", "-f", "-"],
+    JSON.stringify({
+      apiVersion: "gatehouse.dev/v1alpha1",
+      kind: "Capability",
+      metadata: { name, namespace: NAMESPACE },
+      spec: { id: "probe.read", providerRef: { name: "no-such-provider" } },
+    }),
+  );
+  return name;
+}
+
+async function reconciledCapability(name: string): Promise<void> {
+  await eventually(`Capability ${name} to get a Ready condition`, 90_000, async () => {
+    const capability = await env.kubectl.json<{ status?: { conditions?: Array<{ type: string }> } }>(
+      "admin",
+      ["get", "capability", name, "-n", NAMESPACE],
+    );
+    return capability.status?.conditions?.some((c) => c.type === "Ready") ? true : undefined;
+  });
+}
+
+beforeAll(async () => {
+  env = await startEnvironment(clusterInfo());
+}, 600_000);
+
+afterAll(async () => {
+  await env?.stop();
+});
+
+describe("operator replicas", () => {
+  it("reconcile only on the holder of the Lease", async () => {
+    standby = await env.startReplica("operator-1");
+    const since = new Date().toISOString();
+    const name = await createProbeCapability();
+    await reconciledCapability(name);
+    const events = auditEvents();
+    const leaderWrites = by(env.operator, events).filter(
+      (e) => WRITES.has(e.verb) && e.requestReceivedTimestamp >= since,
+    );
+    expect(leaderWrites.some((e) => e.objectRef?.name === name && e.objectRef.subresource === "status")).toBe(
+      true,
+    );
+    // Over its whole life so far the standby listed, watched and read the Lease, and wrote nothing.
+    expect(by(standby, events).filter((e) => WRITES.has(e.verb))).toEqual([]);
+    expect(by(standby, events).some((e) => e.verb === "get" && e.objectRef?.resource === "leases")).toBe(
+      true,
+    );
+  });
+
+  it("hand over to the standby only after the killed leader's Lease lapsed", async () => {
+    await env.operator.kill("SIGKILL");
+    const name = await createProbeCapability();
+    await reconciledCapability(name);
+    const events = auditEvents();
+    const lastRenewal = by(env.operator, events).filter(isLeaseWrite).at(-1);
+    const takeover = by(standby, events).find(isLeaseWrite);
+    const standbyWrites = by(standby, events).filter((e) => WRITES.has(e.verb) && !isLeaseWrite(e));
+    const firstReconcile = standbyWrites.find((e) => e.objectRef?.name === name);
+    expect(lastRenewal && takeover && firstReconcile).toBeTruthy();
+    // Order, not timing: the old holder's last renewal, then the takeover, then any reconcile.
+    expect(lastRenewal!.requestReceivedTimestamp < takeover!.requestReceivedTimestamp).toBe(true);
+    expect(standbyWrites.every((e) => e.requestReceivedTimestamp > takeover!.requestReceivedTimestamp)).toBe(
+      true,
+    );
+    expect(takeover!.requestReceivedTimestamp < firstReconcile!.requestReceivedTimestamp).toBe(true);
+    const lease = await env.kubectl.json<{ spec: { holderIdentity: string; leaseTransitions: number } }>(
+      "admin",
+      ["get", "lease", "gatehouse-operator", "-n", "gatehouse-system"],
+    );
+    expect(lease.spec.holderIdentity.startsWith("operator-1_")).toBe(true);
+    expect(lease.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
+  });
+
+  it("leave no duplicate pod and lose no session when the leader is killed in the middle of reconciles", async () => {
+    // Two replicas, as a Deployment runs them: the standby serves the gateway and takes over.
+    successor = await env.startReplica("operator-2");
+    const names = ["one", "two", "three", "four"].map((n) => `restart-${n}-${Date.now().toString(36)}`);
+    await env.kubectl.ok(
+      "alice",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: names.map((name) => ({
+          apiVersion: "gatehouse.dev/v1alpha1",
+          kind: "AgentSession",
+          metadata: { name, namespace: NAMESPACE },
+          spec: {
+            subject: { user: "alice" },
+            model: { name: "scripted/answer" },
+            messages: [{ text: "Does next week's plan need a change?" }],
+          },
+        })),
+      }),
+    );
+    // Kill as soon as the first agent pod exists: the other sessions are mid-reconcile or queued.
+    await eventually("a first agent pod", 60_000, async () => {
+      const pods = await env.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/name=gatehouse-agent",
+      ]);
+      return pods.items.some((p) => names.some((n) => p.metadata.name.startsWith(n))) ? true : undefined;
+    });
+    await standby.kill("SIGKILL");
+
+    const attempts = new Map<string, number>();
+    for (const name of names) {
+      const session = await eventually(`session ${name} to complete`, 180_000, async () => {
+        const s = await env.kubectl.json<{ status?: { phase?: string; result?: string; attempt?: number } }>(
+          "admin",
+          ["get", "agentsession", name, "-n", NAMESPACE],
+        );
+        return s.status?.phase === "Completed" ? s : undefined;
+      });
+      expect(session.status?.result).toBeTruthy();
+      attempts.set(name, session.status?.attempt ?? 1);
+    }
+    // Each pod name was created once (a retry after the failover takes the next attempt's name), and
+    // there were exactly as many pods as the session counts attempts.
+    const created = auditEvents()
+      .filter(
+        (e) => e.verb === "create" && e.objectRef?.resource === "pods" && e.responseStatus?.code === 201,
+      )
+      .map((e) => e.objectRef?.name ?? "");
+    for (const name of names) {
+      const pods = created.filter((pod) => pod.startsWith(`${name}-agent-`));
+      expect(new Set(pods).size).toBe(pods.length);
+      expect(pods.sort()).toEqual(
+        Array.from({ length: attempts.get(name) ?? 1 }, (_, i) => `${name}-agent-${i + 1}`).sort(),
+      );
+    }
+  });
+
+  it("exit when another holder takes the Lease", async () => {
+    const micro = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+    await env.kubectl.ok("admin", [
+      "patch",
+      "lease",
+      "gatehouse-operator",
+      "-n",
+      "gatehouse-system",
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { holderIdentity: "intruder", renewTime: micro, leaseDurationSeconds: 3600 } }),
+    ]);
+    expect(await successor.exited).toMatch(/exited \(1\)/);
+    expect(readFileSync(successor.logPath, "utf8")).toMatch(/could not renew the leader lease in time/);
+    // Leave the Lease free for whoever runs next on this cluster.
+    await env.kubectl.ok("admin", ["delete", "lease", "gatehouse-operator", "-n", "gatehouse-system"]);
+  });
+});
