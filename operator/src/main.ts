@@ -40,7 +40,11 @@ try {
 const log = pino({ level: config.logLevel, base: { component: "gatehouse-operator" } });
 const metrics = createMetrics();
 
-const clients = makeClients(loadKubeConfig(config.kubeconfig, config.kubeContext));
+/** This replica's leader-election identity; also in its User-Agent, so the audit log names it. */
+const identity = `${config.leaderElection.identityPrefix}_${randomBytes(4).toString("hex")}`;
+const clients = makeClients(
+  loadKubeConfig(config.kubeconfig, config.kubeContext, `gatehouse-operator/v1alpha1 (${identity})`),
+);
 const caches = makeCaches(clients, log, (path, reason) => metrics.informerRestarted(path, reason));
 metrics.trackPendingApprovals(
   () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
@@ -110,7 +114,7 @@ elector = config.leaderElection.enabled
       api: clients.config.makeApiClient(CoordinationV1Api),
       namespace: config.leaderElection.namespace,
       name: LEADER_LEASE,
-      identity: `${config.leaderElection.identityPrefix}_${randomBytes(4).toString("hex")}`,
+      identity,
       log: log.child({ component: "leader-election" }),
     })
   : undefined;
