@@ -177,7 +177,11 @@ describe("operator replicas", () => {
     // there were exactly as many pods as the session counts attempts.
     const created = auditEvents()
       .filter(
-        (e) => e.verb === "create" && e.objectRef?.resource === "pods" && e.responseStatus?.code === 201,
+        (e) =>
+          e.verb === "create" &&
+          e.objectRef?.resource === "pods" &&
+          !e.objectRef.subresource && // not the scheduler's pods/binding
+          e.responseStatus?.code === 201,
       )
       .map((e) => e.objectRef?.name ?? "");
     for (const name of names) {

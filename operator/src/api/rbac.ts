@@ -75,9 +75,12 @@ function persona(p: Persona): Manifest {
 export const OPERATOR_RULES: Rule[] = [
   { apiGroups: [GROUP], resources: KINDS, verbs: READ },
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["create"] },
+  // Finalizer of AgentSessions (metadata only; admission lets no one else touch it).
+  { apiGroups: [GROUP], resources: ["agentsessions"], verbs: ["patch"] },
   { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["get", "patch", "update"] },
   { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "create", "delete"] },
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },
+  { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create"] },
   { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch", "create", "patch"] },
   { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },

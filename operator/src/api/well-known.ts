@@ -11,6 +11,12 @@ export const MANAGED_BY_SELECTOR = "app.kubernetes.io/managed-by=gatehouse";
 export const SESSION_UID_LABEL = "gatehouse.dev/session-uid";
 /** Label naming the ProviderInstance a workload serves. */
 export const PROVIDER_LABEL = "gatehouse.dev/provider";
+/** Finalizer on every AgentSession: its Pending Approvals are Cancelled before it goes. */
+export const SESSION_FINALIZER = "gatehouse.dev/cancel-approvals";
+/** The NetworkPolicy that confines agent pods in each session namespace (egress: gateway and DNS only). */
+export const AGENT_NETWORK_POLICY = "gatehouse-agent";
+/** Label of the operator's pods, which serve the gateway (the agent NetworkPolicy allows egress to them). */
+export const OPERATOR_POD_LABELS = { "app.kubernetes.io/name": "gatehouse-operator" } as const;
 /** The ServiceAccount agent pods run as, in each session namespace. */
 export const AGENT_SERVICE_ACCOUNT = "gatehouse-agent";
 /** Audience of the agent pods' projected token; never one of the API server's own audiences. */

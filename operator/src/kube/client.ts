@@ -16,6 +16,7 @@ import {
   DiscoveryV1Api,
   KubeConfig,
   KubernetesObjectApi,
+  NetworkingV1Api,
   type RequestContext,
   ServerConfiguration,
   setHeaderMiddleware,
@@ -29,6 +30,7 @@ export interface KubeClients {
   apps: AppsV1Api;
   custom: CustomObjectsApi;
   discovery: DiscoveryV1Api;
+  networking: NetworkingV1Api;
   authentication: AuthenticationV1Api;
   objects: KubernetesObjectApi;
 }
@@ -90,6 +92,7 @@ export function makeClients(config: KubeConfig): KubeClients {
     apps: config.makeApiClient(AppsV1Api),
     custom: config.makeApiClient(CustomObjectsApi),
     discovery: config.makeApiClient(DiscoveryV1Api),
+    networking: config.makeApiClient(NetworkingV1Api),
     authentication: config.makeApiClient(AuthenticationV1Api),
     objects: KubernetesObjectApi.makeApiClient(config),
   };

@@ -1,20 +1,29 @@
 /**
  * AgentSession reconciler:
  *   session = cache.get(key)                    ; gone → owner references delete the pod
+ *   deleting → once no Approval of it is Pending, remove the finalizer
+ *   no finalizer → add it
  *   terminal → nothing to do
  *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
- *   ensure the namespace's agent ServiceAccount
+ *   ensure the namespace's agent ServiceAccount and NetworkPolicy
  *   cancelled → delete the pod
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
  *   status = statusFrom(session, pod, approvals, transcript record)
  *   writeStatusIfChanged(status)
  */
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { isTerminalSessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { AGENT_SESSION } from "../../api/kinds.ts";
-import { AGENT_SERVICE_ACCOUNT, MANAGED_BY } from "../../api/well-known.ts";
+import {
+  AGENT_NETWORK_POLICY,
+  AGENT_SERVICE_ACCOUNT,
+  MANAGED_BY,
+  OPERATOR_NAMESPACE,
+  OPERATOR_POD_LABELS,
+  SESSION_FINALIZER,
+} from "../../api/well-known.ts";
 import type { OperatorConfig } from "../../config.ts";
 import { endpointFor } from "../../config.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
@@ -22,6 +31,7 @@ import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { isConflict, isNotFound } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
+import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
@@ -58,7 +68,13 @@ export async function reconcileAgentSession(
   log: Logger,
 ): Promise<ReconcileResult> {
   const session = deps.caches.sessions.get(name, namespace);
-  if (!session || session.metadata.deletionTimestamp || isTerminal(session)) return undefined;
+  if (!session) return undefined;
+  if (session.metadata.deletionTimestamp) return releaseSession(deps, session, log);
+  if (!hasFinalizer(session, SESSION_FINALIZER)) {
+    await addFinalizer(deps.clients, AGENT_SESSION, session, SESSION_FINALIZER);
+    return { requeueAfterMs: 0 }; // the next pass works on the version that carries it
+  }
+  if (isTerminal(session)) return undefined;
   const now = deps.now();
 
   const endpoint = endpointFor(deps.config, session.spec.model.endpointRef);
@@ -110,6 +126,7 @@ export async function reconcileAgentSession(
     if (pod) await deletePod(deps.clients, pod);
   } else if (!pod) {
     await ensureServiceAccount(deps.clients, namespace);
+    await ensureNetworkPolicy(deps.clients, namespace, deps.config.gatewayPort);
     const started = session.status?.startTime ? Date.parse(session.status.startTime) : now.getTime();
     const timeout = session.spec.limits?.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
     const desired = agentPodFor(session, attempt, {
@@ -128,6 +145,32 @@ export async function reconcileAgentSession(
   }
   // The final answer lands in Postgres, not the API server: poll for it while the pod runs.
   return isTerminalSessionPhase(status.phase) ? undefined : { requeueAfterMs: 2_000 };
+}
+
+/**
+ * A session being deleted: its Pending Approvals must be Cancelled first (the Approval reconciler does
+ * that once it sees the deletion), then the finalizer goes and the API server deletes the session,
+ * its pods and Approvals follow through their owner references.
+ */
+async function releaseSession(
+  deps: AgentSessionDeps,
+  session: AgentSession,
+  log: Logger,
+): Promise<ReconcileResult> {
+  if (!hasFinalizer(session, SESSION_FINALIZER)) return undefined;
+  const pending = approvalsOf(deps.caches, session).filter(
+    (a) => (a.status?.phase ?? "Pending") === "Pending",
+  );
+  if (pending.length > 0) {
+    log.info(
+      { pending: pending.map((a) => a.metadata.name) },
+      "session deleted; waiting for its approvals to be cancelled",
+    );
+    return { requeueAfterMs: 1_000 };
+  }
+  await removeFinalizer(deps.clients, AGENT_SESSION, session, SESSION_FINALIZER);
+  log.info("session released");
+  return undefined;
 }
 
 /** Base delay before a failed agent pod is replaced; doubles per attempt up to {@link RETRY_MAX_MS}. */
@@ -183,6 +226,63 @@ async function deletePod(clients: KubeClients, pod: V1Pod): Promise<void> {
     });
   } catch (error) {
     if (!isNotFound(error)) throw error;
+  }
+}
+
+/**
+ * The namespace's agent NetworkPolicy (DESIGN §7): agent pods accept no ingress and may send only to
+ * the operator's gateway pods (namespace OPERATOR_NAMESPACE, labels OPERATOR_POD_LABELS, the gateway
+ * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Created once; an
+ * existing one (perhaps tightened by the platform) is left alone.
+ */
+export function agentNetworkPolicy(namespace: string, gatewayPort: number): V1NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: AGENT_NETWORK_POLICY, namespace, labels: { ...MANAGED_BY } },
+    spec: {
+      podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-agent" } },
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [],
+      egress: [
+        {
+          to: [
+            {
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": OPERATOR_NAMESPACE } },
+              podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
+            },
+          ],
+          ports: [{ protocol: "TCP", port: gatewayPort }],
+        },
+        {
+          to: [
+            {
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+              podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+            },
+          ],
+          ports: [
+            { protocol: "UDP", port: 53 },
+            { protocol: "TCP", port: 53 },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+async function ensureNetworkPolicy(
+  clients: KubeClients,
+  namespace: string,
+  gatewayPort: number,
+): Promise<void> {
+  try {
+    await clients.networking.createNamespacedNetworkPolicy({
+      namespace,
+      body: agentNetworkPolicy(namespace, gatewayPort),
+    });
+  } catch (error) {
+    if (!isConflict(error)) throw error;
   }
 }
 

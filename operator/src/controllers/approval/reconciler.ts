@@ -98,19 +98,24 @@ export async function reconcileApproval(
 
   if (
     phase === "Pending" &&
-    (!sessionObject || sessionObject.spec.cancel || isTerminalSessionPhase(sessionObject.status?.phase))
+    (!sessionObject ||
+      sessionObject.metadata.deletionTimestamp ||
+      sessionObject.spec.cancel ||
+      isTerminalSessionPhase(sessionObject.status?.phase))
   ) {
     // The session that proposed the call is gone or over: nobody is waiting for this decision.
-    const why = !sessionObject
-      ? "was deleted"
-      : sessionObject.spec.cancel
-        ? "was cancelled"
-        : `ended ${sessionObject.status?.phase}`;
+    const why =
+      !sessionObject || sessionObject.metadata.deletionTimestamp
+        ? "was deleted"
+        : sessionObject.spec.cancel
+          ? "was cancelled"
+          : `ended ${sessionObject.status?.phase}`;
     const message = `AgentSession ${approval.spec.sessionRef.name} ${why}; the proposed call will not run.`;
     setPhase("Cancelled", "SessionEnded", message);
     await deps.core.audit.append({
       kind: AuditKind.approvalCancelled,
       actor: "gatehouse",
+      outcome: "failure",
       sessionUid: approval.spec.sessionRef.uid,
       executionId: approval.spec.executionId,
       atMicros: now.getTime() * 1000,

@@ -1,0 +1,312 @@
+/**
+ * The AgentSession controller on the real control plane and local node (DESIGN §7, issue 5): the agent
+ * pod it creates is hardened field by field and admitted under Pod Security `restricted`; the session
+ * follows its pod to Completed, retries a failing pod and then fails with a reason, honours
+ * `spec.cancel`, and cancels its Pending Approvals before it may be deleted.
+ */
+import { randomBytes } from "node:crypto";
+import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterInfo } from "./cluster-info.ts";
+import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
+import { eventually, pendingApprovalOf } from "./story.ts";
+
+interface SessionObject {
+  metadata: { name: string; uid: string; finalizers?: string[] };
+  status?: {
+    phase?: string;
+    result?: string;
+    podName?: string;
+    podUID?: string;
+    attempt?: number;
+    podFailures?: Array<{ podName: string; reason: string; exitCode?: number }>;
+    conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+  };
+}
+
+let env: Environment;
+
+beforeAll(async () => {
+  env = await startEnvironment(clusterInfo());
+}, 600_000);
+
+afterAll(async () => {
+  await env?.stop();
+});
+
+/** Creates, as alice, a session in `namespace` asking `model`; returns its name. */
+async function createSession(namespace: string, model: string, prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+  await env.kubectl.ok(
+    "alice",
+    ["create", "-f", "-"],
+    JSON.stringify({
+      apiVersion: "gatehouse.dev/v1alpha1",
+      kind: "AgentSession",
+      metadata: { name, namespace },
+      spec: {
+        subject: { user: "alice" },
+        model: { name: model },
+        messages: [{ text: "Push next week's production plan back by one day." }],
+      },
+    }),
+  );
+  return name;
+}
+
+function getSession(namespace: string, name: string): Promise<SessionObject> {
+  return env.kubectl.json<SessionObject>("admin", ["get", "agentsession", name, "-n", namespace]);
+}
+
+async function sessionInPhase(namespace: string, name: string, phase: string, timeoutMs = 180_000) {
+  return eventually(`session ${name} to be ${phase}`, timeoutMs, async () => {
+    const session = await getSession(namespace, name);
+    return session.status?.phase === phase ? session : undefined;
+  });
+}
+
+describe("the agent pod", () => {
+  let namespace: string;
+  let session: SessionObject;
+  let pod: V1Pod;
+
+  beforeAll(async () => {
+    namespace = `hardened-${randomBytes(3).toString("hex")}`;
+    await env.kubectl.ok(
+      "admin",
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: [
+          {
+            apiVersion: "v1",
+            kind: "Namespace",
+            metadata: {
+              name: namespace,
+              labels: {
+                "pod-security.kubernetes.io/enforce": "restricted",
+                "pod-security.kubernetes.io/enforce-version": "latest",
+              },
+            },
+          },
+          {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "RoleBinding",
+            metadata: { name: "session-users", namespace },
+            roleRef: {
+              apiGroup: "rbac.authorization.k8s.io",
+              kind: "ClusterRole",
+              name: "gatehouse-session-user",
+            },
+            subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
+          },
+        ],
+      }),
+    );
+    const name = await createSession(namespace, "scripted/answer", "hardened");
+    session = await sessionInPhase(namespace, name, "Completed");
+    pod = await env.kubectl.json<V1Pod>("admin", [
+      "get",
+      "pod",
+      session.status?.podName ?? "",
+      "-n",
+      namespace,
+    ]);
+  }, 300_000);
+
+  afterAll(async () => {
+    await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
+  });
+
+  it("is admitted under Pod Security restricted and runs the session to Completed", () => {
+    expect(pod.metadata?.namespace).toBe(namespace);
+    expect(pod.status?.phase).toBe("Succeeded");
+    expect(session.status?.result).toBeTruthy();
+    expect(session.status?.podUID).toBe(pod.metadata?.uid);
+    expect(session.metadata.finalizers).toContain("gatehouse.dev/cancel-approvals");
+  });
+
+  it("has a deterministic name and a controlling owner reference to its session", () => {
+    expect(pod.metadata?.name).toBe(`${session.metadata.name}-agent-1`);
+    const owner = pod.metadata?.ownerReferences?.[0];
+    expect(owner).toMatchObject({
+      kind: "AgentSession",
+      name: session.metadata.name,
+      uid: session.metadata.uid,
+    });
+    expect(owner?.controller).toBe(true);
+    expect(pod.metadata?.labels?.["gatehouse.dev/session-uid"]).toBe(session.metadata.uid);
+  });
+
+  it("runs as the RBAC-less gatehouse-agent ServiceAccount without its API token", async () => {
+    expect(pod.spec?.serviceAccountName).toBe("gatehouse-agent");
+    expect(pod.spec?.automountServiceAccountToken).toBe(false);
+    expect(pod.spec?.enableServiceLinks).toBe(false);
+    const account = await env.kubectl.json<{ automountServiceAccountToken?: boolean }>("admin", [
+      "get",
+      "serviceaccount",
+      "gatehouse-agent",
+      "-n",
+      namespace,
+    ]);
+    expect(account.automountServiceAccountToken).toBe(false);
+    const bindings = await env.kubectl.json<{
+      items: Array<{ subjects?: Array<{ kind: string; name: string }> }>;
+    }>("admin", ["get", "rolebindings", "-n", namespace]);
+    expect(bindings.items.flatMap((b) => b.subjects ?? []).some((s) => s.name === "gatehouse-agent")).toBe(
+      false,
+    );
+  });
+
+  it("holds only a projected token for audience gatehouse, bound to the pod", () => {
+    expect(pod.spec?.volumes).toHaveLength(1);
+    const token = pod.spec?.volumes?.[0]?.projected?.sources?.[0]?.serviceAccountToken;
+    expect(token).toMatchObject({ audience: "gatehouse", path: "token" });
+    expect(token?.expirationSeconds).toBe(600);
+    expect(pod.spec?.volumes?.some((v) => v.hostPath || v.secret)).toBe(false);
+  });
+
+  it("drops every privilege at pod level", () => {
+    expect(pod.spec?.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(pod.spec?.hostNetwork ?? false).toBe(false);
+    expect(pod.spec?.hostPID ?? false).toBe(false);
+    expect(pod.spec?.hostIPC ?? false).toBe(false);
+  });
+
+  it("drops every privilege at container level and bounds its resources", () => {
+    expect(pod.spec?.containers).toHaveLength(1);
+    const container = pod.spec?.containers[0];
+    expect(container?.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(container?.securityContext?.privileged ?? false).toBe(false);
+    expect(container?.resources?.limits).toMatchObject({
+      cpu: expect.any(String),
+      memory: expect.any(String),
+    });
+    expect(container?.resources?.requests).toMatchObject({
+      cpu: expect.any(String),
+      memory: expect.any(String),
+    });
+    expect(container?.env?.some((e) => e.valueFrom?.secretKeyRef)).toBe(false);
+    expect(container?.envFrom ?? []).toEqual([]);
+  });
+
+  it("never restarts in place and ends by the session's remaining timeout", () => {
+    expect(pod.spec?.restartPolicy).toBe("Never");
+    expect(pod.spec?.activeDeadlineSeconds).toBeGreaterThan(0);
+    expect(pod.spec?.activeDeadlineSeconds).toBeLessThanOrEqual(3600);
+  });
+
+  it("is confined by the namespace's gatehouse-agent NetworkPolicy: egress to the gateway and DNS only", async () => {
+    const policy = await env.kubectl.json<V1NetworkPolicy>("admin", [
+      "get",
+      "networkpolicy",
+      "gatehouse-agent",
+      "-n",
+      namespace,
+    ]);
+    expect(policy.spec?.podSelector?.matchLabels).toEqual({ "app.kubernetes.io/name": "gatehouse-agent" });
+    expect(policy.spec?.policyTypes).toEqual(["Ingress", "Egress"]);
+    expect(policy.spec?.ingress ?? []).toEqual([]);
+    const peers = policy.spec?.egress?.flatMap((rule) => rule.to ?? []) ?? [];
+    expect(peers.map((p) => p.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"])).toEqual([
+      "gatehouse-system",
+      "kube-system",
+    ]);
+  });
+});
+
+describe("the session lifecycle", () => {
+  it("replaces a failing agent pod twice, then fails the session with a reason", async () => {
+    // No script of that name: the scripted model answers 404, the agent exits non-zero every time.
+    const name = await createSession(NAMESPACE, "scripted/no-such-script", "crashing");
+    const session = await sessionInPhase(NAMESPACE, name, "Failed", 240_000);
+    expect(session.status?.attempt).toBe(3);
+    expect(session.status?.podFailures?.map((f) => f.podName)).toEqual([
+      `${name}-agent-1`,
+      `${name}-agent-2`,
+    ]);
+    expect(session.status?.podFailures?.every((f) => (f.exitCode ?? 0) !== 0)).toBe(true);
+    const failed = session.status?.conditions?.find((c) => c.type === "Failed");
+    expect(failed).toMatchObject({ status: "True", reason: "RetriesExhausted" });
+    expect(failed?.message).toMatch(/3 agent pods failed/);
+  });
+
+  it("moves to Cancelled on spec.cancel and cancels the session's Pending Approval", async () => {
+    const name = await createSession(NAMESPACE, "scripted/reference-story", "cancelled");
+    const waiting = await sessionInPhase(NAMESPACE, name, "AwaitingApproval");
+    const approval = await pendingApprovalOf(env, waiting.metadata.uid);
+    await env.kubectl.ok("alice", [
+      "patch",
+      "agentsession",
+      name,
+      "-n",
+      NAMESPACE,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { cancel: true } }),
+    ]);
+    await sessionInPhase(NAMESPACE, name, "Cancelled");
+    await eventually("the Approval to be Cancelled", 60_000, async () => {
+      const a = await env.kubectl.json<{ status?: { phase?: string } }>("admin", [
+        "get",
+        "approval",
+        approval.metadata.name,
+        "-n",
+        NAMESPACE,
+      ]);
+      return a.status?.phase === "Cancelled" ? true : undefined;
+    });
+  });
+
+  it("cancels Pending Approvals before a deleted session goes, and lets its namespace finish deleting", async () => {
+    const namespace = `doomed-${randomBytes(3).toString("hex")}`;
+    await env.kubectl.ok("admin", ["create", "namespace", namespace]);
+    await env.kubectl.ok(
+      "admin",
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "session-users", namespace },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: "gatehouse-session-user",
+        },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
+      }),
+    );
+    const name = await createSession(NAMESPACE, "scripted/reference-story", "deleted");
+    const waiting = await sessionInPhase(NAMESPACE, name, "AwaitingApproval");
+    const approval = await pendingApprovalOf(env, waiting.metadata.uid);
+    await env.kubectl.ok("admin", ["delete", "agentsession", name, "-n", NAMESPACE, "--wait=false"]);
+    await eventually("the session to be gone", 60_000, async () => {
+      const result = await env.kubectl.run("admin", ["get", "agentsession", name, "-n", NAMESPACE]);
+      return result.code !== 0 && /NotFound/.test(result.stderr) ? true : undefined;
+    });
+    // The Approval went with its session (owner reference); the audit chain shows it was cancelled first.
+    const cancelled = await env.pool.query<{ payload: { approval: string; reason: string } }>(
+      "SELECT convert_from(canonical, 'UTF8')::jsonb -> 'payload' AS payload FROM audit_log WHERE kind = 'approval.cancelled'",
+    );
+    expect(cancelled.rows.map((r) => r.payload.approval)).toContain(`${NAMESPACE}/${approval.metadata.name}`);
+
+    // A session namespace with a running session deletes to the end: the finalizer is released.
+    await createSession(namespace, "scripted/reference-story", "in-doomed-ns");
+    await env.kubectl.ok("admin", ["delete", "namespace", namespace, "--wait=false"]);
+    await eventually(`namespace ${namespace} to be gone`, 180_000, async () => {
+      const result = await env.kubectl.run("admin", ["get", "namespace", namespace]);
+      return result.code !== 0 && /NotFound/.test(result.stderr) ? true : undefined;
+    });
+  });
+});
