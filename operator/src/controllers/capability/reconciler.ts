@@ -4,7 +4,8 @@
  *   provider = the referenced ProviderInstance   ; missing / not Ready → Ready=False ProviderNotReady
  *   offer = the provider's manifest entry         ; absent → NotOffered
  *   status = effect, mode, idempotency, schemas, digest, tool name; observedEffect kept from the first
- *            sighting, and a weaker declaration later turns Ready=False EffectChanged (DESIGN §2)
+ *            sighting. Ready=False: SidecarWriteUnsupported (a write offered by a Sidecar provider),
+ *            InvalidSchema (schema-check.ts), EffectChanged (a weaker declaration later; DESIGN §2)
  */
 import type { Effect } from "@gatehouse/provider-sdk";
 import { schemaDigest } from "@gatehouse/provider-sdk";
@@ -19,6 +20,7 @@ import { findCondition, setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import type { ManifestSource } from "../providerinstance/reconciler.ts";
+import { schemaProblems } from "./schema-check.ts";
 
 export interface CapabilityDeps {
   clients: KubeClients;
@@ -59,10 +61,12 @@ export async function reconcileCapability(
   const providerReady = findCondition(provider?.status?.conditions, "Ready")?.status === "True";
   const endpoint = provider?.status?.endpoints?.[0];
   if (!provider || !providerReady || !endpoint) {
-    ready(
-      "ProviderNotReady",
-      `ProviderInstance ${capability.spec.providerRef.name} is missing or not Ready.`,
-    );
+    const why = !provider
+      ? "does not exist"
+      : provider.spec.disabled
+        ? "is disabled (spec.disabled)"
+        : "is not Ready";
+    ready("ProviderNotReady", `ProviderInstance ${capability.spec.providerRef.name} ${why}.`);
   } else if (provider.metadata.namespace !== namespace) {
     // cross-namespace providers (allowedNamespaces) come with the API issue; refuse until then.
     ready("ProviderNotReady", "Cross-namespace providers are not supported yet.");
@@ -88,7 +92,18 @@ export async function reconcileCapability(
           schemaDigest: schemaDigest(offer),
           toolName: toolNameOf(offer.id),
         });
-        if (EFFECT_STRENGTH[offer.effect] < EFFECT_STRENGTH[observedEffect]) {
+        const problems = schemaProblems(offer.inputSchema, offer.outputSchema);
+        if (provider.spec.placement === "Sidecar" && offer.effect === "write") {
+          ready(
+            "SidecarWriteUnsupported",
+            `${offer.id} writes, but ProviderInstance ${provider.metadata.name} runs as a Sidecar: a sidecar shares the agent's network and ends with its pod, so writes need placement Shared.`,
+          );
+        } else if (problems.length > 0) {
+          ready(
+            "InvalidSchema",
+            `The provider's schemas for ${offer.id} cannot be used: ${problems.join("; ")}.`,
+          );
+        } else if (EFFECT_STRENGTH[offer.effect] < EFFECT_STRENGTH[observedEffect]) {
           ready(
             "EffectChanged",
             `The provider now declares ${offer.effect} but ${observedEffect} was observed first; edit the Capability to accept the change.`,

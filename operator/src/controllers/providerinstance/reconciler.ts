@@ -1,16 +1,17 @@
 /**
  * ProviderInstance reconciler:
  *   provider = cache.get(key)               ; gone → owner references clean up the workload
- *   Shared → apply Deployment + Service     ; server-side apply, field manager gatehouse-operator
+ *   apply Deployment + Service (Sidecar: one discovery replica) ; server-side apply, field manager gatehouse-operator
+ *   create the NetworkPolicy admitting only the operator
  *   endpoints = ready EndpointSlice addresses
  *   manifest = GET /v1/manifest at an endpoint
- *   status = Ready/Healthy conditions, manifest summary, endpoints
+ *   status = Ready/Healthy conditions (spec.disabled → Ready=False Disabled), manifest summary, endpoints
  *   requeue for the next health check
  */
 
 import type { Manifest } from "@gatehouse/provider-sdk";
 import { schemaDigest } from "@gatehouse/provider-sdk";
-import type { KubernetesObject, V1EndpointSlice } from "@kubernetes/client-node";
+import type { KubernetesObject, V1EndpointSlice, V1NetworkPolicy } from "@kubernetes/client-node";
 import { PatchStrategy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Condition } from "../../api/common.ts";
@@ -18,11 +19,11 @@ import { PROVIDER_INSTANCE } from "../../api/kinds.ts";
 import { FIELD_MANAGER } from "../../api/well-known.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
-import { describeApiError } from "../../kube/client.ts";
+import { describeApiError, isConflict } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
-import { deploymentFor, serviceFor, workloadName } from "./workload.ts";
+import { deploymentFor, networkPolicyFor, serviceFor, workloadName } from "./workload.ts";
 
 /** Fetches a provider's manifest from one of its endpoints (`http://ip:port`). Throws on any failure. */
 export interface ManifestSource {
@@ -66,11 +67,10 @@ export async function reconcileProviderInstance(
   const now = deps.now();
   const generation = provider.metadata.generation;
 
-  // sidecar placement issue: Sidecar providers are injected into agent pods; only Shared is run here.
-  if (provider.spec.placement === "Shared") {
-    await apply(deps.clients, deploymentFor(provider, deps.providerPort));
-    await apply(deps.clients, serviceFor(provider, deps.providerPort));
-  }
+  // Shared: the provider itself. Sidecar: one discovery replica for the manifest and health.
+  await apply(deps.clients, deploymentFor(provider, deps.providerPort));
+  await apply(deps.clients, serviceFor(provider, deps.providerPort));
+  await ensureNetworkPolicy(deps.clients, networkPolicyFor(provider, deps.providerPort));
 
   const slices = deps.caches.endpointSlices.list(namespace);
   const endpoints = readyEndpoints(slices, workloadName(provider), deps.providerPort);
@@ -152,6 +152,21 @@ export async function reconcileProviderInstance(
     }
   }
 
+  if (provider.spec.disabled) {
+    // No new calls (Core reads Ready); the workloads and health checks go on.
+    conditions = setCondition(
+      conditions,
+      {
+        type: "Ready",
+        status: "False",
+        reason: "Disabled",
+        message: "spec.disabled is set: new calls are refused; the workloads are kept.",
+        observedGeneration: generation,
+      },
+      now,
+    );
+  }
+
   const desired = {
     ...provider.status,
     observedGeneration: generation,
@@ -162,6 +177,18 @@ export async function reconcileProviderInstance(
   };
   await writeStatusIfChanged(deps.clients, PROVIDER_INSTANCE, provider, desired);
   return { requeueAfterMs };
+}
+
+/** Creates the provider's NetworkPolicy unless it exists (a platform may tighten an existing one). */
+async function ensureNetworkPolicy(clients: KubeClients, policy: V1NetworkPolicy): Promise<void> {
+  try {
+    await clients.networking.createNamespacedNetworkPolicy({
+      namespace: policy.metadata?.namespace ?? "",
+      body: policy,
+    });
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+  }
 }
 
 async function apply(clients: KubeClients, object: KubernetesObject): Promise<void> {

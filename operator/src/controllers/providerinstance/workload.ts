@@ -3,10 +3,15 @@
  * reached only by the operator: the Service selects its pods, and the operator calls their ready
  * endpoints.
  */
-import type { V1Deployment, V1ResourceRequirements, V1Service } from "@kubernetes/client-node";
+import type {
+  V1Deployment,
+  V1NetworkPolicy,
+  V1ResourceRequirements,
+  V1Service,
+} from "@kubernetes/client-node";
 import type { ProviderInstance } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
-import { MANAGED_BY, PROVIDER_LABEL } from "../../api/well-known.ts";
+import { MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_POD_LABELS, PROVIDER_LABEL } from "../../api/well-known.ts";
 
 /** Name of the Deployment and Service: `prov-<name>` (a ProviderInstance name is a DNS label ≤ 63; trimmed to stay one). */
 export function workloadName(provider: ProviderInstance): string {
@@ -32,7 +37,11 @@ function ownerReference(provider: ProviderInstance) {
   };
 }
 
-/** The desired Deployment: spec.config as environment variables, the provider port, a readiness probe on /v1/health. */
+/**
+ * The desired Deployment: spec.config as environment variables, the provider port, a readiness probe on
+ * /v1/health. A Sidecar provider gets one replica, used only to read its manifest and health (its calls
+ * run in the agent pods' sidecars).
+ */
 export function deploymentFor(provider: ProviderInstance, port: number): V1Deployment {
   const env = Object.entries(provider.spec.config ?? {})
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -48,7 +57,7 @@ export function deploymentFor(provider: ProviderInstance, port: number): V1Deplo
       ownerReferences: [ownerReference(provider)],
     },
     spec: {
-      replicas: provider.spec.replicas,
+      replicas: provider.spec.placement === "Sidecar" ? 1 : provider.spec.replicas,
       selector: { matchLabels: { [PROVIDER_LABEL]: provider.metadata.name } },
       template: {
         metadata: { labels: labels(provider) },
@@ -79,6 +88,39 @@ export function deploymentFor(provider: ProviderInstance, port: number): V1Deplo
           ],
         },
       },
+    },
+  };
+}
+
+/**
+ * The provider pods' NetworkPolicy: ingress only from the operator's pods (namespace OPERATOR_NAMESPACE,
+ * labels OPERATOR_POD_LABELS) on the provider port — agents never reach a Shared provider directly.
+ * Egress is left open: the provider must reach its business system. Enforced only where the CNI does.
+ */
+export function networkPolicyFor(provider: ProviderInstance, port: number): V1NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: {
+      name: workloadName(provider),
+      namespace: provider.metadata.namespace,
+      labels: labels(provider),
+      ownerReferences: [ownerReference(provider)],
+    },
+    spec: {
+      podSelector: { matchLabels: { [PROVIDER_LABEL]: provider.metadata.name } },
+      policyTypes: ["Ingress"],
+      ingress: [
+        {
+          _from: [
+            {
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": OPERATOR_NAMESPACE } },
+              podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
+            },
+          ],
+          ports: [{ protocol: "TCP", port }],
+        },
+      ],
     },
   };
 }

@@ -12,6 +12,7 @@ export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/provider-aps:dev": ["node", "provider-images/aps/src/main.ts"],
   "gatehouse/echo:dev": ["node", "test/cluster/images/echo.ts"],
   "gatehouse/testbox:dev": ["node", "test/cluster/images/testbox.ts"],
+  "gatehouse/provider-fixture:dev": ["node", "test/cluster/images/provider-fixture.ts"],
 };
 
 /** The reason a container waits with when its image is not in {@link IMAGE_COMMANDS}. */

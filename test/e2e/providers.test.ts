@@ -1,0 +1,229 @@
+/**
+ * The ProviderInstance and Capability controllers on the real control plane and local node (DESIGN §2,
+ * issue 5): a Shared provider runs as a Deployment behind a Service and a NetworkPolicy, becomes Ready
+ * and Healthy with its manifest in status, and its Capabilities resolve against what it really offers;
+ * `spec.disabled` turns both not Ready and keeps the workloads; a weaker effect declared later, a schema
+ * a model cannot use and a write behind a Sidecar each make only the Capability concerned not Ready.
+ * The provider fixture (test/cluster/images/provider-fixture.ts) declares whatever its config says.
+ */
+import { randomBytes } from "node:crypto";
+import type { V1NetworkPolicy } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterInfo } from "./cluster-info.ts";
+import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
+import { eventually } from "./story.ts";
+
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+interface Watched {
+  spec?: Record<string, unknown>;
+  status?: {
+    conditions?: Condition[];
+    effect?: string;
+    observedEffect?: string;
+    inputSchema?: Record<string, unknown>;
+    toolName?: string;
+    manifest?: { provider: string; capabilities: Array<{ id: string; effect: string }> };
+    endpoints?: string[];
+  };
+}
+
+let env: Environment;
+
+beforeAll(async () => {
+  env = await startEnvironment(clusterInfo());
+}, 600_000);
+
+afterAll(async () => {
+  await env?.stop();
+});
+
+function get(kind: string, name: string, namespace: string): Promise<Watched> {
+  return env.kubectl.json<Watched>("admin", ["get", kind, name, "-n", namespace]);
+}
+
+const condition = (o: Watched, type: string) => o.status?.conditions?.find((c) => c.type === type);
+
+/** Waits until `kind/name` has condition Ready with `reason`, and returns the object. */
+function readyReason(kind: string, name: string, namespace: string, reason: string): Promise<Watched> {
+  return eventually(`${kind} ${name} Ready reason ${reason}`, 180_000, async () => {
+    const object = await get(kind, name, namespace);
+    return condition(object, "Ready")?.reason === reason ? object : undefined;
+  });
+}
+
+async function apply(items: unknown[]): Promise<void> {
+  await env.kubectl.ok(
+    "admin",
+    ["apply", "-f", "-"],
+    JSON.stringify({ apiVersion: "v1", kind: "List", items }),
+  );
+}
+
+function fixtureProvider(namespace: string, name: string, capabilities: unknown[], placement = "Shared") {
+  return {
+    apiVersion: "gatehouse.dev/v1alpha1",
+    kind: "ProviderInstance",
+    metadata: { name, namespace },
+    spec: {
+      type: "fixture",
+      image: "gatehouse/provider-fixture:dev",
+      placement,
+      config: { FIXTURE_CAPABILITIES: JSON.stringify(capabilities) },
+    },
+  };
+}
+
+function capability(namespace: string, name: string, provider: string, id: string) {
+  return {
+    apiVersion: "gatehouse.dev/v1alpha1",
+    kind: "Capability",
+    metadata: { name, namespace },
+    spec: { id, providerRef: { name: provider } },
+  };
+}
+
+async function freshNamespace(prefix: string): Promise<string> {
+  const namespace = `${prefix}-${randomBytes(3).toString("hex")}`;
+  await env.kubectl.ok("admin", ["create", "namespace", namespace]);
+  return namespace;
+}
+
+describe("a Shared provider", () => {
+  it("runs behind a Service and a NetworkPolicy, Ready and Healthy, with its manifest in status", async () => {
+    const provider = await readyReason("providerinstance", "aps", NAMESPACE, "ManifestFetched");
+    expect(condition(provider, "Healthy")?.status).toBe("True");
+    expect(provider.status?.manifest?.provider).toBe("aps");
+    expect(provider.status?.manifest?.capabilities.map((c) => c.id).sort()).toEqual([
+      "aps.schedule.draft",
+      "aps.schedule.publish",
+      "aps.schedule.read",
+    ]);
+    expect(provider.status?.endpoints?.length).toBeGreaterThan(0);
+    await env.kubectl.ok("admin", ["get", "deployment/prov-aps", "service/prov-aps", "-n", NAMESPACE]);
+    const policy = await env.kubectl.json<V1NetworkPolicy>("admin", [
+      "get",
+      "networkpolicy",
+      "prov-aps",
+      "-n",
+      NAMESPACE,
+    ]);
+    expect(policy.spec?.policyTypes).toEqual(["Ingress"]);
+    const from =
+      policy.spec?.ingress?.[0]?._from ?? (policy.spec?.ingress?.[0] as { from?: unknown[] })?.from;
+    expect(from).toEqual([
+      {
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "gatehouse-system" } },
+        podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-operator" } },
+      },
+    ]);
+  });
+
+  it("resolves its Capabilities to Ready with the provider's schemas and the tool name", async () => {
+    const publish = await readyReason("capability", "aps-schedule-publish", NAMESPACE, "Offered");
+    expect(publish.status).toMatchObject({
+      effect: "write",
+      observedEffect: "write",
+      toolName: "aps_schedule_publish",
+    });
+    expect(publish.status?.inputSchema).toMatchObject({ type: "object" });
+  });
+
+  it("turns the provider and its Capabilities not Ready while spec.disabled is set, keeping the workloads", async () => {
+    const patch = (disabled: boolean) =>
+      env.kubectl.ok("admin", [
+        "patch",
+        "providerinstance",
+        "aps",
+        "-n",
+        NAMESPACE,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { disabled } }),
+      ]);
+    await patch(true);
+    try {
+      await readyReason("providerinstance", "aps", NAMESPACE, "Disabled");
+      const cap = await readyReason("capability", "aps-schedule-read", NAMESPACE, "ProviderNotReady");
+      expect(condition(cap, "Ready")?.message).toMatch(/disabled/);
+      await env.kubectl.ok("admin", ["get", "deployment/prov-aps", "service/prov-aps", "-n", NAMESPACE]);
+    } finally {
+      await patch(false);
+    }
+    await readyReason("providerinstance", "aps", NAMESPACE, "ManifestFetched");
+    await readyReason("capability", "aps-schedule-read", NAMESPACE, "Offered");
+  });
+});
+
+describe("a Capability", () => {
+  it("goes Ready=False EffectChanged when its provider re-declares a write as a read", async () => {
+    const namespace = await freshNamespace("effect");
+    const offer = (effect: string) => [{ id: "fx.order.place", effect }];
+    await apply([
+      fixtureProvider(namespace, "fx", offer("write")),
+      capability(namespace, "place", "fx", "fx.order.place"),
+    ]);
+    const first = await readyReason("capability", "place", namespace, "Offered");
+    expect(first.status).toMatchObject({ effect: "write", observedEffect: "write" });
+
+    await apply([fixtureProvider(namespace, "fx", offer("read"))]);
+    const changed = await readyReason("capability", "place", namespace, "EffectChanged");
+    expect(changed.status).toMatchObject({ effect: "read", observedEffect: "write" });
+    expect(condition(changed, "Ready")?.message).toMatch(/now declares read but write was observed first/);
+    await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
+  });
+
+  it("goes Ready=False InvalidSchema for an array without items, and only that Capability", async () => {
+    const namespace = await freshNamespace("schema");
+    await apply([
+      fixtureProvider(namespace, "fx", [
+        {
+          id: "fx.lines.list",
+          effect: "read",
+          inputSchema: { type: "object", properties: { lines: { type: "array" } } },
+        },
+        {
+          id: "fx.lines.count",
+          effect: "read",
+          inputSchema: {
+            type: "object",
+            properties: { lines: { type: "array", items: { type: "string" } } },
+          },
+        },
+      ]),
+      capability(namespace, "list", "fx", "fx.lines.list"),
+      capability(namespace, "count", "fx", "fx.lines.count"),
+    ]);
+    const bad = await readyReason("capability", "list", namespace, "InvalidSchema");
+    expect(condition(bad, "Ready")?.message).toMatch(
+      /inputSchema at \/properties\/lines: an array must declare its items/,
+    );
+    await readyReason("capability", "count", namespace, "Offered");
+    await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
+  });
+
+  it("goes Ready=False SidecarWriteUnsupported for a write offered by a Sidecar provider", async () => {
+    const namespace = await freshNamespace("sidecar");
+    await apply([
+      fixtureProvider(
+        namespace,
+        "fx",
+        [
+          { id: "fx.stock.read", effect: "read" },
+          { id: "fx.stock.move", effect: "write" },
+        ],
+        "Sidecar",
+      ),
+      capability(namespace, "read", "fx", "fx.stock.read"),
+      capability(namespace, "move", "fx", "fx.stock.move"),
+    ]);
+    const write = await readyReason("capability", "move", namespace, "SidecarWriteUnsupported");
+    expect(condition(write, "Ready")?.message).toMatch(/placement Shared/);
+    await readyReason("capability", "read", namespace, "Offered");
+    await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
+  });
+});
