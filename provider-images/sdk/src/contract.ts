@@ -5,8 +5,11 @@
  *   GET  /v1/health                        → Health
  *   POST /v1/invoke                        InvokeRequest → InvokeResponse
  *   GET  /v1/executions/{idempotencyKey}   → ExecutionStatus
- * Grants (signed JWTs on invoke and status) come with the "grants" issue; until then the provider is
- * reachable only from the operator's network position.
+ * Invoke and status carry the grant (DESIGN §5) as `Authorization: Bearer <JWT>`; a provider refuses a
+ * missing or invalid one with a `ProtocolError` (401/403). The server helper calls the provider's grant
+ * verifier (`grant.ts`); the EdDSA/JWKS verifier itself comes with the grants issue.
+ * Business outcomes are always HTTP 200 with a `Receipt`; any other status is a `ProtocolError` about the
+ * HTTP exchange itself (bad request, no grant, unknown route, provider bug).
  */
 import { z } from "zod";
 
@@ -94,15 +97,27 @@ export type InvokeRequest = z.infer<typeof InvokeRequest>;
 export const Evidence = z.object({ system: z.string(), reference: z.string() });
 export type Evidence = z.infer<typeof Evidence>;
 
-/** `POST /v1/invoke` answer: the receipt. HTTP 200 for both outcomes; non-2xx means the provider itself failed. */
-export const InvokeResponse = z.object({
-  status: z.enum(["succeeded", "failed"]),
-  result: z.unknown().optional(),
-  errorKind: ErrorKind.optional(),
-  message: z.string().optional(),
-  evidence: Evidence.optional(),
-});
-export type InvokeResponse = z.infer<typeof InvokeResponse>;
+/**
+ * `POST /v1/invoke` answer: the receipt. HTTP 200 for both outcomes; non-2xx means the provider itself
+ * failed (a `ProtocolError`). A `failed` receipt names its `errorKind`; a `succeeded` one has none.
+ */
+export const Receipt = z
+  .object({
+    status: z.enum(["succeeded", "failed"]),
+    result: z.unknown().optional(),
+    errorKind: ErrorKind.optional(),
+    message: z.string().optional(),
+    evidence: Evidence.optional(),
+  })
+  .refine((receipt) => (receipt.status === "failed") === (receipt.errorKind !== undefined), {
+    message: "a failed receipt needs an errorKind and a succeeded one must not have one",
+    path: ["errorKind"],
+  });
+export type Receipt = z.infer<typeof Receipt>;
+
+/** The same schema under the name of the route it answers (`POST /v1/invoke`). */
+export const InvokeResponse = Receipt;
+export type InvokeResponse = Receipt;
 
 /** `GET /v1/executions/{idempotencyKey}`: what the provider knows of an earlier invoke with that key. */
 export const ExecutionStatus = z.object({
@@ -111,3 +126,41 @@ export const ExecutionStatus = z.object({
   response: InvokeResponse.optional(),
 });
 export type ExecutionStatus = z.infer<typeof ExecutionStatus>;
+
+/**
+ * Kinds of a refused or failed HTTP exchange (never a business outcome, which is a `Receipt`):
+ *   invalid_request  400 — the body is not JSON or not an InvokeRequest (a caller bug, not the model's arguments)
+ *   unauthenticated  401 — no grant (`Authorization: Bearer <grant>` missing or not a bearer token)
+ *   forbidden        403 — the grant was refused (signature, audience, expiry, body digest, reused jti)
+ *   not_found        404 — no such route
+ *   internal         500 — the provider failed; its log says why
+ */
+export const ProtocolErrorKind = z.enum([
+  "invalid_request",
+  "unauthenticated",
+  "forbidden",
+  "not_found",
+  "internal",
+]);
+export type ProtocolErrorKind = z.infer<typeof ProtocolErrorKind>;
+
+/** One problem of a refused request: where (`path`, e.g. `"idempotencyKey"` or `"(body)"`) and what. */
+export const ProtocolIssue = z.object({ path: z.string(), message: z.string() });
+export type ProtocolIssue = z.infer<typeof ProtocolIssue>;
+
+/** The body of every non-2xx answer of a provider. `message` says what to fix. */
+export const ProtocolError = z.object({
+  kind: ProtocolErrorKind,
+  message: z.string().min(1),
+  issues: z.array(ProtocolIssue).optional(),
+});
+export type ProtocolError = z.infer<typeof ProtocolError>;
+
+/** The HTTP status that goes with each protocol error kind. */
+export const protocolErrorStatus: Readonly<Record<ProtocolErrorKind, number>> = {
+  invalid_request: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  internal: 500,
+};

@@ -2,19 +2,25 @@
  * `serveProvider`: the HTTP side of a provider (DESIGN §5, contract in `contract.ts`), on fastify.
  *   GET  /v1/manifest            → the manifest given at start
  *   GET  /v1/health              → `health()` (default `{status: "ok"}`)
- *   POST /v1/invoke              → InvokeRequest parsed, arguments checked against the capability's
- *                                  inputSchema (ajv, draft 2020-12), dispatched to its handler once per
- *                                  idempotency key → InvokeResponse (HTTP 200 for succeeded and failed)
- *   GET  /v1/executions/:key     → ExecutionStatus from the remembered outcomes
- * A handler throws `ProviderError` to answer `failed` with a kind; anything else it throws is a provider
- * bug → HTTP 500 `{kind: "internal"}`, nothing remembered, so Core's retry with the same key runs again.
+ *   POST /v1/invoke              → grant checked (`verifyGrant`), InvokeRequest parsed, arguments checked
+ *                                  against the capability's inputSchema (ajv, draft 2020-12), dispatched to
+ *                                  its handler once per idempotency key → Receipt (HTTP 200 for succeeded
+ *                                  and failed; an unoffered capability is a `failed/not_found` receipt)
+ *   GET  /v1/executions/:key     → grant checked, then ExecutionStatus from the remembered outcomes
+ * Every non-2xx answer is a `ProtocolError`: 400 for a body that is not JSON or not an InvokeRequest
+ * (with the offending fields), 401/403 for a missing or refused grant, 404 for an unknown route, 500 for a
+ * provider bug. A handler throws `ProviderError` to answer `failed` with a kind; anything else it throws is
+ * a provider bug → 500, nothing remembered, so Core's retry with the same key runs again.
  */
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import type { ValidateFunction } from "ajv/dist/2020.js";
 import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
 import { type Evidence, type Health, InvokeRequest, type InvokeResponse, Manifest } from "./contract.ts";
 import { ExecutionMemory, type WorkOutcome } from "./execution-memory.ts";
+import { type GrantedCall, GrantRefusal, type GrantVerifier, grantFromHeader } from "./grant.ts";
+import { httpLayerError, issuesOf, type ProtocolFailure, protocolFailure } from "./protocol-failure.ts";
 import { ProviderError, retryableKinds } from "./provider-error.ts";
+import { strictSchemaCompiler } from "./schema-compiler.ts";
 import { canonicalDigest } from "./schema-digest.ts";
 
 /** What a handler gets besides the request: a logger bound to the execution and the handler deadline. */
@@ -44,6 +50,12 @@ export interface ServeProviderOptions {
   /** Deadline of one handler call in milliseconds (default 30 000); past it the answer is `failed/timeout`. */
   handlerTimeoutMs?: number;
   memory?: ExecutionMemory;
+  /**
+   * Checks the grant of every invoke and status call before anything else happens (see `grant.ts`).
+   * Without it the provider accepts any caller: only for tests and until the grants issue, and
+   * `serveProvider` logs a warning saying so.
+   */
+  verifyGrant?: GrantVerifier;
 }
 
 /** A listening provider. `url` has no trailing slash. */
@@ -52,9 +64,9 @@ export interface ProviderServer {
   close(): Promise<void>;
 }
 
-/** Checks that manifest and handlers match and compiles each input schema; throws on any mismatch. */
+/** Checks that manifest and handlers match and compiles each input schema (strict, `schema-compiler.ts`); throws on any mismatch. */
 function compileValidators(manifest: Manifest, handlers: Record<string, CapabilityHandler>) {
-  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  const ajv = strictSchemaCompiler();
   const validators = new Map<string, ValidateFunction>();
   for (const offer of manifest.capabilities) {
     if (!handlers[offer.id]) throw new Error(`capability ${offer.id} is offered but has no handler`);
@@ -73,6 +85,11 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
   const memory = options.memory ?? new ExecutionMemory();
   const handlerTimeoutMs = options.handlerTimeoutMs ?? 30_000;
   const logger = options.logger;
+  if (!options.verifyGrant) {
+    logger.warn("no grant verifier configured: invoke and status accept any caller (DESIGN §5 grants)");
+  }
+  /** Bearer grants taken from the header by the onRequest hook, per request. */
+  const grants = new WeakMap<object, string>();
   // Per-request lines come from the invoke route itself (with executionId, outcome and duration).
   const app = Fastify({
     loggerInstance: logger,
@@ -111,22 +128,72 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
     }
   }
 
+  /** The verifier's verdict on one call: undefined to go on, else the refusal to send. */
+  async function refusalOf(grant: string, call: GrantedCall): Promise<ProtocolFailure | undefined> {
+    try {
+      await options.verifyGrant!(grant, call);
+      return undefined;
+    } catch (error) {
+      if (error instanceof GrantRefusal) return protocolFailure(error.kind, error.message);
+      logger.error({ err: error, route: call.route }, "grant verifier failed; refusing the call");
+      return protocolFailure("forbidden", "the grant could not be verified; see the provider's log");
+    }
+  }
+
+  /** The bearer grant of a request, or the 401 to send; always `""` when no verifier is configured. */
+  function grantOf(headers: { authorization?: string | string[] | undefined }): string | ProtocolFailure {
+    if (!options.verifyGrant) return "";
+    try {
+      return grantFromHeader(headers.authorization);
+    } catch (error) {
+      if (error instanceof GrantRefusal) return protocolFailure(error.kind, error.message);
+      throw error;
+    }
+  }
+
   app.setErrorHandler((error, request, reply) => {
+    const client = httpLayerError(error);
+    if (client) return reply.code(client.statusCode).send(client.body);
     request.log.error({ err: error, url: request.url }, "provider request failed");
-    return reply.code(500).send({ kind: "internal", message: "the provider failed; see its log" });
+    const failure = protocolFailure("internal", "the provider failed; see its log");
+    return reply.code(failure.statusCode).send(failure.body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const failure = protocolFailure(
+      "not_found",
+      `no route ${request.method} ${request.url}; a provider serves GET /v1/manifest, GET /v1/health, ` +
+        "POST /v1/invoke and GET /v1/executions/{idempotencyKey}",
+    );
+    return reply.code(failure.statusCode).send(failure.body);
+  });
+  // The grant header is checked before the body is parsed, so an unauthenticated caller learns nothing.
+  app.addHook("onRequest", async (request, reply) => {
+    const route = request.routeOptions.url;
+    if (route !== "/v1/invoke" && route !== "/v1/executions/:key") return;
+    const grant = grantOf(request.headers);
+    if (typeof grant !== "string") return reply.code(grant.statusCode).send(grant.body);
+    grants.set(request, grant);
   });
 
   app.get("/v1/manifest", async () => manifest);
   app.get("/v1/health", async () => (options.health ? options.health() : { status: "ok" }));
 
   app.post("/v1/invoke", async (httpRequest, reply) => {
-    // grants issue: verify the grant JWT here (EdDSA signature via the operator's JWKS, aud = this
-    // ProviderInstance, exp ≤ 60 s, jti not reused, argsDigest = RFC 8785 digest of the body) before dispatch.
     const parsed = InvokeRequest.safeParse(httpRequest.body);
     if (!parsed.success) {
-      return reply.code(400).send({ kind: "invalid_arguments", message: parsed.error.message });
+      const failure = protocolFailure(
+        "invalid_request",
+        "the body is not an InvokeRequest {executionId, idempotencyKey, capability, arguments, subject, account?}",
+        issuesOf(parsed.error),
+      );
+      return reply.code(failure.statusCode).send(failure.body);
     }
     const request = parsed.data;
+    if (options.verifyGrant) {
+      const call: GrantedCall = { route: "invoke", body: httpRequest.body, request };
+      const refused = await refusalOf(grants.get(httpRequest) ?? "", call);
+      if (refused) return reply.code(refused.statusCode).send(refused.body);
+    }
     if (!validators.has(request.capability)) {
       const response: InvokeResponse = {
         status: "failed",
@@ -158,9 +225,21 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
     return response;
   });
 
-  app.get("/v1/executions/:key", async (httpRequest) => {
-    // grants issue: the status endpoint requires a grant too.
+  app.get("/v1/executions/:key", async (httpRequest, reply) => {
     const { key } = httpRequest.params as { key: string };
+    if (key.length > 128) {
+      const failure = protocolFailure("invalid_request", "an idempotency key has at most 128 characters", [
+        { path: "idempotencyKey", message: `${key.length} characters` },
+      ]);
+      return reply.code(failure.statusCode).send(failure.body);
+    }
+    if (options.verifyGrant) {
+      const refused = await refusalOf(grants.get(httpRequest) ?? "", {
+        route: "status",
+        idempotencyKey: key,
+      });
+      if (refused) return reply.code(refused.statusCode).send(refused.body);
+    }
     return memory.status(key);
   });
 
@@ -170,3 +249,5 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
   const host = options.host === "0.0.0.0" ? "127.0.0.1" : options.host;
   return { url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, close: () => app.close() };
 }
+
+export { type GrantedCall, GrantRefusal, type GrantVerifier, grantFromHeader } from "./grant.ts";
