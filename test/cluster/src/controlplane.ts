@@ -58,6 +58,12 @@ export type ControlPlane = {
   instance: number;
   /** Stops every process started for this control plane and releases the network. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Stops kube-apiserver (SIGTERM, then its grace), starts it again with the same flags, certificates
+   * and etcd, and resolves once /readyz answers: every watch breaks meanwhile, as in an upgrade or a
+   * crash of the API server. Throws like startControlPlane when it does not come back.
+   */
+  restartApiServer(): Promise<void>;
 };
 
 const STOP_GRACE_MS = 5_000;
@@ -138,31 +144,36 @@ async function startComponents(
     { timeoutMs, abortIf: () => etcd.deathError() },
   );
 
-  const apiServer = start(
-    "kube-apiserver",
-    apiServerArgs({
-      bridgeIP: network.bridgeIP,
-      etcdClientPort,
-      pki,
-      tokenAuthFile,
-      auditPolicyFile,
-      auditLogPath,
-      certDir: join(runDir, "apiserver-certs"),
-    }),
-  );
+  const apiServerFlags = apiServerArgs({
+    bridgeIP: network.bridgeIP,
+    etcdClientPort,
+    pki,
+    tokenAuthFile,
+    auditPolicyFile,
+    auditLogPath,
+    certDir: join(runDir, "apiserver-certs"),
+  });
+  let apiServer = start("kube-apiserver", apiServerFlags);
   const adminToken = tokens.get("admin") ?? "";
-  await pollUntil(
-    "kube-apiserver /readyz",
-    async () => {
-      const res = await httpGet(`${serverURL}/readyz`, {
-        timeoutMs: 5_000,
-        ca: caPem,
-        bearerToken: adminToken,
-      });
-      return res.status === 200 ? true : undefined;
-    },
-    { timeoutMs, intervalMs: 500, abortIf: () => apiServer.deathError() },
-  );
+  const apiServerReady = () =>
+    pollUntil(
+      "kube-apiserver /readyz",
+      async () => {
+        const res = await httpGet(`${serverURL}/readyz`, {
+          timeoutMs: 5_000,
+          ca: caPem,
+          bearerToken: adminToken,
+        });
+        return res.status === 200 ? true : undefined;
+      },
+      { timeoutMs, intervalMs: 500, abortIf: () => apiServer.deathError() },
+    );
+  await apiServerReady();
+  const restartApiServer = async (): Promise<void> => {
+    await apiServer.stop(5_000);
+    apiServer = start("kube-apiserver", apiServerFlags);
+    await apiServerReady();
+  };
 
   const componentKubeconfig = (user: string): string => {
     const path = join(runDir, `${user.replace("system:", "")}.kubeconfig`);
@@ -240,5 +251,6 @@ async function startComponents(
     auditLogPath,
     runDir,
     instance: network.index,
+    restartApiServer,
   };
 }

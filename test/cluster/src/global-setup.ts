@@ -3,8 +3,11 @@ import { type ControlPlane, startControlPlane } from "./controlplane.ts";
 import { type LocalNode, startLocalNode } from "./node/start.ts";
 import { assertHostPrerequisites } from "./prerequisites.ts";
 
-/** What cluster tests get through `inject("cluster")`: the control-plane handle without `stop`. */
-export type ClusterInfo = Omit<ControlPlane, "stop"> & { nodeName: string; nodeLogPath: string };
+/** What cluster tests get through `inject("cluster")`: the control-plane facts without its methods. */
+export type ClusterInfo = Omit<ControlPlane, "stop" | "restartApiServer"> & {
+  nodeName: string;
+  nodeLogPath: string;
+};
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -28,7 +31,7 @@ export async function setup(project: TestProject): Promise<() => Promise<void>> 
     await plane.stop();
     throw err;
   }
-  const { stop: _stop, ...info } = plane;
+  const { stop: _stop, restartApiServer: _restart, ...info } = plane;
   project.provide("cluster", { ...info, nodeName: node.nodeName, nodeLogPath: node.logPath });
   return async () => {
     await node.stop();
