@@ -1,0 +1,81 @@
+/**
+ * The fake ERP over HTTP (fastify). Routes, all JSON; the acting user is the `X-ERP-User` header:
+ *   GET /api/materials/:id                  → Material     (any known user)
+ *   GET /api/materials/:id/stock?plant=P    → StockLevel   (a user who may see plant P)
+ *   PUT /_fake/stock/:id/:plant {unrestricted, qualityInspection, blocked} → 204 (test hook, no user)
+ *   GET /_fake/reads                        → ErpRead[]    (test hook, no user)
+ * Errors: `{error, message}` with 400 invalid_request, 401 unauthenticated, 403 forbidden, 404 not_found.
+ */
+import Fastify from "fastify";
+import { z } from "zod";
+import { type ErpAnswer, type ErpRead, ErpState, type ErpUser } from "./erp-state.ts";
+
+/** Options of `startFakeErp`. `port: 0` picks a free port. */
+export interface FakeErpOptions {
+  host: string;
+  port: number;
+  users?: Record<string, ErpUser>;
+}
+
+/** A running fake ERP. `url` has no trailing slash; `state` is the live system for tests to inspect. */
+export interface FakeErp {
+  url: string;
+  state: ErpState;
+  reads(): ErpRead[];
+  close(): Promise<void>;
+}
+
+const Id = z.string().min(1).max(128);
+const MaterialParams = z.object({ id: Id });
+const StockQuery = z.object({ plant: Id });
+const StockParams = z.object({ id: Id, plant: Id });
+const Quantity = z.number().min(0);
+const StockBody = z.strictObject({ unrestricted: Quantity, qualityInspection: Quantity, blocked: Quantity });
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function invalid(error: z.ZodError): ErpAnswer {
+  return { statusCode: 400, body: { error: "invalid_request", message: z.prettifyError(error) } };
+}
+
+/** Starts the fake ERP on `host:port` and resolves once it listens. */
+export async function startFakeErp(options: FakeErpOptions): Promise<FakeErp> {
+  const state = new ErpState(options.users ? { users: options.users } : {});
+  const app = Fastify({ logger: false });
+
+  app.get("/api/materials/:id", async (request, reply) => {
+    const params = MaterialParams.parse(request.params);
+    const answer = state.material(header(request.headers["x-erp-user"]), params.id);
+    return reply.code(answer.statusCode).send(answer.body);
+  });
+
+  app.get("/api/materials/:id/stock", async (request, reply) => {
+    const params = MaterialParams.parse(request.params);
+    const query = StockQuery.safeParse(request.query);
+    const answer = query.success
+      ? state.stockLevel(header(request.headers["x-erp-user"]), params.id, query.data.plant)
+      : invalid(query.error);
+    return reply.code(answer.statusCode).send(answer.body);
+  });
+
+  app.put("/_fake/stock/:id/:plant", async (request, reply) => {
+    const params = StockParams.parse(request.params);
+    const body = StockBody.safeParse(request.body);
+    const answer = body.success ? state.setStock(params.id, params.plant, body.data) : invalid(body.error);
+    return reply.code(answer.statusCode).send(answer.body);
+  });
+
+  app.get("/_fake/reads", async () => state.reads);
+
+  await app.listen({ host: options.host, port: options.port });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  return {
+    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+    state,
+    reads: () => state.reads.map((read) => ({ ...read })),
+    close: () => app.close(),
+  };
+}
