@@ -82,6 +82,10 @@ describe("fake ERP", () => {
     expect(missing.body.message).toContain("plant");
   });
 
+  it("answers its health without a user", async () => {
+    expect(await get("/api/health")).toEqual({ status: 200, body: { status: "ok" } });
+  });
+
   it("logs every read with its user and outcome", async () => {
     await get("/api/materials/bracket-a/stock?plant=plant-a", "bob");
     await get("/api/materials/bracket-a/stock?plant=plant-b", "bob");

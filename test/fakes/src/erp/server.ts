@@ -1,5 +1,6 @@
 /**
  * The fake ERP over HTTP (fastify). Routes, all JSON; the acting user is the `X-ERP-User` header:
+ *   GET /api/health                         → {status: "ok"} (no user)
  *   GET /api/materials/:id                  → Material     (any known user)
  *   GET /api/materials/:id/stock?plant=P    → StockLevel   (a user who may see plant P)
  *   PUT /_fake/stock/:id/:plant {unrestricted, qualityInspection, blocked} → 204 (test hook, no user)
@@ -44,6 +45,8 @@ function invalid(error: z.ZodError): ErpAnswer {
 export async function startFakeErp(options: FakeErpOptions): Promise<FakeErp> {
   const state = new ErpState(options.users ? { users: options.users } : {});
   const app = Fastify({ logger: false });
+
+  app.get("/api/health", async () => ({ status: "ok" }));
 
   app.get("/api/materials/:id", async (request, reply) => {
     const params = MaterialParams.parse(request.params);

@@ -1,0 +1,31 @@
+/**
+ * The `erp` provider process: configuration from the environment (see `config.ts`), a JSON logger on
+ * stdout, the ERP client and the SDK server. Stops on SIGTERM/SIGINT after in-flight requests finish.
+ */
+import { serveProvider } from "@gatehouse/provider-sdk/server";
+import { pino } from "pino";
+import { loadConfig } from "./config.ts";
+import { createErpClient } from "./erp-client.ts";
+import { erpHandlers } from "./handlers.ts";
+import { erpHealth } from "./health.ts";
+import { erpManifest } from "./manifest.ts";
+
+const config = loadConfig(process.env);
+const logger = pino({ level: config.LOG_LEVEL, base: { provider: "erp" } });
+const erp = createErpClient(config.ERP_URL);
+const server = await serveProvider({
+  manifest: erpManifest,
+  handlers: erpHandlers(erp),
+  health: erpHealth(erp),
+  host: config.HOST,
+  port: config.PORT,
+  logger,
+  handlerTimeoutMs: config.HANDLER_TIMEOUT_MS,
+});
+logger.info({ url: server.url, erpUrl: config.ERP_URL }, "erp provider listening");
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => {
+    logger.info({ signal }, "erp provider stopping");
+    void server.close().then(() => process.exit(0));
+  });
+}
