@@ -10,6 +10,7 @@ import type { V1Container } from "@kubernetes/client-node";
 export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/agent:dev": ["node", "agent-image/src/main.ts"],
   "gatehouse/provider-aps:dev": ["node", "provider-images/aps/src/main.ts"],
+  "gatehouse/provider-erp:dev": ["node", "provider-images/erp/src/main.ts"],
   "gatehouse/echo:dev": ["node", "test/cluster/images/echo.ts"],
   "gatehouse/testbox:dev": ["node", "test/cluster/images/testbox.ts"],
   "gatehouse/provider-fixture:dev": ["node", "test/cluster/images/provider-fixture.ts"],
