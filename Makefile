@@ -34,10 +34,11 @@ test: deps host-deps cluster
 crds: deps
 	node operator/src/api/generate.ts
 
-## bench: control-plane build/start benchmark with a same-run baseline; writes test/bench/results/control-plane.json.
+## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions); JSON in test/bench/results/.
 bench: deps host-deps cluster
 	node test/bench/control-plane.ts
 	node test/bench/audit.ts
+	node test/bench/operator-sessions.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
 
 ## logs: print a pod's container logs from the local node, e.g. `make logs POD=plant-a/my-pod`.

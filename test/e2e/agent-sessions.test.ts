@@ -54,6 +54,22 @@ async function createSession(namespace: string, model: string, prefix: string): 
   return name;
 }
 
+/** Reasons of the Events recorded about `kind/name`, oldest first. */
+async function eventReasons(namespace: string, kind: string, name: string): Promise<string[]> {
+  const events = await env.kubectl.json<{
+    items: Array<{ reason: string; involvedObject: { kind: string } }>;
+  }>("admin", [
+    "get",
+    "events",
+    "-n",
+    namespace,
+    "--field-selector",
+    `involvedObject.name=${name}`,
+    "--sort-by=.lastTimestamp",
+  ]);
+  return events.items.filter((e) => e.involvedObject.kind === kind).map((e) => e.reason);
+}
+
 function getSession(namespace: string, name: string): Promise<SessionObject> {
   return env.kubectl.json<SessionObject>("admin", ["get", "agentsession", name, "-n", namespace]);
 }
@@ -125,6 +141,14 @@ describe("the agent pod", () => {
     expect(session.status?.result).toBeTruthy();
     expect(session.status?.podUID).toBe(pod.metadata?.uid);
     expect(session.metadata.finalizers).toContain("gatehouse.dev/cancel-approvals");
+  });
+
+  it("records Events on the session for its pod and its end", async () => {
+    const reasons = await eventually("the session's Events", 30_000, async () => {
+      const r = await eventReasons(namespace, "AgentSession", session.metadata.name);
+      return r.includes("SessionCompleted") ? r : undefined;
+    });
+    expect(reasons).toEqual(["AgentPodCreated", "SessionCompleted"]);
   });
 
   it("has a deterministic name and a controlling owner reference to its session", () => {
@@ -240,6 +264,12 @@ describe("the session lifecycle", () => {
     const failed = session.status?.conditions?.find((c) => c.type === "Failed");
     expect(failed).toMatchObject({ status: "True", reason: "RetriesExhausted" });
     expect(failed?.message).toMatch(/3 agent pods failed/);
+    const reasons = await eventually("the session's Events", 30_000, async () => {
+      const r = await eventReasons(NAMESPACE, "AgentSession", name);
+      return r.includes("SessionFailed") ? r : undefined;
+    });
+    expect(reasons.filter((r) => r === "AgentPodCreated")).toHaveLength(3);
+    expect(reasons.filter((r) => r === "AgentPodFailed")).toHaveLength(2);
   });
 
   it("moves to Cancelled on spec.cancel and cancels the session's Pending Approval", async () => {

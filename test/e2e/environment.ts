@@ -82,6 +82,8 @@ export interface EnvironmentOptions {
   keepDatabase?: boolean;
   /** Progress lines (the demo prints them). */
   progress?: (line: string) => void;
+  /** Extra environment of the first operator replica (e.g. AGENT_IMAGE for the benchmark). */
+  operatorEnv?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -275,7 +277,7 @@ export async function startEnvironment(
     stops.push(async () => {
       for (const replica of replicas) await replica.kill("SIGTERM");
     });
-    const operator = await startReplica("operator-0");
+    const operator = await startReplica("operator-0", options.operatorEnv);
     const operatorLogPath = operator.logPath;
     progress(
       `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}`,

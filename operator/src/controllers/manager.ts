@@ -12,6 +12,7 @@ import type { CoreDeps } from "../core/ports.ts";
 import { sessionRecordOf } from "../core/session-record.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
+import { eventRecorder } from "../kube/events.ts";
 import type { InformerEvent } from "../kube/informer.ts";
 import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
@@ -59,7 +60,9 @@ export function specOrMetadataChanged(
 }
 
 /** Starts every controller; `stop()` drains them. */
-export function startControllers(deps: ManagerDeps): { stop(): Promise<void> } {
+export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<void> } {
+  const events = eventRecorder(managerDeps.clients.core, "gatehouse-operator", managerDeps.log);
+  const deps = { ...managerDeps, events };
   const { caches, log } = deps;
   const manifests = { fetchManifest: deps.fetchManifest };
   const records = {

@@ -31,6 +31,7 @@ import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { isConflict, isNotFound } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
+import type { EventRecorder } from "../../kube/events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
@@ -47,6 +48,7 @@ export interface AgentSessionDeps {
   caches: Caches;
   records: SessionRecords;
   config: OperatorConfig;
+  events: EventRecorder;
   now: () => Date;
 }
 
@@ -119,6 +121,11 @@ export async function reconcileAgentSession(
       { failedPod: failure.podName, reason: failure.reason, attempt: attempt + 1 },
       "agent pod failed; retrying",
     );
+    deps.events.warning(
+      session,
+      "AgentPodFailed",
+      `Agent pod ${failure.podName} failed (${failure.reason}, exit code ${failure.exitCode ?? "unknown"}); starting attempt ${attempt + 1}.`,
+    );
     // Our own status write does not queue the session again (manager.ts), so ask for the next pass.
     return { requeueAfterMs: 0 };
   }
@@ -137,11 +144,17 @@ export async function reconcileAgentSession(
     });
     pod = await createPod(deps.clients, desired);
     log.info({ pod: pod.metadata?.name, podUID: pod.metadata?.uid }, "agent pod created");
+    deps.events.normal(session, "AgentPodCreated", `Created agent pod ${pod.metadata?.name}.`);
   }
 
   const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now);
   if (await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, status)) {
     log.info({ phase: status.phase }, "session status written");
+    if (status.phase !== session.status?.phase && isTerminalSessionPhase(status.phase)) {
+      const ended = status.conditions?.find((c) => c.type === "Progressing");
+      const say = status.phase === "Failed" ? deps.events.warning : deps.events.normal;
+      say(session, `Session${status.phase}`, ended?.message ?? `The session is ${status.phase}.`);
+    }
   }
   // The final answer lands in Postgres, not the API server: poll for it while the pod runs.
   return isTerminalSessionPhase(status.phase) ? undefined : { requeueAfterMs: 2_000 };

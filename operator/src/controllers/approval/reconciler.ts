@@ -23,6 +23,7 @@ import { requestOf } from "../../kube/approvals.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
+import type { EventRecorder } from "../../kube/events.ts";
 import { sessionContextOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
@@ -34,6 +35,7 @@ export interface ApprovalDeps {
   core: CoreDeps;
   transcripts: TranscriptStore;
   now: () => Date;
+  events: EventRecorder;
   /** Whether admission enforces the decision rules (kube/admission-guard.ts); if not, fail closed. */
   decisionRulesEnforced: () => boolean;
 }
@@ -123,6 +125,7 @@ export async function reconcileApproval(
     });
     await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
     log.info({ reason: "SessionEnded" }, "pending approval cancelled");
+    deps.events.normal(approval, "Cancelled", message);
     return undefined;
   }
 

@@ -5,10 +5,10 @@
  *   offer = the provider's manifest entry         ; absent → NotOffered
  *   status = effect, mode, idempotency, schemas, digest, tool name; observedEffect kept from the first
  *            sighting. Ready=False: SidecarWriteUnsupported (a write offered by a Sidecar provider),
- *            InvalidSchema (schema-check.ts), EffectChanged (a weaker declaration later; DESIGN §2)
+ *            InvalidSchema (the SDK's capabilitySchemaProblems, the rule providers are tested against), EffectChanged (a weaker declaration later; DESIGN §2)
  */
 import type { Effect } from "@gatehouse/provider-sdk";
-import { schemaDigest } from "@gatehouse/provider-sdk";
+import { capabilitySchemaProblems, schemaDigest } from "@gatehouse/provider-sdk";
 import type { Logger } from "pino";
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
 import { CAPABILITY } from "../../api/kinds.ts";
@@ -20,7 +20,6 @@ import { findCondition, setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import type { ManifestSource } from "../providerinstance/reconciler.ts";
-import { schemaProblems } from "./schema-check.ts";
 
 export interface CapabilityDeps {
   clients: KubeClients;
@@ -92,7 +91,7 @@ export async function reconcileCapability(
           schemaDigest: schemaDigest(offer),
           toolName: toolNameOf(offer.id),
         });
-        const problems = schemaProblems(offer.inputSchema, offer.outputSchema);
+        const problems = capabilitySchemaProblems(offer);
         if (provider.spec.placement === "Sidecar" && offer.effect === "write") {
           ready(
             "SidecarWriteUnsupported",
