@@ -9,6 +9,7 @@
  * | GATEWAY_URL | the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT) |
  * | MODEL_ENDPOINTS | JSON list of {name, baseURL, models?, default?}; keys come with the model proxy issue |
  * | AGENT_IMAGE | the agent runtime image (default gatehouse/agent:dev) |
+ * | AGENT_RESOURCES | JSON corev1 ResourceRequirements of the agent container (default requests 50m/128Mi, limits 1/512Mi) |
  * | AGENT_POD_RETRIES | how often a failed agent pod is replaced before the session fails (default 2) |
  * | PROVIDER_PORT | port providers serve on (default 8080) |
  * | HEALTH_HOST, HEALTH_PORT | the health server: /healthz, /readyz, /metrics (default 0.0.0.0:8081) |
@@ -27,6 +28,15 @@ export const ModelEndpoint = z.object({
   default: z.boolean().default(false),
 });
 export type ModelEndpoint = z.infer<typeof ModelEndpoint>;
+
+/** Resource quantities of the agent container (corev1.ResourceRequirements, quantities as strings). */
+const Quantities = z.partialRecord(z.enum(["cpu", "memory", "ephemeral-storage"]), z.string().min(1));
+const AgentResources = z.object({ requests: Quantities.optional(), limits: Quantities.optional() }).strict();
+export type AgentResources = z.infer<typeof AgentResources>;
+const DEFAULT_AGENT_RESOURCES: AgentResources = {
+  requests: { cpu: "50m", memory: "128Mi" },
+  limits: { cpu: "1", memory: "512Mi" },
+};
 
 const Environment = z.object({
   KUBECONFIG: z.string().optional(),
@@ -51,6 +61,20 @@ const Environment = z.object({
     }),
   AGENT_IMAGE: z.string().default("gatehouse/agent:dev"),
   AGENT_POD_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  AGENT_RESOURCES: z
+    .string()
+    .default(JSON.stringify(DEFAULT_AGENT_RESOURCES))
+    .transform((text, ctx) => {
+      try {
+        return AgentResources.parse(JSON.parse(text));
+      } catch (error) {
+        ctx.addIssue({
+          code: "custom",
+          message: `AGENT_RESOURCES is not {"requests": {...}, "limits": {...}} of quantity strings: ${String(error)}`,
+        });
+        return z.NEVER;
+      }
+    }),
   PROVIDER_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   HEALTH_HOST: z.string().default("0.0.0.0"),
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
@@ -74,6 +98,7 @@ export interface OperatorConfig {
   modelEndpoints: ModelEndpoint[];
   agentImage: string;
   agentPodRetries: number;
+  agentResources: AgentResources;
   providerPort: number;
   healthHost: string;
   healthPort: number;
@@ -103,6 +128,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     modelEndpoints: parsed.MODEL_ENDPOINTS,
     agentImage: parsed.AGENT_IMAGE,
     agentPodRetries: parsed.AGENT_POD_RETRIES,
+    agentResources: parsed.AGENT_RESOURCES,
     providerPort: parsed.PROVIDER_PORT,
     healthHost: parsed.HEALTH_HOST,
     healthPort: parsed.HEALTH_PORT,

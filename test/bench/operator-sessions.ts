@@ -63,7 +63,11 @@ function list(items: unknown[]): string {
 async function main(): Promise<void> {
   const plane = await startControlPlane();
   const node = await startLocalNode(plane);
-  const env = await startEnvironment(plane, { operatorEnv: { AGENT_IMAGE: "gatehouse/sleeper:dev" } });
+  // The local node offers the machine's CPUs (2 here): small requests, so 200 pods fit, for both runs.
+  const requests = { cpu: "5m", memory: "16Mi" };
+  const env = await startEnvironment(plane, {
+    operatorEnv: { AGENT_IMAGE: "gatehouse/sleeper:dev", AGENT_RESOURCES: JSON.stringify({ requests }) },
+  });
   try {
     const { kubectl } = env;
     // Baseline: the same pods, created directly.
@@ -79,7 +83,10 @@ async function main(): Promise<void> {
       apiVersion: "v1",
       kind: "Pod",
       metadata: { name: `sleeper-${i}`, namespace: "bench-pods", labels: { bench: "direct" } },
-      spec: { restartPolicy: "Never", containers: [{ name: "sleeper", image: "gatehouse/sleeper:dev" }] },
+      spec: {
+        restartPolicy: "Never",
+        containers: [{ name: "sleeper", image: "gatehouse/sleeper:dev", resources: { requests } }],
+      },
     }));
     const baselineStart = process.hrtime.bigint();
     await kubectl.ok("admin", ["create", "-f", "-"], list(pods));

@@ -9,6 +9,8 @@
 import { randomBytes } from "node:crypto";
 import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { exposeHostPort } from "../cluster/src/index.ts";
+import { startFakeErp } from "../fakes/src/erp/index.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
@@ -92,6 +94,38 @@ async function freshNamespace(prefix: string): Promise<string> {
   await env.kubectl.ok("admin", ["create", "namespace", namespace]);
   return namespace;
 }
+
+describe("the erp provider", () => {
+  it("runs Shared against the fake ERP: Ready and Healthy, its manifest in status, its Capability Ready with the schemas", async () => {
+    const erp = await startFakeErp({ host: env.cluster.bridgeIP, port: 0 });
+    try {
+      await exposeHostPort(env.cluster.instance, Number(new URL(erp.url).port));
+      const namespace = await freshNamespace("erp");
+      await apply([
+        {
+          apiVersion: "gatehouse.dev/v1alpha1",
+          kind: "ProviderInstance",
+          metadata: { name: "erp", namespace },
+          spec: { type: "erp", image: "gatehouse/provider-erp:dev", config: { ERP_URL: erp.url } },
+        },
+        capability(namespace, "stock", "erp", "erp.material.stock"),
+        capability(namespace, "master", "erp", "erp.material-master.read"),
+      ]);
+      const provider = await readyReason("providerinstance", "erp", namespace, "ManifestFetched");
+      expect(condition(provider, "Healthy")?.status).toBe("True");
+      expect(provider.status?.manifest?.provider).toBe("erp");
+      expect(provider.status?.manifest?.capabilities.every((c) => c.effect === "read")).toBe(true);
+      const stock = await readyReason("capability", "stock", namespace, "Offered");
+      expect(stock.status).toMatchObject({ effect: "read", toolName: "erp_material_stock" });
+      expect(stock.status?.inputSchema).toMatchObject({ type: "object" });
+      const master = await readyReason("capability", "master", namespace, "Offered");
+      expect(master.status?.toolName).toBe("erp_material-master_read");
+      await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
+    } finally {
+      await erp.close();
+    }
+  });
+});
 
 describe("a Shared provider", () => {
   it("runs behind a Service and a NetworkPolicy, Ready and Healthy, with its manifest in status", async () => {

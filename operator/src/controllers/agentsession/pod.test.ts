@@ -19,6 +19,7 @@ const pod = agentPodFor(session, 1, {
   gatewayUrl: "http://10.88.0.1:8443",
   modelBaseUrl: "http://10.88.0.1:9000/v1",
   remainingSeconds: 1799.6,
+  resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
 });
 const container = pod.spec!.containers[0]!;
 

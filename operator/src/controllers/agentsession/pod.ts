@@ -4,7 +4,7 @@
  * only a projected token with audience `gatehouse`, which the gateway binds to this pod's UID.
  * `activeDeadlineSeconds` is the remaining session timeout.
  */
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1Pod, V1ResourceRequirements } from "@kubernetes/client-node";
 import type { AgentSession } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
 import {
@@ -26,6 +26,8 @@ export interface AgentPodSettings {
   modelBaseUrl: string;
   /** Seconds left of the session's timeout. */
   remainingSeconds: number;
+  /** Requests and limits of the agent container (the operator's AGENT_RESOURCES). */
+  resources: V1ResourceRequirements;
 }
 
 /** Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next). */
@@ -87,10 +89,7 @@ export function agentPodFor(session: AgentSession, attempt: number, settings: Ag
             runAsNonRoot: true,
             capabilities: { drop: ["ALL"] },
           },
-          resources: {
-            requests: { cpu: "50m", memory: "128Mi" },
-            limits: { cpu: "1", memory: "512Mi" },
-          },
+          resources: settings.resources,
         },
       ],
       volumes: [

@@ -141,6 +141,7 @@ export async function reconcileAgentSession(
       gatewayUrl: deps.config.gatewayUrl,
       modelBaseUrl: endpoint.baseURL,
       remainingSeconds: timeout - (now.getTime() - started) / 1000,
+      resources: deps.config.agentResources,
     });
     pod = await createPod(deps.clients, desired);
     log.info({ pod: pod.metadata?.name, podUID: pod.metadata?.uid }, "agent pod created");
