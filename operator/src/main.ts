@@ -24,6 +24,7 @@ import { loadKubeConfig, makeClients } from "./kube/client.ts";
 import { secretIdentityResolver } from "./kube/identities.ts";
 import { LeaderElector } from "./kube/leader-election.ts";
 import { createMetrics } from "./kube/metrics.ts";
+import { providerEndpoints } from "./kube/provider-endpoints.ts";
 import { openStore } from "./store/store.ts";
 
 /** The Lease the replicas elect their leader on. */
@@ -71,9 +72,7 @@ const core: CoreDeps = {
   identities: secretIdentityResolver(clients),
   approvals: kubeApprovalPort(clients, caches, now),
   executions: store.executions,
-  providers: httpProviderClient(
-    (ref) => caches.providers.get(ref.name, ref.namespace)?.status?.endpoints?.[0],
-  ),
+  providers: httpProviderClient(providerEndpoints(caches)),
   audit: store.audit,
   logger: log.child({ component: "core" }),
   config: defaultCoreConfig,

@@ -241,7 +241,9 @@ describe("the agent pod", () => {
     ]);
     expect(policy.spec?.podSelector?.matchLabels).toEqual({ "app.kubernetes.io/name": "gatehouse-agent" });
     expect(policy.spec?.policyTypes).toEqual(["Ingress", "Egress"]);
-    expect(policy.spec?.ingress ?? []).toEqual([]);
+    // Ingress only from the operator's pods, only to the Sidecar providers' ports.
+    expect(policy.spec?.ingress).toHaveLength(1);
+    expect(policy.spec?.ingress?.[0]?.ports).toEqual([{ protocol: "TCP", port: 18080, endPort: 18099 }]);
     const peers = policy.spec?.egress?.flatMap((rule) => rule.to ?? []) ?? [];
     expect(peers.map((p) => p.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"])).toEqual([
       "gatehouse-system",
@@ -338,5 +340,82 @@ describe("the session lifecycle", () => {
       const result = await env.kubectl.run("admin", ["get", "namespace", namespace]);
       return result.code !== 0 && /NotFound/.test(result.stderr) ? true : undefined;
     });
+  });
+});
+
+describe("a Sidecar provider", () => {
+  it("runs as a native sidecar of the agent pod, holds the credentials alone, and serves the session's call", async () => {
+    const namespace = `sidecar-${randomBytes(3).toString("hex")}`;
+    await env.kubectl.ok("admin", ["create", "namespace", namespace]);
+    await env.kubectl.ok(
+      "admin",
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: [
+          {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "RoleBinding",
+            metadata: { name: "session-users", namespace },
+            roleRef: {
+              apiGroup: "rbac.authorization.k8s.io",
+              kind: "ClusterRole",
+              name: "gatehouse-session-user",
+            },
+            subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
+          },
+          {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name: "fx-credentials", namespace },
+            stringData: { "api-key": "s3cret" },
+          },
+          {
+            apiVersion: "gatehouse.dev/v1alpha1",
+            kind: "ProviderInstance",
+            metadata: { name: "fx", namespace },
+            spec: {
+              type: "fixture",
+              image: "gatehouse/provider-fixture:dev",
+              placement: "Sidecar",
+              config: { FIXTURE_CAPABILITIES: JSON.stringify([{ id: "fx.stock.read", effect: "read" }]) },
+              auth: { kind: "apikey", secretRef: { name: "fx-credentials" } },
+            },
+          },
+          {
+            apiVersion: "gatehouse.dev/v1alpha1",
+            kind: "Capability",
+            metadata: { name: "stock-read", namespace },
+            spec: { id: "fx.stock.read", providerRef: { name: "fx" } },
+          },
+        ],
+      }),
+    );
+    await eventually("Capability stock-read Offered", 180_000, async () => {
+      const c = await env.kubectl.json<{ status?: { conditions?: Array<{ type: string; reason: string }> } }>(
+        "admin",
+        ["get", "capability", "stock-read", "-n", namespace],
+      );
+      return c.status?.conditions?.some((x) => x.type === "Ready" && x.reason === "Offered")
+        ? true
+        : undefined;
+    });
+    const name = await createSession(namespace, "scripted/sidecar-read", "sidecar");
+    const session = await sessionInPhase(namespace, name, "Completed");
+    expect(session.status?.result).toMatch(/A-100/);
+
+    const pod = await env.kubectl.json<V1Pod>("admin", ["get", "pod", `${name}-agent-1`, "-n", namespace]);
+    const sidecar = pod.spec?.initContainers?.find((c) => c.name === "provider-fx");
+    expect(sidecar?.restartPolicy).toBe("Always");
+    expect(sidecar?.image).toBe("gatehouse/provider-fixture:dev");
+    expect(sidecar?.ports?.[0]?.containerPort).toBe(18080);
+    expect(sidecar?.volumeMounts?.map((m) => m.name)).toEqual(["provider-fx-credentials"]);
+    const agent = pod.spec?.containers.find((c) => c.name === "agent");
+    expect(agent?.volumeMounts?.map((m) => m.name)).toEqual(["gatehouse-token"]);
+    expect(pod.spec?.volumes?.find((v) => v.name === "provider-fx-credentials")?.secret?.secretName).toBe(
+      "fx-credentials",
+    );
+    await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
   });
 });

@@ -17,6 +17,10 @@ export const SESSION_FINALIZER = "gatehouse.dev/cancel-approvals";
 export const AGENT_NETWORK_POLICY = "gatehouse-agent";
 /** Label of the operator's pods, which serve the gateway (the agent NetworkPolicy allows egress to them). */
 export const OPERATOR_POD_LABELS = { "app.kubernetes.io/name": "gatehouse-operator" } as const;
+/** The agent pod's container that runs Sidecar provider `providerName` (a DNS label). */
+export function sidecarContainerName(providerName: string): string {
+  return `provider-${providerName}`.slice(0, 63).replace(/-+$/, "");
+}
 /** The ServiceAccount agent pods run as, in each session namespace. */
 export const AGENT_SERVICE_ACCOUNT = "gatehouse-agent";
 /** Audience of the agent pods' projected token; never one of the API server's own audiences. */

@@ -219,7 +219,7 @@ async function callProvider(
 ): Promise<{ outcome: ExecutionOutcome; attemptsMade: number }> {
   const { clock, config, providers } = deps;
   const provider = plan.capability.providerRef;
-  const options = { deadlineMs: config.providerDeadlineMs };
+  const options = { deadlineMs: config.providerDeadlineMs, sessionUid: plan.session.uid };
   let lost: string | undefined;
   let notSent: string | undefined;
   let attemptsMade = 0;

@@ -328,17 +328,26 @@ export type ProviderStatusOutcome =
   | { kind: "not_sent"; message: string }
   | { kind: "lost"; message: string };
 
+/**
+ * How one provider call is made: its deadline in milliseconds, and the session it serves (a Sidecar
+ * provider is reached inside that session's agent pod).
+ */
+export interface ProviderCallOptions {
+  deadlineMs: number;
+  sessionUid: string;
+}
+
 /** Calls providers (the gateway's HTTP client; it signs the grant from the request, DESIGN §5). */
 export interface ProviderClient {
   invoke(
     provider: ProviderRef,
     request: InvokeRequest,
-    options: { deadlineMs: number },
+    options: ProviderCallOptions,
   ): Promise<ProviderCallOutcome>;
   status(
     provider: ProviderRef,
     idempotencyKey: string,
-    options: { deadlineMs: number },
+    options: ProviderCallOptions,
   ): Promise<ProviderStatusOutcome>;
 }
 

@@ -13,8 +13,11 @@ import type {
   ProviderStatusOutcome,
 } from "../core/ports.ts";
 
-/** Finds a ready endpoint (`http://ip:port`) of a ProviderInstance, or undefined. */
-export type EndpointLookup = (provider: ProviderRef) => string | undefined;
+/**
+ * Finds a ready endpoint (`http://ip:port`) of a ProviderInstance for a call of session `sessionUid`
+ * (a Sidecar provider lives in that session's agent pod), or undefined.
+ */
+export type EndpointLookup = (provider: ProviderRef, sessionUid: string) => string | undefined;
 
 const MANIFEST_TIMEOUT_MS = 5_000;
 /** Error codes meaning the TCP connection was never made, so nothing was sent. */
@@ -41,8 +44,8 @@ export async function fetchManifest(endpoint: string): Promise<Manifest> {
 /** The ProviderClient Core calls providers with. */
 export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
   return {
-    async invoke(provider, request, { deadlineMs }): Promise<ProviderCallOutcome> {
-      const endpoint = endpointOf(provider);
+    async invoke(provider, request, { deadlineMs, sessionUid }): Promise<ProviderCallOutcome> {
+      const endpoint = endpointOf(provider, sessionUid);
       if (!endpoint)
         return {
           kind: "not_sent",
@@ -86,8 +89,8 @@ export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
       }
       return { kind: "answered", response: parsed.data };
     },
-    async status(provider, idempotencyKey, { deadlineMs }): Promise<ProviderStatusOutcome> {
-      const endpoint = endpointOf(provider);
+    async status(provider, idempotencyKey, { deadlineMs, sessionUid }): Promise<ProviderStatusOutcome> {
+      const endpoint = endpointOf(provider, sessionUid);
       if (!endpoint)
         return {
           kind: "not_sent",

@@ -4,7 +4,7 @@
  * only a projected token with audience `gatehouse`, which the gateway binds to this pod's UID.
  * `activeDeadlineSeconds` is the remaining session timeout.
  */
-import type { V1Pod, V1ResourceRequirements } from "@kubernetes/client-node";
+import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
 import type { AgentSession } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
 import {
@@ -28,6 +28,8 @@ export interface AgentPodSettings {
   remainingSeconds: number;
   /** Requests and limits of the agent container (the operator's AGENT_RESOURCES). */
   resources: V1ResourceRequirements;
+  /** Native sidecars of the session's Sidecar providers and their credential volumes (sidecars.ts). */
+  sidecars?: { containers: V1Container[]; volumes: V1Volume[] };
 }
 
 /** Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next). */
@@ -72,6 +74,7 @@ export function agentPodFor(session: AgentSession, attempt: number, settings: Ag
         runAsGroup: 65532,
         seccompProfile: { type: "RuntimeDefault" },
       },
+      ...(settings.sidecars?.containers.length ? { initContainers: settings.sidecars.containers } : {}),
       containers: [
         {
           name: "agent",
@@ -107,6 +110,7 @@ export function agentPodFor(session: AgentSession, attempt: number, settings: Ag
             ],
           },
         },
+        ...(settings.sidecars?.volumes ?? []),
       ],
     },
   };

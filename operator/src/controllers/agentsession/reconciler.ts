@@ -36,6 +36,7 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalize
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
+import { MAX_SIDECARS, SIDECAR_BASE_PORT, sidecarProvidersFor, sidecarsFor } from "./sidecars.ts";
 import { isTerminal, statusFrom } from "./status.ts";
 
 /** Reads what Postgres holds about a session. */
@@ -142,6 +143,7 @@ export async function reconcileAgentSession(
       modelBaseUrl: endpoint.baseURL,
       remainingSeconds: timeout - (now.getTime() - started) / 1000,
       resources: deps.config.agentResources,
+      sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session)),
     });
     pod = await createPod(deps.clients, desired);
     log.info({ pod: pod.metadata?.name, podUID: pod.metadata?.uid }, "agent pod created");
@@ -244,7 +246,8 @@ async function deletePod(clients: KubeClients, pod: V1Pod): Promise<void> {
 }
 
 /**
- * The namespace's agent NetworkPolicy (DESIGN §7): agent pods accept no ingress and may send only to
+ * The namespace's agent NetworkPolicy (DESIGN §7): agent pods accept ingress only from the operator's
+ * pods on the Sidecar providers' ports, and may send only to
  * the operator's gateway pods (namespace OPERATOR_NAMESPACE, labels OPERATOR_POD_LABELS, the gateway
  * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Created once; an
  * existing one (perhaps tightened by the platform) is left alone.
@@ -257,7 +260,20 @@ export function agentNetworkPolicy(namespace: string, gatewayPort: number): V1Ne
     spec: {
       podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-agent" } },
       policyTypes: ["Ingress", "Egress"],
-      ingress: [],
+      // Only the operator's gateway calls in, and only to the Sidecar providers' ports.
+      ingress: [
+        {
+          _from: [
+            {
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": OPERATOR_NAMESPACE } },
+              podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
+            },
+          ],
+          ports: [
+            { protocol: "TCP", port: SIDECAR_BASE_PORT, endPort: SIDECAR_BASE_PORT + MAX_SIDECARS - 1 },
+          ],
+        },
+      ],
       egress: [
         {
           to: [

@@ -12,6 +12,8 @@ export type ContainerView = {
   state: ContainerState;
   lastState: Terminated | undefined;
   restartCount: number;
+  /** Running and, if it has a startup probe, past it (core/v1 ContainerStatus.started). */
+  started: boolean;
   ready: boolean;
   /** True if the worker will start it again after this termination (restart policy allows it). */
   willRestart: boolean;
@@ -153,7 +155,7 @@ function containerStatus(c: ContainerView): Record<string, unknown> {
     imageID: "",
     containerID: current.kind === "waiting" ? null : current.containerID,
     ready: c.ready,
-    started: current.kind === "running",
+    started: c.started,
     restartCount: c.restartCount,
     state: stateObject(current),
     lastState: c.lastState ? stateObject(c.lastState) : {},

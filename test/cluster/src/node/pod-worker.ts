@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import type { V1Container, V1Pod, V1PodCondition } from "@kubernetes/client-node";
+import type { V1Container, V1Pod, V1PodCondition, V1Probe } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { HarnessError } from "../errors.ts";
 import { apiStatusCode } from "../kube-errors.ts";
@@ -59,6 +59,9 @@ export class PodWorker {
   private readonly log: Logger;
   private readonly runners = new Map<string, ContainerRunner>();
   private readonly probers = new Map<string, ReadinessProber>();
+  private readonly startupProbers = new Map<string, ReadinessProber>();
+  /** Containers whose startup probe has passed since they last started. */
+  private readonly startedOk = new Set<string>();
   private readonly hurry = new AbortController();
   private readonly reported = new Set<string>();
   private removed = false;
@@ -269,7 +272,8 @@ export class PodWorker {
       const runner = this.runner(spec.name);
       if (runner.role === "sidecar") {
         await this.ensureRunning(runner, spec);
-        if (!runner.running) return { initialized: false, failedForGood: false };
+        // The next container waits until this sidecar has started (its startup probe passed).
+        if (!this.hasStarted(spec)) return { initialized: false, failedForGood: false };
         continue;
       }
       const exit = runner.state.kind === "terminated" ? runner.state : undefined;
@@ -346,30 +350,69 @@ export class PodWorker {
     this.deps.events.emit(this.pod, "Normal", "Started", `Started container ${spec.name}`, spec.name);
     this.probers.get(spec.name)?.stop();
     this.probers.delete(spec.name);
-    if (spec.readinessProbe && runner.role !== "init") {
-      const netns = this.network.netns;
-      const prober = new ReadinessProber({
-        probe: spec.readinessProbe,
-        podIP: this.network.ip,
-        ports: spec.ports ?? [],
-        // As the kubelet does, `$(VAR)` in an exec probe's command expands to the container's env.
-        exec: async (command, timeoutMs) => {
-          const argv = command.map((part) => expandVariables(part, env));
-          return (await execInNetns(netns, argv, { env, cwd: REPO_ROOT, timeoutMs })) === 0;
-        },
-        onChange: () => this.kick(),
-        log: this.log.child({ container: spec.name }),
-      });
+    this.startupProbers.get(spec.name)?.stop();
+    this.startupProbers.delete(spec.name);
+    this.startedOk.delete(spec.name);
+    if (runner.role === "init") return;
+    const startReadiness = (): void => {
+      if (!spec.readinessProbe) return;
+      const prober = this.prober(spec, spec.readinessProbe, env, () => this.kick());
       this.probers.set(spec.name, prober);
       prober.start();
+    };
+    if (!spec.startupProbe) {
+      startReadiness();
+      return;
     }
+    // Readiness is probed only once the startup probe has passed, which it does once (kubelet semantics,
+    // pkg/kubelet/prober/worker.go); a native sidecar holds back the next container until then.
+    const startup = this.prober(spec, spec.startupProbe, env, () => {
+      if (!startup.ready) return;
+      this.startedOk.add(spec.name);
+      startup.stop();
+      this.startupProbers.delete(spec.name);
+      startReadiness();
+      this.kick();
+    });
+    this.startupProbers.set(spec.name, startup);
+    startup.start();
+  }
+
+  /** A prober of `probe` for container `spec`, in the pod's namespace with the container's env. */
+  private prober(
+    spec: V1Container,
+    probe: V1Probe,
+    env: Record<string, string>,
+    onChange: () => void,
+  ): ReadinessProber {
+    const network = this.network;
+    if (!network) throw new HarnessError("internal", "probing a container of a pod without a network");
+    return new ReadinessProber({
+      probe,
+      podIP: network.ip,
+      ports: spec.ports ?? [],
+      // As the kubelet does, `$(VAR)` in an exec probe's command expands to the container's env.
+      exec: async (command, timeoutMs) => {
+        const argv = command.map((part) => expandVariables(part, env));
+        return (await execInNetns(network.netns, argv, { env, cwd: REPO_ROOT, timeoutMs })) === 0;
+      },
+      onChange,
+      log: this.log.child({ container: spec.name }),
+    });
+  }
+
+  /** Whether a running container has started: it has no startup probe, or that probe has passed. */
+  private hasStarted(spec: V1Container): boolean {
+    return this.runner(spec.name).running && (!spec.startupProbe || this.startedOk.has(spec.name));
   }
 
   private dropStaleProbers(): void {
-    for (const [name, prober] of this.probers) {
-      if (!this.runner(name).running) {
-        prober.stop();
-        this.probers.delete(name);
+    for (const probers of [this.probers, this.startupProbers]) {
+      for (const [name, prober] of probers) {
+        if (!this.runner(name).running) {
+          prober.stop();
+          probers.delete(name);
+        }
       }
     }
   }
@@ -394,8 +437,9 @@ export class PodWorker {
     const first = [...this.runners.values()].filter((r) => r.role !== "sidecar");
     await Promise.all(first.map((r) => this.stopOne(r, graceMs)));
     await this.stopSidecars(Math.max(deadline - Date.now(), NODE_SHUTDOWN_GRACE_MS));
-    for (const prober of this.probers.values()) prober.stop();
+    for (const prober of [...this.probers.values(), ...this.startupProbers.values()]) prober.stop();
     this.probers.clear();
+    this.startupProbers.clear();
   }
 
   private async stopSidecars(graceMs: number): Promise<void> {
@@ -432,8 +476,9 @@ export class PodWorker {
   }
 
   private async teardown(): Promise<void> {
-    for (const prober of this.probers.values()) prober.stop();
+    for (const prober of [...this.probers.values(), ...this.startupProbers.values()]) prober.stop();
     this.probers.clear();
+    this.startupProbers.clear();
     await this.releaseNetwork();
     this.deps.tokens.forget(this.key.uid);
     const dir = podDir(this.deps.runDir, this.key);
@@ -526,16 +571,25 @@ export class PodWorker {
       .filter((r) => r.role === role)
       .map((r) => {
         const prober = this.probers.get(r.name);
+        const spec = this.containerSpec(r.name);
+        const started = spec ? this.hasStarted(spec) : r.running;
         return {
           name: r.name,
           image: r.image,
           state: r.state,
           lastState: r.previousState,
           restartCount: r.restartCount,
-          ready: r.running && (prober ? prober.ready : true),
+          started,
+          ready: started && (prober ? prober.ready : true),
           willRestart: this.willRestart(r),
         };
       });
+  }
+
+  private containerSpec(name: string): V1Container | undefined {
+    return [...(this.pod.spec?.initContainers ?? []), ...(this.pod.spec?.containers ?? [])].find(
+      (c) => c.name === name,
+    );
   }
 
   private runner(name: string): ContainerRunner {
