@@ -35,8 +35,12 @@ afterAll(async () => {
 });
 
 /** Creates, as alice, a session in `namespace` asking `model`; returns its name. */
-async function createSession(namespace: string, model: string, prefix: string): Promise<string> {
-  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+async function createSession(
+  namespace: string,
+  model: string,
+  prefix: string,
+  name = `${prefix}-${randomBytes(3).toString("hex")}`,
+): Promise<string> {
   await env.kubectl.ok(
     "alice",
     ["create", "-f", "-"],
@@ -85,6 +89,7 @@ describe("the agent pod", () => {
   let namespace: string;
   let session: SessionObject;
   let pod: V1Pod;
+  let phases: string[];
 
   beforeAll(async () => {
     namespace = `hardened-${randomBytes(3).toString("hex")}`;
@@ -120,8 +125,16 @@ describe("the agent pod", () => {
         ],
       }),
     );
-    const name = await createSession(namespace, "scripted/answer", "hardened");
-    session = await sessionInPhase(namespace, name, "Completed");
+    const name = `hardened-${randomBytes(3).toString("hex")}`;
+    await createSession(namespace, "scripted/answer", "hardened", name);
+    // Poll rather than sleep: every phase seen until Completed.
+    phases = [];
+    session = await eventually(`session ${name} to be Completed`, 180_000, async () => {
+      const current = await getSession(namespace, name);
+      const phase = current.status?.phase;
+      if (phase && phases.at(-1) !== phase) phases.push(phase);
+      return phase === "Completed" ? current : undefined;
+    });
     pod = await env.kubectl.json<V1Pod>("admin", [
       "get",
       "pod",
@@ -136,6 +149,10 @@ describe("the agent pod", () => {
   });
 
   it("is admitted under Pod Security restricted and runs the session to Completed", () => {
+    // The session followed its pod: Running while the agent worked, then Completed.
+    expect(phases).toContain("Running");
+    expect(phases.at(-1)).toBe("Completed");
+    expect(phases.indexOf("Running")).toBeLessThan(phases.lastIndexOf("Completed"));
     expect(pod.metadata?.namespace).toBe(namespace);
     expect(pod.status?.phase).toBe("Succeeded");
     expect(session.status?.result).toBeTruthy();

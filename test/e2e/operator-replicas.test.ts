@@ -47,6 +47,9 @@ let standby: OperatorReplica;
 let successor: OperatorReplica;
 let capabilitySeq = 0;
 
+/** Namespace of the probe Capabilities (never Ready, so not in the story's plant-a). */
+const PROBES = `replicas-${Date.now().toString(36)}`;
+
 /** Creates a Capability whose provider does not exist; any leader gives it Ready=False at once. */
 async function createProbeCapability(): Promise<string> {
   const name = `probe-${Date.now().toString(36)}-${capabilitySeq++}`;
@@ -56,7 +59,7 @@ async function createProbeCapability(): Promise<string> {
     JSON.stringify({
       apiVersion: "gatehouse.dev/v1alpha1",
       kind: "Capability",
-      metadata: { name, namespace: NAMESPACE },
+      metadata: { name, namespace: PROBES },
       spec: { id: "probe.read", providerRef: { name: "no-such-provider" } },
     }),
   );
@@ -67,7 +70,7 @@ async function reconciledCapability(name: string): Promise<void> {
   await eventually(`Capability ${name} to get a Ready condition`, 90_000, async () => {
     const capability = await env.kubectl.json<{ status?: { conditions?: Array<{ type: string }> } }>(
       "admin",
-      ["get", "capability", name, "-n", NAMESPACE],
+      ["get", "capability", name, "-n", PROBES],
     );
     return capability.status?.conditions?.some((c) => c.type === "Ready") ? true : undefined;
   });
@@ -75,9 +78,11 @@ async function reconciledCapability(name: string): Promise<void> {
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo());
+  await env.kubectl.ok("admin", ["create", "namespace", PROBES]);
 }, 600_000);
 
 afterAll(async () => {
+  await env?.kubectl.run("admin", ["delete", "namespace", PROBES, "--wait=false"]);
   await env?.stop();
 });
 

@@ -46,6 +46,7 @@ export function watchPhases(
   env: Environment,
   kind: string,
   name: string,
+  namespace = NAMESPACE,
 ): { phases: string[]; stop(): void } {
   const phases: string[] = [];
   const child = spawn(
@@ -58,7 +59,7 @@ export function watchPhases(
       "get",
       kind,
       "-n",
-      NAMESPACE,
+      namespace,
       "--field-selector",
       `metadata.name=${name}`,
       "-w",

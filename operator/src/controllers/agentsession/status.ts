@@ -9,6 +9,8 @@ import type { SessionRecord } from "../../core/session-record.ts";
 import { setCondition } from "../../kube/conditions.ts";
 
 const RESULT_LIMIT = 16_384;
+/** status.pendingApprovals lists at most this many names (the CRD's maxItems); the rest are in the cluster. */
+const MAX_LISTED_APPROVALS = 64;
 
 /** True once the session can no longer change phase. */
 export function isTerminal(session: AgentSession): boolean {
@@ -119,7 +121,7 @@ export function statusFrom(
     toolCalls: record.toolCalls,
     writes: record.writes,
     usage: record.usage,
-    pendingApprovals: pending.map((a) => a.metadata.name),
+    pendingApprovals: pending.slice(0, MAX_LISTED_APPROVALS).map((a) => a.metadata.name),
     ...(record.finalAnswer !== undefined ? { result: record.finalAnswer.slice(0, RESULT_LIMIT) } : {}),
     startTime: session.status?.startTime ?? stamp,
     ...(terminal ? { completionTime: session.status?.completionTime ?? stamp } : {}),
