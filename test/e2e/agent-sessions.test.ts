@@ -34,6 +34,37 @@ afterAll(async () => {
   await env?.stop();
 });
 
+/**
+ * A fresh namespace with `labels` where alice holds the session-user persona (as examples/plant-a/rbac.yaml
+ * grants it); returns its name.
+ */
+async function sessionNamespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
+  const namespace = `${prefix}-${randomBytes(3).toString("hex")}`;
+  await env.kubectl.ok(
+    "admin",
+    ["apply", "-f", "-"],
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "List",
+      items: [
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: "session-users", namespace },
+          roleRef: {
+            apiGroup: "rbac.authorization.k8s.io",
+            kind: "ClusterRole",
+            name: "gatehouse-session-user",
+          },
+          subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
+        },
+      ],
+    }),
+  );
+  return namespace;
+}
+
 /** Creates, as alice, a session in `namespace` asking `model`; returns its name. */
 async function createSession(
   namespace: string,
@@ -92,39 +123,10 @@ describe("the agent pod", () => {
   let phases: string[];
 
   beforeAll(async () => {
-    namespace = `hardened-${randomBytes(3).toString("hex")}`;
-    await env.kubectl.ok(
-      "admin",
-      ["apply", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "List",
-        items: [
-          {
-            apiVersion: "v1",
-            kind: "Namespace",
-            metadata: {
-              name: namespace,
-              labels: {
-                "pod-security.kubernetes.io/enforce": "restricted",
-                "pod-security.kubernetes.io/enforce-version": "latest",
-              },
-            },
-          },
-          {
-            apiVersion: "rbac.authorization.k8s.io/v1",
-            kind: "RoleBinding",
-            metadata: { name: "session-users", namespace },
-            roleRef: {
-              apiGroup: "rbac.authorization.k8s.io",
-              kind: "ClusterRole",
-              name: "gatehouse-session-user",
-            },
-            subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
-          },
-        ],
-      }),
-    );
+    namespace = await sessionNamespace("hardened", {
+      "pod-security.kubernetes.io/enforce": "restricted",
+      "pod-security.kubernetes.io/enforce-version": "latest",
+    });
     const name = `hardened-${randomBytes(3).toString("hex")}`;
     await createSession(namespace, "scripted/answer", "hardened", name);
     // Poll rather than sleep: every phase seen until Completed.
@@ -319,23 +321,7 @@ describe("the session lifecycle", () => {
   });
 
   it("cancels Pending Approvals before a deleted session goes, and lets its namespace finish deleting", async () => {
-    const namespace = `doomed-${randomBytes(3).toString("hex")}`;
-    await env.kubectl.ok("admin", ["create", "namespace", namespace]);
-    await env.kubectl.ok(
-      "admin",
-      ["apply", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "RoleBinding",
-        metadata: { name: "session-users", namespace },
-        roleRef: {
-          apiGroup: "rbac.authorization.k8s.io",
-          kind: "ClusterRole",
-          name: "gatehouse-session-user",
-        },
-        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
-      }),
-    );
+    const namespace = await sessionNamespace("doomed");
     const name = await createSession(NAMESPACE, "scripted/reference-story", "deleted");
     const waiting = await sessionInPhase(NAMESPACE, name, "AwaitingApproval");
     const approval = await pendingApprovalOf(env, waiting.metadata.uid);
@@ -362,8 +348,7 @@ describe("the session lifecycle", () => {
 
 describe("a Sidecar provider", () => {
   it("runs as a native sidecar of the agent pod, holds the credentials alone, and serves the session's call", async () => {
-    const namespace = `sidecar-${randomBytes(3).toString("hex")}`;
-    await env.kubectl.ok("admin", ["create", "namespace", namespace]);
+    const namespace = await sessionNamespace("sidecar");
     await env.kubectl.ok(
       "admin",
       ["apply", "-f", "-"],
@@ -371,17 +356,6 @@ describe("a Sidecar provider", () => {
         apiVersion: "v1",
         kind: "List",
         items: [
-          {
-            apiVersion: "rbac.authorization.k8s.io/v1",
-            kind: "RoleBinding",
-            metadata: { name: "session-users", namespace },
-            roleRef: {
-              apiGroup: "rbac.authorization.k8s.io",
-              kind: "ClusterRole",
-              name: "gatehouse-session-user",
-            },
-            subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "alice" }],
-          },
           {
             apiVersion: "v1",
             kind: "Secret",

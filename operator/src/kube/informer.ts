@@ -183,7 +183,7 @@ export class Informer<T extends KubernetesObject> {
     let continueToken: string | undefined;
     let resourceVersion = "";
     do {
-      const page = (await this.get_(this.path, {
+      const page = (await this.getJson(this.path, {
         limit: String(PAGE_SIZE),
         ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
         ...(continueToken ? { continue: continueToken } : {}),
@@ -255,7 +255,7 @@ export class Informer<T extends KubernetesObject> {
   }
 
   /** A raw JSON GET of `path` with `query`, authenticated like every client of `config`. */
-  private async get_(path: string, query: Record<string, string>): Promise<unknown> {
+  private async getJson(path: string, query: Record<string, string>): Promise<unknown> {
     const cluster = this.config.getCurrentCluster();
     if (!cluster) throw new Error("the kubeconfig has no current cluster");
     const url = new URL(cluster.server + path);
