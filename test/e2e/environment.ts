@@ -11,6 +11,7 @@ import { createWriteStream, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { V1Pod } from "@kubernetes/client-node";
 import type pg from "pg";
 import {
   createPool,
@@ -297,6 +298,34 @@ export async function startEnvironment(
       "--timeout=180s",
       "providerinstance/aps",
     ]);
+    // An earlier environment on this cluster left aps pods pointing at its (stopped) fake APS: wait until
+    // the provider's status names only Ready pods of this environment's APS_URL.
+    await waitFor("the aps provider's endpoints to be pods of this APS_URL", 180_000, async () => {
+      const pods = await kubectl.json<{ items: V1Pod[] }>("admin", [
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "gatehouse.dev/provider=aps",
+      ]);
+      const current = pods.items
+        .filter((p) => !p.metadata?.deletionTimestamp)
+        .filter((p) => p.spec?.containers[0]?.env?.some((e) => e.name === "APS_URL" && e.value === aps.url))
+        .filter((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+        .map((p) => p.status?.podIP);
+      const provider = await kubectl.json<{ status?: { endpoints?: string[] } }>("admin", [
+        "get",
+        "providerinstance",
+        "aps",
+        "-n",
+        NAMESPACE,
+      ]);
+      const endpoints = provider.status?.endpoints ?? [];
+      return endpoints.length > 0 && endpoints.every((e) => current.some((ip) => e.includes(`//${ip}:`)))
+        ? true
+        : undefined;
+    });
     await kubectl.ok("admin", [
       "wait",
       "-n",
