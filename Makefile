@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test deps host-deps cluster crds lint typecheck check bench clean logs
+.PHONY: demo test deps host-deps cluster crds lint typecheck check bench clean logs audit
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -40,6 +40,10 @@ bench: deps host-deps cluster
 	node test/bench/audit.ts
 	node test/bench/operator-sessions.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
+
+## audit: verify the audit chain of DATABASE_URL's database, e.g. `make audit DATABASE_URL=postgres://… ARGS="--from 5"`.
+audit: deps
+	node operator/src/cli/gatehouse-audit.ts verify $(ARGS)
 
 ## logs: print a pod's container logs from the local node, e.g. `make logs POD=plant-a/my-pod`.
 logs: deps

@@ -199,8 +199,10 @@ export async function startEnvironment(
       if (!options.keepDatabase) await dropDatabase(prepared.server.url, database);
       await prepared.server.stop();
     });
+    const shownUrl = new URL(prepared.url);
+    if (shownUrl.password) shownUrl.password = "PASSWORD";
     progress(
-      `Postgres database ${database} on the ${prepared.server.source} server ${new URL(prepared.url).host}`,
+      `Postgres database ${database} on the ${prepared.server.source} server: DATABASE_URL=${shownUrl.toString()}`,
     );
 
     await installApi(kubectl);
@@ -281,7 +283,7 @@ export async function startEnvironment(
     const operator = await startReplica("operator-0", options.operatorEnv);
     const operatorLogPath = operator.logPath;
     progress(
-      `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}`,
+      `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}; health server (/healthz, /readyz, /metrics) at ${operator.healthUrl}`,
     );
 
     const dir = join(REPO_ROOT, "examples", NAMESPACE);

@@ -13,6 +13,9 @@ import { type CoordinationV1Api, type V1Lease, V1MicroTime } from "@kubernetes/c
 import type { Logger } from "pino";
 import { isConflict, isNotFound } from "./client.ts";
 
+/** How long stop() tries to release the Lease, in milliseconds. */
+const RELEASE_TIMEOUT_MS = 2_000;
+
 /** Options of a {@link LeaderElector}. */
 export interface LeaderElectionOptions {
   api: CoordinationV1Api;
@@ -84,11 +87,26 @@ export class LeaderElector {
     onStoppedLeading();
   }
 
-  /** Stops campaigning or renewing; a held Lease is released (holder cleared) so a successor need not wait. */
+  /**
+   * Stops campaigning or renewing; a held Lease is released (holder cleared) so a successor need not
+   * wait. The release gets RELEASE_TIMEOUT_MS: with the API server gone, shutting down must not hang.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
     if (!this.leading) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.o.log.warn({ identity: this.o.identity }, "leader lease not released in time; it will lapse");
+        resolve();
+      }, RELEASE_TIMEOUT_MS);
+    });
+    await Promise.race([this.release(), timeout]);
+    clearTimeout(timer);
+  }
+
+  private async release(): Promise<void> {
     try {
       const lease = await this.o.api.readNamespacedLease({ namespace: this.o.namespace, name: this.o.name });
       if (lease.spec?.holderIdentity !== this.o.identity) return;

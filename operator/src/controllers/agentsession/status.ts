@@ -12,6 +12,11 @@ const RESULT_LIMIT = 16_384;
 /** status.pendingApprovals lists at most this many names (the CRD's maxItems); the rest are in the cluster. */
 const MAX_LISTED_APPROVALS = 64;
 
+/** `text` ending with a full stop, so another sentence can follow it. */
+function sentence(text: string): string {
+  return /[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`;
+}
+
 /** True once the session can no longer change phase. */
 export function isTerminal(session: AgentSession): boolean {
   return isTerminalSessionPhase(session.status?.phase);
@@ -38,8 +43,10 @@ export function phaseFrom(
       phase: "Failed",
       reason: why === "DeadlineExceeded" ? "TimedOut" : attempts > 1 ? "RetriesExhausted" : "AgentFailed",
       message:
-        (record.agentError ??
-          `The agent pod failed (${why}, exit code ${terminated?.exitCode ?? "unknown"}).`) + retried,
+        sentence(
+          record.agentError ??
+            `The agent pod failed (${why}, exit code ${terminated?.exitCode ?? "unknown"})`,
+        ) + retried,
     };
   }
   if (podPhase === "Succeeded") {
