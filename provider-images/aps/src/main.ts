@@ -2,7 +2,7 @@
  * The `aps` provider process: configuration from the environment (see `config.ts`), a JSON logger on
  * stdout, the APS client and the SDK server. Stops on SIGTERM/SIGINT after in-flight requests finish.
  */
-import { serveProvider } from "@gatehouse/provider-sdk/server";
+import { closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { createApsClient } from "./aps-client.ts";
 import { loadConfig } from "./config.ts";
@@ -20,9 +20,4 @@ const server = await serveProvider({
   handlerTimeoutMs: config.HANDLER_TIMEOUT_MS,
 });
 logger.info({ url: server.url, apsUrl: config.APS_URL }, "aps provider listening");
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.once(signal, () => {
-    logger.info({ signal }, "aps provider stopping");
-    void server.close().then(() => process.exit(0));
-  });
-}
+closeOnSignals(server, logger, "aps provider");

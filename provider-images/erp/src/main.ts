@@ -2,7 +2,7 @@
  * The `erp` provider process: configuration from the environment (see `config.ts`), a JSON logger on
  * stdout, the ERP client and the SDK server. Stops on SIGTERM/SIGINT after in-flight requests finish.
  */
-import { serveProvider } from "@gatehouse/provider-sdk/server";
+import { closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { loadConfig } from "./config.ts";
 import { createErpClient } from "./erp-client.ts";
@@ -23,9 +23,4 @@ const server = await serveProvider({
   handlerTimeoutMs: config.HANDLER_TIMEOUT_MS,
 });
 logger.info({ url: server.url, erpUrl: config.ERP_URL }, "erp provider listening");
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.once(signal, () => {
-    logger.info({ signal }, "erp provider stopping");
-    void server.close().then(() => process.exit(0));
-  });
-}
+closeOnSignals(server, logger, "erp provider");

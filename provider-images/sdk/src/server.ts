@@ -250,4 +250,17 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
   return { url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, close: () => app.close() };
 }
 
+/**
+ * Closes `server` on SIGTERM or SIGINT, letting in-flight requests finish, logs `<name> stopping` with
+ * the signal, and exits 0: how a provider process ends when its pod is deleted.
+ */
+export function closeOnSignals(server: ProviderServer, logger: Logger, name: string): void {
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      logger.info({ signal }, `${name} stopping`);
+      void server.close().then(() => process.exit(0));
+    });
+  }
+}
+
 export { type GrantedCall, GrantRefusal, type GrantVerifier, grantFromHeader } from "./grant.ts";

@@ -9,7 +9,7 @@
  *   PORT, HOST            where to listen (default 8080 on 0.0.0.0)
  */
 import type { Manifest } from "@gatehouse/provider-sdk";
-import { type CapabilityHandler, serveProvider } from "@gatehouse/provider-sdk/server";
+import { type CapabilityHandler, closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { z } from "zod";
 
@@ -45,4 +45,4 @@ const server = await serveProvider({
   logger,
 });
 logger.info({ url: server.url, capabilities: offers.map((o) => o.id) }, "fixture provider listening");
-process.once("SIGTERM", () => void server.close().then(() => process.exit(0)));
+closeOnSignals(server, logger, "fixture provider");

@@ -9,6 +9,7 @@
  */
 import Fastify from "fastify";
 import { z } from "zod";
+import { listenAt } from "../listen.ts";
 import { type ApsAnswer, type ApsRight, ApsState, type PublishEvent } from "./aps-state.ts";
 
 /** Options of `startFakeAps`. `port: 0` picks a free port. */
@@ -86,11 +87,9 @@ export async function startFakeAps(options: FakeApsOptions): Promise<FakeAps> {
 
   app.get("/_fake/publishes", async () => state.publishes);
 
-  await app.listen({ host: options.host, port: options.port });
-  const address = app.server.address();
-  const port = typeof address === "object" && address ? address.port : options.port;
+  const url = await listenAt(app, options.host, options.port);
   return {
-    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+    url,
     state,
     publishes: () => state.publishes.map((event) => ({ ...event })),
     close: () => app.close(),

@@ -9,6 +9,7 @@
  */
 import Fastify from "fastify";
 import { z } from "zod";
+import { listenAt } from "../listen.ts";
 import { type ErpAnswer, type ErpRead, ErpState, type ErpUser } from "./erp-state.ts";
 
 /** Options of `startFakeErp`. `port: 0` picks a free port. */
@@ -72,11 +73,9 @@ export async function startFakeErp(options: FakeErpOptions): Promise<FakeErp> {
 
   app.get("/_fake/reads", async () => state.reads);
 
-  await app.listen({ host: options.host, port: options.port });
-  const address = app.server.address();
-  const port = typeof address === "object" && address ? address.port : options.port;
+  const url = await listenAt(app, options.host, options.port);
   return {
-    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+    url,
     state,
     reads: () => state.reads.map((read) => ({ ...read })),
     close: () => app.close(),

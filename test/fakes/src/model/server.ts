@@ -7,6 +7,7 @@
  * for an injected rate limit. Any bearer key is accepted.
  */
 import Fastify, { type FastifyReply } from "fastify";
+import { listenAt } from "../listen.ts";
 import { completionBody, completionChunks, estimateUsage } from "./completion.ts";
 import { ChatRequest, viewConversation } from "./conversation.ts";
 import { play } from "./play.ts";
@@ -122,12 +123,9 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
     }
   });
 
-  await app.listen({ host: options.host, port: options.port });
-  const address = app.server.address();
-  const port = typeof address === "object" && address ? address.port : options.port;
-  const host = options.host === "0.0.0.0" ? "127.0.0.1" : options.host;
+  const url = await listenAt(app, options.host, options.port);
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}/v1`,
+    url: `${url}/v1`,
     requests: () => recorded.map((entry) => ({ ...entry })),
     close: () => app.close(),
   };
