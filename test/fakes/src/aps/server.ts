@@ -10,7 +10,8 @@
 import Fastify from "fastify";
 import { z } from "zod";
 import { listenAt } from "../listen.ts";
-import { type ApsAnswer, type ApsRight, ApsState, type PublishEvent } from "./aps-state.ts";
+import { header, invalid } from "../request.ts";
+import { type ApsRight, ApsState, type PublishEvent } from "./aps-state.ts";
 
 /** Options of `startFakeAps`. `port: 0` picks a free port. */
 export interface FakeApsOptions {
@@ -34,14 +35,6 @@ const DraftBody = z.strictObject({
   baseVersion: z.number().int().min(1).optional(),
 });
 const PublishBody = z.strictObject({ version: z.number().int().min(1) });
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function invalid(error: z.ZodError): ApsAnswer {
-  return { statusCode: 400, body: { error: "invalid_request", message: z.prettifyError(error) } };
-}
 
 /** Starts the fake APS on `host:port` and resolves once it listens. */
 export async function startFakeAps(options: FakeApsOptions): Promise<FakeAps> {

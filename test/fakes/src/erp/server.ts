@@ -10,7 +10,8 @@
 import Fastify from "fastify";
 import { z } from "zod";
 import { listenAt } from "../listen.ts";
-import { type ErpAnswer, type ErpRead, ErpState, type ErpUser } from "./erp-state.ts";
+import { header, invalid } from "../request.ts";
+import { type ErpRead, ErpState, type ErpUser } from "./erp-state.ts";
 
 /** Options of `startFakeErp`. `port: 0` picks a free port. */
 export interface FakeErpOptions {
@@ -33,14 +34,6 @@ const StockQuery = z.object({ plant: Id });
 const StockParams = z.object({ id: Id, plant: Id });
 const Quantity = z.number().min(0);
 const StockBody = z.strictObject({ unrestricted: Quantity, qualityInspection: Quantity, blocked: Quantity });
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function invalid(error: z.ZodError): ErpAnswer {
-  return { statusCode: 400, body: { error: "invalid_request", message: z.prettifyError(error) } };
-}
 
 /** Starts the fake ERP on `host:port` and resolves once it listens. */
 export async function startFakeErp(options: FakeErpOptions): Promise<FakeErp> {
