@@ -385,6 +385,32 @@ export interface AuditLog {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Metrics
+
+/** How an invoke was decided, as `gatehouse_invoke_duration_seconds{decision}` labels it. */
+export type InvokeDecision =
+  | "allowed"
+  | "approval"
+  | "denied"
+  | "invalid_arguments"
+  | "repeated"
+  | "conflict";
+
+/**
+ * What Core reports for metrics (the operator implements it with prom-client in `kube/metrics.ts`;
+ * tests may pass {@link noCoreMetrics}). Durations in milliseconds.
+ */
+export interface CoreMetrics {
+  /** One `invoke` answered, with its decision and its duration from entry to answer. */
+  invoked(decision: InvokeDecision, durationMs: number): void;
+  /** One execution row reached `state` (`errorKind` when failed or unknown). */
+  executionFinished(state: Exclude<ExecutionState, "started">, errorKind: ErrorKind | undefined): void;
+}
+
+/** A {@link CoreMetrics} that records nothing. */
+export const noCoreMetrics: CoreMetrics = { invoked() {}, executionFinished() {} };
+
+// ---------------------------------------------------------------------------------------------------
 // Wiring
 
 /** Tunables of Core, with the defaults in `defaultCoreConfig` (`core/invoke.ts`). */
@@ -414,4 +440,6 @@ export interface CoreDeps {
   audit: AuditLog;
   logger: CoreLogger;
   config: CoreConfig;
+  /** Absent → nothing is recorded. */
+  metrics?: CoreMetrics;
 }

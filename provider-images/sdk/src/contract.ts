@@ -50,6 +50,27 @@ export const CapabilityId = z.string().max(64).regex(CAPABILITY_ID_PATTERN);
 /** A JSON Schema (draft 2020-12 subset that ajv accepts) kept as a plain object. */
 export const JsonSchemaObject = z.record(z.string(), z.unknown());
 
+/** A business-object kind as a target route names it: lowercase, like a Kubernetes resource name. */
+export const TargetKind = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+
+/**
+ * The business object a write changes, read from its arguments: `idArgument` and `versionArgument` name
+ * top-level properties of the input schema (both required there). Core copies the target into the
+ * Approval (`spec.target`) and, before dispatching an approved call, asks `GET /v1/targets/{kind}/{id}`
+ * for the current version: a version that moved since the proposal makes the Approval `Stale`
+ * (DESIGN §2 Approval, "target version unchanged").
+ */
+export const TargetOffer = z.object({
+  kind: TargetKind,
+  idArgument: z.string().min(1).max(63),
+  versionArgument: z.string().min(1).max(63),
+});
+export type TargetOffer = z.infer<typeof TargetOffer>;
+
 /** One capability a provider offers. */
 export const CapabilityOffer = z.object({
   id: CapabilityId,
@@ -59,6 +80,8 @@ export const CapabilityOffer = z.object({
   idempotency: Idempotency,
   inputSchema: JsonSchemaObject,
   outputSchema: JsonSchemaObject,
+  /** The business object a write changes (see {@link TargetOffer}); absent when there is none. */
+  target: TargetOffer.optional(),
 });
 export type CapabilityOffer = z.infer<typeof CapabilityOffer>;
 
@@ -118,6 +141,17 @@ export type Receipt = z.infer<typeof Receipt>;
 /** The same schema under the name of the route it answers (`POST /v1/invoke`). */
 export const InvokeResponse = Receipt;
 export type InvokeResponse = Receipt;
+
+/**
+ * `GET /v1/targets/{kind}/{id}`: the current version of a business object, as its system reports it
+ * now. A missing object is a 404 `ProtocolError` (`not_found`).
+ */
+export const TargetVersion = z.object({
+  kind: TargetKind,
+  id: z.string().min(1).max(253),
+  version: z.string().min(1).max(63),
+});
+export type TargetVersion = z.infer<typeof TargetVersion>;
 
 /** `GET /v1/executions/{idempotencyKey}`: what the provider knows of an earlier invoke with that key. */
 export const ExecutionStatus = z.object({

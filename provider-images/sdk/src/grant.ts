@@ -19,7 +19,9 @@ export type GrantedCall =
       body: unknown;
       request: InvokeRequest;
     }
-  | { route: "status"; idempotencyKey: string };
+  | { route: "status"; idempotencyKey: string }
+  /** `GET /v1/targets/{kind}/{id}`: its grant carries the claim `target: "<kind>/<id>"` instead of a body digest. */
+  | { route: "target"; kind: string; id: string };
 
 /**
  * Checks one grant for one call. Resolves to accept; throws `GrantRefusal` to refuse with a kind and a

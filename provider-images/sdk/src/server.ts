@@ -6,7 +6,9 @@
  *                                  against the capability's inputSchema (ajv, draft 2020-12), dispatched to
  *                                  its handler once per idempotency key → Receipt (HTTP 200 for succeeded
  *                                  and failed; an unoffered capability is a `failed/not_found` receipt)
- *   GET  /v1/executions/:key     → grant checked, then ExecutionStatus from the remembered outcomes
+ *   GET  /v1/executions/:key     → grant checked, then ExecutionStatus from the remembered outcomes, else
+ *                                  from `statusOf` (the business system's own record of the key)
+ *   GET  /v1/targets/:kind/:id   → grant checked, then `targets[kind](id)`: the object's current version
  * Every non-2xx answer is a `ProtocolError`: 400 for a body that is not JSON or not an InvokeRequest
  * (with the offending fields), 401/403 for a missing or refused grant, 404 for an unknown route, 500 for a
  * provider bug. A handler throws `ProviderError` to answer `failed` with a kind; anything else it throws is
@@ -15,7 +17,15 @@
 import type { ValidateFunction } from "ajv/dist/2020.js";
 import Fastify, { LogController } from "fastify";
 import type { Logger } from "pino";
-import { type Evidence, type Health, InvokeRequest, type InvokeResponse, Manifest } from "./contract.ts";
+import {
+  type Evidence,
+  type ExecutionStatus,
+  type Health,
+  InvokeRequest,
+  type InvokeResponse,
+  Manifest,
+  type TargetVersion,
+} from "./contract.ts";
 import { ExecutionMemory, type WorkOutcome } from "./execution-memory.ts";
 import { type GrantedCall, GrantRefusal, type GrantVerifier, grantFromHeader } from "./grant.ts";
 import { httpLayerError, issuesOf, type ProtocolFailure, protocolFailure } from "./protocol-failure.ts";
@@ -56,6 +66,18 @@ export interface ServeProviderOptions {
    * `serveProvider` logs a warning saying so.
    */
   verifyGrant?: GrantVerifier;
+  /**
+   * What the business system itself knows of an idempotency key, asked when this process remembers
+   * nothing for it (it restarted, or the business call's answer was lost): resolves to the outcome, or
+   * undefined when the system has no record. Absent → only remembered outcomes are reported.
+   */
+  statusOf?: (idempotencyKey: string) => Promise<ExecutionStatus | undefined>;
+  /**
+   * Current versions of business objects, one reader per target kind the manifest declares
+   * (`CapabilityOffer.target`); a reader resolves to the version or undefined when the object does not
+   * exist. `serveProvider` throws at start when a declared kind has no reader.
+   */
+  targets?: Record<string, (id: string) => Promise<string | undefined>>;
 }
 
 /** A listening provider. `url` has no trailing slash. */
@@ -78,10 +100,34 @@ function compileValidators(manifest: Manifest, handlers: Record<string, Capabili
   return { ajv, validators };
 }
 
+/** Checks that every declared target names required string/integer arguments and has a version reader. */
+function checkTargets(manifest: Manifest, targets: ServeProviderOptions["targets"]): void {
+  for (const offer of manifest.capabilities) {
+    const target = offer.target;
+    if (!target) continue;
+    if (!targets?.[target.kind]) {
+      throw new Error(
+        `capability ${offer.id} declares target kind ${target.kind} but no targets reader serves it`,
+      );
+    }
+    const required = Array.isArray(offer.inputSchema.required)
+      ? (offer.inputSchema.required as unknown[])
+      : [];
+    for (const argument of [target.idArgument, target.versionArgument]) {
+      if (!required.includes(argument)) {
+        throw new Error(
+          `capability ${offer.id}: target argument ${argument} must be a required property of its inputSchema`,
+        );
+      }
+    }
+  }
+}
+
 /** Starts the provider's HTTP server and resolves once it listens. Throws on an invalid manifest. */
 export async function serveProvider(options: ServeProviderOptions): Promise<ProviderServer> {
   const manifest = Manifest.parse(options.manifest);
   const { ajv, validators } = compileValidators(manifest, options.handlers);
+  checkTargets(manifest, options.targets);
   const memory = options.memory ?? new ExecutionMemory();
   const handlerTimeoutMs = options.handlerTimeoutMs ?? 30_000;
   const logger = options.logger;
@@ -162,14 +208,15 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
     const failure = protocolFailure(
       "not_found",
       `no route ${request.method} ${request.url}; a provider serves GET /v1/manifest, GET /v1/health, ` +
-        "POST /v1/invoke and GET /v1/executions/{idempotencyKey}",
+        "POST /v1/invoke, GET /v1/executions/{idempotencyKey} and GET /v1/targets/{kind}/{id}",
     );
     return reply.code(failure.statusCode).send(failure.body);
   });
   // The grant header is checked before the body is parsed, so an unauthenticated caller learns nothing.
   app.addHook("onRequest", async (request, reply) => {
     const route = request.routeOptions.url;
-    if (route !== "/v1/invoke" && route !== "/v1/executions/:key") return;
+    if (route !== "/v1/invoke" && route !== "/v1/executions/:key" && route !== "/v1/targets/:kind/:id")
+      return;
     const grant = grantOf(request.headers);
     if (typeof grant !== "string") return reply.code(grant.statusCode).send(grant.body);
     grants.set(request, grant);
@@ -240,7 +287,29 @@ export async function serveProvider(options: ServeProviderOptions): Promise<Prov
       });
       if (refused) return reply.code(refused.statusCode).send(refused.body);
     }
-    return memory.status(key);
+    const remembered = memory.status(key);
+    if (remembered.status !== "not_found" || !options.statusOf) return remembered;
+    const known: ExecutionStatus | undefined = await options.statusOf(key);
+    return known ?? remembered;
+  });
+
+  app.get("/v1/targets/:kind/:id", async (httpRequest, reply) => {
+    const { kind, id } = httpRequest.params as { kind: string; id: string };
+    if (options.verifyGrant) {
+      const refused = await refusalOf(grants.get(httpRequest) ?? "", { route: "target", kind, id });
+      if (refused) return reply.code(refused.statusCode).send(refused.body);
+    }
+    const reader = options.targets?.[kind];
+    const version = reader ? await reader(id) : undefined;
+    if (version === undefined) {
+      const failure = protocolFailure(
+        "not_found",
+        reader ? `there is no ${kind} ${id}` : `${manifest.provider} declares no target kind ${kind}`,
+      );
+      return reply.code(failure.statusCode).send(failure.body);
+    }
+    const answer: TargetVersion = { kind, id, version };
+    return answer;
   });
 
   await app.listen({ host: options.host, port: options.port });

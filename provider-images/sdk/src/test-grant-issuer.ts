@@ -25,14 +25,7 @@ export async function testGrants(audience: string): Promise<TestGrants> {
 
   async function issue(call: GrantedCall, overrides: Record<string, unknown> = {}): Promise<string> {
     issued += 1;
-    const claims =
-      call.route === "invoke"
-        ? {
-            cap: call.request.capability,
-            idempotencyKey: call.request.idempotencyKey,
-            argsDigest: canonicalDigest(call.body),
-          }
-        : { idempotencyKey: call.idempotencyKey };
+    const claims = claimsOf(call);
     const now = Math.floor(Date.now() / 1000);
     const registered = { iss: "gatehouse", aud: audience, jti: `grant-${issued}`, iat: now, exp: now + 60 };
     return new SignJWT({ ...registered, ...claims, ...overrides })
@@ -52,14 +45,7 @@ export async function testGrants(audience: string): Promise<TestGrants> {
       if (error instanceof errors.JWTExpired) throw new GrantRefusal("unauthenticated", "the grant expired");
       throw new GrantRefusal("forbidden", `the grant does not verify: ${(error as Error).message}`);
     }
-    const expected =
-      call.route === "invoke"
-        ? {
-            cap: call.request.capability,
-            idempotencyKey: call.request.idempotencyKey,
-            argsDigest: canonicalDigest(call.body),
-          }
-        : { idempotencyKey: call.idempotencyKey };
+    const expected = claimsOf(call);
     for (const [claim, value] of Object.entries(expected)) {
       if (payload[claim] !== value)
         throw new GrantRefusal("forbidden", `the grant's ${claim} does not match the call`);
@@ -70,4 +56,20 @@ export async function testGrants(audience: string): Promise<TestGrants> {
   }
 
   return { audience, issue, verify };
+}
+
+/** The call-specific claims a grant for `call` carries (DESIGN §5). */
+function claimsOf(call: GrantedCall): Record<string, string> {
+  switch (call.route) {
+    case "invoke":
+      return {
+        cap: call.request.capability,
+        idempotencyKey: call.request.idempotencyKey,
+        argsDigest: canonicalDigest(call.body),
+      };
+    case "status":
+      return { idempotencyKey: call.idempotencyKey };
+    case "target":
+      return { target: `${call.kind}/${call.id}` };
+  }
 }
