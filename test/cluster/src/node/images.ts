@@ -14,6 +14,8 @@ export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/echo:dev": ["node", "test/cluster/images/echo.ts"],
   "gatehouse/testbox:dev": ["node", "test/cluster/images/testbox.ts"],
   "gatehouse/provider-fixture:dev": ["node", "test/cluster/images/provider-fixture.ts"],
+  // Core's tests: a write provider that counts its effects (ledger on port 8081).
+  "gatehouse/provider-counter:dev": ["node", "test/cluster/images/provider-counter.ts"],
   // Runs until stopped, with next to no memory: the benchmark's stand-in for 200 agent pods.
   "gatehouse/sleeper:dev": ["sleep", "infinity"],
 };
