@@ -76,6 +76,7 @@ const core: CoreDeps = {
   audit: store.audit,
   logger: log.child({ component: "core" }),
   config: defaultCoreConfig,
+  metrics: metrics.coreMetrics,
 };
 
 await startCaches(caches);

@@ -2,10 +2,16 @@
  * The operator's Prometheus metrics (prom-client), one registry per process, served by the health
  * server (gateway/health.ts). Names follow controller-runtime's
  * (sigs.k8s.io/controller-runtime/pkg/internal/controller/metrics) and client-go's workqueue metrics,
- * prefixed `gatehouse_`.
+ * prefixed `gatehouse_`. Core's own questions ("how long does an invoke take?", "how many executions
+ * fail, and how?") are answered through the `CoreMetrics` port (core/ports.ts), implemented here as
+ * {@link OperatorMetrics.coreMetrics}.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { CoreMetrics } from "../core/ports.ts";
 import type { Outcome } from "./workqueue.ts";
+
+/** How an Approval left Pending, as `gatehouse_approval_decision_seconds{outcome}` labels it. */
+export type ApprovalDecisionOutcome = "Approved" | "Rejected" | "Expired";
 
 /** The metrics a controller, an informer and the caches report into. */
 export interface OperatorMetrics {
@@ -20,6 +26,13 @@ export interface OperatorMetrics {
   trackPendingApprovals(count: () => number): void;
   /** Sets whether this replica holds the leader lease (1) or not (0). */
   setLeader(isLeader: boolean): void;
+  /**
+   * An Approval left Pending with `outcome`, `durationMs` milliseconds after its creationTimestamp
+   * (observed once per Approval, by the Approval controller when it writes the new phase).
+   */
+  approvalDecided(outcome: ApprovalDecisionOutcome, durationMs: number): void;
+  /** What Core reports: `gatehouse_invoke_duration_seconds` and `gatehouse_executions_total`. */
+  coreMetrics: CoreMetrics;
 }
 
 /** Creates the registry with process metrics and Gatehouse's own. */
@@ -75,8 +88,41 @@ export function createMetrics(): OperatorMetrics {
     help: "1 while this replica holds the leader lease and runs the controllers.",
     registers: [registry],
   });
+  const invokeSeconds = new Histogram({
+    name: "gatehouse_invoke_duration_seconds",
+    help: "Duration of an agent's invoke from entry to answer (a synchronous provider call included), per decision.",
+    labelNames: ["decision"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const executionsTotal = new Counter({
+    name: "gatehouse_executions_total",
+    help: "Executions that reached a final or unknown state, per state and error kind (none when it succeeded).",
+    labelNames: ["state", "error_kind"],
+    registers: [registry],
+  });
+  const approvalDecisionSeconds = new Histogram({
+    name: "gatehouse_approval_decision_seconds",
+    help: "Time from an Approval's creation to the operator seeing it Approved, Rejected or Expired.",
+    labelNames: ["outcome"],
+    // Humans decide: from seconds to a day.
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400],
+    registers: [registry],
+  });
+  const coreMetrics: CoreMetrics = {
+    invoked(decision, durationMs) {
+      invokeSeconds.observe({ decision }, durationMs / 1000);
+    },
+    executionFinished(state, errorKind) {
+      executionsTotal.inc({ state, error_kind: errorKind ?? "none" });
+    },
+  };
   return {
     registry,
+    coreMetrics,
+    approvalDecided(outcome, durationMs) {
+      approvalDecisionSeconds.observe({ outcome }, Math.max(0, durationMs) / 1000);
+    },
     reconciled(controller, outcome, durationMs) {
       reconcileTotal.inc({ controller, result: outcome });
       if (outcome === "error" || outcome === "terminal") reconcileErrors.inc({ controller });
