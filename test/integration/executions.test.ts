@@ -156,13 +156,26 @@ describe("executions in Postgres", () => {
     expect(resolved).toMatchObject({ recorded: true, execution: { state: "succeeded" } });
   });
 
-  it("turns started rows with an ended lease into unknown", async () => {
+  it("lets exactly one of several callers take over a started row whose lease ended", async () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution({ leaseUntilMicros: 1_000 });
     await store.claim(row);
-    const expired = await store.expireLeases(2_000);
-    expect(expired.map((e) => e.id)).toContain(row.id);
-    expect(await store.get(row.id)).toMatchObject({ state: "unknown", errorKind: "unknown_outcome" });
+    expect((await store.listExpired(2_000, 10)).map((e) => e.id)).toContain(row.id);
+    const takers = await Promise.all([1, 2, 3].map(() => store.takeOverExpired(row.id, 9_000, 2_000)));
+    expect(takers.filter((t) => t !== undefined)).toHaveLength(1);
+    expect(await store.get(row.id)).toMatchObject({ state: "started", leaseUntilMicros: 9_000 });
+    expect((await store.listExpired(2_000, 10)).map((e) => e.id)).not.toContain(row.id);
+  });
+
+  it("does not take over a row that is still leased or already finished", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const leased = newExecution({ leaseUntilMicros: 5_000 });
+    await store.claim(leased);
+    expect(await store.takeOverExpired(leased.id, 9_000, 2_000)).toBeUndefined();
+    const finished = newExecution({ leaseUntilMicros: 1_000 });
+    await store.claim(finished);
+    await store.recordReceipt(finished.id, { state: "succeeded", atMicros: 1_500 });
+    expect(await store.takeOverExpired(finished.id, 9_000, 2_000)).toBeUndefined();
   });
 
   it("reports not_found when recording on a missing execution", async () => {

@@ -20,6 +20,7 @@ import { reconcileAgentSession } from "./agentsession/reconciler.ts";
 import { reconcileApproval } from "./approval/reconciler.ts";
 import { reconcileCapability } from "./capability/reconciler.ts";
 import { Controller } from "./controller.ts";
+import { startExecutionRecovery } from "./execution-recovery.ts";
 import { reconcileProviderInstance } from "./providerinstance/reconciler.ts";
 
 export interface ManagerDeps {
@@ -142,5 +143,8 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   for (const a of caches.approvals.list()) approvals.enqueue(a);
   for (const c of caches.capabilities.list()) capabilities.enqueue(c);
   for (const p of caches.providers.list()) providers.enqueue(p);
-  return { stop: async () => void (await Promise.all(all.map((c) => c.stop()))) };
+  const recovery = startExecutionRecovery(deps.core, log.child({ component: "execution-recovery" }));
+  return {
+    stop: async () => void (await Promise.all([...all.map((c) => c.stop()), recovery.stop()])),
+  };
 }

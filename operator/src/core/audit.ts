@@ -24,6 +24,7 @@ export const AuditKind = {
   approvalCancelled: "approval.cancelled",
   executionStarted: "execution.started",
   executionFinished: "execution.finished",
+  executionRecovering: "execution.recovering",
 } as const;
 
 /** The audit outcome of an execution in `state`: started → pending, succeeded → success, … */

@@ -16,6 +16,7 @@ import { idempotencyKeyOf } from "./execution-identity.ts";
 import { parseIJsonObject } from "./i-json.ts";
 import { decideAccess } from "./policy.ts";
 import type { ApprovalPhase, ApprovalView, CoreDeps, ExecutionRecord, SessionContext } from "./ports.ts";
+import { recoverExecution } from "./recovery.ts";
 
 /** Input of {@link executeApproved}. `session` is absent when the AgentSession is gone. */
 export interface ExecuteApprovedInput {
@@ -64,8 +65,9 @@ export async function executeApproved(
     return { kind: "refused", phase, reason, message };
   };
 
-  const existing = await deps.executions.get(request.executionId);
-  if (existing) {
+  const found = await deps.executions.get(request.executionId);
+  if (found) {
+    const existing = await recoverExecution(deps, found);
     return {
       kind: "executed",
       answer: answerFromExecution(existing, deps.config.maxResultBytes),

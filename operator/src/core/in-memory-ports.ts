@@ -159,6 +159,20 @@ export function createInMemoryWorld(
       if (outcome.message) record.message = outcome.message;
       return { recorded: true, execution: structuredClone(record) };
     },
+    async takeOverExpired(id, leaseUntilMicros, nowMicros) {
+      const record = world.executions.get(id);
+      if (record?.state !== "started" || record.leaseUntilMicros >= nowMicros) return undefined;
+      record.leaseUntilMicros = leaseUntilMicros;
+      record.updatedAtMicros = nowMicros;
+      return structuredClone(record);
+    },
+    async listExpired(nowMicros, limit) {
+      return [...world.executions.values()]
+        .filter((e) => e.state === "started" && e.leaseUntilMicros < nowMicros)
+        .sort((a, b) => a.leaseUntilMicros - b.leaseUntilMicros)
+        .slice(0, limit)
+        .map((e) => structuredClone(e));
+    },
   };
 
   const handle = (stored: StoredApproval, sessionUid: string, request?: ApprovalRequest): ApprovalHandle => ({

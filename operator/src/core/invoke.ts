@@ -41,9 +41,11 @@ import type {
   CoreConfig,
   CoreDeps,
   ExecutionRecord,
+  InvokeDecision,
   ResolvedCapability,
   SessionContext,
 } from "./ports.ts";
+import { recoverExecution } from "./recovery.ts";
 import { capabilityIdOf } from "./tool-names.ts";
 
 export { executeApproved } from "./execute-approved.ts";
@@ -63,10 +65,11 @@ export interface Consumption {
   writes: 0 | 1;
 }
 
-/** Result of {@link invoke}: the answer for the agent and what the call consumed. */
+/** Result of {@link invoke}: the answer for the agent, what the call consumed, and how it was decided. */
 export interface InvokeResult {
   answer: InvokeAnswer;
   consumed: Consumption;
+  decision: InvokeDecision;
 }
 
 const NOTHING: Consumption = { toolCalls: 0, writes: 0 };
@@ -90,6 +93,13 @@ export async function invoke(
   session: SessionContext,
   call: InvokeCall,
 ): Promise<InvokeResult> {
+  const startedMicros = deps.clock.nowMicros();
+  const result = await decide(deps, session, call);
+  deps.metrics?.invoked(result.decision, (deps.clock.nowMicros() - startedMicros) / 1000);
+  return result;
+}
+
+async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall): Promise<InvokeResult> {
   const capabilityId = capabilityIdOf(call.tool);
   const identity = executionIdentity({
     sessionUid: session.uid,
@@ -109,14 +119,16 @@ export async function invoke(
     return {
       answer: deniedAnswer(message, errorKind, identity.executionId),
       consumed: { toolCalls: 1, writes: 0 } as Consumption,
+      decision: "denied" as const,
     };
   };
 
   // 2. Identity: a repeated call returns the state of the first one.
   const existing = await deps.executions.get(identity.executionId);
   if (existing) {
-    await audit(AuditKind.repeated, "success", { tool: call.tool, state: existing.state });
-    return { answer: answerOfExecution(deps, existing), consumed: NOTHING };
+    const current = await recoverExecution(deps, existing);
+    await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
+    return { answer: answerOfExecution(deps, current), consumed: NOTHING, decision: "repeated" };
   }
   const approval = await deps.approvals.get(session.namespace, identity.approvalName, session.uid);
   if (approval) {
@@ -126,7 +138,7 @@ export async function invoke(
       approval: approval.name,
       phase: approval.phase,
     });
-    return { answer: answerOfExistingApproval(approval, identity), consumed: NOTHING };
+    return { answer: answerOfExistingApproval(approval, identity), consumed: NOTHING, decision: "repeated" };
   }
 
   // 3. Resolve.
@@ -170,7 +182,11 @@ export async function invoke(
       message: checked.problem.message,
       rawDigest: sha256Hex(call.arguments),
     });
-    return { answer: invalidArgumentsAnswer(checked.problem.message), consumed: { toolCalls: 1, writes: 0 } };
+    return {
+      answer: invalidArgumentsAnswer(checked.problem.message),
+      consumed: { toolCalls: 1, writes: 0 },
+      decision: "invalid_arguments",
+    };
   }
   const digest = checked.digest;
   const facts: JsonObject = { capability: capability.id, argumentsDigest: digest };
@@ -231,7 +247,11 @@ export async function invoke(
     const message =
       `${capability.id} needs approval: Approval ${handle.name} is waiting for ` +
       `${describeApprovers(request)}. Wait for the decision; do not repeat the call.`;
-    return { answer: pendingApprovalAnswer(handle.name, identity.executionId, message), consumed };
+    return {
+      answer: pendingApprovalAnswer(handle.name, identity.executionId, message),
+      consumed,
+      decision: "approval",
+    };
   }
 
   // 8–10. Execute, audit, answer.
@@ -246,7 +266,11 @@ export async function invoke(
     argumentsDigest: digest,
     actor: session.subject.user,
   });
-  return { answer: result.answer, consumed: result.executedNow ? consumed : NOTHING };
+  return {
+    answer: result.answer,
+    consumed: result.executedNow ? consumed : NOTHING,
+    decision: result.executedNow ? "allowed" : "repeated",
+  };
 }
 
 /** The agent's answer for an execution row (used for repeats and by the approval wait endpoint). */
@@ -295,6 +319,7 @@ async function conflict(
       identity.executionId,
     ),
     consumed: { toolCalls: 1, writes: 0 },
+    decision: "conflict",
   };
 }
 

@@ -304,6 +304,18 @@ export interface ExecutionStore {
     id: string,
     outcome: ExecutionOutcome,
   ): Promise<{ recorded: boolean; execution: ExecutionRecord }>;
+  /**
+   * Takes over a `started` row whose lease ended before `nowMicros` (its claimer died or hung), giving
+   * the caller the lease until `leaseUntilMicros`. Of concurrent callers at most one gets the row;
+   * the others (and callers for a row that is finished or still leased) get undefined.
+   */
+  takeOverExpired(
+    id: string,
+    leaseUntilMicros: number,
+    nowMicros: number,
+  ): Promise<ExecutionRecord | undefined>;
+  /** Up to `limit` `started` rows whose lease ended before `nowMicros`, the longest expired first. */
+  listExpired(nowMicros: number, limit: number): Promise<ExecutionRecord[]>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -429,6 +441,13 @@ export interface CoreConfig {
   approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
 }
 
+/**
+ * Named points in the execution path where a test can make the process die (test-only failpoints, as
+ * etcd's gofail): `after-claim` — the row is claimed, the provider not called; `after-provider-call` —
+ * the provider answered, the receipt is not recorded.
+ */
+export type Failpoint = "after-claim" | "after-provider-call";
+
 /** Everything Core needs; build once per process and pass to `invoke` / `executeApproved`. */
 export interface CoreDeps {
   clock: Clock;
@@ -442,4 +461,6 @@ export interface CoreDeps {
   config: CoreConfig;
   /** Absent → nothing is recorded. */
   metrics?: CoreMetrics;
+  /** Called at each {@link Failpoint}; absent in production (see `GATEHOUSE_FAILPOINTS` in config.ts). */
+  failpoint?: (point: Failpoint) => void;
 }

@@ -20,11 +20,6 @@ export interface PostgresExecutionStore extends ExecutionStore {
   findByIdempotencyKey(idempotencyKey: string): Promise<ExecutionRecord | undefined>;
   /** A session's executions, oldest first. */
   listBySession(sessionUid: string): Promise<ExecutionRecord[]>;
-  /**
-   * Turns `started` rows whose lease ended before `nowMicros` into `unknown` (errorKind
-   * `unknown_outcome`): their claimer died or lost its response. Returns the rows changed.
-   */
-  expireLeases(nowMicros: number): Promise<ExecutionRecord[]>;
 }
 
 const COLUMNS = `id, idempotency_key, session_uid, session_namespace, session_name, capability,
@@ -120,14 +115,22 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return { recorded: false, execution: current };
     },
 
-    async expireLeases(nowMicros) {
+    async takeOverExpired(id, leaseUntilMicros, nowMicros) {
+      // One UPDATE decides the race: row locks make concurrent callers re-check the WHERE clause.
       const result = await pool.query(
-        `UPDATE executions
-            SET state = 'unknown', error_kind = 'unknown_outcome',
-                message = 'the lease ended before an outcome was recorded', updated_at_us = $1
-          WHERE state = 'started' AND lease_until_us < $1
+        `UPDATE executions SET lease_until_us = $2, updated_at_us = $3
+          WHERE id = $1 AND state = 'started' AND lease_until_us < $3
           RETURNING ${COLUMNS}`,
-        [nowMicros],
+        [id, leaseUntilMicros, nowMicros],
+      );
+      return result.rows[0] ? recordFromRow(result.rows[0]) : undefined;
+    },
+
+    async listExpired(nowMicros, limit) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions WHERE state = 'started' AND lease_until_us < $1
+          ORDER BY lease_until_us, id LIMIT $2`,
+        [nowMicros, limit],
       );
       return result.rows.map(recordFromRow);
     },

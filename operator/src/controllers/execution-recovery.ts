@@ -1,0 +1,37 @@
+/**
+ * The leader's execution-recovery loop: every `intervalMs` it settles `started` executions whose
+ * claimer's lease ended (core/recovery.ts) — Auto calls whose agent never repeated them, and Approvals
+ * whose dispatcher died before the next reconcile reached them. A sweep never overlaps the previous one.
+ */
+import type { Logger } from "pino";
+import type { CoreDeps } from "../core/ports.ts";
+import { recoverExpiredExecutions } from "../core/recovery.ts";
+
+/** Starts the loop; `stop()` waits for a running sweep. */
+export function startExecutionRecovery(
+  core: CoreDeps,
+  log: Logger,
+  intervalMs = 5_000,
+): { stop(): Promise<void> } {
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const sweep = () => {
+    running = recoverExpiredExecutions(core)
+      .then((count) => {
+        if (count > 0) log.info({ count }, "recovered executions whose lease ended");
+      })
+      .catch((error: unknown) => log.error({ err: error }, "execution recovery sweep failed"));
+  };
+  const timer = setInterval(() => {
+    if (!stopped) void running.then(sweep);
+  }, intervalMs);
+  timer.unref();
+  sweep();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

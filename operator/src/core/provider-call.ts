@@ -1,0 +1,199 @@
+/**
+ * One execution's conversation with its provider (DESIGN §4 step 8), shared by the first execution
+ * (`execute.ts`) and by recovery after a crash (`recovery.ts`):
+ *   invoke up to `invokeAttempts` times with the same idempotency key while the outcome stays unknown
+ *   (a lost answer, or a receipt that itself says `timeout`/`unknown_outcome`); a request that certainly
+ *   never left is a definite failure (`unavailable`); if the outcome is still unknown, ask the
+ *   provider's status endpoint with the same key; if that does not settle it, the outcome is `unknown`
+ *   — never guessed as failed or succeeded. A business refusal (`forbidden`, `conflict`, …) is final
+ *   at once: never rewritten, never retried.
+ * Finishing a row (receipt, audit, metrics) is here too, so both paths record outcomes identically.
+ */
+import type { ErrorKind, Idempotency, InvokeRequest, InvokeResponse } from "@gatehouse/provider-sdk";
+import { AuditKind, auditOutcomeOf } from "./audit.ts";
+import { canonicalDigest, type JsonObject } from "./canonical.ts";
+import type { CoreConfig, CoreDeps, ExecutionOutcome, ExecutionRecord, ProviderRef } from "./ports.ts";
+
+/** Provider-reported kinds that mean nobody knows whether the effect happened. */
+const UNKNOWN_KINDS: readonly ErrorKind[] = ["timeout", "unknown_outcome"];
+
+/** Invoke attempts for a provider of `idempotency`: repeats are safe only when the key deduplicates. */
+export function invokeAttemptsOf(idempotency: Idempotency, config: CoreConfig): number {
+  return idempotency === "none" ? 1 : Math.max(1, config.maxProviderAttempts);
+}
+
+/** How long a claimer owns a `started` row in milliseconds: every attempt, the status query and a grace period. */
+export function leaseMsOf(config: CoreConfig, invokeAttempts: number): number {
+  return config.providerDeadlineMs * (invokeAttempts + 1) + config.leaseGraceMs;
+}
+
+/** Where one execution is sent. */
+export interface ProviderCall {
+  request: InvokeRequest;
+  provider: ProviderRef;
+  sessionUid: string;
+}
+
+/** The outcome of {@link callProvider} and how many invokes it sent. */
+export interface ProviderCallResult {
+  outcome: ExecutionOutcome;
+  attemptsMade: number;
+}
+
+function outcomeOfResponse(response: InvokeResponse, atMicros: number): ExecutionOutcome {
+  if (response.status === "succeeded") return { state: "succeeded", receipt: response, atMicros };
+  const errorKind = response.errorKind ?? "internal";
+  const state = UNKNOWN_KINDS.includes(errorKind) ? "unknown" : "failed";
+  return {
+    state,
+    receipt: response,
+    errorKind: state === "unknown" ? "unknown_outcome" : errorKind,
+    ...(response.message ? { message: response.message } : {}),
+    atMicros,
+  };
+}
+
+/**
+ * Runs the conversation described in the header. `invokeAttempts` may be 0 (recovering a row whose
+ * provider does not deduplicate: only the status query is safe). Never throws: a provider client that
+ * throws is treated as a lost answer.
+ */
+export async function callProvider(
+  deps: Pick<CoreDeps, "clock" | "config" | "providers" | "logger">,
+  call: ProviderCall,
+  invokeAttempts: number,
+): Promise<ProviderCallResult> {
+  const { clock, config, providers } = deps;
+  const { request, provider } = call;
+  const options = { deadlineMs: config.providerDeadlineMs, sessionUid: call.sessionUid };
+  const log = { executionId: request.executionId, capability: request.capability };
+  let unknown: string | undefined =
+    invokeAttempts === 0 ? "the operator stopped before recording an outcome" : undefined;
+  let unknownReceipt: InvokeResponse | undefined;
+  let notSent: string | undefined;
+  let attemptsMade = 0;
+  for (let attempt = 1; attempt <= invokeAttempts; attempt++) {
+    attemptsMade = attempt;
+    let result: Awaited<ReturnType<typeof providers.invoke>>;
+    try {
+      result = await providers.invoke(provider, request, options);
+    } catch (error) {
+      // The client broke its contract by throwing: we cannot know whether the request left.
+      result = {
+        kind: "lost",
+        reason: "connection_lost",
+        message: `provider client error: ${String(error)}`,
+      };
+    }
+    if (result.kind === "answered") {
+      const outcome = outcomeOfResponse(result.response, clock.nowMicros());
+      if (outcome.state !== "unknown") return { outcome, attemptsMade };
+      unknown = `the provider reported ${result.response.errorKind}: ${result.response.message ?? "no message"}`;
+      unknownReceipt = result.response;
+    } else if (result.kind === "not_sent") {
+      notSent = result.message;
+      if (unknown === undefined) break; // nothing reached the provider; retrying is the model's choice
+      continue;
+    } else {
+      unknown = `${result.reason}: ${result.message}`;
+    }
+    deps.logger.warn({ ...log, attempt, why: unknown }, "provider outcome unknown");
+  }
+
+  if (unknown === undefined) {
+    return {
+      outcome: {
+        state: "failed",
+        errorKind: "unavailable",
+        message: `the provider could not be reached: ${notSent ?? "unknown reason"}`,
+        atMicros: clock.nowMicros(),
+      },
+      attemptsMade,
+    };
+  }
+
+  // It may have happened: ask the provider what it knows of this idempotency key.
+  try {
+    const status = await providers.status(provider, request.idempotencyKey, options);
+    if (status.kind === "answered" && status.status.response) {
+      if (status.status.status === "succeeded" || status.status.status === "failed") {
+        const outcome = outcomeOfResponse(status.status.response, clock.nowMicros());
+        if (outcome.state !== "unknown") return { outcome, attemptsMade };
+      }
+    }
+  } catch (error) {
+    deps.logger.warn({ ...log, err: String(error) }, "provider status query failed");
+  }
+  return {
+    outcome: {
+      state: "unknown",
+      errorKind: "unknown_outcome",
+      message: `no definite answer from the provider (${unknown}); a human must check the business system`,
+      ...(unknownReceipt ? { receipt: unknownReceipt } : {}),
+      atMicros: clock.nowMicros(),
+    },
+    attemptsMade,
+  };
+}
+
+/** Who finishes a row and for what, for the audit record. */
+export interface FinishContext {
+  actor: string;
+  capability: string;
+  attemptsMade: number;
+}
+
+/**
+ * Records `outcome` on the row, audits `execution.finished` and counts it. Returns the row as stored
+ * and whether this call recorded it (false when someone else finished the row first).
+ * Errors: throws when Postgres or the audit log fail.
+ */
+export async function finishExecution(
+  deps: CoreDeps,
+  executionId: string,
+  sessionUid: string,
+  outcome: ExecutionOutcome,
+  context: FinishContext,
+): Promise<{ execution: ExecutionRecord; recorded: boolean }> {
+  const { recorded, execution } = await deps.executions.recordReceipt(executionId, outcome);
+  if (recorded) {
+    await deps.audit.append({
+      kind: AuditKind.executionFinished,
+      actor: context.actor,
+      outcome: auditOutcomeOf(execution.state),
+      sessionUid,
+      executionId,
+      atMicros: deps.clock.nowMicros(),
+      payload: finishedPayload(execution, context.attemptsMade),
+    });
+    if (execution.state !== "started") deps.metrics?.executionFinished(execution.state, execution.errorKind);
+  }
+  deps.logger.info(
+    {
+      executionId,
+      capability: context.capability,
+      state: execution.state,
+      errorKind: execution.errorKind,
+      recorded,
+    },
+    "execution finished",
+  );
+  return { execution, recorded };
+}
+
+function finishedPayload(execution: ExecutionRecord, attempts: number): JsonObject {
+  const payload: JsonObject = { state: execution.state, attempts };
+  if (execution.errorKind) payload.errorKind = execution.errorKind;
+  if (execution.message) payload.message = execution.message;
+  const receipt = execution.receipt;
+  if (receipt?.result !== undefined) {
+    try {
+      payload.resultDigest = canonicalDigest(receipt.result);
+    } catch {
+      payload.resultDigest = null; // not I-JSON; the receipt itself is kept in the execution row
+    }
+  }
+  if (receipt?.evidence)
+    payload.evidence = { system: receipt.evidence.system, reference: receipt.evidence.reference };
+  return payload;
+}

@@ -1,0 +1,86 @@
+/**
+ * Recovery of executions whose claimer died (DESIGN §4 step 8, "exactly once"). A claimer owns a
+ * `started` row until its lease ends; an operator killed between the claim and the receipt leaves the
+ * row `started` with nobody to finish it. Whoever finds such a row after its lease — a repeated invoke,
+ * a re-dispatched Approval, or the leader's periodic sweep — takes it over (one UPDATE decides who) and
+ * settles it without risking a second effect:
+ *   - `idempotency: key|natural`: invoke again with the same idempotency key (the provider and its
+ *     business system answer a repeated key with the first outcome), then the status query;
+ *   - `idempotency: none`: never invoke again; only ask the status endpoint; unresolved → `unknown`,
+ *     which a human settles.
+ */
+import { AuditKind } from "./audit.ts";
+import type { CoreDeps, ExecutionRecord } from "./ports.ts";
+import { callProvider, finishExecution, invokeAttemptsOf, leaseMsOf } from "./provider-call.ts";
+import { toolNameOf } from "./tool-names.ts";
+
+/**
+ * Settles `execution` if it is `started` and its lease has ended; otherwise returns it unchanged.
+ * Returns the row as stored afterwards (possibly settled by a concurrent recoverer).
+ * Errors: throws when Postgres or the audit log fail (the row stays `started`; the next recoverer tries).
+ */
+export async function recoverExecution(deps: CoreDeps, execution: ExecutionRecord): Promise<ExecutionRecord> {
+  const now = deps.clock.nowMicros();
+  if (execution.state !== "started" || execution.leaseUntilMicros >= now) return execution;
+  const capability = await deps.catalog.resolve(
+    execution.session.namespace,
+    toolNameOf(execution.capability),
+  );
+  // A Capability that is gone or changed tells nothing about deduplication: assume none.
+  const idempotency = capability?.id === execution.capability ? capability.idempotency : "none";
+  const attempts = idempotency === "none" ? 0 : invokeAttemptsOf(idempotency, deps.config);
+  const taken = await deps.executions.takeOverExpired(
+    execution.id,
+    now + leaseMsOf(deps.config, attempts) * 1000,
+    now,
+  );
+  if (!taken) return (await deps.executions.get(execution.id)) ?? execution;
+
+  await deps.audit.append({
+    kind: AuditKind.executionRecovering,
+    actor: "gatehouse",
+    outcome: "pending",
+    sessionUid: taken.session.uid,
+    executionId: taken.id,
+    atMicros: deps.clock.nowMicros(),
+    payload: {
+      reason: "the lease ended before an outcome was recorded",
+      idempotency,
+      reinvoke: attempts > 0,
+      idempotencyKey: taken.idempotencyKey,
+    },
+  });
+  deps.logger.warn({ executionId: taken.id, idempotency }, "recovering an execution whose claimer stopped");
+  const { outcome, attemptsMade } = await callProvider(
+    deps,
+    {
+      request: { ...taken.request, arguments: JSON.parse(taken.argumentsCanonical) },
+      provider: taken.providerRef,
+      sessionUid: taken.session.uid,
+    },
+    attempts,
+  );
+  const { execution: settled } = await finishExecution(deps, taken.id, taken.session.uid, outcome, {
+    actor: "gatehouse",
+    capability: taken.capability,
+    attemptsMade,
+  });
+  return settled;
+}
+
+/**
+ * One sweep: recovers up to `limit` `started` rows whose lease ended. Returns how many it looked at.
+ * The leader runs it periodically, so rows of Auto calls whose agent never repeated them are settled
+ * too. Errors: one row's failure is logged and does not stop the sweep.
+ */
+export async function recoverExpiredExecutions(deps: CoreDeps, limit = 20): Promise<number> {
+  const expired = await deps.executions.listExpired(deps.clock.nowMicros(), limit);
+  for (const execution of expired) {
+    try {
+      await recoverExecution(deps, execution);
+    } catch (error) {
+      deps.logger.error({ executionId: execution.id, err: String(error) }, "execution recovery failed");
+    }
+  }
+  return expired.length;
+}
