@@ -1,0 +1,132 @@
+/**
+ * Re-checks at dispatch (DESIGN §2 Approval, §4 step 8, issue 7) on the real control plane, local node
+ * and Postgres: an approved call runs only if what admission cannot see still holds when Core
+ * dispatches it — the provider is not disabled, the business object's version has not moved, the
+ * Approval has not expired. The test is the agent (its sessions' pods only sleep; it calls
+ * `POST /v1/invoke` with a pod's token) and the counting provider's ledger, read from its pod, shows
+ * that nothing reached the business system.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterInfo } from "./cluster-info.ts";
+import { type Agent, coreNamespace, SLEEPER_IMAGE, startAgent } from "./core-agent.ts";
+import { approvalPast, approvalWithStatus, DISPATCHING, decide } from "./core-approvals.ts";
+import { deployCounter, type Ledger, toolName } from "./core-counter.ts";
+import { executionsOfSession } from "./core-records.ts";
+import { type Environment, startEnvironment } from "./environment.ts";
+import { eventually } from "./story.ts";
+
+/** Capability ids: a publish with a target plan, one with the shortest TTL, one on a provider to disable. */
+const PUBLISH = "counter.plan.publish";
+const EXPIRING = "counter.expiring.write";
+const SWITCHED = "switch.plan.publish";
+/** The shortest Approval lifetime a Capability may set (api/capability.ts policy.ttlSeconds). */
+const TTL_SECONDS = 60;
+
+let env: Environment;
+let namespace: string;
+let counter: Ledger;
+let switched: Ledger;
+
+beforeAll(async () => {
+  env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
+  namespace = await coreNamespace(env, "dispatch");
+  counter = await deployCounter(
+    env,
+    namespace,
+    "counter",
+    [
+      { id: PUBLISH, effect: "write", idempotency: "key", target: true },
+      { id: EXPIRING, effect: "write", idempotency: "key" },
+    ],
+    { [EXPIRING]: { ttlSeconds: TTL_SECONDS } },
+  );
+  switched = await deployCounter(env, namespace, "switch", [
+    { id: SWITCHED, effect: "write", idempotency: "key", target: true },
+  ]);
+}, 600_000);
+
+afterAll(async () => {
+  await env?.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
+  await env?.stop();
+});
+
+/** Proposes a publish of plan `planId` at `version` through `agent`; returns the Pending Approval's name. */
+async function propose(agent: Agent, id: string, planId: string, version: number): Promise<string> {
+  const answer = await agent.invoke({
+    turn: 0,
+    position: 0,
+    tool: toolName(id),
+    arguments: JSON.stringify({ planId, version }),
+  });
+  expect(answer.status).toBe("pending_approval");
+  const name = answer.approval?.name ?? "";
+  expect((await approvalWithStatus(env, namespace, name)).status?.phase).toBe("Pending");
+  return name;
+}
+
+describe("an approved call", () => {
+  it("goes Stale and runs nothing when its ProviderInstance was disabled before the approval", async () => {
+    const agent = await startAgent(env, namespace, "disabled");
+    const name = await propose(agent, SWITCHED, "week-20", 1);
+    await env.kubectl.ok("admin", [
+      "patch",
+      "providerinstance",
+      "switch",
+      "-n",
+      namespace,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { disabled: true } }),
+    ]);
+    // The operator has seen it once it reports the provider Disabled.
+    await eventually("ProviderInstance switch to be Ready=False Disabled", 60_000, async () => {
+      const provider = await env.kubectl.json<{
+        status?: { conditions?: Array<{ type: string; reason: string }> };
+      }>("admin", ["get", "providerinstance", "switch", "-n", namespace]);
+      return provider.status?.conditions?.some((c) => c.type === "Ready" && c.reason === "Disabled")
+        ? true
+        : undefined;
+    });
+    expect((await decide(env, namespace, name, "alice")).code).toBe(0);
+
+    const approval = await approvalPast(env, namespace, name, DISPATCHING);
+    expect(approval.status?.phase).toBe("Stale");
+    expect(approval.status?.execution).toBeUndefined();
+    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await switched.calls(SWITCHED)).toEqual([]);
+    expect(await switched.effects(SWITCHED)).toEqual([]);
+  });
+
+  it("goes Stale and runs nothing when the target plan's version moved before the approval", async () => {
+    const agent = await startAgent(env, namespace, "moved");
+    const name = await propose(agent, PUBLISH, "week-21", 1);
+    const proposed = await approvalWithStatus(env, namespace, name);
+    expect(proposed.spec.target).toEqual({ kind: "plan", id: "week-21", version: "1" });
+    // Another writer publishes the plan in the business system meanwhile.
+    expect(await counter.bump("week-21")).toBe(2);
+    expect((await decide(env, namespace, name, "alice")).code).toBe(0);
+
+    const approval = await approvalPast(env, namespace, name, DISPATCHING);
+    expect(approval.status?.phase).toBe("Stale");
+    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await counter.calls(PUBLISH)).toEqual([]);
+    expect(await counter.effects(PUBLISH)).toEqual([]);
+    expect(await counter.planVersion("week-21")).toBe(2);
+  });
+
+  it("cannot be approved once Expired: admission refuses the decision, the phase stays Expired, nothing runs", async () => {
+    const agent = await startAgent(env, namespace, "expired");
+    const name = await propose(agent, EXPIRING, "week-22", 1);
+    const expired = await approvalPast(env, namespace, name, ["Pending"], (TTL_SECONDS + 90) * 1000);
+    expect(expired.status?.phase).toBe("Expired");
+
+    const refused = await decide(env, namespace, name, "alice");
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/decision-closed: Approval \S+ is Expired/);
+    const approval = await approvalWithStatus(env, namespace, name);
+    expect(approval.status?.phase).toBe("Expired");
+    expect(approval.spec.decisions).toEqual([]);
+    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await counter.calls(EXPIRING)).toEqual([]);
+  });
+});
