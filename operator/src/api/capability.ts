@@ -1,5 +1,5 @@
 /** Capability (`cap`): a grant exposing one provider capability in this namespace, under policy (DESIGN §2). */
-import { CapabilityId, Effect, Idempotency, Mode } from "@gatehouse/provider-sdk";
+import { CapabilityId, Effect, Idempotency, Mode, TargetOffer } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 import { Conditions, FreeformObject, ProviderRef, UsersAndGroups } from "./common.ts";
 
@@ -65,5 +65,8 @@ export const CapabilityStatus = z.object({
   outputSchema: FreeformObject.optional().describe("JSON Schema of the result, from the provider."),
   schemaDigest: z.string().max(128).optional().describe("sha256 of the RFC 8785 form of both schemas."),
   toolName: z.string().max(64).optional().describe("The tool name the model sees."),
+  target: TargetOffer.optional().describe(
+    "The business object a call changes (kind, and the arguments naming its id and version); its version is re-checked before an approved call runs.",
+  ),
 });
 export type CapabilityStatus = z.infer<typeof CapabilityStatus>;

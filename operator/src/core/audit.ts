@@ -22,6 +22,7 @@ export const AuditKind = {
   approvalConflict: "approval.conflict",
   approvalRefused: "approval.refused",
   approvalCancelled: "approval.cancelled",
+  decisionIgnored: "approval.decision_ignored",
   executionStarted: "execution.started",
   executionFinished: "execution.finished",
   executionRecovering: "execution.recovering",

@@ -2,8 +2,9 @@
  * Dispatching an Approved Approval (DESIGN §2 Approval, §4 step 8). Before executing, Core re-checks
  * what admission cannot: the decisions still amount to Approved, the Approval has not expired, the
  * stored arguments match their digest, the session is alive, the capability and its provider are
- * there, enabled and ready, the schema digest is unchanged, the policy does not forbid it now, and
- * the identity binding holds. Then it executes the arguments stored with the Approval — once: a
+ * there, enabled and ready, the schema digest is unchanged, the policy does not forbid it now, the
+ * identity binding holds, and the target business object is still at the version the call was
+ * proposed against (asked of the provider: `GET /v1/targets/{kind}/{id}`). Then it executes the arguments stored with the Approval — once: a
  * repeated dispatch returns the existing execution.
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
@@ -150,6 +151,33 @@ export async function executeApproved(
     const binding = await deps.identities.resolve(capability.providerRef, request.requester);
     if (!binding.bound) return refuse("Stale", "IdentityUnbound", binding.reason);
     account = binding.account;
+  }
+
+  const target = request.target;
+  if (target?.version !== undefined) {
+    const found = await deps.providers.target(
+      capability.providerRef,
+      { kind: target.kind, id: target.id },
+      { deadlineMs: deps.config.providerDeadlineMs, sessionUid: session.uid },
+    );
+    if (found.kind === "unavailable") {
+      return {
+        kind: "deferred",
+        phase: "Approved",
+        reason: "TargetUnverifiable",
+        message: `the current version of ${target.kind} ${target.id} could not be read (${found.message}); will retry`,
+      };
+    }
+    if (found.kind === "not_found") {
+      return refuse("Stale", "TargetGone", `${target.kind} ${target.id} no longer exists: ${found.message}`);
+    }
+    if (found.version !== target.version) {
+      return refuse(
+        "Stale",
+        "TargetVersionMoved",
+        `${target.kind} ${target.id} is now at version ${found.version}; the call was approved for version ${target.version}`,
+      );
+    }
   }
 
   const result = await execute(deps, {

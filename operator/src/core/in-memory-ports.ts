@@ -23,6 +23,7 @@ import type {
   ProviderCallOutcome,
   ProviderRef,
   ProviderStatusOutcome,
+  ProviderTargetOutcome,
   ResolvedCapability,
 } from "./ports.ts";
 
@@ -58,6 +59,8 @@ export interface InMemoryWorld {
   providerBehaviour: (call: ProviderCall) => ProviderCallOutcome | Promise<ProviderCallOutcome>;
   /** What the status endpoint says; default: not found. */
   statusBehaviour: (idempotencyKey: string) => ProviderStatusOutcome;
+  /** Current versions of business objects by `kind/id` (absent → not found). */
+  targetVersions: Map<string, string>;
 }
 
 /** Test configuration: short deadlines, 2 attempts, 1 KiB results, 1 h approvals. */
@@ -106,6 +109,7 @@ export function createInMemoryWorld(
     audit: [],
     providerCalls: [],
     statusCalls: [],
+    targetVersions: new Map(),
     providerBehaviour: () => ({ kind: "answered", response: { status: "succeeded", result: { ok: true } } }),
     statusBehaviour: (idempotencyKey) => ({
       kind: "answered",
@@ -242,6 +246,12 @@ export function createInMemoryWorld(
       async status(_provider, idempotencyKey) {
         world.statusCalls.push(idempotencyKey);
         return world.statusBehaviour(idempotencyKey);
+      },
+      async target(_provider, { kind, id }): Promise<ProviderTargetOutcome> {
+        const version = world.targetVersions.get(`${kind}/${id}`);
+        return version === undefined
+          ? { kind: "not_found", message: `there is no ${kind} ${id}` }
+          : { kind: "answered", version };
       },
     },
     audit: {

@@ -37,6 +37,7 @@ import { approvalSettings, decidePolicy } from "./policy.ts";
 import type {
   ApprovalHandle,
   ApprovalRequest,
+  ApprovalTarget,
   AuditOutcome,
   CoreConfig,
   CoreDeps,
@@ -369,7 +370,24 @@ function approvalRequestOf(
     allowSelfApproval: settings.allowSelfApproval,
     // Whole seconds: RFC 3339 without fractional digits compares cleanly in CEL and kubectl output.
     expiresAt: new Date(Math.floor(expiresAtMs / 1000) * 1000).toISOString().replace(".000Z", "Z"),
+    ...targetOf(capability, canonical),
   };
+}
+
+/**
+ * `{target}` from the arguments when the capability names its target arguments (a string or number
+ * each); `{}` when it names none or the arguments lack them.
+ */
+function targetOf(capability: ResolvedCapability, canonical: string): { target?: ApprovalTarget } {
+  const offer = capability.target;
+  if (!offer) return {};
+  const args = JSON.parse(canonical) as JsonObject;
+  const scalar = (value: unknown) =>
+    typeof value === "string" || typeof value === "number" ? String(value) : undefined;
+  const id = scalar(args[offer.idArgument]);
+  const version = scalar(args[offer.versionArgument]);
+  if (id === undefined) return {};
+  return { target: { kind: offer.kind, id, ...(version !== undefined ? { version } : {}) } };
 }
 
 function describeApprovers(request: ApprovalRequest): string {

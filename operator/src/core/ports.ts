@@ -16,6 +16,7 @@ import type {
   InvokeResponse,
   Mode,
   Subject,
+  TargetOffer,
 } from "@gatehouse/provider-sdk";
 import type { JsonObject } from "./canonical.ts";
 
@@ -116,6 +117,8 @@ export interface ResolvedCapability {
   inputSchema: Record<string, unknown>;
   /** `status.schemaDigest`. */
   schemaDigest: string;
+  /** `status.target`: which arguments name the business object a call changes, when the provider says. */
+  target?: TargetOffer;
   providerRef: ProviderRef;
   /** The provider's manifest says it needs the subject mapped to a business account. */
   requiresIdentity: boolean;
@@ -195,6 +198,15 @@ export interface ApprovalRequest {
   allowSelfApproval: boolean;
   /** RFC 3339 UTC timestamp. */
   expiresAt: string;
+  /** The business object the call changes and its version when proposed (re-checked at dispatch). */
+  target?: ApprovalTarget;
+}
+
+/** `spec.target` of an Approval: a business object and the version the call was proposed against. */
+export interface ApprovalTarget {
+  kind: string;
+  id: string;
+  version?: string;
 }
 
 /** What Core needs to know of an existing Approval. */
@@ -334,6 +346,12 @@ export type ProviderCallOutcome =
   | { kind: "not_sent"; message: string }
   | { kind: "lost"; reason: "timeout" | "connection_lost" | "bad_response"; message: string };
 
+/** What a target query (`GET /v1/targets/{kind}/{id}`) found: the current version, or that the object is gone. */
+export type ProviderTargetOutcome =
+  | { kind: "answered"; version: string }
+  | { kind: "not_found"; message: string }
+  | { kind: "unavailable"; message: string };
+
 /** What happened to a status query (`GET /v1/executions/{idempotencyKey}`). */
 export type ProviderStatusOutcome =
   | { kind: "answered"; status: ExecutionStatus }
@@ -361,6 +379,12 @@ export interface ProviderClient {
     idempotencyKey: string,
     options: ProviderCallOptions,
   ): Promise<ProviderStatusOutcome>;
+  /** The current version of business object `kind/id`, as the provider's system reports it now. */
+  target(
+    provider: ProviderRef,
+    target: { kind: string; id: string },
+    options: ProviderCallOptions,
+  ): Promise<ProviderTargetOutcome>;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -30,13 +30,14 @@ export function approvalSpecOf(request: ApprovalRequest): Approval["spec"] {
     requiredApprovals: request.requiredApprovals,
     allowSelfApproval: request.allowSelfApproval,
     expiresAt: request.expiresAt,
+    ...(request.target ? { target: request.target } : {}),
     decisions: [],
   };
 }
 
 /** The request an Approval was created from (inverse of approvalSpecOf). */
 export function requestOf(approval: Approval): ApprovalRequest {
-  const { decisions: _decisions, target: _target, ...spec } = approval.spec;
+  const { decisions: _decisions, ...spec } = approval.spec;
   return {
     ...spec,
     namespace: approval.metadata.namespace,

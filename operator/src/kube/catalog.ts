@@ -25,6 +25,7 @@ export function resolveCapability(caches: Caches, capability: Capability): Resol
     policy: capability.spec.policy ?? {},
     inputSchema: status.inputSchema ?? {},
     schemaDigest: status.schemaDigest ?? "",
+    ...(status.target ? { target: status.target } : {}),
     providerRef: { namespace: providerNamespace, name: ref.name },
     requiresIdentity: provider?.status?.manifest?.requiresIdentity ?? false,
     ready: ready?.status === "True",

@@ -91,6 +91,8 @@ export async function reconcileCapability(
           schemaDigest: schemaDigest(offer),
           toolName: toolNameOf(offer.id),
         });
+        if (offer.target) status.target = offer.target;
+        else delete status.target;
         const problems = capabilitySchemaProblems(offer);
         if (provider.spec.placement === "Sidecar" && offer.effect === "write") {
           ready(

@@ -1,0 +1,228 @@
+import { describe, expect, it } from "vitest";
+import type { InvokeCall } from "../api/agent-protocol.ts";
+import { AuditKind } from "./audit.ts";
+import { auditPayloads, createInMemoryWorld, type InMemoryWorld, testCapability } from "./in-memory-ports.ts";
+import { executeApproved, invoke } from "./invoke.ts";
+import type { ApprovalView, SessionContext } from "./ports.ts";
+import { recoverExpiredExecutions } from "./recovery.ts";
+
+const session: SessionContext = {
+  namespace: "plant-a",
+  name: "s1",
+  uid: "uid-1",
+  subject: { user: "alice", groups: ["planners"] },
+  limits: { maxToolCalls: 50, maxWrites: 10 },
+  counters: { toolCalls: 0, writes: 0 },
+  active: true,
+};
+
+const publish = testCapability({
+  id: "aps.schedule.publish",
+  effect: "write",
+  idempotency: "key",
+  inputSchema: {
+    type: "object",
+    properties: { planId: { type: "string" }, version: { type: "integer" } },
+    required: ["planId", "version"],
+  },
+  target: { kind: "plan", idArgument: "planId", versionArgument: "version" },
+});
+
+function call(overrides: Partial<InvokeCall> = {}): InvokeCall {
+  return {
+    turn: 0,
+    position: 0,
+    callId: "call_0",
+    tool: "aps_schedule_publish",
+    arguments: '{"planId":"P-7","version":3}',
+    ...overrides,
+  };
+}
+
+function worldWith(capability = publish): InMemoryWorld {
+  const world = createInMemoryWorld();
+  world.capabilities.push(capability);
+  world.targetVersions.set("plan/P-7", "3");
+  return world;
+}
+
+/** Proposes the publish, approves it as alice and returns what the dispatcher would read. */
+async function approved(world: InMemoryWorld): Promise<ApprovalView> {
+  const { answer } = await invoke(world.deps, session, call());
+  expect(answer.status).toBe("pending_approval");
+  const stored = [...world.approvals.values()][0]!;
+  return {
+    request: stored.request,
+    decisions: [{ approver: "alice", verdict: "Approve" }],
+    phase: "Approved",
+  };
+}
+
+const lost = { kind: "lost", reason: "connection_lost", message: "reset" } as const;
+const unknownReceipt = {
+  kind: "answered",
+  response: { status: "failed", errorKind: "unknown_outcome", message: "answer lost" },
+} as const;
+
+describe("an execution whose outcome is unknown", () => {
+  it("retries with the same idempotency key, then settles through the status query", async () => {
+    const world = worldWith(testCapability({ id: "aps.schedule.read", idempotency: "key" }));
+    world.providerBehaviour = () => unknownReceipt;
+    world.statusBehaviour = (idempotencyKey) => ({
+      kind: "answered",
+      status: { idempotencyKey, status: "succeeded", response: { status: "succeeded", result: { n: 1 } } },
+    });
+    const { answer } = await invoke(
+      world.deps,
+      session,
+      call({ tool: "aps_schedule_read", arguments: "{}" }),
+    );
+    expect(answer.status).toBe("succeeded");
+    expect(world.providerCalls).toHaveLength(2);
+    expect(new Set(world.providerCalls.map((c) => c.request.idempotencyKey)).size).toBe(1);
+    expect(world.statusCalls).toHaveLength(1);
+    expect([...world.executions.values()][0]).toMatchObject({ state: "succeeded" });
+  });
+
+  it("stays unknown for a provider without idempotency: one call, no retry", async () => {
+    const world = worldWith(testCapability({ id: "aps.schedule.read", idempotency: "none" }));
+    world.providerBehaviour = () => lost;
+    const { answer } = await invoke(
+      world.deps,
+      session,
+      call({ tool: "aps_schedule_read", arguments: "{}" }),
+    );
+    expect(answer.status).toBe("unknown");
+    expect(world.providerCalls).toHaveLength(1);
+    expect([...world.executions.values()][0]).toMatchObject({
+      state: "unknown",
+      errorKind: "unknown_outcome",
+    });
+    expect(auditPayloads(world, AuditKind.executionFinished)).toEqual([
+      expect.objectContaining({ state: "unknown" }),
+    ]);
+  });
+
+  it("takes a business refusal as final: forbidden is recorded as given and never retried", async () => {
+    const world = worldWith(testCapability({ id: "aps.schedule.read", idempotency: "key" }));
+    world.providerBehaviour = () => ({
+      kind: "answered",
+      response: { status: "failed", errorKind: "forbidden", message: "bob may not publish" },
+    });
+    const { answer } = await invoke(
+      world.deps,
+      session,
+      call({ tool: "aps_schedule_read", arguments: "{}" }),
+    );
+    expect(answer).toMatchObject({ status: "failed", errorKind: "forbidden" });
+    expect(world.providerCalls).toHaveLength(1);
+    expect(world.statusCalls).toHaveLength(0);
+  });
+});
+
+describe("recovery of an execution whose claimer died", () => {
+  /** A claimed row left `started`, as a SIGKILL right after the claim leaves it. */
+  async function abandoned(world: InMemoryWorld, idempotency: "key" | "none") {
+    world.capabilities[0] = testCapability({ id: "aps.schedule.read", idempotency });
+    let release: () => void = () => {};
+    // The first call hangs until released, then its answer is lost; later calls lose theirs at once.
+    world.providerBehaviour = () => {
+      world.providerBehaviour = () => lost;
+      return new Promise((resolve) => {
+        release = () => resolve(lost);
+      });
+    };
+    const pending = invoke(world.deps, session, call({ tool: "aps_schedule_read", arguments: "{}" }));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const row = [...world.executions.values()][0]!;
+    expect(row.state).toBe("started");
+    return { row, pending, release: () => release() };
+  }
+
+  it("leaves a row alone while its lease runs", async () => {
+    const world = worldWith();
+    const { row, pending, release } = await abandoned(world, "key");
+    expect(await recoverExpiredExecutions(world.deps)).toBe(0);
+    expect(world.executions.get(row.id)?.state).toBe("started");
+    release();
+    await pending;
+  });
+
+  it("re-invokes with the same key once the lease ended, for a provider that deduplicates", async () => {
+    const world = worldWith();
+    const { row, pending, release } = await abandoned(world, "key");
+    world.now.micros = row.leaseUntilMicros + 1;
+    world.providerBehaviour = () => ({ kind: "answered", response: { status: "succeeded", result: {} } });
+    expect(await recoverExpiredExecutions(world.deps)).toBe(1);
+    expect(world.executions.get(row.id)).toMatchObject({ state: "succeeded" });
+    expect(world.providerCalls.map((c) => c.request.idempotencyKey)).toEqual([
+      row.idempotencyKey,
+      row.idempotencyKey,
+    ]);
+    expect(auditPayloads(world, AuditKind.executionRecovering)).toEqual([
+      expect.objectContaining({ reinvoke: true }),
+    ]);
+    // The original claimer's late answer changes nothing.
+    release();
+    await pending;
+    expect(world.executions.get(row.id)).toMatchObject({ state: "succeeded" });
+  });
+
+  it("only asks the status endpoint for a provider without idempotency, and stays unknown when it knows nothing", async () => {
+    const world = worldWith();
+    const { row, pending, release } = await abandoned(world, "none");
+    world.now.micros = row.leaseUntilMicros + 1;
+    await recoverExpiredExecutions(world.deps);
+    expect(world.providerCalls).toHaveLength(1);
+    expect(world.statusCalls).toEqual([row.idempotencyKey]);
+    expect(world.executions.get(row.id)).toMatchObject({ state: "unknown" });
+    release();
+    await pending;
+  });
+});
+
+describe("dispatch of an approved call", () => {
+  it("executes when the target is still at the proposed version", async () => {
+    const world = worldWith();
+    const result = await executeApproved(world.deps, { approval: await approved(world), session });
+    expect(result).toMatchObject({ kind: "executed", execution: { state: "succeeded" } });
+    expect(world.providerCalls).toHaveLength(1);
+  });
+
+  it("is Stale when the target's version moved since the proposal", async () => {
+    const world = worldWith();
+    const approval = await approved(world);
+    expect(approval.request.target).toEqual({ kind: "plan", id: "P-7", version: "3" });
+    world.targetVersions.set("plan/P-7", "4");
+    const result = await executeApproved(world.deps, { approval, session });
+    expect(result).toMatchObject({ kind: "refused", phase: "Stale", reason: "TargetVersionMoved" });
+    expect(world.providerCalls).toHaveLength(0);
+  });
+
+  it("is Stale when the target is gone", async () => {
+    const world = worldWith();
+    const approval = await approved(world);
+    world.targetVersions.clear();
+    const result = await executeApproved(world.deps, { approval, session });
+    expect(result).toMatchObject({ kind: "refused", phase: "Stale", reason: "TargetGone" });
+  });
+
+  it("is Stale when the provider was disabled after the proposal", async () => {
+    const world = worldWith();
+    const approval = await approved(world);
+    world.capabilities[0] = { ...publish, disabled: true };
+    const result = await executeApproved(world.deps, { approval, session });
+    expect(result).toMatchObject({ kind: "refused", phase: "Stale", reason: "Disabled" });
+    expect(world.providerCalls).toHaveLength(0);
+  });
+
+  it("runs once however often it is dispatched", async () => {
+    const world = worldWith();
+    const approval = await approved(world);
+    const results = await Promise.all(
+      [1, 2, 3].map(() => executeApproved(world.deps, { approval, session })),
+    );
+    expect(results.every((r) => r.kind === "executed")).toBe(true);
+    expect(world.providerCalls).toHaveLength(1);
+  });
+});
