@@ -82,7 +82,8 @@ export const OPERATOR_RULES: Rule[] = [
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },
   { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create"] },
   { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch", "create", "patch"] },
-  { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
+  // get: the grant keys; list: identity-binding Secrets by label (kube/identities.ts).
+  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
   { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "list", "watch", "create", "patch"] },
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: READ },

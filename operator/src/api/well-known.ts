@@ -11,6 +11,11 @@ export const MANAGED_BY_SELECTOR = "app.kubernetes.io/managed-by=gatehouse";
 export const SESSION_UID_LABEL = "gatehouse.dev/session-uid";
 /** Label naming the ProviderInstance a workload serves. */
 export const PROVIDER_LABEL = "gatehouse.dev/provider";
+/**
+ * Label of an identity-binding Secret: its value names the ProviderInstance (same namespace) whose
+ * business accounts the Secret's data maps (data key = Kubernetes user name, value = account).
+ */
+export const IDENTITY_BINDING_LABEL = "gatehouse.dev/identity-binding";
 /** Finalizer on every AgentSession: its Pending Approvals are Cancelled before it goes. */
 export const SESSION_FINALIZER = "gatehouse.dev/cancel-approvals";
 /** The NetworkPolicy that confines agent pods in each session namespace (egress: gateway and DNS only). */
@@ -34,3 +39,7 @@ export const OPERATOR_SERVICE_ACCOUNT = "gatehouse-operator";
 export const OPERATOR_USERNAME = `system:serviceaccount:${OPERATOR_NAMESPACE}:${OPERATOR_SERVICE_ACCOUNT}`;
 /** The garbage collector's user name (kube-controller-manager, --use-service-account-credentials). */
 export const GARBAGE_COLLECTOR_USERNAME = "system:serviceaccount:kube-system:generic-garbage-collector";
+/** Secret in the operator's namespace holding the grant signing keys (kube/grant-keys.ts, DESIGN §5). */
+export const GRANT_KEYS_SECRET = "gatehouse-grant-keys";
+/** The gateway's path of the grant verification keys (RFC 7517 JWK Set), unauthenticated. */
+export const GRANT_JWKS_PATH = "/v1/grants/jwks";

@@ -3,15 +3,24 @@
  * transport failures the way Core needs (core/ports.ts ProviderCallOutcome): a request that certainly
  * never left is `not_sent`; one that may have reached the provider — timeout, reset, 5xx, an
  * unparseable answer — is `lost`, whose outcome is unknown.
- * grants issue: invoke and status will carry a signed grant (EdDSA JWT) once grants land.
+ * Invoke, status and target queries carry a grant (`Authorization: Bearer <JWT>`, grant-signer.ts); a
+ * grant that cannot be signed means nothing was sent (`not_sent`; for a target query `unavailable`).
  */
-import { ExecutionStatus, InvokeResponse, Manifest } from "@gatehouse/provider-sdk";
+import {
+  ExecutionStatus,
+  InvokeResponse,
+  Manifest,
+  ProtocolError,
+  TargetVersion,
+} from "@gatehouse/provider-sdk";
 import type {
   ProviderCallOutcome,
   ProviderClient,
   ProviderRef,
   ProviderStatusOutcome,
+  ProviderTargetOutcome,
 } from "../core/ports.ts";
+import type { GrantSigner } from "./grant-signer.ts";
 
 /**
  * Finds a ready endpoint (`http://ip:port`) of a ProviderInstance for a call of session `sessionUid`
@@ -41,8 +50,17 @@ export async function fetchManifest(endpoint: string): Promise<Manifest> {
   return Manifest.parse(await response.json());
 }
 
-/** The ProviderClient Core calls providers with. */
-export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
+/** The `not_sent` outcome of a grant that could not be signed (logged by Core with the execution). */
+function unsignedGrant(provider: ProviderRef, error: unknown): { kind: "not_sent"; message: string } {
+  const reason = error instanceof Error ? error.message : String(error);
+  return {
+    kind: "not_sent",
+    message: `No grant could be signed for ProviderInstance ${provider.namespace}/${provider.name} (${reason}).`,
+  };
+}
+
+/** The ProviderClient Core calls providers with; `grants` signs the grant of every invoke and status call. */
+export function httpProviderClient(endpointOf: EndpointLookup, grants: GrantSigner): ProviderClient {
   return {
     async invoke(provider, request, { deadlineMs, sessionUid }): Promise<ProviderCallOutcome> {
       const endpoint = endpointOf(provider, sessionUid);
@@ -51,12 +69,22 @@ export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
           kind: "not_sent",
           message: `ProviderInstance ${provider.namespace}/${provider.name} has no ready endpoint.`,
         };
+      let signed: { body: string; grant: string };
+      try {
+        signed = await grants.signInvoke(provider, request);
+      } catch (error) {
+        return unsignedGrant(provider, error);
+      }
       let response: Response;
       try {
         response = await fetch(`${endpoint}/v1/invoke`, {
           method: "POST",
-          headers: { "content-type": "application/json", "idempotency-key": request.idempotencyKey },
-          body: JSON.stringify(request),
+          headers: {
+            "content-type": "application/json",
+            "idempotency-key": request.idempotencyKey,
+            authorization: `Bearer ${signed.grant}`,
+          },
+          body: signed.body,
           signal: AbortSignal.timeout(deadlineMs),
         });
       } catch (error) {
@@ -96,8 +124,15 @@ export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
           kind: "not_sent",
           message: `ProviderInstance ${provider.namespace}/${provider.name} has no ready endpoint.`,
         };
+      let grant: string;
+      try {
+        grant = await grants.signStatus(provider, idempotencyKey);
+      } catch (error) {
+        return unsignedGrant(provider, error);
+      }
       try {
         const response = await fetch(`${endpoint}/v1/executions/${encodeURIComponent(idempotencyKey)}`, {
+          headers: { authorization: `Bearer ${grant}` },
           signal: AbortSignal.timeout(deadlineMs),
         });
         const parsed = ExecutionStatus.safeParse(await response.json());
@@ -111,6 +146,40 @@ export function httpProviderClient(endpointOf: EndpointLookup): ProviderClient {
         return {
           kind: "lost",
           message: isTimeout(error) ? `No answer within ${deadlineMs} ms.` : String(error),
+        };
+      }
+    },
+    async target(provider, { kind, id }, { deadlineMs, sessionUid }): Promise<ProviderTargetOutcome> {
+      const where = `ProviderInstance ${provider.namespace}/${provider.name}`;
+      const endpoint = endpointOf(provider, sessionUid);
+      if (!endpoint) return { kind: "unavailable", message: `${where} has no ready endpoint.` };
+      let grant: string;
+      try {
+        grant = await grants.signTarget(provider, kind, id);
+      } catch (error) {
+        return { kind: "unavailable", message: unsignedGrant(provider, error).message };
+      }
+      try {
+        const response = await fetch(
+          `${endpoint}/v1/targets/${encodeURIComponent(kind)}/${encodeURIComponent(id)}`,
+          { headers: { authorization: `Bearer ${grant}` }, signal: AbortSignal.timeout(deadlineMs) },
+        );
+        const body: unknown = await response.json();
+        if (response.status === 404) {
+          const refusal = ProtocolError.safeParse(body);
+          return {
+            kind: "not_found",
+            message: refusal.success ? refusal.data.message : `${where} knows no ${kind} ${id}.`,
+          };
+        }
+        const parsed = TargetVersion.safeParse(body);
+        if (!response.ok || !parsed.success)
+          return { kind: "unavailable", message: `Answer ${response.status} is not a target version.` };
+        return { kind: "answered", version: parsed.data.version };
+      } catch (error) {
+        return {
+          kind: "unavailable",
+          message: isTimeout(error) ? `No answer within ${deadlineMs} ms.` : `${where}: ${String(error)}`,
         };
       }
     },

@@ -1,37 +1,50 @@
 /**
- * Core's IdentityResolver over identity-binding Secrets (DESIGN §2): Secret
- * `gatehouse-identities-<provider>` in the ProviderInstance's namespace maps a user name (data key) to
- * the business account (value). That namespace is one session users cannot write, so a user cannot
- * bind themselves to someone else's account.
+ * Core's IdentityResolver over identity-binding Secrets (DESIGN §2, §4 step 5): Secrets labelled
+ * `gatehouse.dev/identity-binding=<provider>` in the ProviderInstance's namespace map a Kubernetes user
+ * name (data key) to that user's account in the business system (value). The namespace is one that
+ * session users cannot write, so nobody binds themselves to someone else's account. Several labelled
+ * Secrets may split the bindings; a user bound to two different accounts is ambiguous and stays
+ * unbound. Secret data keys allow only `[-._a-zA-Z0-9]`, so user names with other characters
+ * (e.g. ServiceAccount users) cannot be bound this way.
  */
-import type { IdentityResolver } from "../core/ports.ts";
+import type { V1Secret } from "@kubernetes/client-node";
+import { IDENTITY_BINDING_LABEL } from "../api/well-known.ts";
+import type { IdentityBinding, IdentityResolver } from "../core/ports.ts";
 import type { KubeClients } from "./client.ts";
-import { isNotFound } from "./client.ts";
 
-/** Name of the identity-binding Secret of a provider. */
-export function identitySecretName(provider: string): string {
-  return `gatehouse-identities-${provider}`;
+/** The binding of `user` in `secrets` (pure; the Secrets are those labelled for one provider). */
+export function bindingOf(secrets: readonly V1Secret[], user: string, where: string): IdentityBinding {
+  const accounts = new Map<string, string>();
+  for (const secret of secrets) {
+    const encoded = secret.data?.[user];
+    if (encoded === undefined) continue;
+    const account = Buffer.from(encoded, "base64").toString("utf8").trim();
+    if (account !== "") accounts.set(account, secret.metadata?.name ?? "?");
+  }
+  if (accounts.size === 1) return { bound: true, account: [...accounts.keys()][0]! };
+  if (accounts.size > 1) {
+    return {
+      bound: false,
+      reason: `${user} is bound to ${accounts.size} different accounts (Secrets ${[...accounts.values()].join(", ")}); a platform engineer must keep one`,
+    };
+  }
+  return { bound: false, reason: `${user} has no account binding in ${where}` };
 }
 
-/** Builds the resolver. */
+/** Builds the resolver: one labelled list per call, so a changed binding holds at the next call. */
 export function secretIdentityResolver(clients: KubeClients): IdentityResolver {
   return {
     async resolve(provider, subject) {
-      const name = identitySecretName(provider.name);
-      try {
-        const secret = await clients.core.readNamespacedSecret({ namespace: provider.namespace, name });
-        const encoded = secret.data?.[subject.user];
-        if (!encoded)
-          return {
-            bound: false,
-            reason: `${subject.user} has no account binding in Secret ${provider.namespace}/${name}.`,
-          };
-        return { bound: true, account: Buffer.from(encoded, "base64").toString("utf8").trim() };
-      } catch (error) {
-        if (isNotFound(error))
-          return { bound: false, reason: `Secret ${provider.namespace}/${name} does not exist.` };
-        throw error;
-      }
+      const selector = `${IDENTITY_BINDING_LABEL}=${provider.name}`;
+      const list = await clients.core.listNamespacedSecret({
+        namespace: provider.namespace,
+        labelSelector: selector,
+      });
+      return bindingOf(
+        list.items,
+        subject.user,
+        `the Secrets labelled ${selector} in namespace ${provider.namespace}`,
+      );
     },
   };
 }

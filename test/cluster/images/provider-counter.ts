@@ -13,8 +13,11 @@
  *              record by key (`statusOf`) still knows the outcome when `idempotency: key`.
  * `delayMs` holds each call that long after committing, before answering.
  *
- * Environment (a ProviderInstance passes `spec.config` as variables):
+ * Grants are verified as in every provider (`GATEHOUSE_JWKS_URL`, `GATEHOUSE_GRANT_AUDIENCE`, set by the
+ * operator). Environment (a ProviderInstance passes `spec.config` as variables):
  *   COUNTER_CAPABILITIES  JSON list of {id, effect, idempotency?, behaviour?, target?, delayMs?} (required)
+ *   COUNTER_REQUIRES_IDENTITY  `true`: the manifest requires identity (Core sends the bound account,
+ *                         which each effect records; a call without one is refused `forbidden`)
  *   PORT, HOST            where the provider listens (default 8080 on 0.0.0.0)
  *   OBSERVER_PORT         the test-only ledger endpoint (default 8081):
  *                           GET  /effects           every committed effect, in order
@@ -24,7 +27,7 @@
  */
 import { createServer } from "node:http";
 import type { ExecutionStatus, InvokeResponse, Manifest } from "@gatehouse/provider-sdk";
-import { ProviderError } from "@gatehouse/provider-sdk";
+import { grantVerifierFromEnvironment, ProviderError } from "@gatehouse/provider-sdk";
 import { type CapabilityHandler, closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { z } from "zod";
@@ -51,6 +54,7 @@ interface Effect {
 
 const logger = pino({ base: { provider: "counter" } });
 const offers = z.array(Offer).parse(JSON.parse(process.env.COUNTER_CAPABILITIES ?? "[]"));
+const requiresIdentity = process.env.COUNTER_REQUIRES_IDENTITY === "true";
 const plans = new Map<string, number>();
 const effects: Effect[] = [];
 const calls: Array<{ capability: string; idempotencyKey: string; executionId: string }> = [];
@@ -70,7 +74,7 @@ function inputSchemaOf(offer: Offer): Record<string, unknown> {
 const manifest: Manifest = {
   provider: "counter",
   version: "1.0.0",
-  requiresIdentity: false,
+  requiresIdentity,
   capabilities: offers.map((o) => ({
     id: o.id,
     description: `Counting capability ${o.id} (${o.behaviour}).`,
@@ -94,6 +98,9 @@ function handlerFor(offer: Offer): CapabilityHandler {
       idempotencyKey: request.idempotencyKey,
       executionId: request.executionId,
     });
+    if (requiresIdentity && request.account === undefined) {
+      throw new ProviderError("forbidden", `no business account was sent for ${request.subject.user}`);
+    }
     if (offer.behaviour === "forbidden") {
       throw new ProviderError("forbidden", `${request.subject.user} may not ${offer.id} in this system`);
     }
@@ -146,6 +153,7 @@ const server = await serveProvider({
   host: process.env.HOST ?? "0.0.0.0",
   port: Number(process.env.PORT ?? "8080"),
   logger,
+  verifyGrant: grantVerifierFromEnvironment(process.env),
   statusOf,
   targets: { plan: async (id) => String(versionOf(id)) },
 });
