@@ -17,6 +17,10 @@
  * | LEADER_ELECTION_NAMESPACE | namespace of Lease `gatehouse-operator` (default POD_NAMESPACE, else gatehouse-system) |
  * | POD_NAME | this replica's name, the start of its leader-election identity (default the host name) |
  * | LOG_LEVEL | pino level (default info) |
+ * | GRANT_TTL_SECONDS | lifetime of a provider grant, `exp - iat` (default and maximum 60; DESIGN §5) |
+ * | GRANT_KEY_ROTATION_SECONDS | a new grant signing key when the newest is this old (default 86400) |
+ * | GRANT_KEY_ACTIVATION_SECONDS | a new key signs once it is this old, so every replica and provider knows it (default 120) |
+ * | GRANT_KEYS_RESYNC_SECONDS | how often every replica re-reads Secret gatehouse-grant-keys (default 30) |
  */
 import { hostname } from "node:os";
 import { z } from "zod";
@@ -85,6 +89,10 @@ const Environment = z.object({
   POD_NAMESPACE: z.string().optional(),
   POD_NAME: z.string().optional(),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
+  GRANT_TTL_SECONDS: z.coerce.number().int().min(1).max(60).default(60),
+  GRANT_KEY_ROTATION_SECONDS: z.coerce.number().int().min(1).default(86_400),
+  GRANT_KEY_ACTIVATION_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
+  GRANT_KEYS_RESYNC_SECONDS: z.coerce.number().min(0.1).max(3600).default(30),
 });
 
 /** The parsed configuration. */
@@ -104,6 +112,13 @@ export interface OperatorConfig {
   healthPort: number;
   leaderElection: { enabled: boolean; namespace: string; identityPrefix: string };
   logLevel: string;
+  /** Provider grants and their signing keys (kube/grant-keys.ts); durations in seconds. */
+  grants: {
+    ttlSeconds: number;
+    keyRotationSeconds: number;
+    keyActivationSeconds: number;
+    keysResyncSeconds: number;
+  };
 }
 
 /** A configuration the operator cannot start with; its message names every bad variable. */
@@ -138,6 +153,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
       identityPrefix: parsed.POD_NAME ?? hostname(),
     },
     logLevel: parsed.LOG_LEVEL,
+    grants: {
+      ttlSeconds: parsed.GRANT_TTL_SECONDS,
+      keyRotationSeconds: parsed.GRANT_KEY_ROTATION_SECONDS,
+      keyActivationSeconds: parsed.GRANT_KEY_ACTIVATION_SECONDS,
+      keysResyncSeconds: parsed.GRANT_KEYS_RESYNC_SECONDS,
+    },
   };
 }
 

@@ -13,6 +13,7 @@ import { startControllers } from "./controllers/manager.ts";
 import { defaultCoreConfig } from "./core/invoke.ts";
 import type { CoreDeps } from "./core/ports.ts";
 import { tokenReviewer } from "./gateway/authenticate.ts";
+import { grantSigner } from "./gateway/grant-signer.ts";
 import { buildHealthServer } from "./gateway/health.ts";
 import { fetchManifest, httpProviderClient } from "./gateway/provider-client.ts";
 import { buildGateway } from "./gateway/server.ts";
@@ -21,6 +22,7 @@ import { kubeApprovalPort } from "./kube/approvals.ts";
 import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
 import { cacheCatalog } from "./kube/catalog.ts";
 import { loadKubeConfig, makeClients } from "./kube/client.ts";
+import { startGrantKeyRing } from "./kube/grant-keys.ts";
 import { secretIdentityResolver } from "./kube/identities.ts";
 import { LeaderElector } from "./kube/leader-election.ts";
 import { createMetrics } from "./kube/metrics.ts";
@@ -65,6 +67,20 @@ const health = buildHealthServer({
 await health.listen({ host: config.healthHost, port: config.healthPort });
 const store = await openStore({ logger: log });
 const now = () => new Date();
+// Grant signing keys shared by every replica through Secret gatehouse-grant-keys (DESIGN §5).
+const grantKeys = await startGrantKeyRing({
+  core: clients.core,
+  namespace: config.leaderElection.namespace,
+  timings: {
+    rotationMs: config.grants.keyRotationSeconds * 1000,
+    activationMs: config.grants.keyActivationSeconds * 1000,
+    // A superseded key outlives the longest grant it signed, plus two re-reads and a minute of clock skew.
+    retainMs: (60 + 2 * config.grants.keysResyncSeconds + 60) * 1000,
+  },
+  resyncMs: config.grants.keysResyncSeconds * 1000,
+  log: log.child({ component: "grant-keys" }),
+});
+const grants = grantSigner({ signingKey: grantKeys.signingKey, ttlSeconds: config.grants.ttlSeconds });
 
 const core: CoreDeps = {
   clock: { nowMicros: () => Date.now() * 1000 },
@@ -72,7 +88,7 @@ const core: CoreDeps = {
   identities: secretIdentityResolver(clients),
   approvals: kubeApprovalPort(clients, caches, now),
   executions: store.executions,
-  providers: httpProviderClient(providerEndpoints(caches)),
+  providers: httpProviderClient(providerEndpoints(caches), grants),
   audit: store.audit,
   logger: log.child({ component: "core" }),
   config: defaultCoreConfig,
@@ -88,6 +104,7 @@ const gateway = buildGateway({
   core,
   transcripts: store.transcripts,
   review: tokenReviewer(clients),
+  jwks: grantKeys.jwks,
   log,
 });
 await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
@@ -135,6 +152,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal }, "shutting down");
   await gateway.close();
+  grantKeys.stop();
   admission.stop();
   await controllers?.stop();
   await elector?.stop();

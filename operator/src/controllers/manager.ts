@@ -90,7 +90,12 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   const providers = new Controller(
     "providerinstance",
     (ns, name, l) =>
-      reconcileProviderInstance({ ...deps, manifests, providerPort: deps.config.providerPort }, ns, name, l),
+      reconcileProviderInstance(
+        { ...deps, manifests, providerPort: deps.config.providerPort, gatewayUrl: deps.config.gatewayUrl },
+        ns,
+        name,
+        l,
+      ),
     log,
     deps.metrics,
   );

@@ -4,6 +4,7 @@
  *   POST /v1/session/events          the agent's own reports (stored with source agent)
  *   POST /v1/invoke                  Core.invoke (DESIGN §4)
  *   GET  /v1/approvals/{name}/wait   long-poll until the Approval is decided and executed
+ *   GET  /v1/grants/jwks             the grant verification keys (unauthenticated, jwks-route.ts)
  *   GET  /healthz, /readyz
  * Every /v1 request is authenticated by TokenReview and bound to the pod's session. Tool calls and
  * their results are written to the transcript by the gateway, from Core's records.
@@ -25,6 +26,7 @@ import type { TranscriptStore } from "../store/transcripts.ts";
 import { answerOfApproval, isSettled } from "./approval-answer.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
+import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
 
 export interface GatewayDeps {
   caches: Caches;
@@ -32,6 +34,8 @@ export interface GatewayDeps {
   transcripts: TranscriptStore;
   review: (token: string) => Promise<PodIdentity>;
   log: Logger;
+  /** The published grant verification keys (kube/grant-keys.ts). */
+  jwks: JwksRouteOptions["jwks"];
 }
 
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
@@ -75,6 +79,7 @@ export function buildGateway(deps: GatewayDeps) {
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async () => ({ status: "ok" }));
+  app.register(jwksRoute, { jwks: deps.jwks });
 
   app.register(async (v1) => {
     v1.decorateRequest("session", undefined as unknown as AgentSession);

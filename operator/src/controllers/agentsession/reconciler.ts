@@ -143,7 +143,7 @@ export async function reconcileAgentSession(
       modelBaseUrl: endpoint.baseURL,
       remainingSeconds: timeout - (now.getTime() - started) / 1000,
       resources: deps.config.agentResources,
-      sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session)),
+      sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session), deps.config.gatewayUrl),
     });
     pod = await createPod(deps.clients, desired);
     log.info({ pod: pod.metadata?.name, podUID: pod.metadata?.uid }, "agent pod created");

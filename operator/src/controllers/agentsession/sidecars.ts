@@ -9,6 +9,7 @@ import type { V1Container, V1EnvVar, V1ResourceRequirements, V1Volume } from "@k
 import type { AgentSession, ProviderInstance } from "../../api/kinds.ts";
 import { sidecarContainerName } from "../../api/well-known.ts";
 import type { Caches } from "../../kube/caches.ts";
+import { grantEnvironmentFor } from "../providerinstance/workload.ts";
 
 /** The first sidecar's port; the n-th (by provider name) listens on SIDECAR_BASE_PORT + n. */
 export const SIDECAR_BASE_PORT = 18080;
@@ -38,8 +39,14 @@ export function sidecarProvidersFor(caches: Caches, session: AgentSession): Prov
     .slice(0, MAX_SIDECARS);
 }
 
-/** The native sidecar containers and the credential volumes they need. */
-export function sidecarsFor(providers: ProviderInstance[]): {
+/**
+ * The native sidecar containers and the credential volumes they need. Each verifies grants against
+ * the gateway at `gatewayUrl` (the agent pod's egress reaches it), as a Shared provider does.
+ */
+export function sidecarsFor(
+  providers: ProviderInstance[],
+  gatewayUrl: string,
+): {
   containers: V1Container[];
   volumes: V1Volume[];
 } {
@@ -51,7 +58,7 @@ export function sidecarsFor(providers: ProviderInstance[]): {
     const env: V1EnvVar[] = Object.entries(provider.spec.config ?? {})
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([k, value]) => ({ name: k, value }));
-    env.push({ name: "PORT", value: String(port) });
+    env.push({ name: "PORT", value: String(port) }, ...grantEnvironmentFor(provider, gatewayUrl));
     const secret = provider.spec.auth?.secretRef?.name;
     const volumeName = `${name}-credentials`.slice(0, 63);
     if (secret) {

@@ -35,6 +35,8 @@ export interface ProviderInstanceDeps {
   caches: Caches;
   manifests: ManifestSource;
   providerPort: number;
+  /** The gateway URL provider containers fetch the grant JWKS from. */
+  gatewayUrl: string;
   now: () => Date;
 }
 
@@ -68,7 +70,7 @@ export async function reconcileProviderInstance(
   const generation = provider.metadata.generation;
 
   // Shared: the provider itself. Sidecar: one discovery replica for the manifest and health.
-  await apply(deps.clients, deploymentFor(provider, deps.providerPort));
+  await apply(deps.clients, deploymentFor(provider, deps.providerPort, deps.gatewayUrl));
   await apply(deps.clients, serviceFor(provider, deps.providerPort));
   await ensureNetworkPolicy(deps.clients, networkPolicyFor(provider, deps.providerPort));
 

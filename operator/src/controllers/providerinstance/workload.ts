@@ -3,15 +3,23 @@
  * reached only by the operator: the Service selects its pods, and the operator calls their ready
  * endpoints.
  */
+import { GRANT_ENVIRONMENT, grantAudience } from "@gatehouse/provider-sdk";
 import type {
   V1Deployment,
+  V1EnvVar,
   V1NetworkPolicy,
   V1ResourceRequirements,
   V1Service,
 } from "@kubernetes/client-node";
 import type { ProviderInstance } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
-import { MANAGED_BY, OPERATOR_NAMESPACE, OPERATOR_POD_LABELS, PROVIDER_LABEL } from "../../api/well-known.ts";
+import {
+  GRANT_JWKS_PATH,
+  MANAGED_BY,
+  OPERATOR_NAMESPACE,
+  OPERATOR_POD_LABELS,
+  PROVIDER_LABEL,
+} from "../../api/well-known.ts";
 
 /** Name of the Deployment and Service: `prov-<name>` (a ProviderInstance name is a DNS label ≤ 63; trimmed to stay one). */
 export function workloadName(provider: ProviderInstance): string {
@@ -38,15 +46,32 @@ function ownerReference(provider: ProviderInstance) {
 }
 
 /**
- * The desired Deployment: spec.config as environment variables, the provider port, a readiness probe on
- * /v1/health. A Sidecar provider gets one replica, used only to read its manifest and health (its calls
- * run in the agent pods' sidecars).
+ * What a provider container verifies grants with (DESIGN §5; the SDK's `grantVerifierFromEnvironment`
+ * reads it): `GATEHOUSE_GRANT_AUDIENCE` = `<namespace>/<name>` of the ProviderInstance and
+ * `GATEHOUSE_JWKS_URL` = the gateway's `/v1/grants/jwks` at `gatewayUrl`. Listed after spec.config, so
+ * a variable of the same name there cannot redirect it (the last duplicate wins).
  */
-export function deploymentFor(provider: ProviderInstance, port: number): V1Deployment {
-  const env = Object.entries(provider.spec.config ?? {})
+export function grantEnvironmentFor(provider: ProviderInstance, gatewayUrl: string): V1EnvVar[] {
+  return [
+    {
+      name: GRANT_ENVIRONMENT.audience,
+      value: grantAudience(provider.metadata.namespace, provider.metadata.name),
+    },
+    { name: GRANT_ENVIRONMENT.jwksUrl, value: `${gatewayUrl.replace(/\/+$/, "")}${GRANT_JWKS_PATH}` },
+  ];
+}
+
+/**
+ * The desired Deployment: spec.config as environment variables, the provider port, the grant
+ * verification settings ({@link grantEnvironmentFor}), a readiness probe on /v1/health. A Sidecar
+ * provider gets one replica, used only to read its manifest and health (its calls run in the agent
+ * pods' sidecars).
+ */
+export function deploymentFor(provider: ProviderInstance, port: number, gatewayUrl: string): V1Deployment {
+  const env: V1EnvVar[] = Object.entries(provider.spec.config ?? {})
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([name, value]) => ({ name, value }));
-  env.push({ name: "PORT", value: String(port) });
+  env.push({ name: "PORT", value: String(port) }, ...grantEnvironmentFor(provider, gatewayUrl));
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -95,7 +120,8 @@ export function deploymentFor(provider: ProviderInstance, port: number): V1Deplo
 /**
  * The provider pods' NetworkPolicy: ingress only from the operator's pods (namespace OPERATOR_NAMESPACE,
  * labels OPERATOR_POD_LABELS) on the provider port — agents never reach a Shared provider directly.
- * Egress is left open: the provider must reach its business system. Enforced only where the CNI does.
+ * Egress is left open: the provider must reach its business system, DNS, and the gateway's JWKS to
+ * verify grants. Enforced only where the CNI does.
  */
 export function networkPolicyFor(provider: ProviderInstance, port: number): V1NetworkPolicy {
   return {
