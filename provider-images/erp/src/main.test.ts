@@ -1,14 +1,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { type FakeErp, startFakeErp } from "@gatehouse/fakes/erp";
-import { Manifest, Receipt } from "@gatehouse/provider-sdk";
+import { canonicalDigest, type InvokeRequest, Manifest, Receipt } from "@gatehouse/provider-sdk";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "../../..");
+const AUDIENCE = "plant-a/erp";
 let child: ChildProcess | undefined;
 let erp: FakeErp | undefined;
+let jwksServer: Server | undefined;
 
 afterEach(async () => {
   if (child && child.exitCode === null) {
@@ -16,9 +21,38 @@ afterEach(async () => {
     await once(child, "exit");
   }
   await erp?.close();
+  await new Promise((resolve) => (jwksServer ? jwksServer.close(resolve) : resolve(undefined)));
   child = undefined;
   erp = undefined;
+  jwksServer = undefined;
 });
+
+/** The operator's side of grants, in small: a key, its JWKS on a local server, and a grant for one invoke. */
+async function operatorKeys() {
+  const { privateKey, publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+  const jwk = { ...(await exportJWK(publicKey)), kid: "test-key", alg: "EdDSA", use: "sig" };
+  const server = createServer((_request, response) => response.end(JSON.stringify({ keys: [jwk] })));
+  jwksServer = server;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/grants/jwks`;
+  const grantFor = (body: InvokeRequest) => {
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({
+      iss: "gatehouse",
+      aud: AUDIENCE,
+      sub: body.subject.user,
+      jti: `${body.executionId}.1`,
+      iat: now,
+      exp: now + 60,
+      cap: body.capability,
+      idempotencyKey: body.idempotencyKey,
+      argsDigest: canonicalDigest(body),
+    })
+      .setProtectedHeader({ alg: "EdDSA", kid: "test-key" })
+      .sign(privateKey);
+  };
+  return { jwksUrl, grantFor };
+}
 
 /** Runs the entrypoint the image map names, as the local node would, and collects its stdout lines. */
 function run(env: Record<string, string>) {
@@ -36,7 +70,14 @@ function run(env: Record<string, string>) {
 describe("erp provider process (src/main.ts)", () => {
   it("listens on the configured address and serves invokes against ERP_URL", async () => {
     erp = await startFakeErp({ host: "127.0.0.1", port: 0 });
-    const { lines } = run({ ERP_URL: erp.url, HOST: "127.0.0.1", PORT: "0" });
+    const keys = await operatorKeys();
+    const { lines } = run({
+      ERP_URL: erp.url,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      GATEHOUSE_JWKS_URL: keys.jwksUrl,
+      GATEHOUSE_GRANT_AUDIENCE: AUDIENCE,
+    });
     let url: string | undefined;
     for await (const line of lines) {
       const entry = JSON.parse(line) as { msg?: string; url?: string };
@@ -48,16 +89,17 @@ describe("erp provider process (src/main.ts)", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const manifest = Manifest.parse(await (await fetch(`${url}/v1/manifest`)).json());
     expect(manifest.provider).toBe("erp");
+    const body: InvokeRequest = {
+      executionId: "e1",
+      idempotencyKey: "k1",
+      capability: "erp.material.stock",
+      arguments: { materialId: "bracket-b", plant: "plant-a" },
+      subject: { user: "bob", groups: [] },
+    };
     const response = await fetch(`${url}/v1/invoke`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        executionId: "e1",
-        idempotencyKey: "k1",
-        capability: "erp.material.stock",
-        arguments: { materialId: "bracket-b", plant: "plant-a" },
-        subject: { user: "bob", groups: [] },
-      }),
+      headers: { "content-type": "application/json", authorization: `Bearer ${await keys.grantFor(body)}` },
+      body: JSON.stringify(body),
     });
     expect(Receipt.parse(await response.json())).toMatchObject({
       status: "succeeded",
@@ -66,6 +108,15 @@ describe("erp provider process (src/main.ts)", () => {
     child!.kill("SIGTERM");
     const [code] = await once(child!, "exit");
     expect(code).toBe(0);
+  });
+
+  it("refuses to start without the grant verification settings, naming them", async () => {
+    erp = await startFakeErp({ host: "127.0.0.1", port: 0 });
+    const { process: started, stderr } = run({ ERP_URL: erp.url, HOST: "127.0.0.1", PORT: "0" });
+    const [code] = await once(started, "exit");
+    expect(code).not.toBe(0);
+    expect(stderr.join("")).toContain("GATEHOUSE_JWKS_URL: is not set");
+    expect(stderr.join("")).toContain("GATEHOUSE_GRANT_AUDIENCE: is not set");
   });
 
   it("exits at startup naming ERP_URL when it is missing", async () => {

@@ -1,7 +1,9 @@
 /**
  * The `erp` provider process: configuration from the environment (see `config.ts`), a JSON logger on
- * stdout, the ERP client and the SDK server. Stops on SIGTERM/SIGINT after in-flight requests finish.
+ * stdout, the ERP client, the grant verifier (the operator's JWKS, from the environment) and the SDK
+ * server. Stops on SIGTERM/SIGINT after in-flight requests finish.
  */
+import { grantVerifierFromEnvironment } from "@gatehouse/provider-sdk";
 import { closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { loadConfig } from "./config.ts";
@@ -21,6 +23,8 @@ const server = await serveProvider({
   port: config.PORT,
   logger,
   handlerTimeoutMs: config.HANDLER_TIMEOUT_MS,
+  // Refuses to start without GATEHOUSE_JWKS_URL and GATEHOUSE_GRANT_AUDIENCE (set by the operator).
+  verifyGrant: grantVerifierFromEnvironment(process.env),
 });
 logger.info({ url: server.url, erpUrl: config.ERP_URL }, "erp provider listening");
 closeOnSignals(server, logger, "erp provider");

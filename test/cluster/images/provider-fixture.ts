@@ -7,8 +7,9 @@
  *   FIXTURE_CAPABILITIES  JSON list of {id, effect, inputSchema?, outputSchema?} (required)
  *   FIXTURE_VERSION       manifest version (default 1.0.0)
  *   PORT, HOST            where to listen (default 8080 on 0.0.0.0)
+ *   GATEHOUSE_JWKS_URL, GATEHOUSE_GRANT_AUDIENCE  grant verification (required; the operator sets them)
  */
-import type { Manifest } from "@gatehouse/provider-sdk";
+import { grantVerifierFromEnvironment, type Manifest } from "@gatehouse/provider-sdk";
 import { type CapabilityHandler, closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { z } from "zod";
@@ -43,6 +44,7 @@ const server = await serveProvider({
   host: process.env.HOST ?? "0.0.0.0",
   port: Number(process.env.PORT ?? "8080"),
   logger,
+  verifyGrant: grantVerifierFromEnvironment(process.env),
 });
 logger.info({ url: server.url, capabilities: offers.map((o) => o.id) }, "fixture provider listening");
 closeOnSignals(server, logger, "fixture provider");
