@@ -1,0 +1,558 @@
+/**
+ * Core's invocation path on the real control plane and local node, part 1 (DESIGN §2 Approval, §4,
+ * §5, §7; issue 7). The test is the agent: every session's pod only sleeps
+ * (`AGENT_IMAGE=gatehouse/sleeper:dev`); the test mints that pod's token with the TokenRequest API and
+ * calls the gateway's /v1 endpoints with it, exactly as an agent pod would. The business side is the
+ * counting provider (test/cluster/images/provider-counter.ts), whose ledger every test reads to show
+ * at most one effect per action — usually none.
+ *
+ * Covered: pod authentication (what the gateway refuses before Core sees anything), Approval squatting,
+ * malformed arguments, call ids the model reuses, and the finality of a rejection.
+ */
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { InvokeCall } from "../../operator/src/api/agent-protocol.ts";
+import { canonicalJson, sha256Hex } from "../../operator/src/core/canonical.ts";
+import { executionIdentity } from "../../operator/src/core/execution-identity.ts";
+import { clusterInfo } from "./cluster-info.ts";
+import { type CounterNamespace, counterNamespace, type LedgerMark } from "./counter-namespace.ts";
+import { type Environment, startEnvironment } from "./environment.ts";
+import {
+  type GatewayReply,
+  getSession,
+  getSessionView,
+  invokeAs,
+  podToken,
+  type SleepingSession,
+  sleepingSession,
+  staticUserToken,
+} from "./pod-agent.ts";
+import { decisionPatch, eventually } from "./story.ts";
+
+/** The operator's ServiceAccount: the only user admission lets create Approvals. */
+const OPERATOR_USER = "system:serviceaccount:gatehouse-system:gatehouse-operator";
+
+/** What the counter offers here: two writes (approval Required by default) and a read (Auto). */
+const PLACE = "ct.order.place"; // write, no required field
+const PUBLISH = "ct.plan.publish"; // write, requires planId and version (a plan target)
+const READ = "ct.stock.read"; // read, no required field
+
+interface ApprovalObject {
+  metadata: { name: string; ownerReferences?: Array<{ uid: string; controller?: boolean }> };
+  spec: { sessionRef: { uid: string }; executionId: string; arguments: string; capabilityId: string };
+  status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason: string }> };
+}
+
+interface AuditRow {
+  kind: string;
+  execution_id: string | null;
+  payload: Record<string, unknown>;
+}
+
+let env: Environment;
+let counter: CounterNamespace;
+
+beforeAll(async () => {
+  env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: "gatehouse/sleeper:dev" } });
+  counter = await counterNamespace(env, "invoke", [
+    { id: PLACE, effect: "write" },
+    { id: PUBLISH, effect: "write", target: true },
+    { id: READ, effect: "read" },
+  ]);
+}, 600_000);
+
+afterAll(async () => {
+  if (counter) await env.kubectl.run("admin", ["delete", "namespace", counter.namespace, "--wait=false"]);
+  await env?.stop();
+});
+
+const toolOf = (id: string) => id.replaceAll(".", "_");
+
+function call(
+  turn: number,
+  position: number,
+  id: string,
+  args: string,
+  callId = `call_${position}`,
+): InvokeCall {
+  return { turn, position, callId, tool: toolOf(id), arguments: args };
+}
+
+/** The session's Approvals (by spec.sessionRef.uid, so a squatted one without owner is listed too). */
+async function approvalsOf(session: SleepingSession): Promise<ApprovalObject[]> {
+  const list = await env.kubectl.json<{ items: ApprovalObject[] }>("admin", [
+    "get",
+    "approvals",
+    "-n",
+    session.namespace,
+  ]);
+  return list.items.filter((a) => a.spec.sessionRef.uid === session.uid);
+}
+
+function getApproval(namespace: string, name: string): Promise<ApprovalObject> {
+  return env.kubectl.json<ApprovalObject>("admin", ["get", "approval", name, "-n", namespace]);
+}
+
+function approvalInPhase(namespace: string, name: string, phase: string): Promise<ApprovalObject> {
+  return eventually(`Approval ${name} to be ${phase}`, 120_000, async () => {
+    const approval = await getApproval(namespace, name);
+    return approval.status?.phase === phase ? approval : undefined;
+  });
+}
+
+async function decide(namespace: string, name: string, verdict: "Approve" | "Reject"): Promise<void> {
+  await env.kubectl.ok("alice", [
+    "patch",
+    "approval",
+    name,
+    "-n",
+    namespace,
+    "--type",
+    "json",
+    "-p",
+    decisionPatch("alice", verdict),
+  ]);
+}
+
+async function auditOf(sessionUid: string): Promise<AuditRow[]> {
+  const result = await env.pool.query<AuditRow>(
+    "SELECT kind, execution_id, convert_from(canonical, 'UTF8')::jsonb -> 'payload' AS payload FROM audit_log WHERE session_uid = $1 ORDER BY seq",
+    [sessionUid],
+  );
+  return result.rows;
+}
+
+async function executionsOf(
+  sessionUid: string,
+): Promise<Array<{ id: string; state: string; arguments_canonical: string }>> {
+  const result = await env.pool.query<{ id: string; state: string; arguments_canonical: string }>(
+    "SELECT id, state, arguments_canonical FROM executions WHERE session_uid = $1 ORDER BY created_at_us",
+    [sessionUid],
+  );
+  return result.rows;
+}
+
+async function transcriptOf(sessionUid: string): Promise<Array<{ kind: string; source: string }>> {
+  const result = await env.pool.query<{ kind: string; source: string }>(
+    "SELECT kind, source FROM session_events WHERE session_uid = $1 ORDER BY seq",
+    [sessionUid],
+  );
+  return result.rows;
+}
+
+/** The reply as its status class and body, so a failed expectation shows what the gateway said. */
+function classOf(reply: GatewayReply): { class: string; body: unknown } {
+  return { class: `${Math.floor(reply.status / 100)}xx`, body: reply.body };
+}
+
+describe("pod authentication", () => {
+  const ORDER = '{"orderId":"AUTH-1"}';
+
+  /** Both /v1 endpoints refuse `token` with a 4xx. */
+  async function expectRefused(token: string): Promise<void> {
+    const view = await getSessionView(env, token);
+    expect(classOf(view)).toMatchObject({ class: "4xx" });
+    const invoked = await invokeAs(env, token, call(0, 0, PLACE, ORDER));
+    expect(classOf(invoked)).toMatchObject({ class: "4xx" });
+  }
+
+  /** Nothing about `session` reached the transcript, the audit log, the executions, the Approvals or the provider. */
+  async function expectNothingRecorded(session: SleepingSession, mark: LedgerMark): Promise<void> {
+    expect(await transcriptOf(session.uid)).toEqual([]);
+    expect((await auditOf(session.uid)).filter((r) => r.kind.startsWith("invoke."))).toEqual([]);
+    expect(await executionsOf(session.uid)).toEqual([]);
+    expect(await approvalsOf(session)).toEqual([]);
+    expect(await mark.calls()).toEqual([]);
+    expect(await mark.effects()).toEqual([]);
+  }
+
+  it("refuses a token of the session's own pod minted for another audience", async () => {
+    const session = await sleepingSession(env, counter.namespace, "auth-aud");
+    const mark = await counter.mark();
+    // The same pod's token for audience gatehouse is accepted: the audience alone makes the difference.
+    expect((await getSessionView(env, await podToken(env, session))).status).toBe(200);
+    await expectRefused(await podToken(env, session, ["gatehouse-not"]));
+    // The API server's own audience (what a pod's default ServiceAccount token carries).
+    await expectRefused(await podToken(env, session, []));
+    await expectNothingRecorded(session, mark);
+  });
+
+  it("refuses a static-token user: alice's own token from the kubeconfig", async () => {
+    const session = await sleepingSession(env, counter.namespace, "auth-user");
+    const mark = await counter.mark();
+    await expectRefused(await staticUserToken(env, "alice"));
+    await expectNothingRecorded(session, mark);
+  });
+
+  it("refuses the token of a deleted pod, though its session still names the pod", async () => {
+    const session = await sleepingSession(env, counter.namespace, "auth-gone");
+    const token = await podToken(env, session);
+    const mark = await counter.mark();
+    // Accepted while the pod lives — and the verdict is now in the gateway's ≤ 10 s review cache.
+    expect((await getSessionView(env, token)).status).toBe(200);
+    // Cancelling the session makes the controller delete the pod and create no other.
+    await env.kubectl.ok("alice", [
+      "patch",
+      "agentsession",
+      session.name,
+      "-n",
+      session.namespace,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { cancel: true } }),
+    ]);
+    await eventually(`pod ${session.podName} to be gone`, 120_000, async () => {
+      const result = await env.kubectl.run("admin", ["get", "pod", session.podName, "-n", session.namespace]);
+      return result.code !== 0 && /NotFound/.test(result.stderr) ? true : undefined;
+    });
+    expect((await getSession(env, session.namespace, session.name)).status?.podUID).toBe(session.podUID);
+    // A 4xx, not Core's 200 "session inactive" answer: the gateway refused before Core was asked.
+    await expectRefused(token);
+    await expectNothingRecorded(session, mark);
+  });
+
+  it("refuses the token of a pod recreated under the same name with a new uid, and that new pod's token", async () => {
+    const session = await sleepingSession(env, counter.namespace, "auth-again");
+    const original = await env.kubectl.json<{
+      metadata: { labels?: Record<string, string>; ownerReferences?: unknown[] };
+      spec: Record<string, unknown>;
+    }>("admin", ["get", "pod", session.podName, "-n", session.namespace]);
+    const token = await podToken(env, session);
+    const mark = await counter.mark();
+    expect((await getSessionView(env, token)).status).toBe(200);
+    // Cancel: the controller deletes the pod and will not replace it, so the name is free for ours.
+    await env.kubectl.ok("alice", [
+      "patch",
+      "agentsession",
+      session.name,
+      "-n",
+      session.namespace,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { cancel: true } }),
+    ]);
+    await eventually(`pod ${session.podName} to be gone`, 120_000, async () => {
+      const result = await env.kubectl.run("admin", ["get", "pod", session.podName, "-n", session.namespace]);
+      return result.code !== 0 && /NotFound/.test(result.stderr) ? true : undefined;
+    });
+    // A faithful copy of the session's pod — same name, labels, owner, ServiceAccount, sleeper image —
+    // as anyone who may create pods in the namespace could make it; only its uid differs.
+    const { nodeName: _node, ...spec } = original.spec;
+    await env.kubectl.ok(
+      "admin",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          name: session.podName,
+          namespace: session.namespace,
+          labels: original.metadata.labels,
+          ownerReferences: original.metadata.ownerReferences,
+        },
+        spec,
+      }),
+    );
+    const copy = await env.kubectl.json<{ metadata: { uid: string } }>("admin", [
+      "get",
+      "pod",
+      session.podName,
+      "-n",
+      session.namespace,
+    ]);
+    expect(copy.metadata.uid).not.toBe(session.podUID);
+    await expectRefused(token);
+    await expectRefused(await podToken(env, { ...session, podUID: copy.metadata.uid }));
+    await expectNothingRecorded(session, mark);
+  });
+
+  it("refuses the old pod's token once the session's pod was replaced, and accepts the new pod's", async () => {
+    const session = await sleepingSession(env, counter.namespace, "auth-replaced");
+    const token = await podToken(env, session);
+    const mark = await counter.mark();
+    expect((await getSessionView(env, token)).status).toBe(200);
+    await env.kubectl.ok("admin", [
+      "delete",
+      "pod",
+      session.podName,
+      "-n",
+      session.namespace,
+      "--wait=false",
+    ]);
+    // The controller creates the pod again under the same name; the session's status.podUID moves on.
+    const replaced = await eventually("the session to name a new pod uid", 120_000, async () => {
+      const s = await getSession(env, session.namespace, session.name);
+      return s.status?.podUID && s.status.podUID !== session.podUID && s.status.phase === "Running"
+        ? s
+        : undefined;
+    });
+    expect(replaced.status?.podName).toBe(session.podName);
+    await expectRefused(token);
+    const fresh = await podToken(env, { ...session, podUID: replaced.status?.podUID ?? "" });
+    expect((await getSessionView(env, fresh)).status).toBe(200);
+    await expectNothingRecorded(session, mark);
+  });
+});
+
+describe("a squatted Approval", () => {
+  const ARGS = '{"planId":"P-7","version":1}';
+
+  /** The Approval name Core derives for call(0, 0, PUBLISH, ARGS) of `session` (execution-identity.ts). */
+  function derivedName(session: SleepingSession): { approvalName: string; executionId: string } {
+    const digest = sha256Hex(canonicalJson(JSON.parse(ARGS)));
+    return executionIdentity({
+      sessionUid: session.uid,
+      turn: 0,
+      position: 0,
+      capability: PUBLISH,
+      argumentsDigest: digest,
+    });
+  }
+
+  /** A plausible Approval body for `session` under `name`, with `args` and `owned` deciding the squat. */
+  async function squatBody(
+    session: SleepingSession,
+    name: string,
+    executionId: string,
+    args: string,
+    owned: boolean,
+  ) {
+    const capability = await env.kubectl.json<{ status?: { schemaDigest?: string } }>("admin", [
+      "get",
+      "capability",
+      counter.capabilityName(PUBLISH),
+      "-n",
+      session.namespace,
+    ]);
+    const canonical = canonicalJson(JSON.parse(args));
+    return {
+      apiVersion: "gatehouse.dev/v1alpha1",
+      kind: "Approval",
+      metadata: {
+        name,
+        namespace: session.namespace,
+        labels: { "app.kubernetes.io/managed-by": "gatehouse", "gatehouse.dev/session-uid": session.uid },
+        ...(owned
+          ? {
+              ownerReferences: [
+                {
+                  apiVersion: "gatehouse.dev/v1alpha1",
+                  kind: "AgentSession",
+                  name: session.name,
+                  uid: session.uid,
+                  controller: true,
+                },
+              ],
+            }
+          : {}),
+      },
+      spec: {
+        executionId,
+        sessionRef: { name: session.name, uid: session.uid },
+        capability: counter.capabilityName(PUBLISH),
+        capabilityId: PUBLISH,
+        providerRef: { name: "counter" },
+        arguments: canonical,
+        argumentsDigest: sha256Hex(canonical),
+        schemaDigest: capability.status?.schemaDigest ?? "",
+        requester: { user: "alice", groups: [] },
+        approvers: { users: ["alice"], groups: [] },
+        requiredApprovals: 1,
+        allowSelfApproval: true,
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z"),
+        decisions: [],
+      },
+    };
+  }
+
+  /**
+   * Creates the squat. Admission (crds/admission-policies.yaml, gatehouse-approval-create) admits an
+   * Approval CREATE only from the operator's ServiceAccount, so the squatter is someone who may
+   * impersonate it: admin with `--as`. Waits until the operator has seen it (its reconciler writes
+   * status.phase Pending), so Core's lookup finds it.
+   */
+  async function squat(body: Awaited<ReturnType<typeof squatBody>>): Promise<void> {
+    await env.kubectl.ok("admin", ["create", "--as", OPERATOR_USER, "-f", "-"], JSON.stringify(body));
+    await approvalInPhase(body.metadata.namespace, body.metadata.name, "Pending");
+  }
+
+  /** Core's answer is a `conflict` error, the squat is Failed with reason Conflict, nothing executes. */
+  async function expectRefusedAsConflict(session: SleepingSession, approvalName: string, mark: LedgerMark) {
+    const token = await podToken(env, session);
+    const reply = await invokeAs(env, token, call(0, 0, PUBLISH, ARGS));
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ status: "denied", errorKind: "conflict" });
+    const failed = await approvalInPhase(session.namespace, approvalName, "Failed");
+    expect(failed.status?.conditions).toContainEqual(expect.objectContaining({ reason: "Conflict" }));
+    expect((await auditOf(session.uid)).map((r) => r.kind)).toContain("approval.conflict");
+    expect((await approvalsOf(session)).map((a) => a.metadata.name)).toEqual([approvalName]);
+    expect(await executionsOf(session.uid)).toEqual([]);
+    expect(await mark.calls()).toEqual([]);
+    expect(await mark.effects()).toEqual([]);
+  }
+
+  it("cannot be created by admin in its own name: admission admits only the operator", async () => {
+    const session = await sleepingSession(env, counter.namespace, "squat-admin");
+    const { approvalName, executionId } = derivedName(session);
+    const body = await squatBody(session, approvalName, executionId, ARGS, true);
+    const result = await env.kubectl.run("admin", ["create", "-f", "-"], JSON.stringify(body));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/approval-create: only the Gatehouse operator creates Approvals/);
+  });
+
+  it("with the derived name but a different spec, though owned by the session, is marked Failed Conflict and the call refused", async () => {
+    const session = await sleepingSession(env, counter.namespace, "squat-spec");
+    const mark = await counter.mark();
+    const { approvalName, executionId } = derivedName(session);
+    // The squatter's own arguments under the name of the call the agent is about to make.
+    await squat(await squatBody(session, approvalName, executionId, '{"planId":"P-7","version":2}', true));
+    await expectRefusedAsConflict(session, approvalName, mark);
+  });
+
+  it("with the derived name and the same action but without the session as controller owner is marked Failed Conflict and the call refused", async () => {
+    const session = await sleepingSession(env, counter.namespace, "squat-owner");
+    const mark = await counter.mark();
+    const { approvalName, executionId } = derivedName(session);
+    await squat(await squatBody(session, approvalName, executionId, ARGS, false));
+    await expectRefusedAsConflict(session, approvalName, mark);
+  });
+});
+
+describe("malformed arguments", () => {
+  let session: SleepingSession;
+  let token: string;
+
+  beforeAll(async () => {
+    session = await sleepingSession(env, counter.namespace, "malformed");
+    token = await podToken(env, session);
+  }, 300_000);
+
+  // PUBLISH requires planId and version; each text below is refused before its schema is even asked.
+  const cases: Array<{ label: string; raw: string; problem: string }> = [
+    { label: "a cut-off object", raw: '{"planId":"P-7","shift": 1', problem: "truncated" },
+    { label: '"" for a capability that requires fields', raw: "", problem: "empty" },
+    { label: "null", raw: "null", problem: "not_object" },
+    { label: "an array", raw: "[1,2]", problem: "not_object" },
+    {
+      label: "two concatenated objects",
+      raw: '{"planId":"P-7","version":1}{"planId":"P-7","version":1}',
+      problem: "trailing_content",
+    },
+    { label: "duplicate keys", raw: '{"planId":"P-7","version":1,"version":2}', problem: "duplicate_key" },
+    { label: "an escaped lone surrogate", raw: '{"a":"\\ud800"}', problem: "lone_surrogate" },
+    { label: "a raw lone surrogate", raw: '{"a":"\ud800"}', problem: "lone_surrogate" },
+    {
+      label: "an integer beyond 2^53",
+      raw: '{"planId":"P-7","version":9007199254740993}',
+      problem: "unsafe_integer",
+    },
+  ];
+
+  it.each(cases.map((c, position) => ({ ...c, position })))(
+    "answers $label with an invalid_arguments result, audits it, and approves and runs nothing",
+    async ({ raw, problem, position }) => {
+      const mark = await counter.mark();
+      const reply = await invokeAs(env, token, call(0, position, PUBLISH, raw));
+      expect(reply.status).toBe(200);
+      expect(reply.body).toMatchObject({ status: "invalid_arguments", errorKind: "invalid_arguments" });
+      expect(reply.body.content).toMatch(/^Invalid arguments: /);
+      const audited = (await auditOf(session.uid)).filter(
+        (r) => r.kind === "invoke.invalid_arguments" && r.payload.rawDigest === sha256Hex(raw),
+      );
+      expect(audited.map((r) => r.payload.problem)).toEqual([problem]);
+      expect(await approvalsOf(session)).toEqual([]);
+      expect(await executionsOf(session.uid)).toEqual([]);
+      expect(await mark.calls()).toEqual([]);
+      expect(await mark.effects()).toEqual([]);
+    },
+  );
+
+  it('counts "" as {} for a capability that requires no field, and runs it once', async () => {
+    const reader = await sleepingSession(env, counter.namespace, "empty-ok");
+    const mark = await counter.mark();
+    const reply = await invokeAs(env, await podToken(env, reader), call(0, 0, READ, ""));
+    expect(reply.body).toMatchObject({ status: "succeeded" });
+    expect((await auditOf(reader.uid)).map((r) => r.kind)).not.toContain("invoke.invalid_arguments");
+    expect((await executionsOf(reader.uid)).map((e) => e.arguments_canonical)).toEqual(["{}"]);
+    const effects = await mark.effects();
+    expect(effects.map((e) => ({ capability: e.capability, arguments: e.arguments }))).toEqual([
+      { capability: READ, arguments: {} },
+    ]);
+  });
+});
+
+describe("call ids the model reuses", () => {
+  /** Two write calls with callId call_0 at `first` and `second` (turn, position): two Approvals; approve the first. */
+  async function reusedCallId(prefix: string, first: [number, number], second: [number, number]) {
+    const session = await sleepingSession(env, counter.namespace, prefix);
+    const token = await podToken(env, session);
+    const mark = await counter.mark();
+    const a = await invokeAs(env, token, call(first[0], first[1], PLACE, '{"orderId":"A-1"}', "call_0"));
+    const b = await invokeAs(env, token, call(second[0], second[1], PLACE, '{"orderId":"B-1"}', "call_0"));
+    expect(a.body).toMatchObject({ status: "pending_approval" });
+    expect(b.body).toMatchObject({ status: "pending_approval" });
+    const nameA = a.body.approval?.name ?? "";
+    const nameB = b.body.approval?.name ?? "";
+    expect(nameA).not.toBe(nameB);
+    expect((await approvalsOf(session)).map((x) => x.metadata.name).sort()).toEqual([nameA, nameB].sort());
+    const requested = (await auditOf(session.uid)).filter((r) => r.kind === "approval.requested");
+    expect(requested.map((r) => r.payload.approval).sort()).toEqual([nameA, nameB].sort());
+
+    await decide(session.namespace, nameA, "Approve");
+    const done = await approvalInPhase(session.namespace, nameA, "Succeeded");
+    const effects = await mark.effects();
+    expect(effects.map((e) => ({ executionId: e.executionId, arguments: e.arguments }))).toEqual([
+      { executionId: done.spec.executionId, arguments: { orderId: "A-1" } },
+    ]);
+    expect((await getApproval(session.namespace, nameB)).status?.phase).toBe("Pending");
+  }
+
+  it("gives two write calls with callId call_0 in one turn two Approvals, and approving one runs only that one", async () => {
+    await reusedCallId("reuse-turn", [0, 0], [0, 1]);
+  });
+
+  it("gives two write calls with callId call_0 in two turns two Approvals, and approving one runs only that one", async () => {
+    await reusedCallId("reuse-turns", [0, 0], [1, 0]);
+  });
+});
+
+describe("a rejection", () => {
+  it("is final: the identical call later in the turn and in a later turn is refused naming the rejected Approval, with no new Approval; another capability still gets its own", async () => {
+    const session = await sleepingSession(env, counter.namespace, "rejected");
+    const token = await podToken(env, session);
+    const mark = await counter.mark();
+    const ORDER = '{"orderId":"R-1"}';
+    const first = await invokeAs(env, token, call(0, 0, PLACE, ORDER));
+    expect(first.body).toMatchObject({ status: "pending_approval" });
+    const rejected = first.body.approval?.name ?? "";
+
+    // The operator's caches drive both the session's status.pendingApprovals and Core's look-up of
+    // rejections: seeing the Approval listed, then no longer listed, shows the operator knows it Rejected.
+    const listed = async (want: boolean) =>
+      eventually(`session to ${want ? "list" : "drop"} ${rejected}`, 60_000, async () => {
+        const s = await getSession(env, session.namespace, session.name);
+        return (s.status?.pendingApprovals ?? []).includes(rejected) === want ? true : undefined;
+      });
+    await listed(true);
+    await decide(session.namespace, rejected, "Reject");
+    await approvalInPhase(session.namespace, rejected, "Rejected");
+    await listed(false);
+
+    for (const again of [call(0, 1, PLACE, ORDER), call(1, 0, PLACE, ORDER)]) {
+      const reply = await invokeAs(env, token, again);
+      expect(reply.body).toMatchObject({ status: "denied" });
+      expect(reply.body.content).toContain(rejected);
+    }
+    expect((await approvalsOf(session)).map((a) => a.metadata.name)).toEqual([rejected]);
+    const refusals = (await auditOf(session.uid)).filter((r) => r.kind === "invoke.denied");
+    expect(refusals.map((r) => r.payload.rejectedApproval)).toEqual([rejected, rejected]);
+
+    const other = await invokeAs(env, token, call(1, 1, PUBLISH, '{"planId":"P-1","version":1}'));
+    expect(other.body).toMatchObject({ status: "pending_approval" });
+    const names = (await approvalsOf(session)).map((a) => a.metadata.name);
+    expect(names.sort()).toEqual([rejected, other.body.approval?.name ?? ""].sort());
+    expect(await executionsOf(session.uid)).toEqual([]);
+    expect(await mark.calls()).toEqual([]);
+    expect(await mark.effects()).toEqual([]);
+  });
+});
