@@ -21,6 +21,8 @@
  * | GRANT_KEY_ROTATION_SECONDS | a new grant signing key when the newest is this old (default 86400) |
  * | GRANT_KEY_ACTIVATION_SECONDS | a new key signs once it is this old, so every replica and provider knows it (default 120) |
  * | GRANT_KEYS_RESYNC_SECONDS | how often every replica re-reads Secret gatehouse-grant-keys (default 30) |
+ * | AUDIT_CHECKPOINT_INTERVAL_SECONDS | period of audit checkpoints (default 60) |
+ * | AUDIT_CHECKPOINTS_KEPT | checkpoints kept in ConfigMap gatehouse-audit-checkpoints (default 50) |
  */
 import { hostname } from "node:os";
 import { z } from "zod";
@@ -93,6 +95,8 @@ const Environment = z.object({
   GRANT_KEY_ROTATION_SECONDS: z.coerce.number().int().min(1).default(86_400),
   GRANT_KEY_ACTIVATION_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
   GRANT_KEYS_RESYNC_SECONDS: z.coerce.number().min(0.1).max(3600).default(30),
+  AUDIT_CHECKPOINT_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(86_400).default(60),
+  AUDIT_CHECKPOINTS_KEPT: z.coerce.number().int().min(1).max(5000).default(50),
 });
 
 /** The parsed configuration. */
@@ -119,6 +123,8 @@ export interface OperatorConfig {
     keyActivationSeconds: number;
     keysResyncSeconds: number;
   };
+  /** Audit checkpoints: period in milliseconds, and how many the ConfigMap keeps (DESIGN §6). */
+  auditCheckpoints: { intervalMs: number; kept: number };
 }
 
 /** A configuration the operator cannot start with; its message names every bad variable. */
@@ -158,6 +164,10 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
       keyRotationSeconds: parsed.GRANT_KEY_ROTATION_SECONDS,
       keyActivationSeconds: parsed.GRANT_KEY_ACTIVATION_SECONDS,
       keysResyncSeconds: parsed.GRANT_KEYS_RESYNC_SECONDS,
+    },
+    auditCheckpoints: {
+      intervalMs: Math.round(parsed.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000),
+      kept: parsed.AUDIT_CHECKPOINTS_KEPT,
     },
   };
 }

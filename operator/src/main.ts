@@ -21,6 +21,7 @@ import { startAdmissionGuard } from "./kube/admission-guard.ts";
 import { kubeApprovalPort } from "./kube/approvals.ts";
 import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
 import { cacheCatalog } from "./kube/catalog.ts";
+import { configMapCheckpoints } from "./kube/checkpoint-configmap.ts";
 import { loadKubeConfig, makeClients } from "./kube/client.ts";
 import { startGrantKeyRing } from "./kube/grant-keys.ts";
 import { secretIdentityResolver } from "./kube/identities.ts";
@@ -65,7 +66,18 @@ const health = buildHealthServer({
   isLeader: () => elector?.isLeader ?? !config.leaderElection.enabled,
 });
 await health.listen({ host: config.healthHost, port: config.healthPort });
-const store = await openStore({ logger: log });
+const store = await openStore({
+  logger: log,
+  checkpointIntervalMs: config.auditCheckpoints.intervalMs,
+  // Every replica checkpoints into Postgres; only the Lease holder writes the ConfigMap, so a standby
+  // writes nothing to the API server.
+  checkpointPublisher: configMapCheckpoints(clients.core, {
+    namespace: config.leaderElection.namespace,
+    keep: config.auditCheckpoints.kept,
+    isLeader: () => elector?.isLeader ?? !config.leaderElection.enabled,
+    log: log.child({ component: "audit-checkpoints" }),
+  }),
+});
 const now = () => new Date();
 // Grant signing keys shared by every replica through Secret gatehouse-grant-keys (DESIGN §5).
 const grantKeys = await startGrantKeyRing({

@@ -1,22 +1,36 @@
 #!/usr/bin/env node
 /**
- * `gatehouse-audit verify [--from SEQ] [--json]` — verifies the audit chain in the Postgres named by
- * `DATABASE_URL` (DESIGN §6): every hash recomputed from the stored bytes, every link, every column
- * against the hashed bytes, sequence gaps, and the head against the last checkpoint. A progress bar
- * is drawn on stderr when it is a terminal; the verdict goes to stdout (`--json`: the whole report).
+ * `gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]`
+ * — verifies the audit chain in the Postgres named by `DATABASE_URL` (DESIGN §6): every hash
+ * recomputed from the stored bytes, every link, every column against the hashed bytes, sequence gaps,
+ * and the head against the last checkpoint. With `--kubeconfig`, `--context` or `--namespace` it also
+ * compares the chain with every checkpoint kept outside Postgres, in the ConfigMap
+ * `gatehouse-audit-checkpoints` of the operator's namespace (default gatehouse-system; the kubeconfig
+ * defaults to $KUBECONFIG, else ~/.kube/config). A progress bar is drawn on stderr when it is a
+ * terminal; the verdict goes to stdout (`--json`: the whole report).
  *
  * Exit codes: 0 the chain is intact; 1 it is broken (tampering or loss detected); 2 usage error,
- * missing `DATABASE_URL`, or the database could not be read.
+ * missing `DATABASE_URL`, the database or the ConfigMap could not be read (a ConfigMap asked for
+ * but absent is such an error: there is nothing to compare with).
  *
- * `DATABASE_URL` needs SELECT on `audit_log` and `audit_checkpoints` (the operator role has it).
+ * `DATABASE_URL` needs SELECT on `audit_log` and `audit_checkpoints` (the operator role has it); the
+ * kubeconfig's user needs `get` on that ConfigMap.
  */
 import { parseArgs } from "node:util";
+import { CoreV1Api } from "@kubernetes/client-node";
+import type { AuditCheckpoint } from "../core/audit.ts";
+import { CHECKPOINTS_CONFIGMAP, readCheckpointConfigMap } from "../kube/checkpoint-configmap.ts";
+import { describeApiError, loadKubeConfig } from "../kube/client.ts";
 import { createPostgresAuditLog } from "../store/audit-log.ts";
 import { createPool } from "../store/connection.ts";
 import { ProgressBar } from "./progress-bar.ts";
 import { verifyReportLines } from "./verify-report-text.ts";
 
-const USAGE = "usage: gatehouse-audit verify [--from SEQ] [--json]   (reads DATABASE_URL)";
+const USAGE =
+  "usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]   (reads DATABASE_URL)";
+
+/** The operator's namespace when `--namespace` is not given (config.ts's default). */
+const DEFAULT_NAMESPACE = "gatehouse-system";
 
 /** Exit codes of the command. */
 const EXIT = { intact: 0, broken: 1, error: 2 } as const;
@@ -39,11 +53,37 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return EXIT.error;
   }
 
+  let outside: AuditCheckpoint[] = [];
+  if (parsed.configMap) {
+    const { kubeconfig, context, namespace } = parsed.configMap;
+    const where = `ConfigMap ${namespace}/${CHECKPOINTS_CONFIGMAP}`;
+    try {
+      const api = loadKubeConfig(kubeconfig, context, "gatehouse-audit").makeApiClient(CoreV1Api);
+      const read = await readCheckpointConfigMap(api, namespace);
+      if (!read) {
+        process.stderr.write(
+          `gatehouse-audit: ${where} does not exist: no checkpoints outside Postgres to compare with (was it deleted, or has the operator not published yet?)\n`,
+        );
+        return EXIT.error;
+      }
+      outside = read.checkpoints;
+      const seqs = outside.map((c) => c.seq);
+      // --json: stdout holds the report only.
+      (parsed.json ? process.stderr : process.stdout).write(
+        `${where}: ${outside.length} checkpoints${seqs.length ? ` (seq ${Math.min(...seqs)}..${Math.max(...seqs)})` : ""}\n`,
+      );
+    } catch (error) {
+      process.stderr.write(`gatehouse-audit: cannot read ${where}: ${describeApiError(error)}\n`);
+      return EXIT.error;
+    }
+  }
+
   const pool = createPool(url, { max: 2 });
   const bar = new ProgressBar(process.stderr, "verify");
   try {
     const report = await createPostgresAuditLog(pool).verify({
       fromSeq: parsed.fromSeq,
+      checkpoints: outside,
       onProgress: (p) => bar.update(p.verified, Math.max(p.headSeq - p.fromSeq + 1, p.verified)),
     });
     bar.finish();
@@ -62,14 +102,32 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
 }
 
-/** Parses `verify [--from SEQ] [--json]`. Errors: throws with a message for anything else. */
-function parseCommand(argv: string[]): { help: boolean; fromSeq: number; json: boolean } {
+/** Where the ConfigMap's checkpoints are read from. */
+interface ConfigMapSource {
+  kubeconfig?: string;
+  context?: string;
+  namespace: string;
+}
+
+/**
+ * Parses `verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]`.
+ * Errors: throws with a message for anything else.
+ */
+function parseCommand(argv: string[]): {
+  help: boolean;
+  fromSeq: number;
+  json: boolean;
+  configMap?: ConfigMapSource;
+} {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       from: { type: "string" },
       json: { type: "boolean", default: false },
+      kubeconfig: { type: "string" },
+      context: { type: "string" },
+      namespace: { type: "string", short: "n" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -83,7 +141,16 @@ function parseCommand(argv: string[]): { help: boolean; fromSeq: number; json: b
   if (!/^\d+$/.test(values.from ?? "1") || !Number.isSafeInteger(fromSeq) || fromSeq < 1) {
     throw new Error(`--from must be a positive integer, not ${JSON.stringify(values.from)}`);
   }
-  return { help: false, fromSeq, json: values.json };
+  const wantsConfigMap =
+    values.kubeconfig !== undefined || values.context !== undefined || values.namespace !== undefined;
+  const configMap: ConfigMapSource | undefined = wantsConfigMap
+    ? {
+        ...(values.kubeconfig !== undefined ? { kubeconfig: values.kubeconfig } : {}),
+        ...(values.context !== undefined ? { context: values.context } : {}),
+        namespace: values.namespace || DEFAULT_NAMESPACE,
+      }
+    : undefined;
+  return { help: false, fromSeq, json: values.json, ...(configMap ? { configMap } : {}) };
 }
 
 process.exitCode = await main(process.argv.slice(2), process.env);
