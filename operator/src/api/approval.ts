@@ -92,6 +92,15 @@ export const ApprovalStatus = z.object({
     .max(32)
     .optional()
     .describe("Decisions that did not count, and why."),
+  observedDecisions: z
+    .number()
+    .int()
+    .min(0)
+    .max(32)
+    .optional()
+    .describe(
+      "How many entries of spec.decisions the operator has taken into account: evaluated while Pending, or reported as ignored (Event DecisionIgnored and an audit record) once the Approval was decided.",
+    ),
   execution: z
     .object({
       id: z.string().max(128),

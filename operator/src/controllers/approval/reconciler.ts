@@ -5,13 +5,19 @@
  *   Pending and its session gone, cancelled or ended → Cancelled (audited)
  *   Pending → past expiresAt: Expired; else evaluate decisions (core/approvals.ts): Approved | Rejected | Pending,
  *             with the decisions that did not count and why
+ *   not Pending and decisions appended since it was decided (admission refuses them; anything that
+ *             slips through, e.g. while the decision policy is not installed) → they change nothing;
+ *             each is reported once: Event DecisionIgnored (Warning) and an audit record
  *   Approved | Executing → dispatch through Core (executeApproved): it re-checks what admission cannot
  *             (session alive, policy, schema digest, argument digest) and executes exactly once
  *             (the execution row is claimed by its idempotency key, so a repeated dispatch is safe)
- *   status = phase, approvals, ignoredDecisions, execution
+ *   status = phase, approvals, ignoredDecisions, observedDecisions, execution
+ * When the phase first leaves Pending for Approved, Rejected or Expired, the time since the
+ * Approval's creation is observed as gatehouse_approval_decision_seconds.
  */
 import type { Logger } from "pino";
 import { isTerminalSessionPhase } from "../../api/agentsession.ts";
+import type { Decision } from "../../api/approval.ts";
 import type { Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
 import { evaluateApproval } from "../../core/approvals.ts";
@@ -24,6 +30,7 @@ import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import type { EventRecorder } from "../../kube/events.ts";
+import type { OperatorMetrics } from "../../kube/metrics.ts";
 import { sessionContextOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
@@ -38,6 +45,7 @@ export interface ApprovalDeps {
   events: EventRecorder;
   /** Whether admission enforces the decision rules (kube/admission-guard.ts); if not, fail closed. */
   decisionRulesEnforced: () => boolean;
+  metrics?: Pick<OperatorMetrics, "approvalDecided">;
 }
 
 type Status = NonNullable<Approval["status"]>;
@@ -66,6 +74,108 @@ export function executionStatusOf(execution: ExecutionRecord): Status["execution
   };
 }
 
+/** A decision appended after the Approval was decided, with its index in spec.decisions. */
+export interface LateDecision {
+  index: number;
+  decision: Decision;
+}
+
+/**
+ * The decisions of a decided (non-Pending) Approval that the operator has not taken into account:
+ * those beyond status.observedDecisions. Without that count (an Approval decided before the operator
+ * kept it) every decision present counts as observed. Pure.
+ */
+export function lateDecisionsOf(approval: Approval): LateDecision[] {
+  const observed = approval.status?.observedDecisions;
+  if (observed === undefined) return [];
+  return approval.spec.decisions.slice(observed).map((decision, i) => ({ index: observed + i, decision }));
+}
+
+/** The Event message about a late decision: who decided what, and the phase it found. */
+export function lateDecisionMessage(late: LateDecision, phase: ApprovalPhase): string {
+  const { approver, verdict } = late.decision;
+  return `Decision ${verdict} by ${approver} (spec.decisions[${late.index}]) ignored: the Approval is already ${phase} and takes no more decisions; nothing changed.`;
+}
+
+/**
+ * Reports the late decisions of a decided Approval, each exactly once. The count is written first,
+ * guarded by the cached resourceVersion: a stale cache (our own earlier report not yet seen) then
+ * fails with 409 and reports nothing, instead of reporting twice. Then each decision gets an audit
+ * record (kind approval.decision_ignored; the approver as written in the decision, which no admission
+ * checked) and a Warning Event. Returns the Approval as written (or as cached when nothing changed).
+ * Errors: the status write's (409 → requeue) and the audit append's; a crash between the write and
+ * the append loses that record, which the log line before the write still names.
+ */
+async function reportLateDecisions(
+  deps: ApprovalDeps,
+  approval: Approval,
+  status: Status,
+  phase: ApprovalPhase,
+  now: Date,
+  log: Logger,
+): Promise<Approval> {
+  const late = lateDecisionsOf(approval);
+  const observed = approval.status?.observedDecisions;
+  if (observed !== undefined && observed > approval.spec.decisions.length) {
+    log.warn(
+      { observedDecisions: observed, decisions: approval.spec.decisions.length },
+      "spec.decisions is shorter than the decisions already observed: entries were removed",
+    );
+  }
+  status.observedDecisions = approval.spec.decisions.length;
+  if (late.length > 0) {
+    status.ignoredDecisions = [
+      ...(status.ignoredDecisions ?? []),
+      ...late.map((l) => ({
+        approver: l.decision.approver,
+        reason: `${l.decision.verdict} appended when the Approval was already ${phase}; changes nothing`,
+      })),
+    ].slice(-32);
+    log.warn(
+      {
+        phase,
+        late: late.map((l) => ({
+          index: l.index,
+          approver: l.decision.approver,
+          verdict: l.decision.verdict,
+        })),
+      },
+      "decisions appended after the Approval was decided; ignoring them",
+    );
+  }
+  const written = (await writeStatusIfChanged(deps.clients, APPROVAL, approval, status)) ?? approval;
+  for (const l of late) {
+    await deps.core.audit.append({
+      kind: AuditKind.decisionIgnored,
+      actor: "gatehouse",
+      outcome: "failure",
+      sessionUid: approval.spec.sessionRef.uid,
+      executionId: approval.spec.executionId,
+      atMicros: now.getTime() * 1000,
+      payload: {
+        approval: `${approval.metadata.namespace}/${approval.metadata.name}`,
+        index: l.index,
+        approver: l.decision.approver,
+        verdict: l.decision.verdict,
+        phase,
+      },
+    });
+    deps.events.warning(approval, "DecisionIgnored", lateDecisionMessage(l, phase));
+  }
+  return written;
+}
+
+/** Observes gatehouse_approval_decision_seconds: creation → now, when the phase first left Pending. */
+function observeDecided(
+  deps: ApprovalDeps,
+  approval: Approval,
+  outcome: "Approved" | "Rejected" | "Expired",
+  now: Date,
+) {
+  const created = Date.parse(String(approval.metadata.creationTimestamp));
+  if (!Number.isNaN(created)) deps.metrics?.approvalDecided(outcome, now.getTime() - created);
+}
+
 /** Reconciles one Approval. */
 export async function reconcileApproval(
   deps: ApprovalDeps,
@@ -73,8 +183,9 @@ export async function reconcileApproval(
   name: string,
   log: Logger,
 ): Promise<ReconcileResult> {
-  const approval = deps.caches.approvals.get(name, namespace);
-  if (!approval || approval.metadata.deletionTimestamp) return undefined;
+  const cached = deps.caches.approvals.get(name, namespace);
+  if (!cached || cached.metadata.deletionTimestamp) return undefined;
+  let approval: Approval = cached;
   const now = deps.now();
   const generation = approval.metadata.generation;
   const status: Status = { ...approval.status, observedGeneration: generation };
@@ -114,6 +225,7 @@ export async function reconcileApproval(
           : `ended ${sessionObject.status?.phase}`;
     const message = `AgentSession ${approval.spec.sessionRef.name} ${why}; the proposed call will not run.`;
     setPhase("Cancelled", "SessionEnded", message);
+    status.observedDecisions = approval.spec.decisions.length;
     await deps.core.audit.append({
       kind: AuditKind.approvalCancelled,
       actor: "gatehouse",
@@ -144,6 +256,7 @@ export async function reconcileApproval(
     });
     status.approvals = evaluation.approvals;
     status.ignoredDecisions = evaluation.ignored.map((i) => ({ approver: i.approver, reason: i.reason }));
+    status.observedDecisions = approval.spec.decisions.length;
     if (evaluation.outcome === "Rejected") {
       setPhase("Rejected", "Rejected", `Rejected by ${evaluation.rejectedBy}.`);
     } else if (evaluation.outcome === "Approved") {
@@ -159,20 +272,24 @@ export async function reconcileApproval(
       await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
       return { requeueAfterMs: Math.max(1_000, Date.parse(approval.spec.expiresAt) - now.getTime()) };
     }
-    if (status.phase !== "Approved") {
+    if (status.phase === "Rejected" || status.phase === "Expired") {
       await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+      observeDecided(deps, approval, status.phase, now);
       return undefined;
     }
-  } else if (phase !== "Approved" && phase !== "Executing") {
-    return undefined;
+  } else {
+    approval = await reportLateDecisions(deps, approval, status, phase, now, log);
+    if (phase !== "Approved" && phase !== "Executing") return undefined;
   }
 
   // Dispatch. Approved (the decision) and then Executing are written first, so a crash between here
   // and the receipt leaves a visible state that the next reconcile resumes from.
   // status.execution is only ever copied from the execution row, never guessed.
   let written = approval;
-  if (phase === "Pending")
+  if (phase === "Pending") {
     written = (await writeStatusIfChanged(deps.clients, APPROVAL, written, status)) ?? written;
+    observeDecided(deps, approval, "Approved", now);
+  }
   status.phase = "Executing";
   written = (await writeStatusIfChanged(deps.clients, APPROVAL, written, { ...status })) ?? written;
   const session = sessionObject
