@@ -23,9 +23,15 @@
  * | GRANT_KEYS_RESYNC_SECONDS | how often every replica re-reads Secret gatehouse-grant-keys (default 30) |
  * | AUDIT_CHECKPOINT_INTERVAL_SECONDS | period of audit checkpoints (default 60) |
  * | AUDIT_CHECKPOINTS_KEPT | checkpoints kept in ConfigMap gatehouse-audit-checkpoints (default 50) |
+ * | SESSION_CEILINGS | JSON: the operator's ceilings on session limits {maxTurns, maxToolCalls, maxWrites, tokenBudget, timeoutSeconds, holdPodForSeconds}; unset fields keep their defaults (core/limits.ts) |
+ * | PROVIDER_DEADLINE_MS | deadline of one provider call (default 30000) |
+ * | EXECUTION_LEASE_GRACE_MS | lease time beyond the provider deadlines before a claimed execution is recovered (default 30000) |
+ * | GATEHOUSE_FAILPOINTS | test only: comma list of `after-claim`, `after-provider-call` — the process SIGKILLs itself there once |
  */
 import { hostname } from "node:os";
 import { z } from "zod";
+import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
+import type { Failpoint } from "./core/ports.ts";
 
 export const ModelEndpoint = z.object({
   name: z.string().min(1),
@@ -95,6 +101,42 @@ const Environment = z.object({
   GRANT_KEY_ROTATION_SECONDS: z.coerce.number().int().min(1).default(86_400),
   GRANT_KEY_ACTIVATION_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
   GRANT_KEYS_RESYNC_SECONDS: z.coerce.number().min(0.1).max(3600).default(30),
+  SESSION_CEILINGS: z
+    .string()
+    .default("{}")
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: `SESSION_CEILINGS is not JSON: ${String(error)}` });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z
+        .object({
+          maxTurns: z.number().int().min(1),
+          maxToolCalls: z.number().int().min(0),
+          maxWrites: z.number().int().min(0),
+          tokenBudget: z.number().int().min(0),
+          timeoutSeconds: z.number().int().min(1),
+          holdPodForSeconds: z.number().int().min(0),
+        })
+        .partial()
+        .strict(),
+    ),
+  PROVIDER_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  EXECUTION_LEASE_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  GATEHOUSE_FAILPOINTS: z
+    .string()
+    .default("")
+    .transform((value) =>
+      value
+        .split(",")
+        .map((point) => point.trim())
+        .filter((point) => point !== ""),
+    )
+    .pipe(z.array(z.enum(["after-claim", "after-provider-call"]))),
   AUDIT_CHECKPOINT_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(86_400).default(60),
   AUDIT_CHECKPOINTS_KEPT: z.coerce.number().int().min(1).max(5000).default(50),
 });
@@ -123,6 +165,12 @@ export interface OperatorConfig {
     keyActivationSeconds: number;
     keysResyncSeconds: number;
   };
+  /** The ceilings on every session's limits (core/limits.ts). */
+  sessionCeilings: SessionCeilings;
+  /** Provider call deadline and execution lease grace, in milliseconds (core/ports.ts CoreConfig). */
+  execution: { providerDeadlineMs: number; leaseGraceMs: number };
+  /** Test-only failpoints (core/ports.ts Failpoint); empty in production. */
+  failpoints: Failpoint[];
   /** Audit checkpoints: period in milliseconds, and how many the ConfigMap keeps (DESIGN §6). */
   auditCheckpoints: { intervalMs: number; kept: number };
 }
@@ -165,6 +213,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
       keyActivationSeconds: parsed.GRANT_KEY_ACTIVATION_SECONDS,
       keysResyncSeconds: parsed.GRANT_KEYS_RESYNC_SECONDS,
     },
+    sessionCeilings: { ...defaultSessionCeilings, ...definedOnly(parsed.SESSION_CEILINGS) },
+    execution: {
+      providerDeadlineMs: parsed.PROVIDER_DEADLINE_MS,
+      leaseGraceMs: parsed.EXECUTION_LEASE_GRACE_MS,
+    },
+    failpoints: parsed.GATEHOUSE_FAILPOINTS,
     auditCheckpoints: {
       intervalMs: Math.round(parsed.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000),
       kept: parsed.AUDIT_CHECKPOINTS_KEPT,
@@ -179,4 +233,11 @@ export function endpointFor(
 ): ModelEndpoint | undefined {
   if (endpointRef) return config.modelEndpoints.find((e) => e.name === endpointRef);
   return config.modelEndpoints.find((e) => e.default) ?? config.modelEndpoints[0];
+}
+
+/** `object` without its undefined fields (zod's partial() types them as possibly undefined). */
+function definedOnly<T extends object>(object: T): { [K in keyof T]-?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]-?: Exclude<T[K], undefined>;
+  };
 }

@@ -23,6 +23,7 @@ import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
 import { cacheCatalog } from "./kube/catalog.ts";
 import { configMapCheckpoints } from "./kube/checkpoint-configmap.ts";
 import { loadKubeConfig, makeClients } from "./kube/client.ts";
+import { failpointTrigger } from "./kube/failpoints.ts";
 import { startGrantKeyRing } from "./kube/grant-keys.ts";
 import { secretIdentityResolver } from "./kube/identities.ts";
 import { LeaderElector } from "./kube/leader-election.ts";
@@ -103,8 +104,9 @@ const core: CoreDeps = {
   providers: httpProviderClient(providerEndpoints(caches), grants),
   audit: store.audit,
   logger: log.child({ component: "core" }),
-  config: defaultCoreConfig,
+  config: { ...defaultCoreConfig, ...config.execution },
   metrics: metrics.coreMetrics,
+  ...(config.failpoints.length > 0 ? { failpoint: failpointTrigger(config.failpoints, log) } : {}),
 };
 
 await startCaches(caches);
@@ -118,6 +120,7 @@ const gateway = buildGateway({
   review: tokenReviewer(clients),
   jwks: grantKeys.jwks,
   log,
+  ceilings: config.sessionCeilings,
 });
 await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
 listening = true;

@@ -17,6 +17,7 @@ import type { AgentSession, Approval } from "../api/kinds.ts";
 import type { JsonObject } from "../core/canonical.ts";
 import { GatehouseError, isGatehouseError } from "../core/errors.ts";
 import { invoke } from "../core/invoke.ts";
+import type { SessionCeilings } from "../core/limits.ts";
 import type { CoreDeps } from "../core/ports.ts";
 import { sessionRecordOf } from "../core/session-record.ts";
 import type { Caches } from "../kube/caches.ts";
@@ -36,6 +37,8 @@ export interface GatewayDeps {
   log: Logger;
   /** The published grant verification keys (kube/grant-keys.ts). */
   jwks: JwksRouteOptions["jwks"];
+  /** The operator's ceilings on session limits. */
+  ceilings: SessionCeilings;
 }
 
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
@@ -103,7 +106,7 @@ export function buildGateway(deps: GatewayDeps) {
           parameters: c.inputSchema,
         }));
       const history = await deps.transcripts.list(session.metadata.uid, { limit: 100_000 });
-      const limits = limitsOf(session);
+      const limits = limitsOf(session, deps.ceilings);
       return {
         namespace: session.metadata.namespace,
         name: session.metadata.name,
@@ -136,7 +139,7 @@ export function buildGateway(deps: GatewayDeps) {
     v1.post("/v1/invoke", async (request) => {
       const call = InvokeCall.parse(request.body);
       const session = request.session;
-      const context = sessionContextOf(session, await recordOf(session.metadata.uid));
+      const context = sessionContextOf(session, await recordOf(session.metadata.uid), deps.ceilings);
       const { answer } = await invoke(deps.core, context, call);
       const capability = await deps.core.catalog.resolve(session.metadata.namespace, call.tool);
       await deps.transcripts.append({

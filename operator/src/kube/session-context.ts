@@ -3,24 +3,28 @@
  * transcript counters.
  */
 import type { AgentSession } from "../api/kinds.ts";
+import { defaultSessionCeilings, effectiveLimits, type SessionCeilings } from "../core/limits.ts";
 import type { SessionContext } from "../core/ports.ts";
 import type { SessionRecord } from "../core/session-record.ts";
 
-/** Defaults until the operator's ceilings are configurable (API issue). */
-export const DEFAULT_LIMITS = { maxTurns: 20, maxToolCalls: 50, maxWrites: 5 } as const;
-
-/** Effective limits of a session: the user's value, capped by the defaults. */
-export function limitsOf(session: AgentSession) {
-  const limits = session.spec.limits ?? {};
-  return {
-    maxTurns: Math.min(limits.maxTurns ?? DEFAULT_LIMITS.maxTurns, DEFAULT_LIMITS.maxTurns),
-    maxToolCalls: Math.min(limits.maxToolCalls ?? DEFAULT_LIMITS.maxToolCalls, DEFAULT_LIMITS.maxToolCalls),
-    maxWrites: Math.min(limits.maxWrites ?? DEFAULT_LIMITS.maxWrites, DEFAULT_LIMITS.maxWrites),
-  };
+/**
+ * Effective limits of a session (core/limits.ts): `spec.limits` and `spec.approval.holdPodForSeconds`,
+ * each capped by the operator's ceilings.
+ */
+export function limitsOf(session: AgentSession, ceilings: SessionCeilings = defaultSessionCeilings) {
+  const hold = session.spec.approval?.holdPodForSeconds;
+  return effectiveLimits(
+    { ...session.spec.limits, ...(hold !== undefined ? { holdPodForSeconds: hold } : {}) },
+    ceilings,
+  );
 }
 
 /** Builds the SessionContext Core decides with. */
-export function sessionContextOf(session: AgentSession, record: SessionRecord): SessionContext {
+export function sessionContextOf(
+  session: AgentSession,
+  record: SessionRecord,
+  ceilings: SessionCeilings = defaultSessionCeilings,
+): SessionContext {
   const phase = session.status?.phase ?? "Pending";
   return {
     namespace: session.metadata.namespace,
@@ -28,7 +32,7 @@ export function sessionContextOf(session: AgentSession, record: SessionRecord): 
     uid: session.metadata.uid,
     subject: { user: session.spec.subject.user, groups: session.spec.subject.groups ?? [] },
     ...(session.spec.capabilities ? { capabilities: session.spec.capabilities } : {}),
-    limits: limitsOf(session),
+    limits: limitsOf(session, ceilings),
     counters: { toolCalls: record.toolCalls, writes: record.writes },
     active:
       !session.spec.cancel &&

@@ -33,6 +33,7 @@ import { isConflict, isNotFound } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
+import { limitsOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
@@ -52,9 +53,6 @@ export interface AgentSessionDeps {
   events: EventRecorder;
   now: () => Date;
 }
-
-/** Default session timeout in seconds when spec.limits.timeoutSeconds is unset (the operator's ceiling comes later). */
-export const DEFAULT_TIMEOUT_SECONDS = 3600;
 
 /** Approvals owned by a session, from the cache. */
 export function approvalsOf(caches: Caches, session: AgentSession): Approval[] {
@@ -136,7 +134,7 @@ export async function reconcileAgentSession(
     await ensureServiceAccount(deps.clients, namespace);
     await ensureNetworkPolicy(deps.clients, namespace, deps.config.gatewayPort);
     const started = session.status?.startTime ? Date.parse(session.status.startTime) : now.getTime();
-    const timeout = session.spec.limits?.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+    const timeout = limitsOf(session, deps.config.sessionCeilings).timeoutSeconds;
     const desired = agentPodFor(session, attempt, {
       image: deps.config.agentImage,
       gatewayUrl: deps.config.gatewayUrl,

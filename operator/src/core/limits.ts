@@ -1,0 +1,43 @@
+/**
+ * Effective session limits (DESIGN §2 AgentSession `spec.limits`, `spec.approval.holdPodFor`): each is
+ * the minimum of the user's value and the operator's ceiling; a value the user leaves out is the
+ * ceiling itself. The ceilings are the operator's configuration (`SESSION_CEILINGS`, config.ts), so a
+ * user can only ask for less than the platform allows, never for more.
+ */
+
+/** The operator's ceilings; also the defaults of unset user values. Seconds and token counts as named. */
+export interface SessionCeilings {
+  maxTurns: number;
+  maxToolCalls: number;
+  maxWrites: number;
+  /** Input plus output tokens of the whole session. */
+  tokenBudget: number;
+  timeoutSeconds: number;
+  holdPodForSeconds: number;
+}
+
+/** The ceilings without configuration: 20 turns, 50 tool calls, 5 writes, 200 000 tokens, 1 h, hold 60 s. */
+export const defaultSessionCeilings: SessionCeilings = {
+  maxTurns: 20,
+  maxToolCalls: 50,
+  maxWrites: 5,
+  tokenBudget: 200_000,
+  timeoutSeconds: 3_600,
+  holdPodForSeconds: 60,
+};
+
+/** What a user asked for (`spec.limits` plus `spec.approval.holdPodForSeconds`); every field optional. */
+export type RequestedLimits = Partial<SessionCeilings>;
+
+/** Each limit as `min(requested ?? ceiling, ceiling)`. Pure. */
+export function effectiveLimits(requested: RequestedLimits, ceilings: SessionCeilings): SessionCeilings {
+  const cap = (key: keyof SessionCeilings) => Math.min(requested[key] ?? ceilings[key], ceilings[key]);
+  return {
+    maxTurns: cap("maxTurns"),
+    maxToolCalls: cap("maxToolCalls"),
+    maxWrites: cap("maxWrites"),
+    tokenBudget: cap("tokenBudget"),
+    timeoutSeconds: cap("timeoutSeconds"),
+    holdPodForSeconds: cap("holdPodForSeconds"),
+  };
+}
