@@ -222,4 +222,21 @@ describe("transcripts in Postgres", () => {
     expect((await store.list("s-2"))[0]).toMatchObject({ seq: 1, source: "core", payload: { text: "hi" } });
     expect((await store.list("s-1", { afterSeq: 10 })).map((e) => e.seq)).toEqual([11, 12]);
   });
+
+  it("appends an event with a deduplication key once, however often and concurrently it is sent", async () => {
+    const store = createPostgresTranscriptStore(db.operator);
+    const result = (n: number) =>
+      store.append({
+        sessionUid: "s-3",
+        source: "core",
+        kind: "tool_result",
+        payload: { n },
+        atMicros: n,
+        dedupeKey: "tool_result:0:0",
+      });
+    const answers = await Promise.all([1, 2, 3, 4].map(result));
+    expect(new Set(answers.map((e) => e.seq))).toEqual(new Set([1]));
+    await store.append({ sessionUid: "s-3", source: "core", kind: "tool_result", payload: {}, atMicros: 9 });
+    expect((await store.list("s-3")).map((e) => e.seq)).toEqual([1, 2]);
+  });
 });

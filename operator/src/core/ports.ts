@@ -50,7 +50,10 @@ export interface SessionLimits {
   maxWrites: number;
 }
 
-/** What the session has consumed so far (`status.toolCalls`, `status.writes`), not counting this call. */
+/**
+ * What the session has consumed so far, not counting this call: tool calls, and write calls accepted
+ * (succeeded, waiting for approval or of unknown outcome — core/session-record.ts `writeAttempts`).
+ */
 export interface SessionCounters {
   toolCalls: number;
   writes: number;

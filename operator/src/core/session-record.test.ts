@@ -25,6 +25,7 @@ describe("sessionRecordOf", () => {
       turns: 3,
       toolCalls: 2,
       writes: 1,
+      writeAttempts: 1,
       usage: { inputTokens: 10, outputTokens: 4 },
       finalAnswer: "done",
     });
@@ -34,5 +35,37 @@ describe("sessionRecordOf", () => {
     expect(
       sessionRecordOf([{ seq: 1, source: "core", kind: "final_answer", payload: { text: "x" } }]).finalAnswer,
     ).toBeUndefined();
+  });
+});
+
+describe("write attempts", () => {
+  it("count each accepted write once, whether it succeeded, waits for approval or is unknown", () => {
+    const record = sessionRecordOf([
+      {
+        seq: 1,
+        source: "core",
+        kind: "tool_result",
+        payload: { status: "pending_approval", effect: "write", executionId: "e1" },
+      },
+      {
+        seq: 2,
+        source: "core",
+        kind: "approval_outcome",
+        payload: { status: "succeeded", effect: "write", executionId: "e1" },
+      },
+      {
+        seq: 3,
+        source: "core",
+        kind: "tool_result",
+        payload: { status: "unknown", effect: "write", executionId: "e2" },
+      },
+      {
+        seq: 4,
+        source: "core",
+        kind: "tool_result",
+        payload: { status: "denied", effect: "write", executionId: "e3" },
+      },
+    ]);
+    expect(record).toMatchObject({ writes: 1, writeAttempts: 2 });
   });
 });

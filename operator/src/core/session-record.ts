@@ -6,7 +6,7 @@
  * Event kinds written to the transcript:
  * - `tool_call` (source agent): {turn, position, callId, tool, argumentsDigest}
  * - `tool_result` (source core, from Core's records): {callId, status, content, executionId?, effect?}
- * - `approval_outcome` (source core): {approval, phase, status, content, effect}
+ * - `approval_outcome` (source core): {approval, phase, status, content, effect, executionId}
  * - `final_answer` | `assistant_text` | `error` (source agent): {turn, text}
  * - `usage` (source agent): {turn, inputTokens, outputTokens}
  */
@@ -25,7 +25,14 @@ export interface SessionRecord {
   agentError?: string;
   turns: number;
   toolCalls: number;
+  /** Write executions that succeeded (`status.writes`). */
   writes: number;
+  /**
+   * Write calls that were accepted — succeeded, waiting for approval, or of unknown outcome — counted
+   * once per execution: what `maxWrites` bounds, so proposing more writes than allowed is refused
+   * before anyone approves them.
+   */
+  writeAttempts: number;
   usage: { inputTokens: number; outputTokens: number };
 }
 
@@ -39,8 +46,10 @@ export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionReco
     turns: 0,
     toolCalls: 0,
     writes: 0,
+    writeAttempts: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
   };
+  const attempted = new Set<string>();
   for (const event of events) {
     const turn = numberOf(event.payload.turn);
     record.turns = Math.max(record.turns, turn + 1);
@@ -54,6 +63,14 @@ export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionReco
     ) {
       record.writes++;
     }
+    if (
+      outcome &&
+      event.source === "core" &&
+      event.payload.effect === "write" &&
+      ["succeeded", "pending_approval", "unknown"].includes(String(event.payload.status))
+    ) {
+      attempted.add(String(event.payload.executionId ?? `seq:${event.seq}`));
+    }
     if (event.kind === "usage" && event.source === "agent") {
       record.usage.inputTokens += numberOf(event.payload.inputTokens);
       record.usage.outputTokens += numberOf(event.payload.outputTokens);
@@ -65,5 +82,6 @@ export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionReco
       record.agentError = event.payload.text;
     }
   }
+  record.writeAttempts = attempted.size;
   return record;
 }

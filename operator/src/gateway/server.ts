@@ -14,17 +14,17 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { AgentEvent, type ApprovalWait, InvokeCall, type SessionView } from "../api/agent-protocol.ts";
 import type { AgentSession, Approval } from "../api/kinds.ts";
-import type { JsonObject } from "../core/canonical.ts";
+import { type JsonObject, sha256Hex } from "../core/canonical.ts";
 import { GatehouseError, isGatehouseError } from "../core/errors.ts";
 import { invoke } from "../core/invoke.ts";
 import type { SessionCeilings } from "../core/limits.ts";
 import type { CoreDeps } from "../core/ports.ts";
 import { sessionRecordOf } from "../core/session-record.ts";
+import { answerOfApproval, isSettled, recordApprovalOutcome } from "../kube/approval-outcome.ts";
 import type { Caches } from "../kube/caches.ts";
 import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
-import { answerOfApproval, isSettled } from "./approval-answer.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
@@ -142,7 +142,11 @@ export function buildGateway(deps: GatewayDeps) {
       const context = sessionContextOf(session, await recordOf(session.metadata.uid), deps.ceilings);
       const { answer } = await invoke(deps.core, context, call);
       const capability = await deps.core.catalog.resolve(session.metadata.namespace, call.tool);
+      // A repeated request (same turn, position, tool and arguments) adds nothing to the history: the
+      // agent is replayed one call and one result however often it asked.
+      const callKey = `${call.turn}:${call.position}:${sha256Hex(`${call.tool}\u0000${call.arguments}`)}`;
       await deps.transcripts.append({
+        dedupeKey: `tool_call:${callKey}`,
         sessionUid: session.metadata.uid,
         source: "agent",
         kind: "tool_call",
@@ -156,6 +160,7 @@ export function buildGateway(deps: GatewayDeps) {
         atMicros: nowMicros(),
       });
       await deps.transcripts.append({
+        dedupeKey: `tool_result:${callKey}`,
         sessionUid: session.metadata.uid,
         source: "core",
         kind: "tool_result",
@@ -198,25 +203,7 @@ export function buildGateway(deps: GatewayDeps) {
         const body: ApprovalWait = { name: approval.metadata.name, phase, done: isSettled(approval) };
         if (body.done) {
           body.answer = await answerOfApproval(deps.core, approval);
-          await deps.transcripts.append({
-            sessionUid: session.metadata.uid,
-            source: "core",
-            kind: "approval_outcome",
-            payload: {
-              turn:
-                sessionRecordOf(await deps.transcripts.list(session.metadata.uid, { limit: 100_000 })).turns -
-                1,
-              approval: approval.metadata.name,
-              phase,
-              status: body.answer.status,
-              content: body.answer.content,
-              effect: String(
-                (await deps.core.catalog.get(approval.metadata.namespace, approval.spec.capability))
-                  ?.effect ?? "",
-              ),
-            },
-            atMicros: nowMicros(),
-          });
+          await recordApprovalOutcome(deps.core, deps.transcripts, approval, nowMicros());
         }
         return reply.send(body);
       },

@@ -33,7 +33,7 @@ export function sessionContextOf(
     subject: { user: session.spec.subject.user, groups: session.spec.subject.groups ?? [] },
     ...(session.spec.capabilities ? { capabilities: session.spec.capabilities } : {}),
     limits: limitsOf(session, ceilings),
-    counters: { toolCalls: record.toolCalls, writes: record.writes },
+    counters: { toolCalls: record.toolCalls, writes: record.writeAttempts },
     active:
       !session.spec.cancel &&
       !session.metadata.deletionTimestamp &&

@@ -29,10 +29,16 @@ export interface SessionEvent {
   atMicros: number;
 }
 
+/** An event to append; with `dedupeKey`, at most one event per session carries that key. */
+export type NewSessionEvent = Omit<SessionEvent, "seq"> & { dedupeKey?: string };
+
 /** Appends and lists transcript events. */
 export interface TranscriptStore {
-  /** Appends an event after the session's last one; returns it with its seq. */
-  append(event: Omit<SessionEvent, "seq">): Promise<SessionEvent>;
+  /**
+   * Appends an event after the session's last one; returns it with its seq. When an event with the
+   * same `dedupeKey` exists for the session, nothing is appended and that event is returned.
+   */
+  append(event: NewSessionEvent): Promise<SessionEvent>;
   /** Events with seq > `afterSeq` (default 0), ascending, at most `limit` (default 1000). */
   list(sessionUid: string, options?: { afterSeq?: number; limit?: number }): Promise<SessionEvent[]>;
 }
@@ -59,11 +65,30 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
           TRANSCRIPT_LOCK_CLASS,
           event.sessionUid,
         ]);
+        if (event.dedupeKey !== undefined) {
+          // Under the session's lock, so a concurrent append of the same key waits and then finds it.
+          const existing = await client.query(
+            `SELECT session_uid, seq, source, kind, payload, at_us FROM session_events
+              WHERE session_uid = $1 AND dedupe_key = $2`,
+            [event.sessionUid, event.dedupeKey],
+          );
+          if (existing.rows[0]) {
+            await client.query("COMMIT");
+            return eventFromRow(existing.rows[0]);
+          }
+        }
         const result = await client.query(
-          `INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us)
-           SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5 FROM session_events WHERE session_uid = $1
+          `INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us, dedupe_key)
+           SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6 FROM session_events WHERE session_uid = $1
            RETURNING session_uid, seq, source, kind, payload, at_us`,
-          [event.sessionUid, event.source, event.kind, JSON.stringify(event.payload), event.atMicros],
+          [
+            event.sessionUid,
+            event.source,
+            event.kind,
+            JSON.stringify(event.payload),
+            event.atMicros,
+            event.dedupeKey ?? null,
+          ],
         );
         await client.query("COMMIT");
         return eventFromRow(result.rows[0]);

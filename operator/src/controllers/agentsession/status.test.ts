@@ -12,6 +12,7 @@ const empty: SessionRecord = {
   turns: 0,
   toolCalls: 0,
   writes: 0,
+  writeAttempts: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
 };
 const podIn = (phase: string, extra: Partial<V1Pod["status"]> = {}): V1Pod => ({
