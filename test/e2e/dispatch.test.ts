@@ -9,7 +9,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Agent, coreNamespace, SLEEPER_IMAGE, startAgent } from "./core-agent.ts";
-import { approvalPast, approvalWithStatus, DISPATCHING, decide } from "./core-approvals.ts";
+import {
+  type ApprovalObject,
+  approvalPast,
+  approvalWithStatus,
+  DISPATCHING,
+  decide,
+} from "./core-approvals.ts";
 import { deployCounter, type Ledger, toolName } from "./core-counter.ts";
 import { executionsOfSession } from "./core-records.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
@@ -64,6 +70,11 @@ async function propose(agent: Agent, id: string, planId: string, version: number
   return name;
 }
 
+/** The Approval's `Executed` condition: why dispatch ran or refused the call. */
+function executed(approval: ApprovalObject) {
+  return approval.status?.conditions?.find((c) => c.type === "Executed");
+}
+
 describe("an approved call", () => {
   it("goes Stale and runs nothing when its ProviderInstance was disabled before the approval", async () => {
     const agent = await startAgent(env, namespace, "disabled");
@@ -91,6 +102,7 @@ describe("an approved call", () => {
 
     const approval = await approvalPast(env, namespace, name, DISPATCHING);
     expect(approval.status?.phase).toBe("Stale");
+    expect(executed(approval)?.reason).toBe("Disabled");
     expect(approval.status?.execution).toBeUndefined();
     expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
     expect(await switched.calls(SWITCHED)).toEqual([]);
@@ -108,6 +120,8 @@ describe("an approved call", () => {
 
     const approval = await approvalPast(env, namespace, name, DISPATCHING);
     expect(approval.status?.phase).toBe("Stale");
+    expect(executed(approval)?.message).toMatch(/now at version 2; the call was approved for version 1/);
+    expect(executed(approval)?.reason).toBe("TargetVersionMoved");
     expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
     expect(await counter.calls(PUBLISH)).toEqual([]);
     expect(await counter.effects(PUBLISH)).toEqual([]);

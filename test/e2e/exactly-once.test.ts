@@ -140,6 +140,7 @@ describe("a provider whose answer is lost after it committed", () => {
     expect(approval.status?.execution?.state).toBe("succeeded");
     const [row] = await executionsOfSession(env.pool, agent.sessionUid);
     expect(row?.state).toBe("succeeded");
+    // Every invoke answered unknown_outcome: only the status query by key can have said succeeded.
     const calls = await ledger.calls(LOST_KEYED);
     expect(calls.length).toBeGreaterThan(1);
     expect(new Set(calls.map((c) => c.idempotencyKey))).toEqual(new Set([row?.idempotencyKey]));
