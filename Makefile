@@ -34,11 +34,12 @@ test: deps host-deps cluster
 crds: deps
 	node operator/src/api/generate.ts
 
-## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions); JSON in test/bench/results/.
+## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions, invoke overhead); JSON in test/bench/results/.
 bench: deps host-deps cluster
 	node test/bench/control-plane.ts
 	node test/bench/audit.ts
 	node test/bench/operator-sessions.ts
+	node test/bench/invoke.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
 
 ## audit: verify the audit chain of DATABASE_URL's database, e.g. `make audit DATABASE_URL=postgres://… ARGS="--from 5"`; ARGS="--kubeconfig FILE [--namespace NS]" also compares it with the ConfigMap gatehouse-audit-checkpoints.

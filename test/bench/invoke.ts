@@ -1,0 +1,125 @@
+/**
+ * Benchmark of Core's invoke overhead (issue 7; `make bench`, not `make test`): on a fresh local
+ * control plane with the operator running, an agent pod's token calls `POST /v1/invoke` for an
+ * auto-allowed read whose provider (`gatehouse/provider-counter`, answering at once) runs in a pod —
+ * TokenReview (cached), identity, policy, the execution claim, two audit appends, the provider call
+ * with a signed grant, the receipt and two transcript appends, all real. Each call is a new execution
+ * (a new position). The baseline, measured in the same run and at the same concurrency, is a raw
+ * single-row Postgres INSERT on the same database: the cheapest durable write there is. Reported: p50
+ * and p99 latency in milliseconds at concurrency 1, 16 and 64, and their ratios to the baseline.
+ *
+ * Writes test/bench/results/invoke.json.
+ *
+ *   node test/bench/invoke.ts [--calls N]    (calls per concurrency level, default 400)
+ */
+import { writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
+import { coreNamespace, SLEEPER_IMAGE, startAgent } from "../e2e/core-agent.ts";
+import { deployCounter, toolName } from "../e2e/core-counter.ts";
+import { startEnvironment } from "../e2e/environment.ts";
+
+const RESULTS = fileURLToPath(new URL("./results/invoke.json", import.meta.url));
+const flag = process.argv.indexOf("--calls");
+const calls = flag >= 0 ? Number(process.argv[flag + 1]) : 400;
+const LEVELS = [1, 16, 64] as const;
+
+/** Latency percentile `p` (0…1) of `samples` in milliseconds, nearest-rank method. */
+function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil(p * sorted.length));
+  return Math.round(sorted[rank - 1]! * 1000) / 1000;
+}
+
+/** Runs `count` operations `op(i)` with `concurrency` in flight; returns each latency in milliseconds. */
+async function measure(
+  count: number,
+  concurrency: number,
+  op: (i: number) => Promise<void>,
+): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= count) return;
+      const start = process.hrtime.bigint();
+      await op(i);
+      latencies.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return latencies;
+}
+
+const plane = await startControlPlane();
+const node = await startLocalNode(plane);
+const env = await startEnvironment(plane, { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE, LOG_LEVEL: "warn" } });
+try {
+  const namespace = await coreNamespace(env, "bench-invoke");
+  await deployCounter(env, namespace, "counter", [
+    { id: "bench.echo.read", effect: "read", idempotency: "none" },
+  ]);
+  const agent = await startAgent(env, namespace, "bench");
+  await env.pool.query(
+    "CREATE TABLE IF NOT EXISTS bench_baseline (id bigserial PRIMARY KEY, at bigint, body text)",
+  );
+
+  let position = 0;
+  const invokeOnce = async () => {
+    const answer = await agent.invoke({
+      turn: 0,
+      position: position++,
+      tool: toolName("bench.echo.read"),
+      arguments: `{"n":${position}}`,
+    });
+    if (answer.status !== "succeeded") throw new Error(`invoke answered ${answer.status}: ${answer.content}`);
+  };
+  const insertOnce = async (i: number) => {
+    await env.pool.query("INSERT INTO bench_baseline (at, body) VALUES ($1, $2)", [Date.now(), `{"n":${i}}`]);
+  };
+
+  // Warm-up: connections, TokenReview cache, JIT.
+  await measure(50, 4, invokeOnce);
+  await measure(50, 4, insertOnce);
+
+  const levels = [];
+  for (const concurrency of LEVELS) {
+    // Interleave halves so drift on the shared machine hits both series alike.
+    const invoke: number[] = [];
+    const insert: number[] = [];
+    for (let half = 0; half < 2; half++) {
+      insert.push(...(await measure(calls / 2, concurrency, insertOnce)));
+      invoke.push(...(await measure(calls / 2, concurrency, invokeOnce)));
+    }
+    const level = {
+      concurrency,
+      calls,
+      invoke: { p50Ms: percentile(invoke, 0.5), p99Ms: percentile(invoke, 0.99) },
+      baselineInsert: { p50Ms: percentile(insert, 0.5), p99Ms: percentile(insert, 0.99) },
+      ratio: {
+        p50: Math.round((percentile(invoke, 0.5) / percentile(insert, 0.5)) * 10) / 10,
+        p99: Math.round((percentile(invoke, 0.99) / percentile(insert, 0.99)) * 10) / 10,
+      },
+    };
+    levels.push(level);
+    process.stdout.write(
+      `concurrency ${concurrency}: invoke p50 ${level.invoke.p50Ms} ms p99 ${level.invoke.p99Ms} ms; ` +
+        `INSERT p50 ${level.baselineInsert.p50Ms} ms p99 ${level.baselineInsert.p99Ms} ms; ` +
+        `ratio p50 ${level.ratio.p50}× p99 ${level.ratio.p99}×\n`,
+    );
+  }
+  const result = {
+    benchmark: "invoke",
+    description:
+      "POST /v1/invoke of an auto-allowed read through the gateway and Core to a provider pod that answers at once, vs a raw single-row Postgres INSERT on the same database, same concurrency, same run",
+    levels,
+    measuredAt: new Date().toISOString(),
+  };
+  writeFileSync(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
+  process.stdout.write(`wrote ${RESULTS}\n`);
+} finally {
+  await env.stop();
+  await node.stop();
+  await plane.stop();
+}
