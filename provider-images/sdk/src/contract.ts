@@ -7,7 +7,7 @@
  *   GET  /v1/executions/{idempotencyKey}   → ExecutionStatus
  * Invoke and status carry the grant (DESIGN §5) as `Authorization: Bearer <JWT>`; a provider refuses a
  * missing or invalid one with a `ProtocolError` (401/403). The server helper calls the provider's grant
- * verifier (`grant.ts`); the EdDSA/JWKS verifier itself comes with the grants issue.
+ * verifier (`grant.ts`); the EdDSA/JWKS verifier is `jwks-verifier.ts`, the claims `grant-claims.ts`.
  * Business outcomes are always HTTP 200 with a `Receipt`; any other status is a `ProtocolError` about the
  * HTTP exchange itself (bad request, no grant, unknown route, provider bug).
  */

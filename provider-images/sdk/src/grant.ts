@@ -4,10 +4,10 @@
  * header and, before any handler runs or any remembered receipt is replayed, awaits the provider's
  * `GrantVerifier`; a missing token is 401 `unauthenticated`, a verifier that throws is 401/403.
  *
- * The verifier the grants issue brings checks, per DESIGN §5: the EdDSA signature against the operator's
- * JWKS (`kid` rotation), `aud` = this ProviderInstance (ns/name), `exp` ≤ 60 s ahead, `cap` and
- * `idempotencyKey` equal to the request's, `argsDigest` = RFC 8785 digest of the body as received, and a
- * `jti` not seen before. This file only defines the seam and the header parsing.
+ * The production verifier (`jwks-verifier.ts`) checks, per DESIGN §5: the EdDSA signature against the
+ * operator's JWKS (`kid` rotation), `aud` = this ProviderInstance (ns/name), `exp` ≤ 60 s ahead, `cap`
+ * and `idempotencyKey` equal to the request's, `argsDigest` = RFC 8785 digest of the body as received,
+ * and a `jti` not seen before. This file only defines the seam and the header parsing.
  */
 import type { InvokeRequest, ProtocolErrorKind } from "./contract.ts";
 

@@ -62,8 +62,8 @@ export interface ServeProviderOptions {
   memory?: ExecutionMemory;
   /**
    * Checks the grant of every invoke and status call before anything else happens (see `grant.ts`).
-   * Without it the provider accepts any caller: only for tests and until the grants issue, and
-   * `serveProvider` logs a warning saying so.
+   * Without it the provider accepts any caller — only for tests — and `serveProvider` logs a warning
+   * saying so. Production providers pass `grantVerifierFromEnvironment(process.env)`.
    */
   verifyGrant?: GrantVerifier;
   /**
