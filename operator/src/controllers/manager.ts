@@ -131,6 +131,12 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   });
   caches.capabilities.onChange((c, event, previous) => {
     if (specOrMetadataChanged(c, event, previous)) capabilities.enqueue(c);
+    // Sessions naming it learn whether it exists (condition CapabilitiesResolved).
+    if (event !== "update") {
+      for (const s of caches.sessions.list(c.metadata.namespace)) {
+        if (s.spec.capabilities?.includes(c.metadata.name)) sessions.enqueue(s);
+      }
+    }
   });
   caches.providers.onChange((p, event, previous) => {
     if (specOrMetadataChanged(p, event, previous)) providers.enqueue(p);

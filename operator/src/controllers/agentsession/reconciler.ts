@@ -148,7 +148,10 @@ export async function reconcileAgentSession(
     deps.events.normal(session, "AgentPodCreated", `Created agent pod ${pod.metadata?.name}.`);
   }
 
-  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now);
+  const missing = (session.spec.capabilities ?? []).filter(
+    (name) => !deps.caches.capabilities.get(name, namespace),
+  );
+  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now, missing);
   if (await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, status)) {
     log.info({ phase: status.phase }, "session status written");
     if (status.phase !== session.status?.phase && isTerminalSessionPhase(status.phase)) {

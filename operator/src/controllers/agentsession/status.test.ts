@@ -82,4 +82,23 @@ describe("statusFrom", () => {
     });
     expect(done.conditions?.find((c) => c.type === "Complete")?.status).toBe("True");
   });
+
+  it("says which names in spec.capabilities match no Capability", () => {
+    const naming = { ...session, spec: { ...session.spec, capabilities: ["aps-read", "aps-typo"] } };
+    const now = new Date("2026-11-29T10:00:00Z");
+    const status = statusFrom(naming, podIn("Running"), [], empty, now, ["aps-typo"]);
+    expect(status.conditions?.find((c) => c.type === "CapabilitiesResolved")).toMatchObject({
+      status: "False",
+      reason: "CapabilityNotFound",
+      message: expect.stringContaining("aps-typo"),
+    });
+    const fixed = statusFrom(naming, podIn("Running"), [], empty, now, []);
+    expect(fixed.conditions?.find((c) => c.type === "CapabilitiesResolved")).toMatchObject({
+      status: "True",
+      reason: "AllFound",
+    });
+    expect(
+      statusFrom(session, podIn("Running"), [], empty, now).conditions?.map((c) => c.type),
+    ).not.toContain("CapabilitiesResolved");
+  });
 });

@@ -76,6 +76,7 @@ export function statusFrom(
   approvals: Approval[],
   record: SessionRecord,
   now: Date,
+  missingCapabilities: readonly string[] = [],
 ): NonNullable<AgentSession["status"]> {
   const pending = approvals.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
   const { phase, reason, message } = phaseFrom(session, pod, pending, record);
@@ -92,6 +93,24 @@ export function statusFrom(
     },
     now,
   );
+  if (session.spec.capabilities) {
+    // A name that matches no Capability hides nothing dangerous, but the user meant a tool the agent
+    // cannot see: say so instead of letting it look like the agent ignored it.
+    const missing = missingCapabilities.length > 0;
+    conditions = setCondition(
+      conditions,
+      {
+        type: "CapabilitiesResolved",
+        status: missing ? "False" : "True",
+        reason: missing ? "CapabilityNotFound" : "AllFound",
+        message: missing
+          ? `spec.capabilities names ${missingCapabilities.join(", ")}, which no Capability in this namespace is; the agent does not see ${missingCapabilities.length === 1 ? "it" : "them"}. Fix the name or ask a platform engineer to create the Capability.`
+          : "Every Capability in spec.capabilities exists.",
+        observedGeneration: generation,
+      },
+      now,
+    );
+  }
   const terminal = isTerminalSessionPhase(phase);
   conditions = setCondition(
     conditions,
