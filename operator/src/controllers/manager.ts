@@ -77,7 +77,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   );
   const approvals = new Controller(
     "approval",
-    (ns, name, l) => reconcileApproval(deps, ns, name, l),
+    (ns, name, l) => reconcileApproval({ ...deps, ceilings: deps.config.sessionCeilings }, ns, name, l),
     log,
     deps.metrics,
   );

@@ -1,8 +1,9 @@
 /**
  * HTTP client of the provider protocol (DESIGN §5; contract in @gatehouse/provider-sdk). It classifies
  * transport failures the way Core needs (core/ports.ts ProviderCallOutcome): a request that certainly
- * never left is `not_sent`; one that may have reached the provider — timeout, reset, 5xx, an
- * unparseable answer — is `lost`, whose outcome is unknown.
+ * never left, or that the provider refused with a 4xx protocol error before running any handler (bad
+ * request, refused grant), is `not_sent`; one that may have reached a handler — timeout, reset, 5xx,
+ * an unparseable answer — is `lost`, whose outcome is unknown.
  * Invoke, status and target queries carry a grant (`Authorization: Bearer <JWT>`, grant-signer.ts); a
  * grant that cannot be signed means nothing was sent (`not_sent`; for a target query `unavailable`).
  */
@@ -106,6 +107,15 @@ export function httpProviderClient(endpointOf: EndpointLookup, grants: GrantSign
         if (isTimeout(error))
           return { kind: "lost", reason: "timeout", message: `No complete answer within ${deadlineMs} ms.` };
         return { kind: "lost", reason: "bad_response", message: `Answer ${response.status} is not JSON.` };
+      }
+      const refusal = ProtocolError.safeParse(body);
+      if (response.status >= 400 && response.status < 500 && refusal.success) {
+        // The SDK answers 4xx before any handler runs (bad request, refused grant, unknown route):
+        // the call certainly did not execute, so it is a definite failure, not an unknown outcome.
+        return {
+          kind: "not_sent",
+          message: `The provider refused the call before executing it (${response.status} ${refusal.data.kind}: ${refusal.data.message}).`,
+        };
       }
       const parsed = InvokeResponse.safeParse(body);
       if (!response.ok || !parsed.success) {

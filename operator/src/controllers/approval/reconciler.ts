@@ -23,8 +23,10 @@ import { APPROVAL } from "../../api/kinds.ts";
 import { evaluateApproval } from "../../core/approvals.ts";
 import { AuditKind } from "../../core/audit.ts";
 import { executeApproved } from "../../core/invoke.ts";
+import type { SessionCeilings } from "../../core/limits.ts";
 import type { ApprovalPhase, CoreDeps, ExecutionRecord } from "../../core/ports.ts";
 import { sessionRecordOf } from "../../core/session-record.ts";
+import { isSettled, recordApprovalOutcome } from "../../kube/approval-outcome.ts";
 import { requestOf } from "../../kube/approvals.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
@@ -46,6 +48,8 @@ export interface ApprovalDeps {
   /** Whether admission enforces the decision rules (kube/admission-guard.ts); if not, fail closed. */
   decisionRulesEnforced: () => boolean;
   metrics?: Pick<OperatorMetrics, "approvalDecided">;
+  /** The operator's ceilings on session limits. */
+  ceilings: SessionCeilings;
 }
 
 type Status = NonNullable<Approval["status"]>;
@@ -275,6 +279,7 @@ export async function reconcileApproval(
     if (status.phase === "Rejected" || status.phase === "Expired") {
       await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
       observeDecided(deps, approval, status.phase, now);
+      await recordOutcome(deps, { ...approval, status }, now);
       return undefined;
     }
   } else {
@@ -296,6 +301,7 @@ export async function reconcileApproval(
     ? sessionContextOf(
         sessionObject,
         sessionRecordOf(await deps.transcripts.list(sessionObject.metadata.uid, { limit: 100_000 })),
+        deps.ceilings,
       )
     : undefined;
   const result = await executeApproved(deps.core, {
@@ -335,5 +341,15 @@ export async function reconcileApproval(
     log.info({ phase: result.phase, reason: result.reason }, `approval ${result.kind} at dispatch`);
   }
   await writeStatusIfChanged(deps.clients, APPROVAL, written, final);
+  await recordOutcome(deps, { ...approval, status: final }, now);
   return final.phase === "Executing" || result.kind === "deferred" ? { requeueAfterMs: 2_000 } : undefined;
+}
+
+/**
+ * Writes a settled Approval's outcome into its session's transcript (once; kube/approval-outcome.ts),
+ * so an agent resumed after its pod was released finds the result of the call it proposed.
+ */
+async function recordOutcome(deps: ApprovalDeps, approval: Approval, now: Date): Promise<void> {
+  if (!isSettled(approval)) return;
+  await recordApprovalOutcome(deps.core, deps.transcripts, approval, now.getTime() * 1000);
 }
