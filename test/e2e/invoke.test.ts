@@ -413,6 +413,9 @@ describe("a squatted Approval", () => {
     const mark = await counter.mark();
     const { approvalName, executionId } = derivedName(session);
     // The squatter's own arguments under the name of the call the agent is about to make.
+    // Fails today (Core, not this test): invoke.ts step 2 takes any session-owned Approval of the
+    // derived name as its own without comparing its spec, and answers pending_approval on the
+    // squatter's Approval — whose arguments an approver would then execute.
     await squat(await squatBody(session, approvalName, executionId, '{"planId":"P-7","version":2}', true));
     await expectRefusedAsConflict(session, approvalName, mark);
   });
@@ -448,6 +451,8 @@ describe("malformed arguments", () => {
     },
     { label: "duplicate keys", raw: '{"planId":"P-7","version":1,"version":2}', problem: "duplicate_key" },
     { label: "an escaped lone surrogate", raw: '{"a":"\\ud800"}', problem: "lone_surrogate" },
+    // Fails today (the gateway, not Core): Core refuses and audits it, then the gateway's transcript
+    // append stores the raw text in jsonb, which Postgres refuses (22P02) — the agent gets a 500.
     { label: "a raw lone surrogate", raw: '{"a":"\ud800"}', problem: "lone_surrogate" },
     {
       label: "an integer beyond 2^53",
