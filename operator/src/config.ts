@@ -24,14 +24,16 @@
  * | AUDIT_CHECKPOINT_INTERVAL_SECONDS | period of audit checkpoints (default 60) |
  * | AUDIT_CHECKPOINTS_KEPT | checkpoints kept in ConfigMap gatehouse-audit-checkpoints (default 50) |
  * | SESSION_CEILINGS | JSON: the operator's ceilings on session limits {maxTurns, maxToolCalls, maxWrites, tokenBudget, timeoutSeconds, holdPodForSeconds}; unset fields keep their defaults (core/limits.ts) |
+ * | APPROVAL_FLOOR | JSON: the least approval per effect whatever a Capability says, e.g. {"write":"Required"} (default none) |
  * | PROVIDER_DEADLINE_MS | deadline of one provider call (default 30000) |
  * | EXECUTION_LEASE_GRACE_MS | lease time beyond the provider deadlines before a claimed execution is recovered (default 30000) |
  * | GATEHOUSE_FAILPOINTS | test only: comma list of `after-claim`, `after-provider-call` — the process SIGKILLs itself there once |
  */
 import { hostname } from "node:os";
+import type { Effect } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
-import type { Failpoint } from "./core/ports.ts";
+import type { ApprovalMode, Failpoint } from "./core/ports.ts";
 
 export const ModelEndpoint = z.object({
   name: z.string().min(1),
@@ -125,6 +127,18 @@ const Environment = z.object({
         .partial()
         .strict(),
     ),
+  APPROVAL_FLOOR: z
+    .string()
+    .default("{}")
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: `APPROVAL_FLOOR is not JSON: ${String(error)}` });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.partialRecord(z.enum(["read", "draft", "write"]), z.enum(["Auto", "Required", "Forbidden"]))),
   PROVIDER_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   EXECUTION_LEASE_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   GATEHOUSE_FAILPOINTS: z
@@ -168,7 +182,11 @@ export interface OperatorConfig {
   /** The ceilings on every session's limits (core/limits.ts). */
   sessionCeilings: SessionCeilings;
   /** Provider call deadline and execution lease grace, in milliseconds (core/ports.ts CoreConfig). */
-  execution: { providerDeadlineMs: number; leaseGraceMs: number };
+  execution: {
+    providerDeadlineMs: number;
+    leaseGraceMs: number;
+    approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
+  };
   /** Test-only failpoints (core/ports.ts Failpoint); empty in production. */
   failpoints: Failpoint[];
   /** Audit checkpoints: period in milliseconds, and how many the ConfigMap keeps (DESIGN §6). */
@@ -217,6 +235,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     execution: {
       providerDeadlineMs: parsed.PROVIDER_DEADLINE_MS,
       leaseGraceMs: parsed.EXECUTION_LEASE_GRACE_MS,
+      ...(Object.keys(parsed.APPROVAL_FLOOR).length > 0 ? { approvalFloor: parsed.APPROVAL_FLOOR } : {}),
     },
     failpoints: parsed.GATEHOUSE_FAILPOINTS,
     auditCheckpoints: {

@@ -15,7 +15,7 @@ export const CapabilitySpec = z
     policy: z
       .object({
         approval: ApprovalPolicy.optional().describe(
-          "Auto, Required or Forbidden. Default by effect: read and draft Auto, write Required. The strictest of this and the default wins.",
+          "Auto, Required or Forbidden. Default by effect: read and draft Auto, write Required. An explicit value replaces the default; the operator's floor (APPROVAL_FLOOR, e.g. every write Required) still applies, and the stricter of the two wins.",
         ),
         approvers: UsersAndGroups.optional().describe(
           "Who may approve besides the requester, who is an approver unless allowSelfApproval is false; default the requester alone.",

@@ -67,7 +67,11 @@ function iso(micros: number): string {
 
 /** status.execution from an execution row. */
 export function executionStatusOf(execution: ExecutionRecord): Status["execution"] {
-  const summary = execution.receipt?.message ?? execution.message;
+  // For an unknown outcome Core's own message says what a human must check; the provider's says less.
+  const summary =
+    execution.state === "unknown"
+      ? (execution.message ?? execution.receipt?.message)
+      : (execution.receipt?.message ?? execution.message);
   return {
     id: execution.id,
     state: execution.state,
