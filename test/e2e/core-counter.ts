@@ -64,7 +64,8 @@ export function toolName(id: string): string {
 
 /**
  * Applies ProviderInstance `name` running the counter with `offers` in `namespace`, and one
- * Capability per offer (policy from `policies`, by id); waits until the provider and every
+ * Capability per offer (policy from `policies`, by id), with more `config` variables (e.g.
+ * COUNTER_REQUIRES_IDENTITY); waits until the provider and every
  * Capability are Ready and the ledger answers. Returns the ledger.
  */
 export async function deployCounter(
@@ -73,6 +74,7 @@ export async function deployCounter(
   name: string,
   offers: CounterOffer[],
   policies: Record<string, CapabilityPolicy> = {},
+  config: Record<string, string> = {},
 ): Promise<Ledger> {
   const items = [
     {
@@ -82,7 +84,7 @@ export async function deployCounter(
       spec: {
         type: "counter",
         image: "gatehouse/provider-counter:dev",
-        config: { COUNTER_CAPABILITIES: JSON.stringify(offers) },
+        config: { COUNTER_CAPABILITIES: JSON.stringify(offers), ...config },
       },
     },
     ...offers.map((offer) => ({

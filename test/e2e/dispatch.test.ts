@@ -2,7 +2,7 @@
  * Re-checks at dispatch (DESIGN §2 Approval, §4 step 8, issue 7) on the real control plane, local node
  * and Postgres: an approved call runs only if what admission cannot see still holds when Core
  * dispatches it — the provider is not disabled, the business object's version has not moved, the
- * Approval has not expired. The test is the agent (its sessions' pods only sleep; it calls
+ * Approval has not expired, the identity binding holds. The test is the agent (its sessions' pods only sleep; it calls
  * `POST /v1/invoke` with a pod's token) and the counting provider's ledger, read from its pod, shows
  * that nothing reached the business system.
  */
@@ -25,6 +25,11 @@ import { eventually } from "./story.ts";
 const PUBLISH = "counter.plan.publish";
 const EXPIRING = "counter.expiring.write";
 const SWITCHED = "switch.plan.publish";
+/** On a provider whose manifest requires identity: a read (Auto) and a write (Required). */
+const WHOAMI = "ident.account.read";
+const BOOK = "ident.account.write";
+/** The label that makes a Secret an identity binding of ProviderInstance `ident` (kube/identities.ts). */
+const BINDING_LABEL = "gatehouse.dev/identity-binding";
 /** The shortest Approval lifetime a Capability may set (api/capability.ts policy.ttlSeconds). */
 const TTL_SECONDS = 60;
 
@@ -32,6 +37,7 @@ let env: Environment;
 let namespace: string;
 let counter: Ledger;
 let switched: Ledger;
+let ident: Ledger;
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
@@ -49,7 +55,32 @@ beforeAll(async () => {
   switched = await deployCounter(env, namespace, "switch", [
     { id: SWITCHED, effect: "write", idempotency: "key", target: true },
   ]);
+  ident = await deployCounter(
+    env,
+    namespace,
+    "ident",
+    [
+      { id: WHOAMI, effect: "read", idempotency: "none" },
+      { id: BOOK, effect: "write", idempotency: "key" },
+    ],
+    {},
+    { COUNTER_REQUIRES_IDENTITY: "true" },
+  );
 }, 600_000);
+
+/** Applies identity-binding Secret `name` for ProviderInstance `ident` mapping users to accounts. */
+async function bind(name: string, accounts: Record<string, string>, labelled = true): Promise<void> {
+  await env.kubectl.ok(
+    "admin",
+    ["apply", "-f", "-"],
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name, namespace, ...(labelled ? { labels: { [BINDING_LABEL]: "ident" } } : {}) },
+      stringData: accounts,
+    }),
+  );
+}
 
 afterAll(async () => {
   await env?.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
@@ -142,5 +173,48 @@ describe("an approved call", () => {
     expect(approval.spec.decisions).toEqual([]);
     expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
     expect(await counter.calls(EXPIRING)).toEqual([]);
+  });
+});
+
+describe("a provider that requires identity", () => {
+  it("denies a subject with no binding, and ignores a Secret without the binding label", async () => {
+    await bind("unlabelled-accounts", { alice: "ALICE-UNLABELLED" }, false);
+    const agent = await startAgent(env, namespace, "unbound");
+    const answer = await agent.invoke({ turn: 0, position: 0, tool: toolName(WHOAMI), arguments: "{}" });
+    expect(answer).toMatchObject({ status: "denied", errorKind: "forbidden" });
+    expect(answer.content).toMatch(/alice has no account/);
+    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await ident.calls(WHOAMI)).toEqual([]);
+  });
+
+  it("sends the account of the labelled binding, and denies when two bindings disagree", async () => {
+    await bind("accounts", { alice: "ALICE-01" });
+    const agent = await startAgent(env, namespace, "bound");
+    const answer = await agent.invoke({ turn: 0, position: 0, tool: toolName(WHOAMI), arguments: "{}" });
+    expect(answer.status).toBe("succeeded");
+    expect((await ident.effects(WHOAMI)).map((e) => e.account)).toEqual(["ALICE-01"]);
+
+    await bind("more-accounts", { alice: "ALICE-02" });
+    const ambiguous = await agent.invoke({ turn: 0, position: 1, tool: toolName(WHOAMI), arguments: "{}" });
+    expect(ambiguous).toMatchObject({ status: "denied", errorKind: "forbidden" });
+    expect(ambiguous.content).toMatch(/2 different accounts/);
+    expect(await ident.effects(WHOAMI)).toHaveLength(1);
+    await env.kubectl.ok("admin", ["delete", "secret", "more-accounts", "-n", namespace]);
+  });
+
+  it("goes Stale at dispatch when the binding was removed after the proposal", async () => {
+    await bind("accounts", { alice: "ALICE-01" });
+    const agent = await startAgent(env, namespace, "unbind");
+    const answer = await agent.invoke({ turn: 0, position: 0, tool: toolName(BOOK), arguments: "{}" });
+    expect(answer.status).toBe("pending_approval");
+    const name = answer.approval?.name ?? "";
+    await env.kubectl.ok("admin", ["delete", "secret", "accounts", "-n", namespace]);
+    expect((await decide(env, namespace, name, "alice")).code).toBe(0);
+
+    const approval = await approvalPast(env, namespace, name, DISPATCHING);
+    expect(approval.status?.phase).toBe("Stale");
+    expect(executed(approval)?.reason).toBe("IdentityUnbound");
+    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await ident.calls(BOOK)).toEqual([]);
   });
 });
