@@ -300,6 +300,57 @@ describe("pod authentication", () => {
     expect((await getSessionView(env, fresh)).status).toBe(200);
     await expectNothingRecorded(session, mark);
   });
+
+  it("never adopts a pod made in advance under the session's pod name: the session fails PodNameTaken, that pod's token is refused", async () => {
+    const name = `auth-early-${Date.now().toString(36)}`;
+    const podName = `${name}-agent-1`;
+    // Anyone who may create pods in the namespace could make it before the session exists.
+    await env.kubectl.ok(
+      "admin",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: podName, namespace: counter.namespace },
+        spec: {
+          serviceAccountName: "gatehouse-agent",
+          containers: [{ name: "agent", image: "gatehouse/sleeper:dev" }],
+        },
+      }),
+    );
+    const early = await eventually(`pod ${podName} to run`, 120_000, async () => {
+      const pod = await env.kubectl.json<{ metadata: { uid: string }; status?: { phase?: string } }>(
+        "admin",
+        ["get", "pod", podName, "-n", counter.namespace],
+      );
+      return pod.status?.phase === "Running" ? pod : undefined;
+    });
+    await env.kubectl.ok(
+      "alice",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gatehouse.dev/v1alpha1",
+        kind: "AgentSession",
+        metadata: { name, namespace: counter.namespace },
+        spec: {
+          subject: { user: "alice" },
+          model: { name: "scripted/answer" },
+          messages: [{ text: "Place the orders the test asks for." }],
+        },
+      }),
+    );
+    const failed = await eventually(`session ${name} to fail`, 120_000, async () => {
+      const session = await env.kubectl.json<{
+        status?: { phase?: string; podUID?: string; conditions?: Array<{ type: string; reason: string }> };
+      }>("admin", ["get", "agentsession", name, "-n", counter.namespace]);
+      return session.status?.phase === "Failed" ? session : undefined;
+    });
+    expect(failed.status?.conditions?.find((c) => c.type === "Failed")?.reason).toBe("PodNameTaken");
+    expect(failed.status?.podUID).toBeUndefined();
+    await expectRefused(
+      await podToken(env, { namespace: counter.namespace, podName, podUID: early.metadata.uid }),
+    );
+  });
 });
 
 describe("a squatted Approval", () => {

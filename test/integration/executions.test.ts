@@ -239,4 +239,16 @@ describe("transcripts in Postgres", () => {
     await store.append({ sessionUid: "s-3", source: "core", kind: "tool_result", payload: {}, atMicros: 9 });
     expect((await store.list("s-3")).map((e) => e.seq)).toEqual([1, 2]);
   });
+
+  it("stores text holding a lone surrogate, with U+FFFD in its place", async () => {
+    const store = createPostgresTranscriptStore(db.operator);
+    await store.append({
+      sessionUid: "s-4",
+      source: "agent",
+      kind: "tool_call",
+      payload: { arguments: '{"a":"\ud800"}', "k\udc00": 1 },
+      atMicros: 1,
+    });
+    expect((await store.list("s-4"))[0]?.payload).toEqual({ arguments: '{"a":"\ufffd"}', "k\ufffd": 1 });
+  });
 });

@@ -226,3 +226,30 @@ describe("dispatch of an approved call", () => {
     expect(world.providerCalls).toHaveLength(1);
   });
 });
+
+describe("an Approval found under the derived name", () => {
+  it("is ours when it records this very call, and the repeat waits for it", async () => {
+    const world = worldWith();
+    await approved(world);
+    const repeat = await invoke(world.deps, session, call());
+    expect(repeat).toMatchObject({ decision: "repeated", answer: { status: "pending_approval" } });
+  });
+
+  it("is a squat when it is owned by the session but records other arguments", async () => {
+    const world = worldWith();
+    await approved(world);
+    const stored = [...world.approvals.values()][0]!;
+    stored.request = {
+      ...stored.request,
+      arguments: '{"planId":"P-7","version":2}',
+      argumentsDigest: "f".repeat(64),
+    };
+    const answer = await invoke(world.deps, session, call());
+    expect(answer).toMatchObject({
+      decision: "conflict",
+      answer: { status: "denied", errorKind: "conflict" },
+    });
+    expect(stored.phase).toBe("Failed");
+    expect(world.providerCalls).toHaveLength(0);
+  });
+});

@@ -184,6 +184,12 @@ export function createInMemoryWorld(
     phase: stored.phase,
     ownedBySession: stored.ownerUid === sessionUid,
     sameSpec: request ? JSON.stringify(stored.request) === JSON.stringify(request) : true,
+    identity: {
+      executionId: stored.request.executionId,
+      capabilityId: stored.request.capabilityId,
+      argumentsDigest: stored.request.argumentsDigest,
+      sessionUid: stored.request.sessionRef.uid,
+    },
   });
   const key = (namespace: string, name: string) => `${namespace}/${name}`;
   const approvals: ApprovalPort = {

@@ -133,7 +133,13 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   }
   const approval = await deps.approvals.get(session.namespace, identity.approvalName, session.uid);
   if (approval) {
-    if (!approval.ownedBySession) return conflict(deps, session, identity, call.tool, audit);
+    const ours =
+      approval.ownedBySession &&
+      approval.identity.executionId === identity.executionId &&
+      approval.identity.sessionUid === session.uid &&
+      approval.identity.capabilityId === capabilityId &&
+      approval.identity.argumentsDigest === identityDigestOf(call.arguments);
+    if (!ours) return conflict(deps, session, identity, call.tool, audit);
     await audit(AuditKind.repeated, "success", {
       tool: call.tool,
       approval: approval.name,

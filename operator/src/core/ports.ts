@@ -220,6 +220,12 @@ export interface ApprovalHandle {
   ownedBySession: boolean;
   /** The stored spec equals the request (only meaningful from `createOrGet`). */
   sameSpec: boolean;
+  /**
+   * What the stored spec says it is for: the call it was created for is identified by exactly these
+   * (`core/execution-identity.ts`), so a session-owned Approval whose fields differ from the call's is
+   * not ours — a squat — however it got its owner reference.
+   */
+  identity: { executionId: string; capabilityId: string; argumentsDigest: string; sessionUid: string };
 }
 
 /** An Approval as the dispatcher reads it (spec + decisions + phase). */

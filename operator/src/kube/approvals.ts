@@ -62,6 +62,12 @@ function handleOf(
     phase: (approval.status?.phase ?? "Pending") as ApprovalPhase,
     ownedBySession: owner?.kind === "AgentSession" && owner.uid === sessionUid,
     sameSpec: isDeepStrictEqual(stored, wanted),
+    identity: {
+      executionId: approval.spec.executionId,
+      capabilityId: approval.spec.capabilityId,
+      argumentsDigest: approval.spec.argumentsDigest,
+      sessionUid: approval.spec.sessionRef.uid,
+    },
   };
 }
 

@@ -85,7 +85,7 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
             event.sessionUid,
             event.source,
             event.kind,
-            JSON.stringify(event.payload),
+            JSON.stringify(wellFormed(event.payload)),
             event.atMicros,
             event.dedupeKey ?? null,
           ],
@@ -109,6 +109,20 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
       return result.rows.map(eventFromRow);
     },
   };
+}
+
+/**
+ * `value` with every lone UTF-16 surrogate in its strings and keys replaced by U+FFFD. A model's raw
+ * text may hold one (DESIGN §4 step 4 refuses it as arguments), but Postgres `jsonb` cannot store
+ * `\ud800` and would refuse the whole event — the history keeps the readable rest instead.
+ */
+function wellFormed(value: unknown): unknown {
+  if (typeof value === "string") return value.toWellFormed();
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.toWellFormed(), wellFormed(v)]));
+  }
+  return value;
 }
 
 function eventFromRow(row: Record<string, unknown>): SessionEvent {

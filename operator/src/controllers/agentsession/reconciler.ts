@@ -78,18 +78,11 @@ export async function reconcileAgentSession(
   if (isTerminal(session)) return undefined;
   const now = deps.now();
 
-  const endpoint = endpointFor(deps.config, session.spec.model.endpointRef);
-  if (!endpoint) {
-    const message = `No model endpoint ${session.spec.model.endpointRef ?? "(default)"} is configured in the operator.`;
+  /** Ends the session Failed with `reason` (for what no retry can fix). */
+  const fail = async (reason: string, message: string) => {
     const conditions = setCondition(
       session.status?.conditions,
-      {
-        type: "Failed",
-        status: "True",
-        reason: "ModelEndpointNotFound",
-        message,
-        observedGeneration: session.metadata.generation,
-      },
+      { type: "Failed", status: "True", reason, message, observedGeneration: session.metadata.generation },
       now,
     );
     await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
@@ -97,11 +90,23 @@ export async function reconcileAgentSession(
       phase: "Failed",
       conditions,
     });
+    deps.events.warning(session, reason, message);
     return undefined;
+  };
+
+  const endpoint = endpointFor(deps.config, session.spec.model.endpointRef);
+  if (!endpoint) {
+    return fail(
+      "ModelEndpointNotFound",
+      `No model endpoint ${session.spec.model.endpointRef ?? "(default)"} is configured in the operator.`,
+    );
   }
 
   const attempt = session.status?.attempt ?? 1;
   let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session, attempt), namespace);
+  // A pod under our deterministic name that this session does not control was made by someone else:
+  // adopting it would let its token act as the session (DESIGN §7). Refuse it.
+  if (pod && !controlledBy(pod, session)) return fail("PodNameTaken", foreignPodMessage(pod));
   const record = await deps.records.recordOf(session.metadata.uid);
   const retry =
     pod && !session.spec.cancel
@@ -144,6 +149,7 @@ export async function reconcileAgentSession(
       sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session), deps.config.gatewayUrl),
     });
     pod = await createPod(deps.clients, desired);
+    if (!controlledBy(pod, session)) return fail("PodNameTaken", foreignPodMessage(pod));
     log.info({ pod: pod.metadata?.name, podUID: pod.metadata?.uid }, "agent pod created");
     deps.events.normal(session, "AgentPodCreated", `Created agent pod ${pod.metadata?.name}.`);
   }
@@ -225,6 +231,20 @@ function podFailureOf(pod: V1Pod): NonNullable<NonNullable<AgentSession["status"
   };
 }
 
+/** True when `pod`'s controller owner reference is `session` (by uid). */
+function controlledBy(pod: V1Pod, session: AgentSession): boolean {
+  return (
+    pod.metadata?.ownerReferences?.some(
+      (o) => o.controller === true && o.kind === "AgentSession" && o.uid === session.metadata.uid,
+    ) ?? false
+  );
+}
+
+function foreignPodMessage(pod: V1Pod): string {
+  return `Pod ${pod.metadata?.name} already exists and is not controlled by this session; it was not adopted. Delete it and create the session again.`;
+}
+
+/** Creates `pod`; on 409 returns the existing pod of that name (the caller checks who controls it). */
 async function createPod(clients: KubeClients, pod: V1Pod): Promise<V1Pod> {
   const namespace = pod.metadata!.namespace!;
   try {
