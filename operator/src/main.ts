@@ -29,6 +29,7 @@ import { secretIdentityResolver } from "./kube/identities.ts";
 import { LeaderElector } from "./kube/leader-election.ts";
 import { createMetrics } from "./kube/metrics.ts";
 import { providerEndpoints } from "./kube/provider-endpoints.ts";
+import { sessionRecords } from "./store/session-records.ts";
 import { openStore } from "./store/store.ts";
 
 /** The Lease the replicas elect their leader on. */
@@ -113,6 +114,7 @@ await startCaches(caches);
 synced = true;
 const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
 log.info({ runsAsOperatorRole: store.runsAsOperatorRole }, "caches synced; starting the gateway");
+const records = sessionRecords(store.transcripts);
 const gateway = buildGateway({
   caches,
   core,
@@ -121,6 +123,7 @@ const gateway = buildGateway({
   jwks: grantKeys.jwks,
   log,
   ceilings: config.sessionCeilings,
+  records,
 });
 await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
 listening = true;
@@ -133,6 +136,7 @@ const startLeading = () => {
     caches,
     core,
     transcripts: store.transcripts,
+    records,
     config,
     log,
     metrics,

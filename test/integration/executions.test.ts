@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canonicalJson, sha256Hex } from "../../operator/src/core/canonical.ts";
 import type { NewExecution } from "../../operator/src/core/ports.ts";
+import { sessionRecordOf } from "../../operator/src/core/session-record.ts";
 import { createPool } from "../../operator/src/store/connection.ts";
 import { createPostgresExecutionStore } from "../../operator/src/store/executions.ts";
+import { sessionRecords } from "../../operator/src/store/session-records.ts";
 import { createPostgresTranscriptStore } from "../../operator/src/store/transcripts.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 
@@ -238,6 +240,27 @@ describe("transcripts in Postgres", () => {
     expect(new Set(answers.map((e) => e.seq))).toEqual(new Set([1]));
     await store.append({ sessionUid: "s-3", source: "core", kind: "tool_result", payload: {}, atMicros: 9 });
     expect((await store.list("s-3")).map((e) => e.seq)).toEqual([1, 2]);
+  });
+
+  it("reads session records incrementally, equal to folding the whole transcript, across replicas", async () => {
+    const store = createPostgresTranscriptStore(db.operator);
+    const [mine, theirs] = [sessionRecords(store), sessionRecords(store)];
+    const call = (n: number) =>
+      store.append({
+        sessionUid: "s-5",
+        source: "agent",
+        kind: "tool_call",
+        payload: { turn: n },
+        atMicros: n,
+      });
+    await call(0);
+    expect((await mine.recordOf("s-5")).toolCalls).toBe(1);
+    await call(1);
+    expect((await theirs.recordOf("s-5")).toolCalls).toBe(2);
+    await call(2);
+    const whole = sessionRecordOf(await store.list("s-5"));
+    expect(await mine.recordOf("s-5")).toEqual(whole);
+    expect(whole).toMatchObject({ toolCalls: 3, turns: 3 });
   });
 
   it("stores text holding a lone surrogate, with U+FFFD in its place", async () => {

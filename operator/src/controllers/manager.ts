@@ -9,12 +9,12 @@ import type { Logger } from "pino";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { OperatorConfig } from "../config.ts";
 import type { CoreDeps } from "../core/ports.ts";
-import { sessionRecordOf } from "../core/session-record.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
 import { eventRecorder } from "../kube/events.ts";
 import type { InformerEvent } from "../kube/informer.ts";
 import type { OperatorMetrics } from "../kube/metrics.ts";
+import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { reconcileAgentSession } from "./agentsession/reconciler.ts";
 import { reconcileApproval } from "./approval/reconciler.ts";
@@ -28,6 +28,8 @@ export interface ManagerDeps {
   caches: Caches;
   core: CoreDeps;
   transcripts: TranscriptStore;
+  /** Session records from the transcript, read incrementally (shared with the gateway). */
+  records: SessionRecords;
   config: OperatorConfig;
   log: Logger;
   metrics?: OperatorMetrics;
@@ -67,7 +69,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   const { caches, log } = deps;
   const manifests = { fetchManifest: deps.fetchManifest };
   const records = {
-    recordOf: async (uid: string) => sessionRecordOf(await deps.transcripts.list(uid, { limit: 100_000 })),
+    recordOf: (uid: string) => deps.records.recordOf(uid),
   };
   const sessions = new Controller(
     "agentsession",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sessionRecordOf } from "./session-record.ts";
+import { EMPTY_SESSION_RECORD_STATE, foldEvents, sessionRecordOf } from "./session-record.ts";
 
 describe("sessionRecordOf", () => {
   it("counts tool calls, successful writes and usage, and keeps the last final answer", () => {
@@ -67,5 +67,36 @@ describe("write attempts", () => {
       },
     ]);
     expect(record).toMatchObject({ writes: 1, writeAttempts: 2 });
+  });
+});
+
+describe("folding in parts", () => {
+  it("gives the same record as folding everything at once, and skips events already folded", () => {
+    const events = [
+      { seq: 1, source: "agent" as const, kind: "tool_call", payload: { turn: 0 } },
+      {
+        seq: 2,
+        source: "core" as const,
+        kind: "tool_result",
+        payload: { turn: 0, status: "pending_approval", effect: "write", executionId: "e1" },
+      },
+      {
+        seq: 3,
+        source: "core" as const,
+        kind: "approval_outcome",
+        payload: { status: "succeeded", effect: "write", executionId: "e1" },
+      },
+      {
+        seq: 4,
+        source: "agent" as const,
+        kind: "usage",
+        payload: { turn: 1, inputTokens: 3, outputTokens: 2 },
+      },
+    ];
+    const first = foldEvents(EMPTY_SESSION_RECORD_STATE, events.slice(0, 2));
+    const second = foldEvents(first, events.slice(1));
+    expect(second.record).toEqual(sessionRecordOf(events));
+    expect(second.lastSeq).toBe(4);
+    expect(first.record.writeAttempts).toBe(1);
   });
 });

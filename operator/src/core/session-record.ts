@@ -40,36 +40,51 @@ function numberOf(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
-/** Folds transcript events (in seq order) into a SessionRecord. */
-export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionRecord {
-  const record: SessionRecord = {
-    turns: 0,
-    toolCalls: 0,
-    writes: 0,
-    writeAttempts: 0,
-    usage: { inputTokens: 0, outputTokens: 0 },
-  };
-  const attempted = new Set<string>();
+/**
+ * A SessionRecord with what is needed to fold later events into it: the executions already counted as
+ * write attempts and the last event folded. Immutable: {@link foldEvents} returns a new one.
+ */
+export interface SessionRecordState {
+  record: SessionRecord;
+  attemptedWrites: ReadonlySet<string>;
+  /** Seq of the last event folded in (0 for none). */
+  lastSeq: number;
+}
+
+/** The state of a session with no events. */
+export const EMPTY_SESSION_RECORD_STATE: SessionRecordState = {
+  record: { turns: 0, toolCalls: 0, writes: 0, writeAttempts: 0, usage: { inputTokens: 0, outputTokens: 0 } },
+  attemptedWrites: new Set(),
+  lastSeq: 0,
+};
+
+const ATTEMPT_STATUSES = new Set(["succeeded", "pending_approval", "unknown"]);
+
+/**
+ * Folds transcript `events` (ascending seq, all after `state.lastSeq`) into `state`; pure. Folding
+ * all events at once or in any split gives the same record, so a caller may keep the state and read
+ * only newer events next time.
+ */
+export function foldEvents(
+  state: SessionRecordState,
+  events: readonly TranscriptEvent[],
+): SessionRecordState {
+  const record: SessionRecord = { ...state.record, usage: { ...state.record.usage } };
+  const attempted = new Set(state.attemptedWrites);
+  let lastSeq = state.lastSeq;
   for (const event of events) {
+    if (event.seq <= lastSeq) continue;
+    lastSeq = event.seq;
     const turn = numberOf(event.payload.turn);
     record.turns = Math.max(record.turns, turn + 1);
     if (event.kind === "tool_call") record.toolCalls++;
-    const outcome = event.kind === "tool_result" || event.kind === "approval_outcome";
-    if (
-      outcome &&
-      event.source === "core" &&
-      event.payload.effect === "write" &&
-      event.payload.status === "succeeded"
-    ) {
-      record.writes++;
-    }
-    if (
-      outcome &&
-      event.source === "core" &&
-      event.payload.effect === "write" &&
-      ["succeeded", "pending_approval", "unknown"].includes(String(event.payload.status))
-    ) {
-      attempted.add(String(event.payload.executionId ?? `seq:${event.seq}`));
+    const outcome =
+      (event.kind === "tool_result" || event.kind === "approval_outcome") && event.source === "core";
+    if (outcome && event.payload.effect === "write") {
+      if (event.payload.status === "succeeded") record.writes++;
+      if (ATTEMPT_STATUSES.has(String(event.payload.status))) {
+        attempted.add(String(event.payload.executionId ?? `seq:${event.seq}`));
+      }
     }
     if (event.kind === "usage" && event.source === "agent") {
       record.usage.inputTokens += numberOf(event.payload.inputTokens);
@@ -83,5 +98,10 @@ export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionReco
     }
   }
   record.writeAttempts = attempted.size;
-  return record;
+  return { record, attemptedWrites: attempted, lastSeq };
+}
+
+/** Folds all of a session's transcript events (in seq order) into a SessionRecord. */
+export function sessionRecordOf(events: readonly TranscriptEvent[]): SessionRecord {
+  return foldEvents(EMPTY_SESSION_RECORD_STATE, events).record;
 }

@@ -19,11 +19,11 @@ import { GatehouseError, isGatehouseError } from "../core/errors.ts";
 import { invoke } from "../core/invoke.ts";
 import type { SessionCeilings } from "../core/limits.ts";
 import type { CoreDeps } from "../core/ports.ts";
-import { sessionRecordOf } from "../core/session-record.ts";
 import { answerOfApproval, isSettled, recordApprovalOutcome } from "../kube/approval-outcome.ts";
 import type { Caches } from "../kube/caches.ts";
 import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
+import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
@@ -39,6 +39,8 @@ export interface GatewayDeps {
   jwks: JwksRouteOptions["jwks"];
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;
+  /** Session records (counters) from the transcript, read incrementally. */
+  records: SessionRecords;
 }
 
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
@@ -66,8 +68,7 @@ export function buildGateway(deps: GatewayDeps) {
     loggerInstance: deps.log.child({ component: "gateway" }),
     bodyLimit: 2 * 1024 * 1024,
   });
-  const recordOf = async (uid: string) =>
-    sessionRecordOf(await deps.transcripts.list(uid, { limit: 100_000 }));
+  const { recordOf } = deps.records;
 
   app.setErrorHandler((error, request, reply) => {
     if (isGatehouseError(error)) {

@@ -25,7 +25,6 @@ import { AuditKind } from "../../core/audit.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
 import type { ApprovalPhase, CoreDeps, ExecutionRecord } from "../../core/ports.ts";
-import { sessionRecordOf } from "../../core/session-record.ts";
 import { isSettled, recordApprovalOutcome } from "../../kube/approval-outcome.ts";
 import { requestOf } from "../../kube/approvals.ts";
 import type { Caches } from "../../kube/caches.ts";
@@ -36,6 +35,7 @@ import type { OperatorMetrics } from "../../kube/metrics.ts";
 import { sessionContextOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
+import type { SessionRecords } from "../../store/session-records.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
 
 export interface ApprovalDeps {
@@ -50,6 +50,7 @@ export interface ApprovalDeps {
   metrics?: Pick<OperatorMetrics, "approvalDecided">;
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;
+  records: SessionRecords;
 }
 
 type Status = NonNullable<Approval["status"]>;
@@ -302,11 +303,7 @@ export async function reconcileApproval(
   status.phase = "Executing";
   written = (await writeStatusIfChanged(deps.clients, APPROVAL, written, { ...status })) ?? written;
   const session = sessionObject
-    ? sessionContextOf(
-        sessionObject,
-        sessionRecordOf(await deps.transcripts.list(sessionObject.metadata.uid, { limit: 100_000 })),
-        deps.ceilings,
-      )
+    ? sessionContextOf(sessionObject, await deps.records.recordOf(sessionObject.metadata.uid), deps.ceilings)
     : undefined;
   const result = await executeApproved(deps.core, {
     approval: { request: requestOf(approval), decisions: approval.spec.decisions, phase: "Approved" },
