@@ -55,13 +55,19 @@ function handleOf(
   sessionUid: string,
 ): ApprovalHandle {
   const owner = approval.metadata.ownerReferences?.find((o) => o.controller);
-  const { decisions: _decisions, ...stored } = approval.spec;
-  const { decisions: _wanted, ...wanted } = request ? approvalSpecOf(request) : approval.spec;
+  // expiresAt is computed from the clock when a call is proposed, so a concurrent identical proposal
+  // computes one a moment later: ours when it expires no later than the one we would have written.
+  const { decisions: _decisions, expiresAt: storedExpiry, ...stored } = approval.spec;
+  const {
+    decisions: _wanted,
+    expiresAt: wantedExpiry,
+    ...wanted
+  } = request ? approvalSpecOf(request) : approval.spec;
   return {
     name: approval.metadata.name,
     phase: (approval.status?.phase ?? "Pending") as ApprovalPhase,
     ownedBySession: owner?.kind === "AgentSession" && owner.uid === sessionUid,
-    sameSpec: isDeepStrictEqual(stored, wanted),
+    sameSpec: isDeepStrictEqual(stored, wanted) && Date.parse(storedExpiry) <= Date.parse(wantedExpiry),
     identity: {
       executionId: approval.spec.executionId,
       capabilityId: approval.spec.capabilityId,
