@@ -1,8 +1,9 @@
 /**
- * The test plays the agent (Core's e2e tests): the operator runs with AGENT_IMAGE
- * `gatehouse/sleeper:dev`, so a session's agent pod only sleeps; the test mints that pod's token as
- * admin through the TokenRequest API (audience `gatehouse`, bound to the pod, exactly as the node
- * projects it) and calls the gateway's `POST /v1/invoke` with it, as the pod would (DESIGN §4, §5).
+ * The test plays the agent (Core's e2e tests, issue 7): the operator runs with AGENT_IMAGE
+ * `gatehouse/sleeper:dev`, so a session's agent pod only sleeps; the test mints that pod's own
+ * credential as admin through the TokenRequest API — audience `gatehouse`, bound to the pod by name and
+ * UID, exactly what the node projects into the pod — and calls the gateway's /v1 endpoints with it, as
+ * the pod would (DESIGN §4, §5).
  */
 import { randomBytes } from "node:crypto";
 import { InvokeAnswer, type InvokeCall } from "../../operator/src/api/agent-protocol.ts";
@@ -12,17 +13,37 @@ import { eventually } from "./story.ts";
 /** The agent image of these tests: a pod that sleeps until it is deleted. */
 export const SLEEPER_IMAGE = "gatehouse/sleeper:dev";
 
-/** One session's agent pod, as the test acts through it. */
-export interface Agent {
+/** The AgentSession fields these tests read. */
+export interface SessionObject {
+  metadata: { name: string; namespace: string; uid: string };
+  status?: { phase?: string; podName?: string; podUID?: string; pendingApprovals?: string[] };
+}
+
+/** A session whose agent pod is running (and sleeping): the pod the test speaks for. */
+export interface SleepingSession {
   namespace: string;
-  session: string;
-  sessionUid: string;
+  name: string;
+  uid: string;
   podName: string;
   podUID: string;
+}
+
+/** One session's agent pod, as the test acts through it with the pod's gatehouse token. */
+export interface Agent {
+  session: SleepingSession;
   /** The pod's token: audience gatehouse, bound to the pod. */
   token: string;
-  /** `POST /v1/invoke` as this pod; throws unless the gateway answers 200 with an InvokeAnswer. */
+  /**
+   * `POST /v1/invoke` as this pod (`callId` defaults to `call-<position>`); throws unless the gateway
+   * answers 200 with an InvokeAnswer.
+   */
   invoke(call: Omit<InvokeCall, "callId"> & { callId?: string }): Promise<InvokeAnswer>;
+}
+
+/** One answer of the gateway: HTTP status and body, parsed as JSON when it is JSON, else the text. */
+export interface GatewayReply<T = unknown> {
+  status: number;
+  body: T;
 }
 
 /**
@@ -54,33 +75,41 @@ export async function coreNamespace(env: Environment, prefix: string): Promise<s
   return namespace;
 }
 
+/** Reads an AgentSession as admin. */
+export function getSession(env: Environment, namespace: string, name: string): Promise<SessionObject> {
+  return env.kubectl.json<SessionObject>("admin", ["get", "agentsession", name, "-n", namespace]);
+}
+
 /**
- * Creates an AgentSession as alice in `namespace`, waits for its (sleeping) agent pod, and mints the
- * pod's token as admin with `kubectl create token … --bound-object-kind Pod`.
+ * Creates AgentSession `<prefix>-<random>` as alice in `namespace` and waits (≤ 180 s) until it is
+ * Running with a pod named in status and that pod exists under the status's UID (the sleeper pod runs
+ * until the session's timeout).
  */
-export async function startAgent(env: Environment, namespace: string, prefix = "agent"): Promise<Agent> {
-  const session = `${prefix}-${randomBytes(3).toString("hex")}`;
+export async function sleepingSession(
+  env: Environment,
+  namespace: string,
+  prefix: string,
+): Promise<SleepingSession> {
+  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
   await env.kubectl.ok(
     "alice",
     ["create", "-f", "-"],
     JSON.stringify({
       apiVersion: "gatehouse.dev/v1alpha1",
       kind: "AgentSession",
-      metadata: { name: session, namespace },
+      metadata: { name, namespace },
       spec: {
         subject: { user: "alice" },
         model: { name: "scripted/answer" },
-        messages: [{ text: "Publish next week's production plan." }],
+        messages: [{ text: "Place the orders the test asks for." }],
       },
     }),
   );
-  const bound = await eventually(`the agent pod of session ${session}`, 120_000, async () => {
-    const object = await env.kubectl.json<{
-      metadata: { uid: string };
-      status?: { podName?: string; podUID?: string };
-    }>("admin", ["get", "agentsession", session, "-n", namespace]);
-    const { podName, podUID } = object.status ?? {};
-    if (!podName || !podUID) return undefined;
+  return eventually(`session ${name} to be Running with its pod`, 180_000, async () => {
+    const session = await getSession(env, namespace, name);
+    const { phase, podName, podUID } = session.status ?? {};
+    if (phase !== "Running" || !podName || !podUID) return undefined;
+    // The status is written from the operator's cache; the pod itself must be the one it names.
     const pod = await env.kubectl.run("admin", [
       "get",
       "pod",
@@ -91,43 +120,115 @@ export async function startAgent(env: Environment, namespace: string, prefix = "
       "jsonpath={.metadata.uid}",
     ]);
     return pod.code === 0 && pod.stdout === podUID
-      ? { sessionUid: object.metadata.uid, podName, podUID }
+      ? { namespace, name, uid: session.metadata.uid, podName, podUID }
       : undefined;
   });
-  const token = (
-    await env.kubectl.ok("admin", [
-      "create",
-      "token",
-      "gatehouse-agent",
-      "-n",
-      namespace,
-      "--audience",
-      "gatehouse",
-      "--bound-object-kind",
-      "Pod",
-      "--bound-object-name",
-      bound.podName,
-      "--bound-object-uid",
-      bound.podUID,
-    ])
-  ).stdout.trim();
+}
+
+/**
+ * A ServiceAccount token of `gatehouse-agent` in `pod.namespace` bound to the pod `podName`/`podUID`,
+ * valid for 1 h, for `audiences` (default `gatehouse`; none = the API server's own): `kubectl create
+ * token` as admin, i.e. the TokenRequest API the node uses for the pod's projected token. Throws when the
+ * API server refuses (e.g. the pod is gone).
+ */
+export async function podToken(
+  env: Environment,
+  pod: { namespace: string; podName: string; podUID: string },
+  audiences: string[] = ["gatehouse"],
+): Promise<string> {
+  const result = await env.kubectl.ok("admin", [
+    "create",
+    "token",
+    "gatehouse-agent",
+    "-n",
+    pod.namespace,
+    ...audiences.flatMap((a) => ["--audience", a]),
+    "--bound-object-kind",
+    "Pod",
+    "--bound-object-name",
+    pod.podName,
+    "--bound-object-uid",
+    pod.podUID,
+    "--duration",
+    "1h",
+  ]);
+  return result.stdout.trim();
+}
+
+/** A static-token user's bearer token from the environment's kubeconfig (`--token-auth-file` users). */
+export async function staticUserToken(env: Environment, user: string): Promise<string> {
+  const result = await env.kubectl.ok("admin", [
+    "config",
+    "view",
+    "--raw",
+    "-o",
+    `jsonpath={.users[?(@.name=="${user}")].user.token}`,
+  ]);
+  const token = result.stdout.trim();
+  if (!token) throw new Error(`no token for user ${user} in ${env.cluster.kubeconfigPath}`);
+  return token;
+}
+
+/** A sleeping session in `namespace` (see sleepingSession) and its pod's gatehouse token. */
+export async function startAgent(env: Environment, namespace: string, prefix = "agent"): Promise<Agent> {
+  const session = await sleepingSession(env, namespace, prefix);
+  const token = await podToken(env, session);
   return {
-    namespace,
     session,
-    ...bound,
     token,
-    invoke: (call) => invokeAs(env.gatewayUrl, token, { callId: `call-${call.position}`, ...call }),
+    invoke: async (call) =>
+      answerOf(await invokeAs(env, token, { callId: `call-${call.position}`, ...call })),
   };
 }
 
-/** `POST <gatewayUrl>/v1/invoke` with `token`; throws with the body unless it answers 200. */
-export async function invokeAs(gatewayUrl: string, token: string, call: InvokeCall): Promise<InvokeAnswer> {
-  const response = await fetch(`${gatewayUrl}/v1/invoke`, {
-    method: "POST",
+/**
+ * `method <gatewayUrl><path>` with bearer `token` and an optional JSON `body`. Never throws on an HTTP
+ * status: the reply carries it, and a body that is not JSON is kept as text so the failing assertion
+ * shows it.
+ */
+async function gatewayRequest<T = unknown>(
+  env: Environment,
+  token: string,
+  method: "GET" | "POST",
+  path: string,
+  body?: unknown,
+): Promise<GatewayReply<T>> {
+  const response = await fetch(`${env.gatewayUrl}${path}`, {
+    method,
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(call),
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
-  if (response.status !== 200) throw new Error(`POST /v1/invoke answered ${response.status}: ${text}`);
-  return InvokeAnswer.parse(JSON.parse(text));
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Kept as text: the assertion that fails will show it.
+  }
+  return { status: response.status, body: parsed as T };
+}
+
+/** `GET /v1/session` with `token`. */
+export function getSessionView(env: Environment, token: string): Promise<GatewayReply> {
+  return gatewayRequest(env, token, "GET", "/v1/session");
+}
+
+/**
+ * `POST /v1/invoke` with `token`: one tool call as the model produced it (`arguments` is raw text). The
+ * body is an InvokeAnswer when the status is 200, else the gateway's error body.
+ */
+export function invokeAs(
+  env: Environment,
+  token: string,
+  call: InvokeCall,
+): Promise<GatewayReply<InvokeAnswer>> {
+  return gatewayRequest<InvokeAnswer>(env, token, "POST", "/v1/invoke", call);
+}
+
+/** The InvokeAnswer of a `/v1/invoke` reply; throws with the status and body unless it is 200. */
+function answerOf(reply: GatewayReply<InvokeAnswer>): InvokeAnswer {
+  if (reply.status !== 200) {
+    throw new Error(`POST /v1/invoke answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+  }
+  return InvokeAnswer.parse(reply.body);
 }

@@ -1,13 +1,17 @@
 /**
  * The counting write provider of Core's e2e tests (`gatehouse/provider-counter:dev`,
  * test/cluster/images/provider-counter.ts) deployed as a Shared ProviderInstance with its
- * Capabilities, and its ledger — the business system's own record of what happened, read straight
- * from the provider pod's observer port (8081), never through Gatehouse.
+ * Capabilities, and its ledger — the business system's own record of every effect it committed and
+ * every invoke it saw, read straight from the provider pod's observer port (8081), never through
+ * Gatehouse — so a test can prove "at most one effect per action" from the business side.
  */
 import type { Environment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
-/** One capability the counter offers (its COUNTER_CAPABILITIES entry). */
+/**
+ * One capability the counter offers (its COUNTER_CAPABILITIES entry; the provider defaults idempotency
+ * to `key` and behaviour to `ok`).
+ */
 export interface CounterOffer {
   id: string;
   effect: "read" | "draft" | "write";
@@ -40,6 +44,12 @@ export interface LedgerCall {
   executionId: string;
 }
 
+/** The ledger from a mark on: what was appended since, of every capability, in order. */
+export interface LedgerMark {
+  effects(): Promise<LedgerEffect[]>;
+  calls(): Promise<LedgerCall[]>;
+}
+
 /** The counter's ledger on its observer port. */
 export interface Ledger {
   /** Committed effects of capability `id`, in order. */
@@ -50,6 +60,8 @@ export interface Ledger {
   planVersion(planId: string): Promise<number>;
   /** Another writer moves the plan on by one version; returns the new version. */
   bump(planId: string): Promise<number>;
+  /** Remembers the ledger's current length; the mark reads only what came after. */
+  mark(): Promise<LedgerMark>;
 }
 
 /** The Capability object name for capability id `id` (dots become hyphens). */
@@ -64,9 +76,9 @@ export function toolName(id: string): string {
 
 /**
  * Applies ProviderInstance `name` running the counter with `offers` in `namespace`, and one
- * Capability per offer (policy from `policies`, by id), with more `config` variables (e.g.
- * COUNTER_REQUIRES_IDENTITY); waits until the provider and every
- * Capability are Ready and the ledger answers. Returns the ledger.
+ * Capability per offer (policy from `policies`, by id; none = core/policy.ts defaults, a write is
+ * Required), with more `config` variables (e.g. COUNTER_REQUIRES_IDENTITY); waits until the provider
+ * and every Capability are Ready (reason Offered) and the ledger answers. Returns the ledger.
  */
 export async function deployCounter(
   env: Environment,
@@ -129,13 +141,11 @@ export async function deployCounter(
     ]);
     return provider.status?.endpoints?.[0];
   });
-  const ledger = ledgerAt(`http://${new URL(endpoint).hostname}:8081`);
+  const observer = `http://${new URL(endpoint).hostname}:8081`;
   await eventually(`the ledger of ${name}`, 60_000, async () =>
-    (await fetch(`http://${new URL(endpoint).hostname}:8081/effects`).catch(() => undefined))?.ok
-      ? true
-      : undefined,
+    (await fetch(`${observer}/effects`).catch(() => undefined))?.ok ? true : undefined,
   );
-  return ledger;
+  return ledgerAt(observer);
 }
 
 /** The ledger served at `base` (the provider pod's observer). */
@@ -145,13 +155,22 @@ export function ledgerAt(base: string): Ledger {
     if (!response.ok) throw new Error(`${init?.method ?? "GET"} ${base}${path} answered ${response.status}`);
     return (await response.json()) as T;
   };
+  const effects = () => get<LedgerEffect[]>("/effects");
+  const calls = () => get<LedgerCall[]>("/calls");
   return {
-    effects: async (id) => (await get<LedgerEffect[]>("/effects")).filter((e) => e.capability === id),
-    calls: async (id) => (await get<LedgerCall[]>("/calls")).filter((c) => c.capability === id),
+    effects: async (id) => (await effects()).filter((e) => e.capability === id),
+    calls: async (id) => (await calls()).filter((c) => c.capability === id),
     planVersion: async (planId) =>
       (await get<{ version: number }>(`/plans/${encodeURIComponent(planId)}`)).version,
     bump: async (planId) =>
       (await get<{ version: number }>(`/plans/${encodeURIComponent(planId)}/bump`, { method: "POST" }))
         .version,
+    async mark() {
+      const [effectCount, callCount] = [(await effects()).length, (await calls()).length];
+      return {
+        effects: async () => (await effects()).slice(effectCount),
+        calls: async () => (await calls()).slice(callCount),
+      };
+    },
   };
 }

@@ -135,7 +135,7 @@ describe("an approved call", () => {
     expect(approval.status?.phase).toBe("Stale");
     expect(executed(approval)?.reason).toBe("Disabled");
     expect(approval.status?.execution).toBeUndefined();
-    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await switched.calls(SWITCHED)).toEqual([]);
     expect(await switched.effects(SWITCHED)).toEqual([]);
   });
@@ -153,7 +153,7 @@ describe("an approved call", () => {
     expect(approval.status?.phase).toBe("Stale");
     expect(executed(approval)?.message).toMatch(/now at version 2; the call was approved for version 1/);
     expect(executed(approval)?.reason).toBe("TargetVersionMoved");
-    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await counter.calls(PUBLISH)).toEqual([]);
     expect(await counter.effects(PUBLISH)).toEqual([]);
     expect(await counter.planVersion("week-21")).toBe(2);
@@ -171,7 +171,7 @@ describe("an approved call", () => {
     const approval = await approvalWithStatus(env, namespace, name);
     expect(approval.status?.phase).toBe("Expired");
     expect(approval.spec.decisions).toEqual([]);
-    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await counter.calls(EXPIRING)).toEqual([]);
   });
 });
@@ -183,7 +183,7 @@ describe("a provider that requires identity", () => {
     const answer = await agent.invoke({ turn: 0, position: 0, tool: toolName(WHOAMI), arguments: "{}" });
     expect(answer).toMatchObject({ status: "denied", errorKind: "forbidden" });
     expect(answer.content).toMatch(/alice has no account/);
-    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await ident.calls(WHOAMI)).toEqual([]);
   });
 
@@ -214,7 +214,7 @@ describe("a provider that requires identity", () => {
     const approval = await approvalPast(env, namespace, name, DISPATCHING);
     expect(approval.status?.phase).toBe("Stale");
     expect(executed(approval)?.reason).toBe("IdentityUnbound");
-    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await ident.calls(BOOK)).toEqual([]);
   });
 });

@@ -101,7 +101,7 @@ describe("the same call sent twice at once", () => {
     const call = callOf(AUTO_WRITE, { planId: "week-12", shiftDays: 1 });
     const answers = await Promise.all([agent.invoke(call), agent.invoke(call)]);
 
-    const rows = await executionsOfSession(env.pool, agent.sessionUid);
+    const rows = await executionsOfSession(env.pool, agent.session.uid);
     expect(rows).toHaveLength(1);
     expect(rows[0]?.state).toBe("succeeded");
     expect(answers.map((a) => a.executionId)).toEqual([rows[0]?.id, rows[0]?.id]);
@@ -118,13 +118,13 @@ describe("the same call sent twice at once", () => {
     const answers = await Promise.all([agent.invoke(call), agent.invoke(call)]);
 
     expect(answers.map((a) => a.status)).toEqual(["pending_approval", "pending_approval"]);
-    const approvals = await approvalsOfSession(env, namespace, agent.sessionUid);
+    const approvals = await approvalsOfSession(env, namespace, agent.session.uid);
     expect(approvals).toHaveLength(1);
     const approval = approvals[0]!;
     expect(answers.map((a) => a.approval?.name)).toEqual([approval.metadata.name, approval.metadata.name]);
     expect(answers.map((a) => a.executionId)).toEqual([approval.spec.executionId, approval.spec.executionId]);
     // Nothing runs before a human decides.
-    expect(await executionsOfSession(env.pool, agent.sessionUid)).toEqual([]);
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await ledger.calls(APPROVED_WRITE)).toEqual([]);
   });
 });
@@ -138,7 +138,7 @@ describe("a provider whose answer is lost after it committed", () => {
     const approval = await approvalPast(env, namespace, name, DISPATCHING);
     expect(approval.status?.phase).toBe("Succeeded");
     expect(approval.status?.execution?.state).toBe("succeeded");
-    const [row] = await executionsOfSession(env.pool, agent.sessionUid);
+    const [row] = await executionsOfSession(env.pool, agent.session.uid);
     expect(row?.state).toBe("succeeded");
     // Every invoke answered unknown_outcome: only the status query by key can have said succeeded.
     const calls = await ledger.calls(LOST_KEYED);
@@ -158,7 +158,7 @@ describe("a provider whose answer is lost after it committed", () => {
     expect(approval.status?.conditions?.map((c) => `${c.type}/${c.reason}: ${c.message}`)).toEqual(
       expect.arrayContaining([expect.stringMatching(/human/i)]),
     );
-    const [row] = await executionsOfSession(env.pool, agent.sessionUid);
+    const [row] = await executionsOfSession(env.pool, agent.session.uid);
     expect(row?.state).toBe("unknown");
     expect(await ledger.calls(LOST_UNKEYED)).toHaveLength(1);
     expect(await ledger.effects(LOST_UNKEYED)).toHaveLength(1);
@@ -213,7 +213,7 @@ describe("an operator SIGKILLed in the middle of an approved write", () => {
   it("right after the claim: a new replica executes it once with the same key, Succeeded, audited", async () => {
     const { agent, name } = await crashDuringDispatch(CLAIM_CRASH, "after-claim");
     // The replica died holding the claim, before it called the provider.
-    const [claimed] = await executionsOfSession(env.pool, agent.sessionUid);
+    const [claimed] = await executionsOfSession(env.pool, agent.session.uid);
     expect(claimed?.state).toBe("started");
     expect(await ledger.calls(CLAIM_CRASH)).toEqual([]);
 
@@ -223,7 +223,7 @@ describe("an operator SIGKILLed in the middle of an approved write", () => {
     const effects = await ledger.effects(CLAIM_CRASH);
     expect(effects).toHaveLength(1);
     expect(effects[0]?.idempotencyKey).toBe(claimed?.idempotencyKey);
-    const rows = await executionsOfSession(env.pool, agent.sessionUid);
+    const rows = await executionsOfSession(env.pool, agent.session.uid);
     expect(rows.map((r) => [r.id, r.state])).toEqual([[claimed?.id, "succeeded"]]);
     // The dead claimer audited nothing; the recovery is audited before it calls the provider.
     const audit = await auditOfExecution(env.pool, approval.spec.executionId);
@@ -236,7 +236,7 @@ describe("an operator SIGKILLed in the middle of an approved write", () => {
   it("after the provider answered, before the receipt: the retry with the same key adds no effect, Succeeded, audited", async () => {
     const { agent, name } = await crashDuringDispatch(ANSWER_CRASH, "after-provider-call");
     // The business system committed; Gatehouse never recorded the receipt.
-    const [claimed] = await executionsOfSession(env.pool, agent.sessionUid);
+    const [claimed] = await executionsOfSession(env.pool, agent.session.uid);
     expect(claimed?.state).toBe("started");
     expect(await ledger.effects(ANSWER_CRASH)).toHaveLength(1);
 
@@ -248,7 +248,7 @@ describe("an operator SIGKILLed in the middle of an approved write", () => {
     expect(new Set((await ledger.calls(ANSWER_CRASH)).map((c) => c.idempotencyKey))).toEqual(
       new Set([claimed?.idempotencyKey]),
     );
-    const rows = await executionsOfSession(env.pool, agent.sessionUid);
+    const rows = await executionsOfSession(env.pool, agent.session.uid);
     expect(rows.map((r) => [r.id, r.state])).toEqual([[claimed?.id, "succeeded"]]);
     const audit = await auditOfExecution(env.pool, approval.spec.executionId);
     expect(executionAudit(audit)).toEqual([

@@ -15,18 +15,20 @@ import type { InvokeCall } from "../../operator/src/api/agent-protocol.ts";
 import { canonicalJson, sha256Hex } from "../../operator/src/core/canonical.ts";
 import { executionIdentity } from "../../operator/src/core/execution-identity.ts";
 import { clusterInfo } from "./cluster-info.ts";
-import { type CounterNamespace, counterNamespace, type LedgerMark } from "./counter-namespace.ts";
-import { type Environment, startEnvironment } from "./environment.ts";
 import {
+  coreNamespace,
   type GatewayReply,
   getSession,
   getSessionView,
   invokeAs,
   podToken,
+  SLEEPER_IMAGE,
   type SleepingSession,
   sleepingSession,
   staticUserToken,
-} from "./pod-agent.ts";
+} from "./core-agent.ts";
+import { capabilityName, deployCounter, type Ledger, type LedgerMark, toolName } from "./core-counter.ts";
+import { type Environment, startEnvironment } from "./environment.ts";
 import { decisionPatch, eventually } from "./story.ts";
 
 /** The operator's ServiceAccount: the only user admission lets create Approvals. */
@@ -50,11 +52,13 @@ interface AuditRow {
 }
 
 let env: Environment;
-let counter: CounterNamespace;
+let namespace: string;
+let counter: Ledger;
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: "gatehouse/sleeper:dev" } });
-  counter = await counterNamespace(env, "invoke", [
+  env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
+  namespace = await coreNamespace(env, "invoke");
+  counter = await deployCounter(env, namespace, "counter", [
     { id: PLACE, effect: "write" },
     { id: PUBLISH, effect: "write", target: true },
     { id: READ, effect: "read" },
@@ -62,11 +66,9 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  if (counter) await env.kubectl.run("admin", ["delete", "namespace", counter.namespace, "--wait=false"]);
+  if (namespace) await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
   await env?.stop();
 });
-
-const toolOf = (id: string) => id.replaceAll(".", "_");
 
 function call(
   turn: number,
@@ -75,7 +77,7 @@ function call(
   args: string,
   callId = `call_${position}`,
 ): InvokeCall {
-  return { turn, position, callId, tool: toolOf(id), arguments: args };
+  return { turn, position, callId, tool: toolName(id), arguments: args };
 }
 
 /** The session's Approvals (by spec.sessionRef.uid, so a squatted one without owner is listed too). */
@@ -199,7 +201,7 @@ describe("pod authentication", () => {
   }
 
   it("refuses a token of the session's own pod minted for another audience", async () => {
-    const session = await sleepingSession(env, counter.namespace, "auth-aud");
+    const session = await sleepingSession(env, namespace, "auth-aud");
     const mark = await counter.mark();
     // The same pod's token for audience gatehouse is accepted: the audience alone makes the difference.
     expect((await getSessionView(env, await podToken(env, session))).status).toBe(200);
@@ -210,14 +212,14 @@ describe("pod authentication", () => {
   });
 
   it("refuses a static-token user: alice's own token from the kubeconfig", async () => {
-    const session = await sleepingSession(env, counter.namespace, "auth-user");
+    const session = await sleepingSession(env, namespace, "auth-user");
     const mark = await counter.mark();
     await expectRefused(await staticUserToken(env, "alice"));
     await expectNothingRecorded(session, mark);
   });
 
   it("refuses the token of a deleted pod, though its session still names the pod", async () => {
-    const session = await sleepingSession(env, counter.namespace, "auth-gone");
+    const session = await sleepingSession(env, namespace, "auth-gone");
     const token = await podToken(env, session);
     const mark = await counter.mark();
     expect((await getSessionView(env, token)).status).toBe(200);
@@ -230,7 +232,7 @@ describe("pod authentication", () => {
   });
 
   it("refuses the token of a pod recreated under the same name with a new uid, and that new pod's token", async () => {
-    const session = await sleepingSession(env, counter.namespace, "auth-again");
+    const session = await sleepingSession(env, namespace, "auth-again");
     const original = await env.kubectl.json<{
       metadata: { labels?: Record<string, string>; ownerReferences?: unknown[] };
       spec: Record<string, unknown>;
@@ -273,7 +275,7 @@ describe("pod authentication", () => {
   });
 
   it("refuses the old pod's token once the session's pod was replaced, and accepts the new pod's", async () => {
-    const session = await sleepingSession(env, counter.namespace, "auth-replaced");
+    const session = await sleepingSession(env, namespace, "auth-replaced");
     const token = await podToken(env, session);
     const mark = await counter.mark();
     expect((await getSessionView(env, token)).status).toBe(200);
@@ -311,17 +313,17 @@ describe("pod authentication", () => {
       JSON.stringify({
         apiVersion: "v1",
         kind: "Pod",
-        metadata: { name: podName, namespace: counter.namespace },
+        metadata: { name: podName, namespace },
         spec: {
           serviceAccountName: "gatehouse-agent",
-          containers: [{ name: "agent", image: "gatehouse/sleeper:dev" }],
+          containers: [{ name: "agent", image: SLEEPER_IMAGE }],
         },
       }),
     );
     const early = await eventually(`pod ${podName} to run`, 120_000, async () => {
       const pod = await env.kubectl.json<{ metadata: { uid: string }; status?: { phase?: string } }>(
         "admin",
-        ["get", "pod", podName, "-n", counter.namespace],
+        ["get", "pod", podName, "-n", namespace],
       );
       return pod.status?.phase === "Running" ? pod : undefined;
     });
@@ -331,7 +333,7 @@ describe("pod authentication", () => {
       JSON.stringify({
         apiVersion: "gatehouse.dev/v1alpha1",
         kind: "AgentSession",
-        metadata: { name, namespace: counter.namespace },
+        metadata: { name, namespace },
         spec: {
           subject: { user: "alice" },
           model: { name: "scripted/answer" },
@@ -342,14 +344,12 @@ describe("pod authentication", () => {
     const failed = await eventually(`session ${name} to fail`, 120_000, async () => {
       const session = await env.kubectl.json<{
         status?: { phase?: string; podUID?: string; conditions?: Array<{ type: string; reason: string }> };
-      }>("admin", ["get", "agentsession", name, "-n", counter.namespace]);
+      }>("admin", ["get", "agentsession", name, "-n", namespace]);
       return session.status?.phase === "Failed" ? session : undefined;
     });
     expect(failed.status?.conditions?.find((c) => c.type === "Failed")?.reason).toBe("PodNameTaken");
     expect(failed.status?.podUID).toBeUndefined();
-    await expectRefused(
-      await podToken(env, { namespace: counter.namespace, podName, podUID: early.metadata.uid }),
-    );
+    await expectRefused(await podToken(env, { namespace, podName, podUID: early.metadata.uid }));
   });
 });
 
@@ -379,7 +379,7 @@ describe("a squatted Approval", () => {
     const capability = await env.kubectl.json<{ status?: { schemaDigest?: string } }>("admin", [
       "get",
       "capability",
-      counter.capabilityName(PUBLISH),
+      capabilityName(PUBLISH),
       "-n",
       session.namespace,
     ]);
@@ -408,7 +408,7 @@ describe("a squatted Approval", () => {
       spec: {
         executionId,
         sessionRef: { name: session.name, uid: session.uid },
-        capability: counter.capabilityName(PUBLISH),
+        capability: capabilityName(PUBLISH),
         capabilityId: PUBLISH,
         providerRef: { name: "counter" },
         arguments: canonical,
@@ -451,7 +451,7 @@ describe("a squatted Approval", () => {
   }
 
   it("cannot be created by admin in its own name: admission admits only the operator", async () => {
-    const session = await sleepingSession(env, counter.namespace, "squat-admin");
+    const session = await sleepingSession(env, namespace, "squat-admin");
     const { approvalName, executionId } = derivedName(session);
     const body = await squatBody(session, approvalName, executionId, ARGS, true);
     const result = await env.kubectl.run("admin", ["create", "-f", "-"], JSON.stringify(body));
@@ -460,7 +460,7 @@ describe("a squatted Approval", () => {
   });
 
   it("with the derived name but a different spec, though owned by the session, is marked Failed Conflict and the call refused", async () => {
-    const session = await sleepingSession(env, counter.namespace, "squat-spec");
+    const session = await sleepingSession(env, namespace, "squat-spec");
     const mark = await counter.mark();
     const { approvalName, executionId } = derivedName(session);
     // The squatter's own arguments under the name of the call the agent is about to make.
@@ -472,7 +472,7 @@ describe("a squatted Approval", () => {
   });
 
   it("with the derived name and the same action but without the session as controller owner is marked Failed Conflict and the call refused", async () => {
-    const session = await sleepingSession(env, counter.namespace, "squat-owner");
+    const session = await sleepingSession(env, namespace, "squat-owner");
     const mark = await counter.mark();
     const { approvalName, executionId } = derivedName(session);
     await squat(await squatBody(session, approvalName, executionId, ARGS, false));
@@ -485,7 +485,7 @@ describe("malformed arguments", () => {
   let token: string;
 
   beforeAll(async () => {
-    session = await sleepingSession(env, counter.namespace, "malformed");
+    session = await sleepingSession(env, namespace, "malformed");
     token = await podToken(env, session);
   }, 300_000);
 
@@ -532,7 +532,7 @@ describe("malformed arguments", () => {
   );
 
   it('counts "" as {} for a capability that requires no field, and runs it once', async () => {
-    const reader = await sleepingSession(env, counter.namespace, "empty-ok");
+    const reader = await sleepingSession(env, namespace, "empty-ok");
     const mark = await counter.mark();
     const reply = await invokeAs(env, await podToken(env, reader), call(0, 0, READ, ""));
     expect(reply.body).toMatchObject({ status: "succeeded" });
@@ -548,7 +548,7 @@ describe("malformed arguments", () => {
 describe("call ids the model reuses", () => {
   /** Two write calls with callId call_0 at `first` and `second` (turn, position): two Approvals; approve the first. */
   async function reusedCallId(prefix: string, first: [number, number], second: [number, number]) {
-    const session = await sleepingSession(env, counter.namespace, prefix);
+    const session = await sleepingSession(env, namespace, prefix);
     const token = await podToken(env, session);
     const mark = await counter.mark();
     const a = await invokeAs(env, token, call(first[0], first[1], PLACE, '{"orderId":"A-1"}', "call_0"));
@@ -582,7 +582,7 @@ describe("call ids the model reuses", () => {
 
 describe("a rejection", () => {
   it("is final: the identical call later in the turn and in a later turn is refused naming the rejected Approval, with no new Approval; another capability still gets its own", async () => {
-    const session = await sleepingSession(env, counter.namespace, "rejected");
+    const session = await sleepingSession(env, namespace, "rejected");
     const token = await podToken(env, session);
     const mark = await counter.mark();
     const ORDER = '{"orderId":"R-1"}';
