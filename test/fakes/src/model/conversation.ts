@@ -40,19 +40,36 @@ export type ChatRequest = z.infer<typeof ChatRequest>;
 
 /** A tool message's content, raw and (when it is JSON) parsed. */
 export interface ToolResult {
+  /** The message's index in the request's `messages`. */
+  position: number;
+  callId: string | undefined;
   tool: string | undefined;
   content: string;
   value: unknown;
+}
+
+/** A tool call an assistant message of the conversation made. */
+export interface MadeCall {
+  /** The assistant message's index in the request's `messages`. */
+  position: number;
+  id: string;
+  name: string;
 }
 
 /** What the scripted model needs to know about a conversation. */
 export interface ConversationView {
   /** The step to play: the number of assistant messages so far. */
   step: number;
+  /** Every tool call of the assistant messages, in order. */
+  calls: MadeCall[];
+  /** Every tool message, in order. */
+  results: ToolResult[];
   /** The latest tool message, if any. */
   last: ToolResult | undefined;
   /** The latest result per tool name (names resolved through the assistant messages' call ids). */
   byTool: Map<string, ToolResult>;
+  /** The latest result per call id. */
+  byCall: Map<string, ToolResult>;
   /** Characters of all message text: the basis of the usage estimate. */
   promptChars: number;
 }
@@ -72,28 +89,34 @@ function parsedOrRaw(content: string): unknown {
   }
 }
 
-/** Derives the step and tool results from the request's messages. */
+/** Derives the step, the calls made and the tool results from the request's messages. */
 export function viewConversation(messages: ChatMessage[]): ConversationView {
   const toolNameById = new Map<string, string>();
+  const calls: MadeCall[] = [];
+  const results: ToolResult[] = [];
   const byTool = new Map<string, ToolResult>();
+  const byCall = new Map<string, ToolResult>();
   let step = 0;
-  let last: ToolResult | undefined;
   let promptChars = 0;
-  for (const message of messages) {
+  messages.forEach((message, position) => {
     const text = textOf(message.content);
     promptChars += text.length;
     if (message.role === "assistant") {
       step += 1;
       for (const call of message.tool_calls ?? []) {
         toolNameById.set(call.id, call.function.name);
+        calls.push({ position, id: call.id, name: call.function.name });
         promptChars += call.function.name.length + call.function.arguments.length;
       }
     }
     if (message.role === "tool") {
-      const tool = message.tool_call_id ? toolNameById.get(message.tool_call_id) : undefined;
-      last = { tool, content: text, value: parsedOrRaw(text) };
-      if (tool) byTool.set(tool, last);
+      const callId = message.tool_call_id;
+      const tool = callId ? toolNameById.get(callId) : undefined;
+      const result: ToolResult = { position, callId, tool, content: text, value: parsedOrRaw(text) };
+      results.push(result);
+      if (tool) byTool.set(tool, result);
+      if (callId) byCall.set(callId, result);
     }
-  }
-  return { step, last, byTool, promptChars };
+  });
+  return { step, calls, results, last: results.at(-1), byTool, byCall, promptChars };
 }

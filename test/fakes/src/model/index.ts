@@ -1,12 +1,19 @@
 /** The scripted OpenAI-compatible model server (DESIGN §9) used by agent tests, e2e and the demo. */
 import { fileURLToPath } from "node:url";
 
-export { completionBody, completionChunks, estimateUsage, type Usage } from "./completion.ts";
-export { type ConversationView, viewConversation } from "./conversation.ts";
-export { type PlayedAnswer, type PlayedCall, play } from "./play.ts";
-export { type Fault, loadScript, Script, ScriptError, type Step } from "./script.ts";
 export {
-  type RecordedRequest,
+  completionBody,
+  completionChunks,
+  estimateUsage,
+  toolCallDeltas,
+  type Usage,
+  usageOf,
+} from "./completion.ts";
+export { type ConversationView, viewConversation } from "./conversation.ts";
+export { type DeltaLayout, type PlayedAnswer, type PlayedCall, play, unanswered } from "./play.ts";
+export { type RecordedRequest, recordedHeaders } from "./recorder.ts";
+export { type Fault, loadScript, Script, ScriptError, type Step, type Wait } from "./script.ts";
+export {
   type ScriptedModel,
   type ScriptedModelOptions,
   startScriptedModel,

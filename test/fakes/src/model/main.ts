@@ -2,7 +2,8 @@
  * Runs the scripted model as a process:
  *   node test/fakes/src/model/main.ts --host 10.0.0.1 --port 18080 [--scripts DIR]
  * (defaults: env HOST or 127.0.0.1, env PORT or 18080, env SCRIPTS_DIR or test/fakes/scripts).
- * Prints one JSON line `{"url": …}` (the OpenAI base URL) once listening.
+ * Prints one JSON line `{"url": …}` (the OpenAI base URL) once listening; the requests it receives are
+ * served at `GET <origin>/_recorded` (see server.ts).
  */
 import { parseArgs } from "node:util";
 import { defaultScriptsDir } from "./index.ts";

@@ -9,32 +9,50 @@
  *   - call:                              # tool calls (parallel calls when several)
  *       - tool: aps_schedule_read        # must be one of the request's tools
  *         arguments: { planId: plan-2026-w49 }   # serialized as a JSON string
- *         id: call_a                     # optional; default call_<step>_<index> (reuse ids on purpose to test)
+ *         id: read_a                     # optional; default call_<step>_<index> (reuse ids on purpose to test)
  *     say: optional text sent alongside the calls
- *   - call:
+ *   - wait: previous                     # played only once every call of the latest tool-calling
+ *                                        # assistant message has its tool message; or name them:
+ *                                        # wait: { calls: [read_a], tools: [aps_schedule_read] }
+ *     call:
  *       - tool: aps_schedule_publish
- *         arguments: { planId: "{{last.planId}}", version: "{{last.version}}" }
+ *         arguments: { planId: "{{last.planId}}", version: "{{calls.read_a.version}}" }
  *   - choose:                            # first alternative whose `when` holds (no `when` = always)
  *       - when: { lastToolContains: forbidden }
  *         say: The APS refused the publish.
+ *       - when: { contains: { tools.aps_schedule_publish: conflict } }
+ *         say: Someone published first.
  *       - when: { matches: { last.status: published } }
  *         say: Published version {{last.version}}.
  *       - say: "Something else happened: {{last}}"
  *     faults:                            # per step, see below
- *       - { kind: rate_limit, times: 1, retryAfterMs: 0 }
+ *       - { kind: rate_limit, times: 1, retryAfterSeconds: 1 }
+ *     usage: { promptTokens: 120, completionTokens: 30 }   # optional; default estimated from the text
  * ```
  * Templates: `{{last.<path>}}` reads the latest tool message (its content parsed as JSON; when the value
  * is not found and the content wraps it as `{result: …}`, the path is also tried inside `result`);
- * `{{tools.<tool_name>.<path>}}` reads the latest result of a given tool. A string that is exactly one
- * placeholder takes the value's type (a number stays a number); embedded placeholders are stringified.
+ * `{{tools.<tool_name>.<path>}}` reads the latest result of a given tool, `{{calls.<call_id>.<path>}}`
+ * the latest result for a call id. A string that is exactly one placeholder takes the value's type (a
+ * number stays a number); embedded placeholders are stringified.
  *
- * Faults (per step):
- *   - `rate_limit {times = 1, retryAfterMs = 0}`: the first `times` requests for the step get HTTP 429
- *     with `retry-after-ms`, so clients retry with backoff.
- *   - `truncate_arguments {call = 0}`: that call's arguments string is cut in half (invalid JSON).
- *   - Reused tool call ids need no fault: give two calls the same `id`.
- *   Planned, same shape: `server_error {status, times}`, `interleave` (deltas of parallel calls
- *   alternate), `drop_stream` (connection closed mid-stream).
+ * A `wait` that does not hold is answered as a real API answers a conversation missing tool results:
+ * HTTP 400 `invalid_request_error` naming what is missing; the step is played by the request that holds
+ * them.
+ *
+ * Faults (per step; each the behaviour of some real model endpoint):
+ *   - `rate_limit {times = 1, retryAfterSeconds = 1, retryAfterMs?}`: the first `times` requests of a
+ *     conversation at this step get HTTP 429 with `Retry-After` (and `retry-after-ms` when given).
+ *   - `server_error {times = 1, status = 500}`: the same with a 5xx and no retry advice.
+ *   - `truncate_arguments {call = 0, keepChars?}`: the answer stops inside that call's arguments (cut to
+ *     `keepChars`, default half: invalid JSON), later calls are not sent, `finish_reason: "length"`.
+ *   - `interleave_calls`: streamed, the deltas of parallel calls alternate by index (first deltas of
+ *     all calls, then their argument pieces in turn) instead of one call after another.
+ *   - `split_first_delta`: streamed, each call is exactly the OpenAI layout, pinned whatever the default
+ *     becomes: a first chunk of its own with `index`, `id`, `type`, `function.name` and
+ *     `function.arguments: ""`, then chunks carrying only `index` and small `function.arguments` pieces.
+ *   Reused tool call ids need no fault: give calls the same `id`.
+ * Transport faults count per conversation (model, step and messages), so a retried request succeeds
+ * and a new conversation meets the fault again.
  */
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
@@ -54,19 +72,53 @@ export const Fault = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("rate_limit"),
     times: z.number().int().min(1).default(1),
-    retryAfterMs: z.number().int().min(0).default(0),
+    retryAfterSeconds: z.number().int().min(0).default(1),
+    retryAfterMs: z.number().int().min(0).optional(),
   }),
-  z.strictObject({ kind: z.literal("truncate_arguments"), call: z.number().int().min(0).default(0) }),
+  z.strictObject({
+    kind: z.literal("server_error"),
+    times: z.number().int().min(1).default(1),
+    status: z.number().int().min(500).max(599).default(500),
+  }),
+  z.strictObject({
+    kind: z.literal("truncate_arguments"),
+    call: z.number().int().min(0).default(0),
+    keepChars: z.number().int().min(0).optional(),
+  }),
+  z.strictObject({ kind: z.literal("interleave_calls") }),
+  z.strictObject({ kind: z.literal("split_first_delta") }),
 ]);
 export type Fault = z.infer<typeof Fault>;
 
+/** A fault answered with an HTTP error instead of a completion. */
+export type TransportFault = Extract<Fault, { kind: "rate_limit" | "server_error" }>;
+
+/**
+ * The tool results a step waits for: `previous` (every call of the latest assistant message that
+ * made calls), or named call ids and tool names, each answered after the latest call that made it.
+ */
+export const Wait = z.union([
+  z.literal("previous"),
+  z
+    .strictObject({
+      calls: z.array(z.string().min(1)).default([]),
+      tools: z.array(z.string().min(1)).default([]),
+    })
+    .refine((wait) => wait.calls.length + wait.tools.length > 0, {
+      message: "a wait names at least one call or tool",
+    }),
+]);
+export type Wait = z.infer<typeof Wait>;
+
 /**
  * A condition on the conversation that picks an alternative; every given test must hold.
- * `lastToolContains`: the latest tool message contains the text. `matches`: each expression (template
- * syntax without braces, e.g. `last.status`) names a value equal to the given one.
+ * `lastToolContains`: the latest tool message contains the text. `contains`: the raw result each
+ * expression names (`last`, `tools.<tool_name>`, `calls.<call_id>`) contains the text. `matches`: each
+ * expression (template syntax without braces, e.g. `last.status`) names a value equal to the given one.
  */
 export const When = z.strictObject({
   lastToolContains: z.string().min(1).optional(),
+  contains: z.record(z.string(), z.string().min(1)).optional(),
   matches: z.record(z.string(), z.unknown()).optional(),
 });
 export type When = z.infer<typeof When>;
@@ -82,13 +134,22 @@ export type Reply = z.infer<typeof Reply>;
 export const Alternative = Reply.extend({ when: When.optional() });
 export type Alternative = z.infer<typeof Alternative>;
 
-/** One step: a reply, or a choice of replies; either may carry faults. */
+/** Token counts a step reports instead of the estimate (for metering tests). */
+export const ScriptedUsage = z.strictObject({
+  promptTokens: z.number().int().min(0),
+  completionTokens: z.number().int().min(0),
+});
+export type ScriptedUsage = z.infer<typeof ScriptedUsage>;
+
+/** One step: a reply, or a choice of replies; either may wait, carry faults and fix its usage. */
 export const Step = z
   .strictObject({
+    wait: Wait.optional(),
     say: z.string().optional(),
     call: z.array(ScriptedCall).optional(),
     choose: z.array(Alternative).min(1).optional(),
     faults: z.array(Fault).default([]),
+    usage: ScriptedUsage.optional(),
   })
   .refine((step) => step.choose === undefined || (step.say === undefined && step.call === undefined), {
     message: "a step has either `choose` or `say`/`call`, not both",

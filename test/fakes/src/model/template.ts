@@ -1,7 +1,8 @@
 /**
- * Fills `{{last.<path>}}` and `{{tools.<tool_name>.<path>}}` placeholders of a scripted step from the
- * conversation's tool results (see `script.ts` for the rules). A placeholder that names nothing is an
- * error: a script that cannot say what it means should fail loudly, not call a tool with `undefined`.
+ * Fills `{{last.<path>}}`, `{{tools.<tool_name>.<path>}}` and `{{calls.<call_id>.<path>}}` placeholders
+ * of a scripted step from the conversation's tool results (see `script.ts` for the rules). A
+ * placeholder that names nothing is an error: a script that cannot say what it means should fail
+ * loudly, not call a tool with `undefined`.
  */
 import type { ConversationView, ToolResult } from "./conversation.ts";
 import { ScriptError } from "./script.ts";
@@ -24,12 +25,25 @@ function fromResult(result: ToolResult | undefined, keys: string[]): unknown {
   return at(result.value, keys) ?? at(result.value, ["result", ...keys]);
 }
 
+/**
+ * The tool result an expression's head names, and the path after it: `last.…`, `tools.<tool_name>.…`,
+ * `calls.<call_id>.…`; undefined when the conversation holds no such result.
+ */
+export function resultOf(
+  expression: string,
+  view: ConversationView,
+): { result: ToolResult | undefined; keys: string[] } {
+  const [root, name = "", ...rest] = expression.split(".");
+  if (root === "last") return { result: view.last, keys: expression.split(".").slice(1) };
+  if (root === "tools") return { result: view.byTool.get(name), keys: rest };
+  if (root === "calls") return { result: view.byCall.get(name), keys: rest };
+  return { result: undefined, keys: [] };
+}
+
 /** The value an expression (`last.version`, `tools.aps_schedule_draft.version`) names, or undefined. */
 export function lookup(expression: string, view: ConversationView): unknown {
-  const [root, ...rest] = expression.split(".");
-  if (root === "last") return fromResult(view.last, rest);
-  if (root === "tools") return fromResult(view.byTool.get(rest[0] ?? ""), rest.slice(1));
-  return undefined;
+  const { result, keys } = resultOf(expression, view);
+  return fromResult(result, keys);
 }
 
 function resolve(expression: string, view: ConversationView): unknown {
