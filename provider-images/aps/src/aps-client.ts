@@ -5,6 +5,8 @@
  *   429/503 and connection failures → unavailable (nothing happened)
  *   other 5xx, lost responses, deadline → unknown_outcome / timeout for calls with an effect
  *   (a read has no effect, so there they are unavailable).
+ * The two lookups that ask about something that may not exist — a plan's versions, the record of an
+ * idempotency key — answer undefined for a 404 instead.
  */
 import { ProviderError } from "@gatehouse/provider-sdk";
 import { z } from "zod";
@@ -40,6 +42,26 @@ export const ApsPublication = z.object({
 });
 export type ApsPublication = z.infer<typeof ApsPublication>;
 
+/** A plan's version numbers: the published one and the newest (a draft made since moves it). */
+export const ApsPlanVersions = z.object({
+  planId: z.string(),
+  publishedVersion: z.number().int(),
+  latestVersion: z.number().int(),
+});
+export type ApsPlanVersions = z.infer<typeof ApsPlanVersions>;
+
+/** The APS's record of an operation made with an idempotency key, and the answer it got then. */
+export const ApsOperationRecord = z.object({
+  idempotencyKey: z.string(),
+  operation: z.enum(["draft", "publish"]),
+  planId: z.string(),
+  user: z.string().nullable(),
+  recordedAt: z.string(),
+  statusCode: z.number().int(),
+  body: z.unknown(),
+});
+export type ApsOperationRecord = z.infer<typeof ApsOperationRecord>;
+
 const ApsErrorBody = z.object({ error: z.string().optional(), message: z.string().optional() }).loose();
 
 /** Who acts in the APS, the idempotency key to pass on, and the caller's deadline. */
@@ -49,11 +71,15 @@ export interface ApsCallOptions {
   signal?: AbortSignal;
 }
 
-/** The three APS operations the provider needs. */
+/** The APS operations the provider needs. */
 export interface ApsClient {
   readPlan(planId: string, options: ApsCallOptions): Promise<ApsPlanVersion>;
   createDraft(planId: string, shiftDays: number, options: ApsCallOptions): Promise<ApsPlanVersion>;
   publish(planId: string, version: number, options: ApsCallOptions): Promise<ApsPublication>;
+  /** The plan's version numbers; undefined when the plan does not exist. */
+  planVersions(planId: string, options: ApsCallOptions): Promise<ApsPlanVersions | undefined>;
+  /** The status query: what the APS recorded for `idempotencyKey`; undefined when it was never used. */
+  operation(idempotencyKey: string, options: ApsCallOptions): Promise<ApsOperationRecord | undefined>;
 }
 
 const connectFailures = new Set([
@@ -93,8 +119,11 @@ function networkFailure(
   );
 }
 
-/** Maps a non-2xx APS answer to a kind, keeping the APS's own message for the human. */
-function httpFailure(status: number, body: unknown, what: string, hasEffect: boolean): ProviderError {
+/**
+ * Maps a non-2xx APS answer to a kind, keeping the APS's own message for the human. `what` names the
+ * operation (`"publish"`); `hasEffect` says whether it could have changed something.
+ */
+export function httpFailure(status: number, body: unknown, what: string, hasEffect: boolean): ProviderError {
   const parsed = ApsErrorBody.safeParse(body);
   const detail = parsed.success ? (parsed.data.message ?? parsed.data.error ?? "") : "";
   const message = `APS refused ${what} with HTTP ${status}${detail ? `: ${detail}` : ""}`;
@@ -106,19 +135,27 @@ function httpFailure(status: number, body: unknown, what: string, hasEffect: boo
   return new ProviderError("unknown_outcome", message);
 }
 
+/** One APS call: what it is (for messages), its route, whether it may change something. */
+interface ApsRequest<T> {
+  what: string;
+  method: "GET" | "POST";
+  path: string;
+  body?: unknown;
+  hasEffect: boolean;
+  schema: z.ZodType<T>;
+}
+
 /** A client of the APS at `baseUrl` (e.g. env `APS_URL`), using the global fetch. */
 export function createApsClient(baseUrl: string): ApsClient {
   const root = baseUrl.replace(/\/+$/, "");
 
-  async function call<T>(
-    what: string,
-    method: "GET" | "POST",
-    path: string,
-    body: unknown,
-    hasEffect: boolean,
-    schema: z.ZodType<T>,
+  /** Sends `request`; resolves to the parsed 2xx body, or undefined for a 404 when `missingIsUndefined`. */
+  async function send<T>(
+    request: ApsRequest<T>,
     options: ApsCallOptions,
-  ): Promise<T> {
+    missingIsUndefined: boolean,
+  ): Promise<T | undefined> {
+    const { what, method, path, body, hasEffect, schema } = request;
     const headers: Record<string, string> = { accept: "application/json", "x-aps-user": options.user };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
@@ -135,6 +172,7 @@ export function createApsClient(baseUrl: string): ApsClient {
     } catch (error) {
       throw networkFailure(error, what, hasEffect, options.signal);
     }
+    if (missingIsUndefined && response.status === 404) return undefined;
     if (!response.ok) throw httpFailure(response.status, payload, what, hasEffect);
     const parsed = schema.safeParse(payload);
     if (!parsed.success) {
@@ -142,21 +180,71 @@ export function createApsClient(baseUrl: string): ApsClient {
       throw new ProviderError(
         hasEffect ? "unknown_outcome" : "internal",
         `APS answered ${what} with an unexpected body`,
-        {
-          cause: parsed.error,
-        },
+        { cause: parsed.error },
       );
     }
     return parsed.data;
   }
 
+  /** A call whose every non-2xx answer is a failure. */
+  const call = async <T>(request: ApsRequest<T>, options: ApsCallOptions): Promise<T> =>
+    (await send(request, options, false)) as T;
+  /** A lookup: a 404 means "there is none", not a failure. */
+  const lookup = <T>(request: ApsRequest<T>, options: ApsCallOptions): Promise<T | undefined> =>
+    send(request, options, true);
+
   const plan = (planId: string) => `/api/plans/${encodeURIComponent(planId)}`;
   return {
     readPlan: (planId, options) =>
-      call("read plan", "GET", plan(planId), undefined, false, ApsPlanVersion, options),
+      call(
+        { what: "read plan", method: "GET", path: plan(planId), hasEffect: false, schema: ApsPlanVersion },
+        options,
+      ),
     createDraft: (planId, shiftDays, options) =>
-      call("create draft", "POST", `${plan(planId)}/drafts`, { shiftDays }, true, ApsPlanVersion, options),
+      call(
+        {
+          what: "create draft",
+          method: "POST",
+          path: `${plan(planId)}/drafts`,
+          body: { shiftDays },
+          hasEffect: true,
+          schema: ApsPlanVersion,
+        },
+        options,
+      ),
     publish: (planId, version, options) =>
-      call("publish", "POST", `${plan(planId)}/publish`, { version }, true, ApsPublication, options),
+      call(
+        {
+          what: "publish",
+          method: "POST",
+          path: `${plan(planId)}/publish`,
+          body: { version },
+          hasEffect: true,
+          schema: ApsPublication,
+        },
+        options,
+      ),
+    planVersions: (planId, options) =>
+      lookup(
+        {
+          what: "read plan versions",
+          method: "GET",
+          path: `${plan(planId)}/versions`,
+          hasEffect: false,
+          schema: ApsPlanVersions,
+        },
+        options,
+      ),
+    operation: (idempotencyKey, options) =>
+      lookup(
+        {
+          what: "read operation record",
+          method: "GET",
+          path: `/api/operations/${encodeURIComponent(idempotencyKey)}`,
+          hasEffect: false,
+          schema: ApsOperationRecord,
+        },
+        options,
+      ),
   };
 }

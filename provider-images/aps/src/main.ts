@@ -7,15 +7,13 @@ import { grantVerifierFromEnvironment } from "@gatehouse/provider-sdk";
 import { closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { createApsClient } from "./aps-client.ts";
+import { apsProvider } from "./aps-provider.ts";
 import { loadConfig } from "./config.ts";
-import { apsHandlers } from "./handlers.ts";
-import { apsManifest } from "./manifest.ts";
 
 const config = loadConfig(process.env);
 const logger = pino({ level: config.LOG_LEVEL, base: { provider: "aps" } });
 const server = await serveProvider({
-  manifest: apsManifest,
-  handlers: apsHandlers(createApsClient(config.APS_URL)),
+  ...apsProvider(createApsClient(config.APS_URL), config.APS_SERVICE_USER),
   host: config.HOST,
   port: config.PORT,
   logger,

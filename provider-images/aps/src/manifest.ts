@@ -80,7 +80,11 @@ export const draftOffer: CapabilityOffer = {
   outputSchema: planVersion,
 };
 
-/** `aps.schedule.publish`: makes a draft version the live plan. The APS checks the acting user's right. */
+/**
+ * `aps.schedule.publish`: makes a draft version the live plan. The APS checks the acting account's
+ * right. Its target is the plan at the draft's version: Core re-reads the plan's current (newest)
+ * version before dispatching an approved publish and refuses it as Stale when the plan moved on.
+ */
 export const publishOffer: CapabilityOffer = {
   id: "aps.schedule.publish",
   description:
@@ -89,6 +93,7 @@ export const publishOffer: CapabilityOffer = {
   effect: "write",
   mode: "sync",
   idempotency: "key",
+  target: { kind: "plan", idArgument: "planId", versionArgument: "version" },
   inputSchema: {
     type: "object",
     properties: {
@@ -112,10 +117,13 @@ export const publishOffer: CapabilityOffer = {
   },
 };
 
-/** The `aps` provider's manifest. `requiresIdentity` is false until identity binding lands. */
+/**
+ * The `aps` provider's manifest. It requires identity: every call acts as the subject's bound APS
+ * account, so the APS's own rights decide (DESIGN §1 step 6: bob may draft but not publish).
+ */
 export const apsManifest: Manifest = {
   provider: "aps",
-  version: "0.1.0",
-  requiresIdentity: false,
+  version: "0.2.0",
+  requiresIdentity: true,
   capabilities: [readOffer, draftOffer, publishOffer],
 };

@@ -1,4 +1,5 @@
 import { startFakeErp } from "@gatehouse/fakes/erp";
+import { grantVerifierFromEnvironment } from "@gatehouse/provider-sdk";
 import { describeProviderContract } from "@gatehouse/provider-sdk/contract-kit";
 import { serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
@@ -9,7 +10,7 @@ import { erpManifest } from "./manifest.ts";
 
 describeProviderContract({
   name: "erp against the fake ERP",
-  start: async () => {
+  start: async (grants) => {
     const erp = await startFakeErp({ host: "127.0.0.1", port: 0 });
     const client = createErpClient(erp.url);
     const provider = await serveProvider({
@@ -19,6 +20,7 @@ describeProviderContract({
       host: "127.0.0.1",
       port: 0,
       logger: pino({ level: "silent" }),
+      verifyGrant: grantVerifierFromEnvironment(grants.environment),
     });
     return {
       url: provider.url,
