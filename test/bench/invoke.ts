@@ -4,7 +4,7 @@
  * auto-allowed read whose provider (`gatehouse/provider-counter`, answering at once) runs in a pod —
  * TokenReview (cached), identity, policy, the execution claim, two audit appends, the provider call
  * with a signed grant, the receipt and two transcript appends, all real. Each call is a new execution
- * (a new position). The baseline, measured in the same run and at the same concurrency, is a raw
+ * (a new position); at concurrency c, c agent pods (sessions) call at once, one call in flight each. The baseline, measured in the same run and at the same concurrency, is a raw
  * single-row Postgres INSERT on the same database: the cheapest durable write there is. Reported: p50
  * and p99 latency in milliseconds at concurrency 1, 16 and 64, and their ratios to the baseline.
  *
@@ -15,7 +15,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
-import { coreNamespace, SLEEPER_IMAGE, startAgent } from "../e2e/core-agent.ts";
+import { type Agent, coreNamespace, SLEEPER_IMAGE, startAgent } from "../e2e/core-agent.ts";
 import { deployCounter, toolName } from "../e2e/core-counter.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 
@@ -31,47 +31,63 @@ function percentile(samples: number[], p: number): number {
   return Math.round(sorted[rank - 1]! * 1000) / 1000;
 }
 
-/** Runs `count` operations `op(i)` with `concurrency` in flight; returns each latency in milliseconds. */
+/** Runs `count` operations with `concurrency` in flight, worker `w` calling `op(i, w)`; latencies in ms. */
 async function measure(
   count: number,
   concurrency: number,
-  op: (i: number) => Promise<void>,
+  op: (i: number, worker: number) => Promise<void>,
 ): Promise<number[]> {
   const latencies: number[] = [];
   let next = 0;
-  const worker = async () => {
+  const worker = async (w: number) => {
     for (;;) {
       const i = next++;
       if (i >= count) return;
       const start = process.hrtime.bigint();
-      await op(i);
+      await op(i, w);
       latencies.push(Number(process.hrtime.bigint() - start) / 1e6);
     }
   };
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
   return latencies;
 }
 
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
-const env = await startEnvironment(plane, { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE, LOG_LEVEL: "warn" } });
+const env = await startEnvironment(plane, {
+  operatorEnv: {
+    AGENT_IMAGE: SLEEPER_IMAGE,
+    LOG_LEVEL: "warn",
+    // Every call is a new tool call of its session: lift the ceiling the default limits would hit.
+    SESSION_CEILINGS: JSON.stringify({ maxToolCalls: 10_000 }),
+    // The local node offers the machine's CPUs (2 here): small requests, so 64 sleeping agents fit.
+    AGENT_RESOURCES: JSON.stringify({ requests: { cpu: "5m", memory: "16Mi" } }),
+  },
+});
 try {
   const namespace = await coreNamespace(env, "bench-invoke");
   await deployCounter(env, namespace, "counter", [
     { id: "bench.echo.read", effect: "read", idempotency: "none" },
   ]);
-  const agent = await startAgent(env, namespace, "bench");
+  // One session (agent pod) per worker, as concurrent calls come from concurrent agents.
+  const agents: Agent[] = [];
+  for (let batch = 0; batch < Math.max(...LEVELS); batch += 16) {
+    agents.push(
+      ...(await Promise.all(Array.from({ length: 16 }, () => startAgent(env, namespace, "bench")))),
+    );
+  }
+  const positions = agents.map(() => 0);
   await env.pool.query(
     "CREATE TABLE IF NOT EXISTS bench_baseline (id bigserial PRIMARY KEY, at bigint, body text)",
   );
 
-  let position = 0;
-  const invokeOnce = async () => {
-    const answer = await agent.invoke({
+  const invokeOnce = async (i: number, worker: number) => {
+    const position = positions[worker]!++;
+    const answer = await agents[worker]!.invoke({
       turn: 0,
-      position: position++,
+      position,
       tool: toolName("bench.echo.read"),
-      arguments: `{"n":${position}}`,
+      arguments: `{"n":${i}}`,
     });
     if (answer.status !== "succeeded") throw new Error(`invoke answered ${answer.status}: ${answer.content}`);
   };
