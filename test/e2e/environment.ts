@@ -2,8 +2,9 @@
  * Brings up everything the reference story needs on top of a running control plane and local node:
  * a fresh Postgres database, the fake APS business system and the scripted model (both on the bridge
  * address, where pods reach them), the CRDs, the operator's RBAC, the operator process itself (running
- * as its ServiceAccount, never as admin), and the plant-a example manifests — then waits until the
- * provider and its Capabilities are Ready. Every state it reports is read from the API server.
+ * as its ServiceAccount, never as admin), and the plant-a example manifests (`examples.ts`: namespace,
+ * RBAC, provider, identity bindings, Capabilities) — then waits until the provider and its Capabilities
+ * are Ready. Every state it reports is read from the API server.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -25,11 +26,12 @@ import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/roles
 import { exposeHostPort } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
+import { applyExamples, EXAMPLE_NAMESPACE } from "./examples.ts";
 import { startGatewayService } from "./gateway-service.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const NAMESPACE = "plant-a";
+export const NAMESPACE = EXAMPLE_NAMESPACE;
 
 /** What the environment needs of the control plane (fields of test/cluster's ControlPlane). */
 export interface ClusterInfo {
@@ -286,12 +288,7 @@ export async function startEnvironment(
       `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}; health server (/healthz, /readyz, /metrics) at ${operator.healthUrl}`,
     );
 
-    const dir = join(REPO_ROOT, "examples", NAMESPACE);
-    await kubectl.ok("admin", ["apply", "-f", join(dir, "namespace.yaml"), "-f", join(dir, "rbac.yaml")]);
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: provider.yaml holds a literal ${APS_URL} placeholder.
-    const provider = readFileSync(join(dir, "provider.yaml"), "utf8").replaceAll("${APS_URL}", aps.url);
-    await kubectl.ok("admin", ["apply", "-f", "-"], provider);
-    await kubectl.ok("admin", ["apply", "-f", join(dir, "capabilities.yaml")]);
+    await applyExamples(kubectl, aps.url);
     await kubectl.ok("admin", [
       "wait",
       "-n",
