@@ -95,7 +95,9 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
   };
   return {
     async get(namespace, name, sessionUid) {
-      const approval = await read(namespace, name);
+      // From the informer cache: an Approval it does not show yet (created a moment ago) is met again
+      // by createOrGet's 409, which recognises our own and refuses a squat, so no call needs the API.
+      const approval = caches.approvals.get(name, namespace);
       return approval ? handleOf(approval, undefined, sessionUid) : undefined;
     },
     async createOrGet(request) {
