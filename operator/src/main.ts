@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { ConfigError, configFromEnvironment, type OperatorConfig } from "./config.ts";
+import { ConfigError, configFromEnvironment, endpointFor, type OperatorConfig } from "./config.ts";
 import { startControllers } from "./controllers/manager.ts";
 import { defaultCoreConfig } from "./core/invoke.ts";
 import type { CoreDeps } from "./core/ports.ts";
@@ -28,6 +28,7 @@ import { startGrantKeyRing } from "./kube/grant-keys.ts";
 import { secretIdentityResolver } from "./kube/identities.ts";
 import { LeaderElector } from "./kube/leader-election.ts";
 import { createMetrics } from "./kube/metrics.ts";
+import { secretModelKeys } from "./kube/model-keys.ts";
 import { providerEndpoints } from "./kube/provider-endpoints.ts";
 import { sessionRecords } from "./store/session-records.ts";
 import { openStore } from "./store/store.ts";
@@ -124,6 +125,11 @@ const gateway = buildGateway({
   log,
   ceilings: config.sessionCeilings,
   records,
+  model: {
+    endpointFor: (endpointRef) => endpointFor(config, endpointRef),
+    keys: secretModelKeys(clients.core, config.operatorNamespace),
+    metrics: metrics.modelProxyMetrics,
+  },
 });
 await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
 listening = true;

@@ -6,7 +6,8 @@
  *   POST /v1/session/events                AgentEvent → { accepted: true }
  *   POST /v1/invoke                        InvokeCall → InvokeAnswer
  *   GET  /v1/approvals/{name}/wait?timeoutSeconds=N  → ApprovalWait (long-poll, N ≤ 60)
- * Errors: non-2xx with ApiError.
+ *   POST /v1/model/chat/completions        OpenAI Chat Completions, proxied (see MODEL_PROXY_PATH)
+ * Errors: non-2xx with ApiError, except under MODEL_PROXY_PATH, which answers OpenAI's ModelProxyError.
  */
 import { z } from "zod";
 
@@ -74,7 +75,11 @@ export const ApprovalWait = z.object({
 });
 export type ApprovalWait = z.infer<typeof ApprovalWait>;
 
-/** `POST /v1/session/events`: what the agent reports. Stored with `source: agent`, never replayed as tool results. */
+/**
+ * `POST /v1/session/events`: what the agent reports. Stored with `source: agent`, never replayed as tool
+ * results. `usage` (of kind `usage` or on another event) is kept as the agent's own report only: the
+ * session's `status.usage` and its token budget count what the model proxy metered, never this.
+ */
 export const AgentEvent = z.object({
   kind: z.enum(["assistant_text", "final_answer", "error", "usage"]),
   turn: z.number().int().min(0),
@@ -86,3 +91,49 @@ export type AgentEvent = z.infer<typeof AgentEvent>;
 /** Error body of any non-2xx answer. */
 export const ApiError = z.object({ kind: z.string(), message: z.string() });
 export type ApiError = z.infer<typeof ApiError>;
+
+/**
+ * The model proxy (DESIGN §5): an OpenAI-compatible base URL under the gateway, i.e. the agent's
+ * `MODEL_BASE_URL` is `<gatewayUrl>/v1/model` and its client calls `<base>/chat/completions`.
+ * - Bearer: the pod's projected token, as for every /v1 call (with the openai SDK: `apiKey` = a function
+ *   re-reading the token file). The pod holds no model key; the gateway adds the key of the session's
+ *   endpoint (`spec.model.endpointRef`, else the default) and never forwards the pod's token.
+ * - `model` must be the session's `spec.model.name` (and one of the endpoint's models when it lists any).
+ * - Streaming and non-streaming bodies pass through unchanged; streamed requests get
+ *   `stream_options.include_usage: true`, so the last chunk carries `usage` (a chunk with no choices).
+ * - Upstream errors pass through with their status and retry headers (`retry-after`, `x-should-retry`).
+ * - The gateway's own refusals answer {@link ModelProxyError}; the token budget's is
+ *   {@link BUDGET_EXCEEDED}.
+ */
+export const MODEL_PROXY_PATH = "/v1/model";
+
+/** An OpenAI-style error body: what the proxy answers for its own refusals (and what endpoints send). */
+export const ModelProxyError = z.object({
+  error: z.object({
+    message: z.string(),
+    type: z.string(),
+    param: z.string().nullable(),
+    code: z.string().nullable(),
+  }),
+});
+export type ModelProxyError = z.infer<typeof ModelProxyError>;
+
+/**
+ * The refusal once a session's metered tokens (input + output, all its model requests) reached its
+ * effective `tokenBudget`: HTTP 400 with header `x-should-retry: false` and body
+ * `{"error": {"type": "budget_exceeded", "code": "token_budget_exceeded", "param": null,
+ * "message": "Token budget exhausted: this session used 1234 of its 1000 tokens (tokenBudget) …"}}`.
+ * It is final for the whole session: a runtime must not retry it (in this turn or a later one), end
+ * the turn and report the message as the reason. With the openai SDK it surfaces as a
+ * `BadRequestError` whose `type` is `budget_exceeded` (see {@link isBudgetExceeded}).
+ */
+export const BUDGET_EXCEEDED = {
+  status: 400,
+  type: "budget_exceeded",
+  code: "token_budget_exceeded",
+} as const;
+
+/** True when an error (e.g. the openai SDK's `APIError`: `status`, `type`) is the budget refusal. */
+export function isBudgetExceeded(error: { status?: number | undefined; type?: string | null | undefined }) {
+  return error.status === BUDGET_EXCEEDED.status && error.type === BUDGET_EXCEEDED.type;
+}

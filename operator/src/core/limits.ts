@@ -41,3 +41,21 @@ export function effectiveLimits(requested: RequestedLimits, ceilings: SessionCei
     holdPodForSeconds: cap("holdPodForSeconds"),
   };
 }
+
+/** Input plus output tokens of `usage`. */
+export function tokensUsed(usage: { inputTokens: number; outputTokens: number }): number {
+  return usage.inputTokens + usage.outputTokens;
+}
+
+/**
+ * Why the session may send no more model requests, or undefined while it may: its metered `usage`
+ * reached `tokenBudget` (input plus output tokens of the whole session). Pure.
+ */
+export function tokenBudgetRefusal(
+  tokenBudget: number,
+  usage: { inputTokens: number; outputTokens: number },
+): string | undefined {
+  const used = tokensUsed(usage);
+  if (used < tokenBudget) return undefined;
+  return `Token budget exhausted: this session used ${used} of its ${tokenBudget} tokens (tokenBudget: spec.limits.tokenBudget, capped by the operator's ceiling); the model proxy refuses further model requests.`;
+}

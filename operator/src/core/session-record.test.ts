@@ -18,7 +18,7 @@ describe("sessionRecordOf", () => {
         kind: "approval_outcome",
         payload: { turn: 1, status: "succeeded", effect: "write" },
       },
-      { seq: 5, source: "agent", kind: "usage", payload: { turn: 2, inputTokens: 10, outputTokens: 4 } },
+      { seq: 5, source: "core", kind: "usage", payload: { inputTokens: 10, outputTokens: 4 } },
       { seq: 6, source: "agent", kind: "final_answer", payload: { turn: 2, text: "done" } },
     ]);
     expect(record).toEqual({
@@ -29,6 +29,30 @@ describe("sessionRecordOf", () => {
       usage: { inputTokens: 10, outputTokens: 4 },
       finalAnswer: "done",
     });
+  });
+
+  it("counts only the usage the model proxy metered, never what the agent reports", () => {
+    const record = sessionRecordOf([
+      { seq: 1, source: "core", kind: "usage", payload: { inputTokens: 100, outputTokens: 20 } },
+      { seq: 2, source: "agent", kind: "usage", payload: { turn: 0, inputTokens: 1, outputTokens: 1 } },
+      {
+        seq: 3,
+        source: "agent",
+        kind: "final_answer",
+        payload: { turn: 0, text: "done", inputTokens: 1, outputTokens: 1 },
+      },
+      { seq: 4, source: "core", kind: "usage", payload: { inputTokens: 50, outputTokens: 5 } },
+    ]);
+    expect(record.usage).toEqual({ inputTokens: 150, outputTokens: 25 });
+    expect(record.turns).toBe(1);
+  });
+
+  it("keeps the proxy's budget refusal", () => {
+    const record = sessionRecordOf([
+      { seq: 1, source: "agent", kind: "budget_exceeded", payload: { message: "forged" } },
+      { seq: 2, source: "core", kind: "budget_exceeded", payload: { message: "Token budget exhausted" } },
+    ]);
+    expect(record.budgetExceeded).toBe("Token budget exhausted");
   });
 
   it("ignores a final answer that does not come from the agent", () => {

@@ -8,7 +8,11 @@
  * - `tool_result` (source core, from Core's records): {callId, status, content, executionId?, effect?}
  * - `approval_outcome` (source core): {approval, phase, status, content, effect, executionId}
  * - `final_answer` | `assistant_text` | `error` (source agent): {turn, text}
- * - `usage` (source agent): {turn, inputTokens, outputTokens}
+ * - `usage` (source core, the model proxy's metering of one model request):
+ *   {inputTokens, outputTokens, model, endpoint, stream, estimated} — what `usage` counts. A `usage`
+ *   the agent posts (source agent) is its own report and counts for nothing: a pod could under-report.
+ * - `budget_exceeded` (source core, once): {usedTokens, tokenBudget, message} — the proxy refused a
+ *   model request because the token budget was used up.
  */
 
 /** A transcript event as stored. */
@@ -33,7 +37,10 @@ export interface SessionRecord {
    * before anyone approves them.
    */
   writeAttempts: number;
+  /** Tokens the model proxy metered over all of the session's model requests. */
   usage: { inputTokens: number; outputTokens: number };
+  /** Set once the model proxy refused a request for the token budget: its message. */
+  budgetExceeded?: string;
 }
 
 function numberOf(value: unknown): number {
@@ -75,8 +82,10 @@ export function foldEvents(
   for (const event of events) {
     if (event.seq <= lastSeq) continue;
     lastSeq = event.seq;
-    const turn = numberOf(event.payload.turn);
-    record.turns = Math.max(record.turns, turn + 1);
+    // The proxy's events know no turn (the agent numbers its turns): they do not count one.
+    if (event.source !== "core" || event.payload.turn !== undefined) {
+      record.turns = Math.max(record.turns, numberOf(event.payload.turn) + 1);
+    }
     if (event.kind === "tool_call") record.toolCalls++;
     const outcome =
       (event.kind === "tool_result" || event.kind === "approval_outcome") && event.source === "core";
@@ -86,9 +95,12 @@ export function foldEvents(
         attempted.add(String(event.payload.executionId ?? `seq:${event.seq}`));
       }
     }
-    if (event.kind === "usage" && event.source === "agent") {
+    if (event.kind === "usage" && event.source === "core") {
       record.usage.inputTokens += numberOf(event.payload.inputTokens);
       record.usage.outputTokens += numberOf(event.payload.outputTokens);
+    }
+    if (event.kind === "budget_exceeded" && event.source === "core") {
+      record.budgetExceeded = String(event.payload.message ?? "The token budget is used up.");
     }
     if (event.kind === "final_answer" && event.source === "agent" && typeof event.payload.text === "string") {
       record.finalAnswer = event.payload.text;

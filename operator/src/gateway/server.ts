@@ -4,6 +4,7 @@
  *   POST /v1/session/events          the agent's own reports (stored with source agent)
  *   POST /v1/invoke                  Core.invoke (DESIGN §4)
  *   GET  /v1/approvals/{name}/wait   long-poll until the Approval is decided and executed
+ *   POST /v1/model/chat/completions  the model proxy (model-proxy.ts): key added, usage metered, budget
  *   GET  /v1/grants/jwks             the grant verification keys (unauthenticated, jwks-route.ts)
  *   GET  /healthz, /readyz
  * Every /v1 request is authenticated by TokenReview and bound to the pod's session. Tool calls and
@@ -28,6 +29,7 @@ import type { TranscriptStore } from "../store/transcripts.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
+import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
 
 export interface GatewayDeps {
   caches: Caches;
@@ -41,6 +43,8 @@ export interface GatewayDeps {
   ceilings: SessionCeilings;
   /** Session records (counters) from the transcript, read incrementally. */
   records: SessionRecords;
+  /** The model proxy's endpoints, keys and metrics (model-proxy.ts). */
+  model: Pick<ModelProxyOptions, "endpointFor" | "keys" | "metrics">;
 }
 
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
@@ -94,6 +98,12 @@ export function buildGateway(deps: GatewayDeps) {
         throw new GatehouseError("forbidden", "A bearer token (the pod's projected token) is required.");
       const identity = await deps.review(token);
       request.session = await sessionOfPod(deps.caches, identity);
+    });
+    v1.register(modelProxyRoute, {
+      ...deps.model,
+      records: deps.records,
+      transcripts: deps.transcripts,
+      ceilings: deps.ceilings,
     });
 
     v1.get("/v1/session", async (request): Promise<SessionView> => {

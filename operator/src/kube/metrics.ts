@@ -13,6 +13,21 @@ import type { Outcome } from "./workqueue.ts";
 /** How an Approval left Pending, as `gatehouse_approval_decision_seconds{outcome}` labels it. */
 export type ApprovalDecisionOutcome = "Approved" | "Rejected" | "Expired";
 
+/**
+ * How a model proxy request ended, as `gatehouse_model_requests_total{outcome}` labels it: answered
+ * (`ok`), answered with the endpoint's own error (`upstream_error`), not reachable (`unreachable`),
+ * refused for the token budget (`budget_exceeded`) or for another reason (`refused`).
+ */
+export type ModelRequestOutcome = "ok" | "upstream_error" | "unreachable" | "budget_exceeded" | "refused";
+
+/** What the gateway's model proxy reports (gateway/model-proxy.ts). */
+export interface ModelProxyMetrics {
+  /** One request to `endpoint` ended with `outcome` after `durationMs` (to the answer's last byte). */
+  requested(endpoint: string, outcome: ModelRequestOutcome, durationMs: number): void;
+  /** Tokens metered for one answered request. */
+  metered(endpoint: string, usage: { inputTokens: number; outputTokens: number }): void;
+}
+
 /** The metrics a controller, an informer and the caches report into. */
 export interface OperatorMetrics {
   registry: Registry;
@@ -33,6 +48,11 @@ export interface OperatorMetrics {
   approvalDecided(outcome: ApprovalDecisionOutcome, durationMs: number): void;
   /** What Core reports: `gatehouse_invoke_duration_seconds` and `gatehouse_executions_total`. */
   coreMetrics: CoreMetrics;
+  /**
+   * What the model proxy reports: `gatehouse_model_requests_total{endpoint,outcome}`,
+   * `gatehouse_model_request_duration_seconds{endpoint}` and `gatehouse_model_tokens_total{endpoint,direction}`.
+   */
+  modelProxyMetrics: ModelProxyMetrics;
 }
 
 /** Creates the registry with process metrics and Gatehouse's own. */
@@ -109,6 +129,35 @@ export function createMetrics(): OperatorMetrics {
     buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400],
     registers: [registry],
   });
+  const modelRequests = new Counter({
+    name: "gatehouse_model_requests_total",
+    help: "Model proxy requests per endpoint and outcome (ok, upstream_error, unreachable, budget_exceeded, refused).",
+    labelNames: ["endpoint", "outcome"],
+    registers: [registry],
+  });
+  const modelRequestSeconds = new Histogram({
+    name: "gatehouse_model_request_duration_seconds",
+    help: "Duration of a model proxy request to the answer's last byte, per endpoint.",
+    labelNames: ["endpoint"],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
+  });
+  const modelTokens = new Counter({
+    name: "gatehouse_model_tokens_total",
+    help: "Tokens the model proxy metered, per endpoint and direction (input, output).",
+    labelNames: ["endpoint", "direction"],
+    registers: [registry],
+  });
+  const modelProxyMetrics: ModelProxyMetrics = {
+    requested(endpoint, outcome, durationMs) {
+      modelRequests.inc({ endpoint, outcome });
+      modelRequestSeconds.observe({ endpoint }, Math.max(0, durationMs) / 1000);
+    },
+    metered(endpoint, usage) {
+      modelTokens.inc({ endpoint, direction: "input" }, usage.inputTokens);
+      modelTokens.inc({ endpoint, direction: "output" }, usage.outputTokens);
+    },
+  };
   const coreMetrics: CoreMetrics = {
     invoked(decision, durationMs) {
       invokeSeconds.observe({ decision }, durationMs / 1000);
@@ -120,6 +169,7 @@ export function createMetrics(): OperatorMetrics {
   return {
     registry,
     coreMetrics,
+    modelProxyMetrics,
     approvalDecided(outcome, durationMs) {
       approvalDecisionSeconds.observe({ outcome }, Math.max(0, durationMs) / 1000);
     },

@@ -17,7 +17,6 @@ const session: AgentSession = {
 const pod = agentPodFor(session, 1, {
   image: "gatehouse/agent:dev",
   gatewayUrl: "http://10.88.0.1:8443",
-  modelBaseUrl: "http://10.88.0.1:9000/v1",
   remainingSeconds: 1799.6,
   resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
 });
@@ -72,5 +71,11 @@ describe("agentPodFor", () => {
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
     expect(env.GATEHOUSE_GATEWAY_URL).toBe("http://10.88.0.1:8443");
     expect(Object.keys(env).some((k) => /KEY|SECRET|PASSWORD/.test(k))).toBe(false);
+  });
+
+  it("sends the agent's model requests to the gateway's model proxy, never to the endpoint", () => {
+    const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+    expect(env.MODEL_BASE_URL).toBe("http://10.88.0.1:8443/v1/model");
+    expect(container.env?.some((e) => e.valueFrom)).toBe(false);
   });
 });

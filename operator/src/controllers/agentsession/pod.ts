@@ -5,6 +5,7 @@
  * `activeDeadlineSeconds` is the remaining session timeout.
  */
 import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
+import { MODEL_PROXY_PATH } from "../../api/agent-protocol.ts";
 import type { AgentSession } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
 import {
@@ -23,13 +24,17 @@ export const TOKEN_EXPIRATION_SECONDS = 600;
 export interface AgentPodSettings {
   image: string;
   gatewayUrl: string;
-  modelBaseUrl: string;
   /** Seconds left of the session's timeout. */
   remainingSeconds: number;
   /** Requests and limits of the agent container (the operator's AGENT_RESOURCES). */
   resources: V1ResourceRequirements;
   /** Native sidecars of the session's Sidecar providers and their credential volumes (sidecars.ts). */
   sidecars?: { containers: V1Container[]; volumes: V1Volume[] };
+}
+
+/** The agent's OpenAI base URL: the gateway's model proxy, `<gatewayUrl>/v1/model`. */
+export function modelBaseUrlOf(gatewayUrl: string): string {
+  return `${gatewayUrl.replace(/\/+$/, "")}${MODEL_PROXY_PATH}`;
 }
 
 /** Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next). */
@@ -82,8 +87,8 @@ export function agentPodFor(session: AgentSession, attempt: number, settings: Ag
           env: [
             { name: "GATEHOUSE_GATEWAY_URL", value: settings.gatewayUrl },
             { name: "GATEHOUSE_TOKEN_FILE", value: `${TOKEN_DIR}/token` },
-            // model proxy issue: the agent will call the gateway's proxy and hold no model endpoint.
-            { name: "MODEL_BASE_URL", value: settings.modelBaseUrl },
+            // The gateway's model proxy: it adds the endpoint's key, so the pod holds none (DESIGN §7).
+            { name: "MODEL_BASE_URL", value: modelBaseUrlOf(settings.gatewayUrl) },
           ],
           volumeMounts: [{ name: "gatehouse-token", mountPath: TOKEN_DIR, readOnly: true }],
           securityContext: {

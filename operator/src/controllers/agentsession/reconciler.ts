@@ -101,6 +101,12 @@ export async function reconcileAgentSession(
       `No model endpoint ${session.spec.model.endpointRef ?? "(default)"} is configured in the operator.`,
     );
   }
+  if (endpoint.models.length > 0 && !endpoint.models.includes(session.spec.model.name)) {
+    return fail(
+      "ModelNotOffered",
+      `Model endpoint ${endpoint.name} does not offer model ${session.spec.model.name}; it offers ${endpoint.models.join(", ")}.`,
+    );
+  }
 
   const attempt = session.status?.attempt ?? 1;
   let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session, attempt), namespace);
@@ -143,7 +149,6 @@ export async function reconcileAgentSession(
     const desired = agentPodFor(session, attempt, {
       image: deps.config.agentImage,
       gatewayUrl: deps.config.gatewayUrl,
-      modelBaseUrl: endpoint.baseURL,
       remainingSeconds: timeout - (now.getTime() - started) / 1000,
       resources: deps.config.agentResources,
       sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session), deps.config.gatewayUrl),
@@ -202,8 +207,8 @@ const RETRY_MAX_MS = 60_000;
 
 /**
  * Whether the failed pod of `attempt` is replaced: not when it did not fail, ran out of time
- * (DeadlineExceeded: the session's timeout is over), the agent already answered, or `retries` are used
- * up (the session then fails); otherwise after RETRY_BASE_MS × 2^(attempt-1) from the pod's end.
+ * (DeadlineExceeded: the session's timeout is over), the agent already answered, the token budget is
+ * used up, or `retries` are used up (the session then fails); otherwise after RETRY_BASE_MS × 2^(attempt-1) from the pod's end.
  */
 export function retryDecision(
   pod: V1Pod,
@@ -213,7 +218,10 @@ export function retryDecision(
   now: Date,
 ): { kind: "replace" } | { kind: "wait"; afterMs: number } | undefined {
   if (pod.status?.phase !== "Failed" || pod.status.reason === "DeadlineExceeded") return undefined;
-  if (record.finalAnswer !== undefined || attempt > retries) return undefined;
+  // A new pod would meet the same refusal of the model proxy: the token budget stays used up.
+  if (record.finalAnswer !== undefined || record.budgetExceeded !== undefined || attempt > retries) {
+    return undefined;
+  }
   const finished = pod.status.containerStatuses?.[0]?.state?.terminated?.finishedAt;
   const endedAt = finished ? new Date(finished).getTime() : now.getTime();
   const dueAt = endedAt + Math.min(RETRY_BASE_MS * 2 ** (attempt - 1), RETRY_MAX_MS);

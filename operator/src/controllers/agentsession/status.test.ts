@@ -42,6 +42,22 @@ describe("phaseFrom", () => {
     });
   });
 
+  it("reports a session that ended on the model proxy's budget refusal as TokenBudgetExceeded", () => {
+    const record = {
+      ...empty,
+      budgetExceeded: "Token budget exhausted: this session used 12 of its 10 tokens",
+    };
+    expect(phaseFrom(session, podIn("Failed"), [], record)).toEqual({
+      phase: "Failed",
+      reason: "TokenBudgetExceeded",
+      message: "Token budget exhausted: this session used 12 of its 10 tokens.",
+    });
+    expect(phaseFrom(session, podIn("Running"), [], record).phase).toBe("Running");
+    expect(phaseFrom(session, podIn("Succeeded"), [], { ...record, finalAnswer: "stopped" }).phase).toBe(
+      "Completed",
+    );
+  });
+
   it("reports a pod past its deadline as TimedOut", () => {
     expect(phaseFrom(session, podIn("Failed", { reason: "DeadlineExceeded" }), [], empty)).toMatchObject({
       phase: "Failed",

@@ -34,6 +34,10 @@ export function phaseFrom(
   if (record.finalAnswer !== undefined && (podPhase === "Succeeded" || podPhase === undefined)) {
     return { phase: "Completed", reason: "AnswerPosted", message: "The agent posted its final answer." };
   }
+  if ((podPhase === "Failed" || podPhase === "Succeeded") && record.budgetExceeded !== undefined) {
+    // The model proxy refused the session's model requests: that, not the pod's exit, is why it ended.
+    return { phase: "Failed", reason: "TokenBudgetExceeded", message: sentence(record.budgetExceeded) };
+  }
   if (podPhase === "Failed") {
     const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
     const why = pod?.status?.reason ?? terminated?.reason ?? "Error";

@@ -1,0 +1,439 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import Fastify, { type FastifyInstance } from "fastify";
+import OpenAI from "openai";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { BUDGET_EXCEEDED, isBudgetExceeded, ModelProxyError } from "../api/agent-protocol.ts";
+import type { AgentSession } from "../api/kinds.ts";
+import type { ModelEndpoint } from "../config.ts";
+import { GatehouseError } from "../core/errors.ts";
+import { defaultSessionCeilings } from "../core/limits.ts";
+import { sessionRecords } from "../store/session-records.ts";
+import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
+import { modelProxyRoute } from "./model-proxy.ts";
+
+const POD_TOKEN = "pod-token-of-the-agent";
+const KEY = "sk-from-the-secret";
+
+/** One request the stub endpoint received. */
+interface Received {
+  headers: IncomingMessage["headers"];
+  body: Record<string, unknown>;
+}
+
+/** How the stub endpoint answers the next requests. */
+type Answer = (request: Received, response: ServerResponse) => Promise<void> | void;
+
+const completion = (usage?: Record<string, number>) => ({
+  id: "chatcmpl-1",
+  object: "chat.completion",
+  created: 1,
+  model: "gpt-test",
+  choices: [
+    {
+      index: 0,
+      message: { role: "assistant", content: "The plan stands.", refusal: null },
+      finish_reason: "stop",
+    },
+  ],
+  ...(usage ? { usage } : {}),
+});
+
+const sse = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+  id: "chatcmpl-2",
+  object: "chat.completion.chunk",
+  created: 1,
+  model: "gpt-test",
+  choices: [{ index: 0, delta, finish_reason: finish }],
+  usage: null,
+});
+const usageChunk = {
+  id: "chatcmpl-2",
+  object: "chat.completion.chunk",
+  created: 1,
+  model: "gpt-test",
+  choices: [],
+  usage: { prompt_tokens: 30, completion_tokens: 4, total_tokens: 34 },
+};
+
+function session(tokenBudget?: number): AgentSession {
+  return {
+    apiVersion: "gatehouse.dev/v1alpha1",
+    kind: "AgentSession",
+    metadata: { name: "push-plan", namespace: "plant-a", uid: `uid-${Math.random()}` },
+    spec: {
+      subject: { user: "alice", groups: [] },
+      engine: "builtin",
+      model: { name: "gpt-test" },
+      instructions: "",
+      messages: [{ text: "Push the plan." }],
+      ...(tokenBudget !== undefined ? { limits: { tokenBudget } } : {}),
+    },
+    status: { phase: "Running" },
+  } as AgentSession;
+}
+
+/** A transcript in memory, as the Postgres store behaves (dedupe keys, seq from 1). */
+function memoryTranscripts(): TranscriptStore & { events: SessionEvent[] } {
+  const events: SessionEvent[] = [];
+  const keys = new Map<string, SessionEvent>();
+  return {
+    events,
+    async append(event) {
+      const id = event.dedupeKey && `${event.sessionUid}\u0000${event.dedupeKey}`;
+      const existing = id ? keys.get(id) : undefined;
+      if (existing) return existing;
+      const { dedupeKey: _key, ...rest } = event;
+      const stored = { ...rest, seq: events.filter((e) => e.sessionUid === event.sessionUid).length + 1 };
+      events.push(stored);
+      if (id) keys.set(id, stored);
+      return stored;
+    },
+    async list(sessionUid, options = {}) {
+      return events
+        .filter((e) => e.sessionUid === sessionUid && e.seq > (options.afterSeq ?? 0))
+        .slice(0, options.limit ?? 1000);
+    },
+  };
+}
+
+let upstream: Server;
+let upstreamUrl: string;
+let received: Received[] = [];
+let answer: Answer;
+
+beforeAll(async () => {
+  upstream = createServer(async (request, response) => {
+    const parts: Buffer[] = [];
+    for await (const part of request) parts.push(part as Buffer);
+    const entry = { headers: request.headers, body: JSON.parse(Buffer.concat(parts).toString("utf8")) };
+    received.push(entry);
+    await answer(entry, response);
+  });
+  upstream.listen(0, "127.0.0.1");
+  await once(upstream, "listening");
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+});
+afterAll(async () => {
+  upstream.closeAllConnections();
+  await new Promise((resolve) => upstream.close(resolve));
+});
+
+let gateway: FastifyInstance | undefined;
+afterEach(async () => {
+  await gateway?.close();
+  gateway = undefined;
+  received = [];
+});
+
+/** The gateway's /v1 scope in small: a bearer check binding `theSession`, then the proxy. */
+async function startGateway(
+  theSession: AgentSession,
+  endpoint: Partial<ModelEndpoint> = {},
+): Promise<{
+  url: string;
+  transcripts: ReturnType<typeof memoryTranscripts>;
+  records: ReturnType<typeof sessionRecords>;
+}> {
+  const transcripts = memoryTranscripts();
+  const records = sessionRecords(transcripts);
+  const app = Fastify();
+  await app.register(async (v1) => {
+    v1.decorateRequest("session", undefined as unknown as AgentSession);
+    v1.addHook("onRequest", async (request) => {
+      if (request.headers.authorization !== `Bearer ${POD_TOKEN}`) {
+        throw new GatehouseError("forbidden", "A bearer token (the pod's projected token) is required.");
+      }
+      request.session = theSession;
+    });
+    await v1.register(modelProxyRoute, {
+      endpointFor: (ref) =>
+        ref === undefined
+          ? {
+              name: "test",
+              baseURL: upstreamUrl,
+              keySecretRef: { name: "model-key", key: "apiKey" },
+              models: [],
+              default: true,
+              ...endpoint,
+            }
+          : undefined,
+      keys: {
+        keyOf: async (ref) => {
+          if (ref.name !== "model-key" || ref.key !== "apiKey") throw new Error(`unexpected ref ${ref.name}`);
+          return KEY;
+        },
+      },
+      records,
+      transcripts,
+      ceilings: defaultSessionCeilings,
+    });
+  });
+  const origin = await app.listen({ host: "127.0.0.1", port: 0 });
+  gateway = app;
+  return { url: `${origin}/v1/model`, transcripts, records };
+}
+
+const client = (baseURL: string) => new OpenAI({ baseURL, apiKey: POD_TOKEN, maxRetries: 2 });
+
+describe("POST /v1/model/chat/completions", () => {
+  it("sends a request to the session's endpoint with the Secret's key, never the pod's token", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "x-request-id": "req-7" });
+      response.end(JSON.stringify(completion({ prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 })));
+    };
+    const { url } = await startGateway(session());
+    const sent = {
+      model: "gpt-test",
+      messages: [{ role: "user" as const, content: "Push the plan." }],
+      temperature: 0.25,
+    };
+    const { data, response } = await client(url).chat.completions.create(sent).withResponse();
+    expect(data).toEqual(completion({ prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 }));
+    expect(response.headers.get("x-request-id")).toBe("req-7");
+    expect(received).toHaveLength(1);
+    expect(received[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(JSON.stringify(received[0]!.headers)).not.toContain(POD_TOKEN);
+    expect(received[0]!.body).toEqual(sent);
+  });
+
+  it("records the endpoint's usage as the session's, from the proxy's own metering", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(completion({ prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 })));
+    };
+    const theSession = session();
+    const { url, transcripts, records } = await startGateway(theSession);
+    await client(url).chat.completions.create({
+      model: "gpt-test",
+      messages: [{ role: "user", content: "x" }],
+    });
+    expect(transcripts.events).toEqual([
+      expect.objectContaining({
+        source: "core",
+        kind: "usage",
+        payload: {
+          inputTokens: 12,
+          outputTokens: 5,
+          model: "gpt-test",
+          endpoint: "test",
+          stream: false,
+          estimated: false,
+        },
+      }),
+    ]);
+    expect((await records.recordOf(theSession.metadata.uid)).usage).toEqual({
+      inputTokens: 12,
+      outputTokens: 5,
+    });
+  });
+
+  it("passes a stream through as it arrives, asks for its usage and meters it", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    answer = async (_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      response.write(sse(chunk({ role: "assistant", content: "" })));
+      response.write(sse(chunk({ content: "Hel" })));
+      await held; // the rest comes only after the client has read the first pieces
+      response.write(sse(chunk({ content: "lo" })));
+      response.write(sse(chunk({}, "stop")));
+      response.write(sse(usageChunk));
+      response.end("data: [DONE]\n\n");
+    };
+    const theSession = session();
+    const { url, records } = await startGateway(theSession);
+    const stream = await client(url).chat.completions.create({
+      model: "gpt-test",
+      messages: [{ role: "user", content: "x" }],
+      stream: true,
+    });
+    const pieces: string[] = [];
+    let usage: unknown;
+    for await (const part of stream) {
+      pieces.push(part.choices[0]?.delta.content ?? "");
+      if (part.usage) usage = part.usage;
+      if (pieces.join("") === "Hel") release();
+    }
+    expect(pieces.join("")).toBe("Hello");
+    expect(usage).toEqual(usageChunk.usage);
+    expect(received[0]!.body.stream_options).toEqual({ include_usage: true });
+    expect((await records.recordOf(theSession.metadata.uid)).usage).toEqual({
+      inputTokens: 30,
+      outputTokens: 4,
+    });
+  });
+
+  it("relays the stream's bytes unchanged", async () => {
+    const body = `${sse(chunk({ role: "assistant", content: "" }))}: comment\n\n${sse(usageChunk)}data: [DONE]\n\n`;
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.end(body);
+    };
+    const { url } = await startGateway(session());
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [], stream: true }),
+    });
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    expect(await response.text()).toBe(body);
+  });
+
+  it("meters a stream even when the pod hangs up before its usage chunk", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    answer = async (_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.write(sse(chunk({ content: "partial" })));
+      await held;
+      response.write(sse(usageChunk));
+      response.end("data: [DONE]\n\n");
+    };
+    const theSession = session();
+    const { url, records } = await startGateway(theSession);
+    const controller = new AbortController();
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [], stream: true }),
+      signal: controller.signal,
+    });
+    await response.body!.getReader().read();
+    controller.abort();
+    release();
+    await expect
+      .poll(async () => (await records.recordOf(theSession.metadata.uid)).usage)
+      .toEqual({ inputTokens: 30, outputTokens: 4 });
+  });
+
+  it("estimates the usage of an answer that reports none", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(completion()));
+    };
+    const theSession = session();
+    const { url, transcripts } = await startGateway(theSession);
+    await client(url).chat.completions.create({
+      model: "gpt-test",
+      messages: [{ role: "user", content: "x" }],
+    });
+    const usage = transcripts.events.find((e) => e.kind === "usage")!.payload;
+    expect(usage).toMatchObject({ estimated: true, outputTokens: 4 });
+    expect(usage.inputTokens).toBeGreaterThan(0);
+  });
+
+  it("refuses a model other than the session's without calling the endpoint", async () => {
+    const { url } = await startGateway(session());
+    const error = await client(url)
+      .chat.completions.create({ model: "gpt-expensive", messages: [{ role: "user", content: "x" }] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as InstanceType<typeof OpenAI.BadRequestError>).code).toBe("model_not_allowed");
+    expect(received).toHaveLength(0);
+  });
+
+  it("refuses a model the endpoint does not list", async () => {
+    const { url } = await startGateway(session(), { models: ["gpt-other"] });
+    const error = await client(url)
+      .chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "x" }] })
+      .catch((e: unknown) => e);
+    expect((error as InstanceType<typeof OpenAI.APIError>).message).toContain(
+      "does not offer model gpt-test",
+    );
+    expect(received).toHaveLength(0);
+  });
+
+  it("refuses every request once the token budget is used, finally and with the budget named", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(
+        JSON.stringify(completion({ prompt_tokens: 40, completion_tokens: 15, total_tokens: 55 })),
+      );
+    };
+    const theSession = session(50);
+    const { url, transcripts, records } = await startGateway(theSession);
+    const openai = client(url);
+    const ask = () =>
+      openai.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "x" }] });
+    await ask(); // 0 of 50 used: allowed, and it spends 55
+    for (let i = 0; i < 2; i += 1) {
+      const error = (await ask().catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(isBudgetExceeded(error)).toBe(true);
+      expect(error.code).toBe(BUDGET_EXCEEDED.code);
+      expect(error.headers?.get("x-should-retry")).toBe("false");
+      expect(error.message).toContain("used 55 of its 50 tokens");
+    }
+    expect(received).toHaveLength(1); // neither the SDK nor the proxy retried a refusal
+    expect(transcripts.events.filter((e) => e.kind === "budget_exceeded")).toHaveLength(1);
+    expect((await records.recordOf(theSession.metadata.uid)).budgetExceeded).toContain("50 tokens");
+  });
+
+  it("relays an endpoint's refusal with its status and retry headers, and meters nothing", async () => {
+    answer = (_request, response) => {
+      response.writeHead(429, { "content-type": "application/json", "retry-after": "3" });
+      response.end(
+        JSON.stringify({
+          error: { message: "slow down", type: "rate_limit_error", param: null, code: null },
+        }),
+      );
+    };
+    const { url, transcripts } = await startGateway(session());
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [] }),
+    });
+    expect(response.status).toBe(429);
+    expect(response.headers.get("retry-after")).toBe("3");
+    expect(ModelProxyError.parse(await response.json()).error.message).toBe("slow down");
+    expect(transcripts.events).toHaveLength(0);
+  });
+
+  it("sends no Authorization to an endpoint without keySecretRef", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(completion({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 })));
+    };
+    const { url } = await startGateway(session(), { keySecretRef: undefined });
+    await client(url).chat.completions.create({
+      model: "gpt-test",
+      messages: [{ role: "user", content: "x" }],
+    });
+    expect(received[0]!.headers.authorization).toBeUndefined();
+  });
+
+  it("answers a request without the pod's token in OpenAI's error shape", async () => {
+    const { url } = await startGateway(session());
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [] }),
+    });
+    expect(response.status).toBe(403);
+    expect(ModelProxyError.parse(await response.json()).error).toMatchObject({
+      type: "permission_error",
+      code: "forbidden",
+    });
+    expect(received).toHaveLength(0);
+  });
+
+  it("refuses a session that has ended", async () => {
+    const ended = { ...session(), status: { phase: "Completed" } } as AgentSession;
+    const { url } = await startGateway(ended);
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [] }),
+    });
+    expect(response.status).toBe(409);
+    expect(received).toHaveLength(0);
+  });
+});

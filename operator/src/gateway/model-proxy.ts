@@ -1,0 +1,362 @@
+/**
+ * The model proxy (DESIGN §5, §7; contract in api/agent-protocol.ts `MODEL_PROXY_PATH`):
+ *   POST /v1/model/chat/completions
+ * registered inside the gateway's authenticated /v1 scope, so `request.session` is the pod's session.
+ *
+ *   endpoint = the session's spec.model.endpointRef, else the default      ; none → 503
+ *   model must be spec.model.name (and one of endpoint.models when listed) ; else 400
+ *   session ended or cancelled → 409
+ *   metered usage ≥ tokenBudget → record budget_exceeded once; 400 budget_exceeded (final)
+ *   key = the endpoint's keySecretRef Secret (cached briefly) ; absent → no Authorization header
+ *   send upstream with stream_options.include_usage for a stream; relay status, headers and bytes as
+ *     they come (no buffering), metering usage from them; keep reading to the end even when the pod
+ *     hangs up, so an aborted stream is metered too
+ *   2xx → transcript event `usage` (source core): what status.usage and the budget count
+ *
+ * The pod's token never leaves the gateway. Errors of the proxy itself answer OpenAI's error shape
+ * (ModelProxyError), so an OpenAI client shows their message.
+ */
+import type { ServerResponse } from "node:http";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
+import { type Dispatcher, request as undiciRequest } from "undici";
+import { z } from "zod";
+import { BUDGET_EXCEEDED, MODEL_PROXY_PATH, type ModelProxyError } from "../api/agent-protocol.ts";
+import type { AgentSession } from "../api/kinds.ts";
+import type { ModelEndpoint } from "../config.ts";
+import { isGatehouseError } from "../core/errors.ts";
+import { type SessionCeilings, tokenBudgetRefusal, tokensUsed } from "../core/limits.ts";
+import type { ModelProxyMetrics, ModelRequestOutcome } from "../kube/metrics.ts";
+import type { ModelKeys } from "../kube/model-keys.ts";
+import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
+import type { SessionRecords } from "../store/session-records.ts";
+import type { TranscriptStore } from "../store/transcripts.ts";
+import {
+  jsonUsageMeter,
+  type MeteredUsage,
+  ProxiedChatRequest,
+  sseUsageMeter,
+  type UpstreamChatRequest,
+  upstreamChatRequest,
+} from "./model-usage.ts";
+
+/** What the model proxy needs. */
+export interface ModelProxyOptions {
+  /** The endpoint of a session's `spec.model.endpointRef` (undefined: the default), as config.ts resolves it. */
+  endpointFor(endpointRef: string | undefined): ModelEndpoint | undefined;
+  keys: ModelKeys;
+  records: SessionRecords;
+  transcripts: TranscriptStore;
+  ceilings: SessionCeilings;
+  metrics?: ModelProxyMetrics;
+  /** Longest wait for the endpoint's answer headers, and between two of its body bytes (default 300 000 ms). */
+  upstreamTimeoutMs?: number;
+  /** The undici dispatcher for upstream calls (default: undici's global one). */
+  dispatcher?: Dispatcher;
+}
+
+/** Largest request body the proxy accepts: long conversations are large (the rest of /v1 takes 2 MiB). */
+const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+const DEFAULT_UPSTREAM_TIMEOUT_MS = 300_000;
+
+/** Response headers not relayed: hop-by-hop, framing (the gateway frames its own answer), cookies. */
+const UNRELAYED = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "trailer",
+  "content-length",
+  "content-encoding",
+  "set-cookie",
+]);
+
+/** HTTP status and OpenAI error type of each Gatehouse error kind, for the proxy's own refusals. */
+const OPENAI_ERROR: Record<string, { status: number; type: string }> = {
+  forbidden: { status: 403, type: "permission_error" },
+  invalid_arguments: { status: 400, type: "invalid_request_error" },
+  not_found: { status: 404, type: "not_found_error" },
+  conflict: { status: 409, type: "invalid_request_error" },
+  unavailable: { status: 503, type: "server_error" },
+  timeout: { status: 504, type: "server_error" },
+};
+
+/** An OpenAI-style error body. */
+export function modelProxyError(message: string, type: string, code: string | null): ModelProxyError {
+  return { error: { message, type, param: null, code } };
+}
+
+/** The upstream URL of Chat Completions at `baseURL` (e.g. `https://api.openai.com/v1`). */
+export function chatCompletionsUrl(baseURL: string): string {
+  return `${baseURL.replace(/\/+$/, "")}/chat/completions`;
+}
+
+/** Why `model` may not be asked for by `session` at `endpoint`, or undefined when it may. */
+export function modelRefusal(
+  session: AgentSession,
+  endpoint: ModelEndpoint,
+  model: string,
+): string | undefined {
+  if (model !== session.spec.model.name) {
+    return `This session may use model ${session.spec.model.name} (spec.model.name), not ${model}.`;
+  }
+  if (endpoint.models.length > 0 && !endpoint.models.includes(model)) {
+    return `Model endpoint ${endpoint.name} does not offer model ${model}; it offers ${endpoint.models.join(", ")}.`;
+  }
+  return undefined;
+}
+
+/** The answer headers relayed to the pod: the endpoint's, without hop-by-hop and framing headers. */
+export function relayedHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const named = new Set(
+    String(headers.connection ?? "")
+      .split(",")
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  const relayed: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || UNRELAYED.has(lower) || named.has(lower)) continue;
+    relayed[lower] = value;
+  }
+  return relayed;
+}
+
+function nowMicros(): number {
+  return Date.now() * 1000;
+}
+
+/** Waits until `raw` can take more bytes or is gone. */
+function drained(raw: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off("drain", done);
+      raw.off("close", done);
+      resolve();
+    };
+    raw.once("drain", done);
+    raw.once("close", done);
+  });
+}
+
+/**
+ * Copies `body` to `raw` chunk by chunk as it arrives, pushing every chunk into `meter`. A pod that
+ * hangs up stops the copying, not the reading. Resolves with whether the body arrived complete.
+ */
+async function relay(
+  body: AsyncIterable<Uint8Array>,
+  raw: ServerResponse,
+  meter: { push(bytes: Uint8Array): void },
+): Promise<{ complete: boolean; error?: unknown }> {
+  try {
+    for await (const chunk of body) {
+      meter.push(chunk);
+      if (raw.destroyed) continue;
+      if (!raw.write(chunk)) await drained(raw);
+    }
+    if (!raw.destroyed) raw.end();
+    return { complete: true };
+  } catch (error) {
+    // The endpoint broke off mid-answer: the pod sees the answer cut off, as it would without the proxy.
+    raw.destroy();
+    return { complete: false, error };
+  }
+}
+
+/** Registers `POST /v1/model/chat/completions` (inside the authenticated /v1 scope). */
+export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app, options) => {
+  const timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+  const metrics = options.metrics;
+
+  // Every failure here — the token review of the /v1 scope included — answers OpenAI's error shape.
+  app.setErrorHandler((error, request, reply) => {
+    if (isGatehouseError(error)) {
+      const mapped = OPENAI_ERROR[error.kind] ?? { status: 500, type: "server_error" };
+      return reply.code(mapped.status).send(modelProxyError(error.message, mapped.type, error.kind));
+    }
+    const status = (error as { statusCode?: number }).statusCode;
+    if (error instanceof Error && status !== undefined && status >= 400 && status < 500) {
+      // fastify's own refusals: a body that is not JSON or too large.
+      return reply.code(status).send(modelProxyError(error.message, "invalid_request_error", null));
+    }
+    request.log.error({ err: error }, "model proxy request failed");
+    return reply.code(500).send(modelProxyError("internal error", "server_error", "internal"));
+  });
+
+  app.post(
+    `${MODEL_PROXY_PATH}/chat/completions`,
+    { bodyLimit: MAX_REQUEST_BYTES },
+    async (request, reply) => {
+      const started = Date.now();
+      const session = request.session;
+      const endpoint = options.endpointFor(session.spec.model.endpointRef);
+      const endpointName = endpoint?.name ?? session.spec.model.endpointRef ?? "(default)";
+      const log = request.log.child({
+        namespace: session.metadata.namespace,
+        name: session.metadata.name,
+        endpoint: endpointName,
+      });
+      const refuse = (status: number, outcome: ModelRequestOutcome, body: ModelProxyError) => {
+        metrics?.requested(endpointName, outcome, Date.now() - started);
+        log.info({ status, code: body.error.code }, "model request refused");
+        return reply.code(status).send(body);
+      };
+      if (!endpoint) {
+        return refuse(
+          503,
+          "refused",
+          modelProxyError(
+            `No model endpoint ${endpointName} is configured in the operator.`,
+            "server_error",
+            "endpoint_not_found",
+          ),
+        );
+      }
+      const parsed = ProxiedChatRequest.safeParse(request.body);
+      if (!parsed.success) {
+        return refuse(
+          400,
+          "refused",
+          modelProxyError(
+            `Not a Chat Completions request: ${z.prettifyError(parsed.error)}`,
+            "invalid_request_error",
+            "invalid_request",
+          ),
+        );
+      }
+      const refusedModel = modelRefusal(session, endpoint, parsed.data.model);
+      if (refusedModel) {
+        return refuse(
+          400,
+          "refused",
+          modelProxyError(refusedModel, "invalid_request_error", "model_not_allowed"),
+        );
+      }
+      const record = await options.records.recordOf(session.metadata.uid);
+      const context = sessionContextOf(session, record, options.ceilings);
+      if (!context.active) {
+        return refuse(
+          409,
+          "refused",
+          modelProxyError(
+            "The session has ended or is cancelled; it sends no more model requests.",
+            "invalid_request_error",
+            "session_inactive",
+          ),
+        );
+      }
+      const { tokenBudget } = limitsOf(session, options.ceilings);
+      const overBudget = tokenBudgetRefusal(tokenBudget, record.usage);
+      if (overBudget) {
+        if (record.budgetExceeded === undefined) {
+          await options.transcripts.append({
+            dedupeKey: "budget_exceeded",
+            sessionUid: session.metadata.uid,
+            source: "core",
+            kind: "budget_exceeded",
+            payload: {
+              usedTokens: tokensUsed(record.usage),
+              tokenBudget,
+              message: overBudget,
+            },
+            atMicros: nowMicros(),
+          });
+        }
+        reply.header("x-should-retry", "false");
+        return refuse(
+          BUDGET_EXCEEDED.status,
+          "budget_exceeded",
+          modelProxyError(overBudget, BUDGET_EXCEEDED.type, BUDGET_EXCEEDED.code),
+        );
+      }
+      const key = endpoint.keySecretRef ? await options.keys.keyOf(endpoint.keySecretRef) : undefined;
+      const upstream = upstreamChatRequest(parsed.data);
+      let answer: Dispatcher.ResponseData;
+      try {
+        answer = await undiciRequest(chatCompletionsUrl(endpoint.baseURL), {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: upstream.stream ? "text/event-stream" : "application/json",
+            // Identity: the meter reads the bytes the pod gets, and they stay byte for byte the endpoint's.
+            "accept-encoding": "identity",
+            "user-agent": "gatehouse-model-proxy",
+            ...(key ? { authorization: `Bearer ${key}` } : {}),
+          },
+          body: upstream.body,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+        });
+      } catch (error) {
+        log.warn({ err: error }, "model endpoint unreachable");
+        return refuse(
+          502,
+          "unreachable",
+          modelProxyError(
+            `Model endpoint ${endpoint.name} could not be reached: ${error instanceof Error ? error.message : String(error)}.`,
+            "server_error",
+            "endpoint_unreachable",
+          ),
+        );
+      }
+      const ok = answer.statusCode >= 200 && answer.statusCode < 300;
+      const promptChars = upstream.body.length;
+      // The answer's own framing decides how to read it: an endpoint may answer a stream request with JSON.
+      const sse = String(answer.headers["content-type"] ?? "").includes("text/event-stream");
+      const meter = sse ? sseUsageMeter(promptChars) : jsonUsageMeter(promptChars);
+      reply.hijack();
+      reply.raw.writeHead(answer.statusCode, relayedHeaders(answer.headers));
+      reply.raw.flushHeaders();
+      const relayed = await relay(answer.body, reply.raw, meter);
+      if (!relayed.complete) log.warn({ err: relayed.error }, "model endpoint broke off its answer");
+      metrics?.requested(endpoint.name, ok ? "ok" : "upstream_error", Date.now() - started);
+      if (!ok) {
+        log.info({ status: answer.statusCode, model: upstream.model }, "model endpoint refused the request");
+        return reply;
+      }
+      await recordUsage(options, session, endpoint, upstream, meter.finish(), log);
+      return reply;
+    },
+  );
+};
+
+/** Appends the `usage` event of one answered request; a failure is logged (the answer is already sent). */
+async function recordUsage(
+  options: ModelProxyOptions,
+  session: AgentSession,
+  endpoint: ModelEndpoint,
+  upstream: UpstreamChatRequest,
+  usage: MeteredUsage,
+  log: FastifyReply["log"],
+): Promise<void> {
+  options.metrics?.metered(endpoint.name, usage);
+  try {
+    await options.transcripts.append({
+      sessionUid: session.metadata.uid,
+      source: "core",
+      kind: "usage",
+      payload: {
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        model: upstream.model,
+        endpoint: endpoint.name,
+        stream: upstream.stream,
+        estimated: usage.estimated,
+      },
+      atMicros: nowMicros(),
+    });
+    log.info(
+      { model: upstream.model, stream: upstream.stream, ...usage },
+      usage.estimated
+        ? "model request metered (estimated: the endpoint reported no usage)"
+        : "model request metered",
+    );
+  } catch (error) {
+    log.error({ err: error, ...usage }, "could not record the model request's usage; status.usage misses it");
+  }
+}
