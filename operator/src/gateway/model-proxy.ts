@@ -11,7 +11,10 @@
  *   send upstream with stream_options.include_usage for a stream; relay status, headers and bytes as
  *     they come (no buffering), metering usage from them; keep reading to the end even when the pod
  *     hangs up, so an aborted stream is metered too
- *   2xx → transcript event `usage` (source core): what status.usage and the budget count
+ *   2xx → transcript event `usage` (source core): what status.usage and the budget count — appended
+ *     before the answer ends, so a request sent after it sees this one's tokens
+ * Requests running at the same time each see the usage of those finished before them: the budget can be
+ * overrun by what concurrent requests of one session spend, never by a sequence of requests.
  *
  * The pod's token never leaves the gateway. Errors of the proxy itself answer OpenAI's error shape
  * (ModelProxyError), so an OpenAI client shows their message.
@@ -144,8 +147,9 @@ function drained(raw: ServerResponse): Promise<void> {
 }
 
 /**
- * Copies `body` to `raw` chunk by chunk as it arrives, pushing every chunk into `meter`. A pod that
- * hangs up stops the copying, not the reading. Resolves with whether the body arrived complete.
+ * Copies `body` to `raw` chunk by chunk as it arrives, pushing every chunk into `meter`; the caller
+ * ends `raw`. A pod that hangs up stops the copying, not the reading. Resolves with whether the body
+ * arrived complete (if not, `raw` is destroyed: the pod sees the answer cut off).
  */
 async function relay(
   body: AsyncIterable<Uint8Array>,
@@ -158,7 +162,6 @@ async function relay(
       if (raw.destroyed) continue;
       if (!raw.write(chunk)) await drained(raw);
     }
-    if (!raw.destroyed) raw.end();
     return { complete: true };
   } catch (error) {
     // The endpoint broke off mid-answer: the pod sees the answer cut off, as it would without the proxy.
@@ -315,11 +318,13 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
       const relayed = await relay(answer.body, reply.raw, meter);
       if (!relayed.complete) log.warn({ err: relayed.error }, "model endpoint broke off its answer");
       metrics?.requested(endpoint.name, ok ? "ok" : "upstream_error", Date.now() - started);
-      if (!ok) {
+      if (ok) {
+        // Recorded before the answer ends: the agent's next request already counts this one's tokens.
+        await recordUsage(options, session, endpoint, upstream, meter.finish(), log);
+      } else {
         log.info({ status: answer.statusCode, model: upstream.model }, "model endpoint refused the request");
-        return reply;
       }
-      await recordUsage(options, session, endpoint, upstream, meter.finish(), log);
+      if (!reply.raw.destroyed) reply.raw.end();
       return reply;
     },
   );
