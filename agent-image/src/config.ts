@@ -3,9 +3,13 @@
  *   GATEHOUSE_GATEWAY_URL   the gateway's agent API, e.g. http://10.88.0.1:8443 (required)
  *   GATEHOUSE_TOKEN_FILE    projected ServiceAccount token (default /var/run/secrets/gatehouse/token)
  *   LOCAL_NODE_ROOT         when set, prefixes mounted paths (the local node writes volumes under it)
- *   MODEL_BASE_URL          OpenAI-compatible base URL, e.g. http://10.88.0.1:18080/v1 (required for now)
- *   MODEL_API_KEY           key for MODEL_BASE_URL (optional; the scripted model needs none)
- *   MODEL_MAX_RETRIES       SDK retries for 429/5xx/connection failures (default 4)
+ *   MODEL_BASE_URL          OpenAI-compatible base URL (default `<GATEHOUSE_GATEWAY_URL>/v1/model`, the
+ *                           gateway's model proxy, which adds the endpoint's key: the pod holds none)
+ *   MODEL_API_KEY           bearer for MODEL_BASE_URL when it is not on the gateway's origin (optional);
+ *                           towards the gateway the bearer is always the pod's projected token, re-read
+ *                           on every request
+ *   MODEL_MAX_RETRIES       retries of a model request for 429/5xx/connection failures (default 4)
+ *   MODEL_MAX_RETRY_AFTER_SECONDS  the longest Retry-After the agent waits for (default 60)
  *   MODEL_TIMEOUT_MS        per model request (default 120000)
  *   APPROVAL_WAIT_SECONDS   long-poll length per approval wait request (default 30, at most 60)
  *   LOG_LEVEL               pino level (default info)
@@ -17,39 +21,58 @@ const Env = z.object({
   GATEHOUSE_GATEWAY_URL: z.url(),
   GATEHOUSE_TOKEN_FILE: z.string().min(1).default("/var/run/secrets/gatehouse/token"),
   LOCAL_NODE_ROOT: z.string().min(1).optional(),
-  // model proxy issue: default to `${GATEHOUSE_GATEWAY_URL}/v1/model` (the gateway adds the key and
-  // meters tokens) and drop MODEL_API_KEY from the pod once the proxy exists.
-  MODEL_BASE_URL: z.url(),
-  MODEL_API_KEY: z.string().min(1).default("not-needed-by-the-scripted-model"),
+  MODEL_BASE_URL: z.url().optional(),
+  MODEL_API_KEY: z.string().min(1).optional(),
   MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(4),
+  MODEL_MAX_RETRY_AFTER_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
   MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
   APPROVAL_WAIT_SECONDS: z.coerce.number().int().min(1).max(60).default(30),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
 });
 
-/** Parsed configuration; `tokenFile` is already prefixed by LOCAL_NODE_ROOT. */
+/** The gateway's model proxy under a gateway URL (DESIGN §5). */
+const MODEL_PROXY_PATH = "/v1/model";
+
+/**
+ * Parsed configuration; `tokenFile` is already prefixed by LOCAL_NODE_ROOT. `modelApiKey` undefined:
+ * the model endpoint is the gateway and the bearer is the pod's token.
+ */
 export interface AgentConfig {
   gatewayUrl: string;
   tokenFile: string;
   modelBaseUrl: string;
-  modelApiKey: string;
+  modelApiKey: string | undefined;
   modelMaxRetries: number;
+  modelMaxRetryAfterSeconds: number;
   modelTimeoutMs: number;
   approvalWaitSeconds: number;
   logLevel: string;
 }
 
-/** Reads the configuration from `env` (normally `process.env`); throws a ZodError naming the bad variable. */
+/** True when `url` is on the gateway's origin: only there may the pod's token be the bearer. */
+function isGatewayUrl(url: string, gatewayUrl: string): boolean {
+  return new URL(url).origin === new URL(gatewayUrl).origin;
+}
+
+/**
+ * Reads the configuration from `env` (normally `process.env`); throws a ZodError naming the bad
+ * variable. A model endpoint other than the gateway never receives the pod's token: without
+ * MODEL_API_KEY it gets a placeholder key (the scripted model needs none).
+ */
 export function loadConfig(env: Record<string, string | undefined>): AgentConfig {
   const parsed = Env.parse(env);
+  const gatewayUrl = parsed.GATEHOUSE_GATEWAY_URL.replace(/\/+$/, "");
+  const modelBaseUrl = parsed.MODEL_BASE_URL ?? `${gatewayUrl}${MODEL_PROXY_PATH}`;
+  const toGateway = isGatewayUrl(modelBaseUrl, gatewayUrl);
   return {
-    gatewayUrl: parsed.GATEHOUSE_GATEWAY_URL,
+    gatewayUrl,
     tokenFile: parsed.LOCAL_NODE_ROOT
       ? path.join(parsed.LOCAL_NODE_ROOT, parsed.GATEHOUSE_TOKEN_FILE)
       : parsed.GATEHOUSE_TOKEN_FILE,
-    modelBaseUrl: parsed.MODEL_BASE_URL,
-    modelApiKey: parsed.MODEL_API_KEY,
+    modelBaseUrl,
+    modelApiKey: toGateway ? undefined : (parsed.MODEL_API_KEY ?? "no-key-configured"),
     modelMaxRetries: parsed.MODEL_MAX_RETRIES,
+    modelMaxRetryAfterSeconds: parsed.MODEL_MAX_RETRY_AFTER_SECONDS,
     modelTimeoutMs: parsed.MODEL_TIMEOUT_MS,
     approvalWaitSeconds: parsed.APPROVAL_WAIT_SECONDS,
     logLevel: parsed.LOG_LEVEL,

@@ -18,6 +18,26 @@ import {
 } from "@gatehouse/operator/agent-protocol";
 import { z } from "zod";
 
+/**
+ * `GET /v1/session` as this runtime reads it: the contract's SessionView, plus
+ * `limits.holdPodForSeconds` (the effective `spec.approval.holdPodForSeconds`: how long the pod waits
+ * for a decision before it is released) once the gateway sends it — the contract does not carry it yet;
+ * until then the pod waits for decisions as long as it runs.
+ */
+export const AgentSessionView = SessionView.extend({
+  limits: SessionView.shape.limits.extend({ holdPodForSeconds: z.number().int().min(0).optional() }),
+});
+export type AgentSessionView = z.infer<typeof AgentSessionView>;
+
+/** The pod's bearer token: the projected token file's content, read anew on every call. */
+export async function readBearerToken(tokenFile: string): Promise<string> {
+  try {
+    return (await readFile(tokenFile, "utf8")).trim();
+  } catch (error) {
+    throw new GatewayError("internal", `cannot read the token file ${tokenFile}`, { cause: error });
+  }
+}
+
 /** A failed gateway call: `kind` from the gateway's ApiError (or `unavailable` / `internal` locally). */
 export class GatewayError extends Error {
   readonly kind: string;
@@ -45,7 +65,7 @@ export interface GatewayClientOptions {
 
 /** The agent API. Every method takes the run's abort signal. */
 export interface GatewayClient {
-  getSession(signal?: AbortSignal): Promise<SessionView>;
+  getSession(signal?: AbortSignal): Promise<AgentSessionView>;
   postEvent(event: AgentEvent, signal?: AbortSignal): Promise<void>;
   invoke(call: InvokeCall, signal?: AbortSignal): Promise<InvokeAnswer>;
   /** Long-polls an Approval for at most `timeoutSeconds` (≤ 60). */
@@ -61,13 +81,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   const attempts = options.attempts ?? 4;
   const backoffMs = options.backoffMs ?? 250;
 
-  async function token(): Promise<string> {
-    try {
-      return (await readFile(options.tokenFile, "utf8")).trim();
-    } catch (error) {
-      throw new GatewayError("internal", `cannot read the token file ${options.tokenFile}`, { cause: error });
-    }
-  }
+  const token = () => readBearerToken(options.tokenFile);
 
   async function once<T>(
     method: string,
@@ -140,7 +154,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   }
 
   return {
-    getSession: (signal) => request("GET", "/v1/session", undefined, SessionView, signal),
+    getSession: (signal) => request("GET", "/v1/session", undefined, AgentSessionView, signal),
     postEvent: async (event, signal) => {
       await request("POST", "/v1/session/events", event, Accepted, signal);
     },

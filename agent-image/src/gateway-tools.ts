@@ -2,9 +2,13 @@
  * The `ToolExecutor` that runs every tool call through the gateway (Core): `POST /v1/invoke` with the
  * model's raw arguments string; on `pending_approval`, long-poll the Approval until it is done and use
  * the final answer's `content` as the tool result. Denials, invalid arguments and business failures are
- * ordinary answers the model reads; only a failing gateway throws.
+ * ordinary answers the model reads; only a failing gateway throws. A call the wire contract cannot
+ * carry (arguments over 1 000 000 characters, an over-long name or id) never reaches Core: it is
+ * answered here with an `invalid_arguments` result, so the model can still correct itself.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { InvokeCall } from "@gatehouse/operator/agent-protocol";
+import { z } from "zod";
 import type { GatewayClient } from "./gateway-client.ts";
 import { GatewayError } from "./gateway-client.ts";
 import type { ToolAnswer, ToolExecutor } from "./runtime.ts";
@@ -43,16 +47,21 @@ export function gatewayToolExecutor(gateway: GatewayClient, options: GatewayTool
   };
   return {
     async invoke(call, { signal }) {
-      const answer = await gateway.invoke(
-        {
-          turn: call.turn,
-          position: call.position,
-          callId: call.callId,
-          tool: call.name,
-          arguments: call.arguments,
-        },
-        signal,
-      );
+      const parsed = InvokeCall.safeParse({
+        turn: call.turn,
+        position: call.position,
+        callId: call.callId,
+        tool: call.name,
+        arguments: call.arguments,
+      });
+      if (!parsed.success) {
+        return {
+          kind: "done",
+          status: "invalid_arguments",
+          content: `Invalid call, not sent: ${z.prettifyError(parsed.error)}. Make the call smaller and try again.`,
+        };
+      }
+      const answer = await gateway.invoke(parsed.data, signal);
       if (answer.status !== "pending_approval")
         return { kind: "done", status: answer.status, content: answer.content };
       const approval = answer.approval?.name;

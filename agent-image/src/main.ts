@@ -1,13 +1,15 @@
 /**
  * The agent pod's entry point: configuration (see `config.ts`), a JSON logger on stdout, the gateway
  * client, the builtin engine on the openai SDK, and one `runAgent`. SIGTERM/SIGINT abort the run.
- * Exit code: 0 when the final answer was posted (or the pod was released), 1 on failure.
+ * Exit code: 0 when the final answer was posted, or the pod was released (held past
+ * `holdPodForSeconds` for an approval, or stopped by a signal); 1 on failure.
  */
 import OpenAI from "openai";
 import { pino } from "pino";
 import { loadConfig } from "./config.ts";
 import { createBuiltinRuntime } from "./engines/builtin/engine.ts";
-import { createGatewayClient } from "./gateway-client.ts";
+import { defaultRetryPolicy } from "./engines/builtin/retry.ts";
+import { createGatewayClient, readBearerToken } from "./gateway-client.ts";
 import { gatewayToolExecutor } from "./gateway-tools.ts";
 import { runAgent } from "./run-agent.ts";
 
@@ -19,8 +21,10 @@ try {
   const gateway = createGatewayClient({ baseUrl: config.gatewayUrl, tokenFile: config.tokenFile });
   const model = new OpenAI({
     baseURL: config.modelBaseUrl,
-    apiKey: config.modelApiKey,
-    maxRetries: config.modelMaxRetries,
+    // Towards the gateway's model proxy the bearer is the pod's token, re-read as the node refreshes it.
+    apiKey: config.modelApiKey ?? (() => readBearerToken(config.tokenFile)),
+    // The engine retries itself (engines/builtin/retry.ts).
+    maxRetries: 0,
     timeout: config.modelTimeoutMs,
   });
   const stop = new AbortController();
@@ -40,6 +44,12 @@ try {
         model: session.model.name,
         tools: gatewayToolExecutor(gateway, { waitSeconds: config.approvalWaitSeconds }),
         maxTurns: session.limits.maxTurns,
+        maxToolCalls: session.limits.maxToolCalls,
+        retry: {
+          ...defaultRetryPolicy,
+          maxRetries: config.modelMaxRetries,
+          maxRetryAfterMs: config.modelMaxRetryAfterSeconds * 1000,
+        },
         logger,
       }),
   });

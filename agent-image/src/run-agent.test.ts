@@ -10,14 +10,13 @@ import {
   type HistoryEntry,
   type InvokeAnswer,
   InvokeCall,
-  type SessionView,
 } from "@gatehouse/operator/agent-protocol";
 import Fastify, { type FastifyInstance } from "fastify";
 import OpenAI from "openai";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createBuiltinRuntime } from "./engines/builtin/engine.ts";
-import { createGatewayClient } from "./gateway-client.ts";
+import { type AgentSessionView, createGatewayClient } from "./gateway-client.ts";
 import { gatewayToolExecutor } from "./gateway-tools.ts";
 import { runAgent } from "./run-agent.ts";
 
@@ -55,6 +54,10 @@ interface GatewayOptions {
   publishApproved?: boolean;
   /** Writes a new token into the file after the first invoke; the old one stops being valid. */
   rotateToken?: boolean;
+  /** `limits.holdPodForSeconds` of the session view (absent: not sent). */
+  holdPodForSeconds?: number;
+  /** The publish Approval stays Pending whatever the agent waits. */
+  neverDecided?: boolean;
 }
 
 async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
@@ -82,7 +85,7 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
 
   app.get(
     "/v1/session",
-    async (): Promise<SessionView> => ({
+    async (): Promise<AgentSessionView> => ({
       namespace: "plant-a",
       name: "push-plan",
       uid: "uid-1",
@@ -96,7 +99,11 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
         parameters: { type: "object" },
       })),
       history: state.history,
-      limits: { maxTurns: 10, maxToolCalls: 10 },
+      limits: {
+        maxTurns: 10,
+        maxToolCalls: 10,
+        ...(options.holdPodForSeconds === undefined ? {} : { holdPodForSeconds: options.holdPodForSeconds }),
+      },
     }),
   );
 
@@ -144,7 +151,7 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
   app.get("/v1/approvals/:name/wait", async (request): Promise<ApprovalWait> => {
     state.waits += 1;
     const name = (request.params as { name: string }).name;
-    if (state.waits === 1) return { name, phase: "Pending", done: false };
+    if (state.waits === 1 || options.neverDecided) return { name, phase: "Pending", done: false };
     const result = { ...JSON.parse(publishArguments), status: "published", publicationId: "pub-1" };
     const content = JSON.stringify({ result, evidence: { system: "aps", reference: "pub-1" } });
     record("core", "approval_outcome", {
@@ -199,6 +206,7 @@ function run(gatewayUrl: string) {
         model: session.model.name,
         tools: gatewayToolExecutor(client, { waitSeconds: 1, minPollIntervalMs: 10 }),
         maxTurns: session.limits.maxTurns,
+        maxToolCalls: session.limits.maxToolCalls,
         logger,
       }),
   });
@@ -259,6 +267,7 @@ describe("agent runtime with the builtin engine", () => {
           model: session.model.name,
           tools: gatewayToolExecutor(client, { waitSeconds: 1, minPollIntervalMs: 60_000 }),
           maxTurns: 10,
+          maxToolCalls: 10,
           logger,
         }),
     });
@@ -292,6 +301,25 @@ describe("agent runtime with the builtin engine", () => {
     expect(gateway.events.find((event) => event.kind === "final_answer")?.text).toContain(
       "published as version 7",
     );
+  });
+
+  it("is released after holdPodForSeconds while the approval is undecided: exit 0, nothing posted after the proposal", async () => {
+    gateway = await startTestGateway({
+      model: "scripted/reference-story",
+      tokenFile,
+      holdPodForSeconds: 1,
+      neverDecided: true,
+    });
+    expect(await run(gateway.url)).toBe(0);
+    expect(gateway.invokes.map((call) => call.tool).at(-1)).toBe("aps_schedule_publish");
+    expect(gateway.waits).toBeGreaterThanOrEqual(1);
+    expect(gateway.events.map((event) => event.kind)).toEqual(["assistant_text", "assistant_text"]);
+  });
+
+  it("waits for a decision without end when the session view gives no holdPodForSeconds", async () => {
+    gateway = await startTestGateway({ model: "scripted/reference-story", tokenFile });
+    await runToCompletion(gateway);
+    expect(gateway.waits).toBe(2);
   });
 
   it("posts an error event and exits 1 when the model endpoint has no such model", async () => {

@@ -5,20 +5,22 @@
  *     it is in the transcript even when the pod is released during an approval wait);
  *   - the model's last answer → `final_answer` with its text and this pod's token usage → exit 0;
  *   - an engine or gateway error → `error` event (best effort) → exit 1;
- *   - stopped by `signal` (SIGTERM: the pod is released while it waits for an approval) → no event, exit 0,
- *     since a new pod resumes the session from its history.
+ *   - approvals still undecided after `limits.holdPodForSeconds` (when the session view gives it) → the
+ *     run is aborted, no event, exit 0: the pod is released, the session stays AwaitingApproval, and a new
+ *     pod resumes from the stored history once the Approval settles;
+ *   - stopped by `signal` (SIGTERM: the pod is deleted) → no event, exit 0, since a new pod resumes the
+ *     session from its history.
  */
 
-import type { SessionView } from "@gatehouse/operator/agent-protocol";
 import type { Logger } from "pino";
-import type { GatewayClient } from "./gateway-client.ts";
-import type { AgentRuntime, TokenUsage } from "./runtime.ts";
+import type { AgentSessionView, GatewayClient } from "./gateway-client.ts";
+import type { AgentRuntime, RuntimeEvent, RuntimeSession, TokenUsage } from "./runtime.ts";
 import { planResume } from "./transcript.ts";
 
 /** Inputs of `runAgent`; `createRuntime` builds the engine once the session (model, limits) is known. */
 export interface RunAgentOptions {
   gateway: GatewayClient;
-  createRuntime(session: SessionView): AgentRuntime;
+  createRuntime(session: AgentSessionView): AgentRuntime;
   logger: Logger;
   signal: AbortSignal;
 }
@@ -72,30 +74,43 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
     });
     let finalText: string | undefined;
     const textOfTurn = new Map<number, string>();
-    for await (const event of conversation.send(plan.next, { signal })) {
-      if (event.type === "text") {
-        textOfTurn.set(event.turn, (textOfTurn.get(event.turn) ?? "") + event.delta);
-      } else if (event.type === "tool_call") {
-        const text = textOfTurn.get(event.turn);
-        if (text) {
-          textOfTurn.delete(event.turn);
-          await gateway.postEvent(
-            { kind: "assistant_text", turn: event.turn, text: text.slice(0, 65_536) },
-            signal,
-          );
+    const hold = holdFor(session.limits.holdPodForSeconds, conversation);
+    try {
+      for await (const event of conversation.send(plan.next, { signal })) {
+        hold.observe(event);
+        if (event.type === "text") {
+          textOfTurn.set(event.turn, (textOfTurn.get(event.turn) ?? "") + event.delta);
+        } else if (event.type === "tool_call") {
+          const text = textOfTurn.get(event.turn);
+          if (text) {
+            textOfTurn.delete(event.turn);
+            await gateway.postEvent(
+              { kind: "assistant_text", turn: event.turn, text: text.slice(0, 65_536) },
+              signal,
+            );
+          }
+        } else if (event.type === "turn_end") {
+          lastTurn = event.turn;
+          usage.inputTokens += event.usage.inputTokens;
+          usage.outputTokens += event.usage.outputTokens;
+          if (event.final) finalText = event.text;
+        } else if (event.type === "error") {
+          if (hold.released) {
+            log.info(
+              { approvals: hold.released, holdPodForSeconds: session.limits.holdPodForSeconds },
+              "released while awaiting approval; a new pod will resume the session once it is decided",
+            );
+            return 0;
+          }
+          if (signal.aborted) {
+            log.info("stopped by signal; a new pod will resume the session");
+            return 0;
+          }
+          return await reportError(event.kind, event.message);
         }
-      } else if (event.type === "turn_end") {
-        lastTurn = event.turn;
-        usage.inputTokens += event.usage.inputTokens;
-        usage.outputTokens += event.usage.outputTokens;
-        if (event.final) finalText = event.text;
-      } else if (event.type === "error") {
-        if (signal.aborted) {
-          log.info("stopped by signal; a new pod will resume the session");
-          return 0;
-        }
-        return await reportError(event.kind, event.message);
       }
+    } finally {
+      hold.stop();
     }
     if (finalText === undefined)
       return await reportError("internal", "the engine ended without a final answer");
@@ -113,4 +128,48 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
     const { kind, message } = errorText(error);
     return await reportError(kind, message);
   }
+}
+
+/** The pod hold of one run: see {@link holdFor}. */
+interface PodHold {
+  /** Feeds every event of the run. */
+  observe(event: RuntimeEvent): void;
+  /** The undecided Approvals once the hold ran out and the run was aborted; undefined before. */
+  readonly released: string[] | undefined;
+  stop(): void;
+}
+
+/**
+ * Waits at most `holdSeconds` (undefined: without end) while approvals are undecided: the clock starts
+ * when the first `approval_required` of a quiet spell arrives and stops when every such call has its
+ * `tool_result`; when it runs out, `conversation` is aborted.
+ */
+function holdFor(holdSeconds: number | undefined, conversation: RuntimeSession): PodHold {
+  const undecided = new Map<string, string>();
+  let timer: NodeJS.Timeout | undefined;
+  let released: string[] | undefined;
+  const stop = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  return {
+    observe(event) {
+      const key = "position" in event ? `${event.turn}:${event.position}` : "";
+      if (event.type === "approval_required") {
+        undecided.set(key, event.approval);
+        if (holdSeconds !== undefined && timer === undefined) {
+          timer = setTimeout(() => {
+            released = [...undecided.values()];
+            conversation.abort();
+          }, holdSeconds * 1000);
+        }
+      } else if (event.type === "tool_result" && undecided.delete(key) && undecided.size === 0) {
+        stop();
+      }
+    },
+    get released() {
+      return released;
+    },
+    stop,
+  };
 }

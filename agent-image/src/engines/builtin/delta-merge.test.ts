@@ -1,6 +1,6 @@
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
-import { emptyAnswer, mergeChunk, orderedCalls } from "./delta-merge.ts";
+import { emptyAnswer, mergeChunk, orderedCalls, toolCallsOf } from "./delta-merge.ts";
 
 function chunk(
   delta: ChatCompletionChunk.Choice.Delta,
@@ -50,5 +50,42 @@ describe("mergeChunk", () => {
       usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
     });
     expect(answer.usage).toEqual({ inputTokens: 11, outputTokens: 3 });
+  });
+});
+
+describe("toolCallsOf", () => {
+  it("numbers the calls by index and keeps their own ids when they are unique", () => {
+    const answer = emptyAnswer();
+    mergeChunk(
+      answer,
+      chunk({
+        tool_calls: [
+          { index: 1, id: "b", type: "function", function: { name: "second", arguments: "{}" } },
+          { index: 0, id: "a", type: "function", function: { name: "first", arguments: "{}" } },
+        ],
+      }),
+    );
+    expect(toolCallsOf(answer, 3)).toEqual([
+      { position: 0, callId: "a", name: "first", arguments: "{}" },
+      { position: 1, callId: "b", name: "second", arguments: "{}" },
+    ]);
+  });
+
+  it("gives a missing id, and an id an earlier call of the answer carries, one of its own", () => {
+    const answer = emptyAnswer();
+    mergeChunk(
+      answer,
+      chunk({
+        tool_calls: [
+          { index: 0, id: "call_0", type: "function", function: { name: "read", arguments: "{}" } },
+          { index: 1, id: "call_0", type: "function", function: { name: "read", arguments: "{}" } },
+          { index: 2, type: "function", function: { name: "read", arguments: "{}" } },
+          { index: 3, id: "call_2_1", type: "function", function: { name: "read", arguments: "{}" } },
+        ],
+      }),
+    );
+    const ids = toolCallsOf(answer, 2).map((call) => call.callId);
+    expect(ids).toEqual(["call_0", "call_2_1", "call_2_2", "call_2_3"]);
+    expect(new Set(ids).size).toBe(4);
   });
 });

@@ -5,6 +5,7 @@
  * pieces of parallel calls may interleave.
  */
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
+import type { TranscriptCall } from "../../runtime.ts";
 
 /** One merged tool call; `arguments` is the raw string the model produced (possibly invalid JSON). */
 export interface MergedCall {
@@ -56,4 +57,21 @@ export function mergeChunk(answer: MergedAnswer, chunk: ChatCompletionChunk): st
 /** The merged calls in index order. */
 export function orderedCalls(answer: MergedAnswer): MergedCall[] {
   return [...answer.calls.values()].sort((a, b) => a.index - b.index);
+}
+
+/**
+ * The answer's tool calls as the transcript keeps them: in index order, `position` 0, 1, …, and a call
+ * id unique within the answer — a missing id, or one an earlier call of the same answer already
+ * carries, becomes `call_<turn>_<position>`, since the next request must answer each id exactly once.
+ * (Ids reused across answers are fine: each tool message follows its own assistant message.)
+ */
+export function toolCallsOf(answer: MergedAnswer, turn: number): TranscriptCall[] {
+  const seen = new Set<string>();
+  return orderedCalls(answer).map((call, position) => {
+    let callId = call.id;
+    if (!callId || seen.has(callId)) callId = `call_${turn}_${position}`;
+    while (seen.has(callId)) callId = `${callId}_`;
+    seen.add(callId);
+    return { position, callId, name: call.name, arguments: call.arguments };
+  });
 }

@@ -1,13 +1,21 @@
 /**
  * The `builtin` engine (DESIGN §9): the runtime's own loop on the openai SDK's Chat Completions.
  *   - streamed answers, deltas merged by index (`delta-merge.ts`), usage requested per answer;
- *   - parallel tool calls of one answer run one after another, in index order, through the ToolExecutor;
- *   - 429/5xx/connection failures are retried by the SDK (`maxRetries` on the client: exponential backoff
- *     with jitter, honouring `retry-after`/`retry-after-ms`; other 4xx are not retried);
- *   - stops at `maxTurns` model answers over the whole session (history included).
- * Not yet: token budget stop and context compaction (the gateway's model proxy meters tokens).
+ *   - the calls of one answer (parallel calls) go through the ToolExecutor one after another, in index
+ *     order, each exactly once — a call cut off by the token limit or with arguments that are not JSON
+ *     too: Core answers it `invalid_arguments` (audited), and the conversation replays it with `{}`
+ *     arguments (`messages.ts`), so the next request is valid and each call id has one tool message;
+ *     calls that need approval are all proposed before the engine waits for the first decision;
+ *   - failed model requests are retried as `retry.ts` decides (429/5xx/connection failures with backoff
+ *     and jitter honouring Retry-After; no other 4xx); the SDK client must have `maxRetries: 0`; the
+ *     model proxy's token-budget refusal ends the run at once with kind `limit_exceeded` and its message;
+ *   - stops at `maxTurns` model answers over the whole session (history included); once the session
+ *     has made `maxToolCalls` calls the model is asked with `tool_choice: "none"`, and calling a tool
+ *     anyway ends the run (Core refuses the calls themselves).
+ * Not yet: context compaction.
  */
 import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI from "openai";
 import type { Logger } from "pino";
 import type {
@@ -16,44 +24,73 @@ import type {
   RuntimeEvent,
   RuntimeSession,
   TokenUsage,
+  ToolAnswer,
   ToolExecutor,
+  ToolInvocation,
   TranscriptCall,
 } from "../../runtime.ts";
-import { emptyAnswer, type MergedAnswer, mergeChunk, orderedCalls } from "./delta-merge.ts";
+import { emptyAnswer, type MergedAnswer, mergeChunk, toolCallsOf } from "./delta-merge.ts";
 import { assistantMessage, chatTools, replayConversation } from "./messages.ts";
+import { defaultRetryPolicy, failureOf, type RetryPolicy, retryDecision } from "./retry.ts";
 
-/** Options of the builtin engine. `client` carries baseURL, key, `maxRetries` and timeout. */
+/** Options of the builtin engine. `client` carries baseURL, key and timeout, and `maxRetries: 0`. */
 export interface BuiltinRuntimeOptions {
   client: OpenAI;
   model: string;
   tools: ToolExecutor;
   /** Most model answers in the whole session, history included. */
   maxTurns: number;
+  /** Most tool calls in the whole session, history included (Core enforces it too). */
+  maxToolCalls: number;
+  /** Model request retries (default `defaultRetryPolicy`). */
+  retry?: RetryPolicy;
   logger: Logger;
+}
+
+/** A model request that failed for good: `kind` from the shared list, the SDK error as `cause`. */
+export class ModelRequestError extends Error {
+  readonly kind: string;
+
+  constructor(kind: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ModelRequestError";
+    this.kind = kind;
+  }
 }
 
 function digest(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
+/** The shared error kind of a model endpoint's HTTP status. */
+function kindOfStatus(status: number): string {
+  if (status === 429 || status >= 500) return "unavailable";
+  if (status === 401 || status === 403) return "forbidden";
+  if (status === 404) return "not_found";
+  return "internal";
+}
+
+/** The error a model request ends the run with, after `why` it was not retried. */
+function modelRequestError(error: unknown, why: string): ModelRequestError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof OpenAI.APIConnectionTimeoutError)
+    return new ModelRequestError("timeout", `model request timed out (${why})`, { cause: error });
+  if (error instanceof OpenAI.APIConnectionError)
+    return new ModelRequestError("unavailable", `model endpoint unreachable (${why}): ${message}`, {
+      cause: error,
+    });
+  if (error instanceof OpenAI.APIError && typeof error.status === "number") {
+    return new ModelRequestError(kindOfStatus(error.status), `model endpoint answered ${message} (${why})`, {
+      cause: error,
+    });
+  }
+  return new ModelRequestError("internal", `model request failed (${why}): ${message}`, { cause: error });
+}
+
 /** Maps whatever stopped the loop to an `error` event with a shared kind. */
 function errorEvent(error: unknown, signal: AbortSignal): RuntimeEvent {
   if (signal.aborted) return { type: "error", kind: "aborted", message: "the run was aborted" };
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return { type: "error", kind: "timeout", message };
-  if (error instanceof OpenAI.APIConnectionError) return { type: "error", kind: "unavailable", message };
-  if (error instanceof OpenAI.APIError) {
-    const status = error.status ?? 0;
-    const kind =
-      status === 429 || status >= 500
-        ? "unavailable"
-        : status === 401 || status === 403
-          ? "forbidden"
-          : status === 404
-            ? "not_found"
-            : "internal";
-    return { type: "error", kind, message: `model endpoint answered ${status}: ${message}` };
-  }
   const kind = (error as { kind?: unknown }).kind;
   return { type: "error", kind: typeof kind === "string" ? kind : "internal", message };
 }
@@ -64,7 +101,8 @@ export function createBuiltinRuntime(options: BuiltinRuntimeOptions): AgentRunti
 }
 
 function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessionOptions): RuntimeSession {
-  const { client, model, tools: executor, maxTurns } = options;
+  const { client, model, tools: executor, maxTurns, maxToolCalls } = options;
+  const retryPolicy = options.retry ?? defaultRetryPolicy;
   const replay = replayConversation(init.system, init.history);
   const messages = replay.messages;
   let unanswered = replay.unanswered;
@@ -72,60 +110,120 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
     (next, item) => (item.role === "assistant" ? Math.max(next, item.turn + 1) : next),
     0,
   );
+  let toolCalls = init.history.reduce(
+    (count, item) => (item.role === "assistant" ? count + item.calls.length : count),
+    0,
+  );
   const tools = chatTools(init.tools);
   const controller = new AbortController();
   let running = false;
   const logger = options.logger.child({ engine: "builtin", model });
 
-  /** Runs `calls` of `callTurn` in order, appending each result to the conversation. */
+  /**
+   * Runs `calls` of `callTurn`: each goes to the executor once, in position order; the approvals they
+   * need are waited for once every call is proposed. The results join the conversation in position
+   * order, one tool message per call.
+   */
   async function* runCalls(
     callTurn: number,
     calls: TranscriptCall[],
     signal: AbortSignal,
   ): AsyncGenerator<RuntimeEvent> {
+    const answers = new Map<number, ToolAnswer>();
+    const waiting: Array<{
+      call: TranscriptCall;
+      invocation: Extract<ToolInvocation, { kind: "pending_approval" }>;
+    }> = [];
+    const base = (call: TranscriptCall) => ({
+      turn: callTurn,
+      position: call.position,
+      callId: call.callId,
+      name: call.name,
+    });
+    const answered = (call: TranscriptCall, answer: ToolAnswer): RuntimeEvent => {
+      answers.set(call.position, answer);
+      logger.info({ ...base(call), status: answer.status }, "tool result");
+      return { type: "tool_result", ...base(call), status: answer.status, content: answer.content };
+    };
     for (const call of calls) {
-      const base = { turn: callTurn, position: call.position, callId: call.callId, name: call.name };
       logger.info(
         {
-          ...base,
+          ...base(call),
           argumentsDigest: digest(call.arguments),
           argumentsBytes: Buffer.byteLength(call.arguments),
         },
         "tool call",
       );
-      yield { type: "tool_call", ...base, arguments: call.arguments };
-      const invocation = await executor.invoke({ ...base, arguments: call.arguments }, { signal });
-      let answer = invocation;
+      yield { type: "tool_call", ...base(call), arguments: call.arguments };
+      const invocation = await executor.invoke({ ...base(call), arguments: call.arguments }, { signal });
       if (invocation.kind === "pending_approval") {
-        logger.info({ ...base, approval: invocation.approval }, "waiting for approval");
-        yield { type: "approval_required", ...base, approval: invocation.approval };
-        answer = { kind: "done", ...(await invocation.wait(signal)) };
+        logger.info({ ...base(call), approval: invocation.approval }, "waiting for approval");
+        yield { type: "approval_required", ...base(call), approval: invocation.approval };
+        waiting.push({ call, invocation });
+      } else {
+        yield answered(call, { status: invocation.status, content: invocation.content });
       }
-      if (answer.kind !== "done") throw new Error("unreachable: a waited tool call has an answer");
-      logger.info({ ...base, status: answer.status }, "tool result");
-      yield { type: "tool_result", ...base, status: answer.status, content: answer.content };
-      messages.push({ role: "tool", tool_call_id: call.callId, content: answer.content });
+    }
+    for (const { call, invocation } of waiting) yield answered(call, await invocation.wait(signal));
+    for (const call of calls) {
+      messages.push({
+        role: "tool",
+        tool_call_id: call.callId,
+        content: answers.get(call.position)!.content,
+      });
     }
   }
 
   /** Asks the model once (streamed), yielding text deltas; returns the merged answer. */
-  async function* modelAnswer(signal: AbortSignal): AsyncGenerator<RuntimeEvent, MergedAnswer> {
-    const stream = await client.chat.completions.create(
-      {
-        model,
-        messages,
-        ...(tools.length > 0 ? { tools } : {}),
-        stream: true,
-        stream_options: { include_usage: true },
-      },
-      { signal },
-    );
-    const answer = emptyAnswer();
-    for await (const chunk of stream) {
-      const delta = mergeChunk(answer, chunk);
-      if (delta) yield { type: "text", turn, delta };
+  async function* modelAnswer(
+    signal: AbortSignal,
+    withoutTools: boolean,
+  ): AsyncGenerator<RuntimeEvent, MergedAnswer> {
+    for (let attempt = 1; ; attempt += 1) {
+      const answer = emptyAnswer();
+      let shown = false;
+      try {
+        const stream = await client.chat.completions.create(
+          {
+            model,
+            messages,
+            ...(tools.length > 0 ? { tools, ...(withoutTools ? { tool_choice: "none" as const } : {}) } : {}),
+            stream: true,
+            stream_options: { include_usage: true },
+          },
+          { signal, maxRetries: 0 },
+        );
+        for await (const chunk of stream) {
+          const delta = mergeChunk(answer, chunk);
+          if (delta) {
+            shown = true;
+            yield { type: "text", turn, delta };
+          }
+        }
+        return answer;
+      } catch (error) {
+        if (signal.aborted) throw error;
+        // Text already handed out cannot be taken back, so a stream broken after it is not asked again.
+        const failure = failureOf(error);
+        const decision = shown
+          ? { retry: false as const, why: "the stream broke after text was shown" }
+          : retryDecision(failure, attempt, retryPolicy);
+        if (failure.kind === "budget")
+          throw new ModelRequestError("limit_exceeded", failure.message, { cause: error });
+        if (!decision.retry) throw modelRequestError(error, decision.why);
+        logger.warn(
+          {
+            turn,
+            attempt,
+            status: error instanceof OpenAI.APIError ? error.status : undefined,
+            delayMs: Math.round(decision.delayMs),
+            why: decision.why,
+          },
+          "model request failed; retrying",
+        );
+        await sleep(decision.delayMs, undefined, { signal });
+      }
     }
-    return answer;
   }
 
   async function* run(text: string | undefined, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
@@ -144,19 +242,16 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
         };
         return;
       }
-      const answer = yield* modelAnswer(signal);
-      const calls: TranscriptCall[] = orderedCalls(answer).map((call, position) => ({
-        position,
-        callId: call.id || `call_${turn}_${position}`,
-        name: call.name,
-        arguments: call.arguments,
-      }));
+      const withoutTools = toolCalls >= maxToolCalls;
+      const answer = yield* modelAnswer(signal, withoutTools);
+      const calls = toolCallsOf(answer, turn);
       const usage: TokenUsage = answer.usage ?? { inputTokens: 0, outputTokens: 0 };
       logger.info(
         { turn, toolCalls: calls.length, finishReason: answer.finishReason, ...usage },
-        "model answered",
+        answer.finishReason === "length" ? "model answer cut off by the token limit" : "model answered",
       );
       messages.push(assistantMessage(answer.text, calls));
+      toolCalls += calls.length;
       if (calls.length > 0) yield* runCalls(turn, calls, signal);
       yield {
         type: "turn_end",
@@ -168,6 +263,14 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
       };
       turn += 1;
       if (calls.length === 0) return;
+      if (withoutTools) {
+        yield {
+          type: "error",
+          kind: "limit_exceeded",
+          message: `the session reached maxToolCalls (${maxToolCalls}) and the model kept calling tools`,
+        };
+        return;
+      }
     }
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { replayConversation } from "./messages.ts";
+import { assistantMessage, replayableArguments, replayConversation } from "./messages.ts";
 
 const call = (position: number, callId: string) => ({
   position,
@@ -30,6 +30,35 @@ describe("replayConversation", () => {
       role: "tool",
       tool_call_id: "a",
       content: "No result was recorded for this call.",
+    });
+  });
+});
+
+describe("replayableArguments", () => {
+  it("keeps a JSON object as the model wrote it", () => {
+    expect(replayableArguments('{ "planId": "plan-2026-w49" }')).toBe('{ "planId": "plan-2026-w49" }');
+  });
+
+  it.each([
+    ["cut off", '{"planId":"plan-'],
+    ["empty", ""],
+    ["an array", "[1]"],
+    ["a string", '"x"'],
+    ["null", "null"],
+  ])("replaces arguments that are %s with {}", (_label, raw) => {
+    expect(replayableArguments(raw)).toBe("{}");
+  });
+
+  it("is what an assistant message carries, so a cut-off call replays as a valid request", () => {
+    const message = assistantMessage("", [
+      { position: 0, callId: "call_cut", name: "aps_schedule_read", arguments: '{"planId":"pl' },
+    ]);
+    expect(message).toEqual({
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "call_cut", type: "function", function: { name: "aps_schedule_read", arguments: "{}" } },
+      ],
     });
   });
 });

@@ -6,12 +6,28 @@ import type {
 } from "openai/resources/chat/completions";
 import type { RuntimeTool, TranscriptCall, TranscriptItem } from "../../runtime.ts";
 
+/**
+ * The arguments string to send back in an assistant message: the model's own when it is a JSON object,
+ * else `{}`. A call cut off by the token limit (`finish_reason: "length"`) or otherwise not JSON is
+ * answered with an error result, but endpoints that parse replayed arguments refuse the whole request
+ * (HTTP 400) while they hold the broken text — and would again on every retry.
+ */
+export function replayableArguments(raw: string): string {
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) return raw;
+  } catch {
+    // Not JSON: replaced below.
+  }
+  return "{}";
+}
+
 /** An assistant message; `content` is null when the model said nothing besides its calls. */
 export function assistantMessage(text: string, calls: TranscriptCall[]): ChatCompletionMessageParam {
   const toolCalls: ChatCompletionMessageToolCall[] = calls.map((call) => ({
     id: call.callId,
     type: "function",
-    function: { name: call.name, arguments: call.arguments },
+    function: { name: call.name, arguments: replayableArguments(call.arguments) },
   }));
   return {
     role: "assistant",
