@@ -285,6 +285,30 @@ describe("the builtin engine", () => {
     });
   });
 
+  it("on resume, runs only the call of a turn that has no result and answers the turn's calls in call order", async () => {
+    const { executor, invoked } = fakeExecutor();
+    const read = (callId: string, planId: string, position: number) => ({
+      position,
+      callId,
+      name: "aps_schedule_read",
+      arguments: JSON.stringify({ planId }),
+    });
+    const history: TranscriptItem[] = [
+      { role: "user", text: "Push the plan back by one day." },
+      {
+        role: "assistant",
+        turn: 0,
+        text: "",
+        calls: [read("call_w49", "plan-2026-w49", 0), read("call_w50", "plan-2026-w50", 1)],
+      },
+      { role: "tool", turn: 0, position: 1, callId: "call_w50", name: "aps_schedule_read", content: '"w50"' },
+    ];
+    await events("fault-interleaved-deltas", executor, {}, history);
+    expect(invoked.map((call) => call.callId)).toEqual(["call_w49"]);
+    const [request] = chatRequests();
+    expect(callsAndAnswers(request!).answers).toEqual(["call_w49", "call_w50"]);
+  });
+
   it("on resume, finishes the calls the history left without a result before asking the model", async () => {
     const { executor, invoked } = fakeExecutor();
     const history: TranscriptItem[] = [

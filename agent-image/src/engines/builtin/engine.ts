@@ -120,14 +120,15 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
   const logger = options.logger.child({ engine: "builtin", model });
 
   /**
-   * Runs `calls` of `callTurn`: each goes to the executor once, in position order; the approvals they
-   * need are waited for once every call is proposed. The results join the conversation in position
-   * order, one tool message per call.
+   * Runs `calls` of `callTurn` (but those with a `known` result, by position): each goes to the
+   * executor once, in position order; the approvals they need are waited for once every call is
+   * proposed. The results join the conversation in position order, one tool message per call.
    */
   async function* runCalls(
     callTurn: number,
     calls: TranscriptCall[],
     signal: AbortSignal,
+    known: ReadonlyMap<number, string> = new Map(),
   ): AsyncGenerator<RuntimeEvent> {
     const answers = new Map<number, ToolAnswer>();
     const waiting: Array<{
@@ -146,6 +147,11 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
       return { type: "tool_result", ...base(call), status: answer.status, content: answer.content };
     };
     for (const call of calls) {
+      const result = known.get(call.position);
+      if (result !== undefined) {
+        answers.set(call.position, { status: "recorded", content: result });
+        continue;
+      }
       logger.info(
         {
           ...base(call),
@@ -230,7 +236,7 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
     if (unanswered) {
       const pending = unanswered;
       unanswered = undefined;
-      yield* runCalls(pending.turn, pending.calls, signal);
+      yield* runCalls(pending.turn, pending.calls, signal, pending.results);
     }
     if (text !== undefined) messages.push({ role: "user", content: text });
     for (;;) {

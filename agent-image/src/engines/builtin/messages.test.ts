@@ -9,14 +9,18 @@ const call = (position: number, callId: string) => ({
 });
 
 describe("replayConversation", () => {
-  it("returns the last turn's calls without a result as unanswered", () => {
+  it("returns the last turn's calls with the results it has, leaving its tool messages to the engine", () => {
     const replay = replayConversation("sys", [
       { role: "user", text: "go" },
       { role: "assistant", turn: 0, text: "", calls: [call(0, "a"), call(1, "b")] },
-      { role: "tool", turn: 0, position: 0, callId: "a", name: "aps_schedule_read", content: "ok" },
+      { role: "tool", turn: 0, position: 1, callId: "b", name: "aps_schedule_read", content: "ok" },
     ]);
-    expect(replay.unanswered).toEqual({ turn: 0, calls: [call(1, "b")] });
-    expect(replay.messages.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(replay.unanswered).toEqual({
+      turn: 0,
+      calls: [call(0, "a"), call(1, "b")],
+      results: new Map([[1, "ok"]]),
+    });
+    expect(replay.messages.map((message) => message.role)).toEqual(["system", "user", "assistant"]);
   });
 
   it("answers an earlier turn's missing result so the conversation stays valid", () => {
@@ -31,6 +35,21 @@ describe("replayConversation", () => {
       tool_call_id: "a",
       content: "No result was recorded for this call.",
     });
+  });
+
+  it("answers each call of a turn in call order, whatever order the results were recorded in", () => {
+    const replay = replayConversation("", [
+      { role: "user", text: "go" },
+      { role: "assistant", turn: 0, text: "", calls: [call(0, "a"), call(1, "b"), call(2, "c")] },
+      { role: "tool", turn: 0, position: 2, callId: "c", name: "aps_schedule_read", content: "third" },
+      { role: "tool", turn: 0, position: 0, callId: "a", name: "aps_schedule_read", content: "first" },
+      { role: "assistant", turn: 1, text: "done", calls: [] },
+    ]);
+    expect(replay.messages.slice(2, 5)).toEqual([
+      { role: "tool", tool_call_id: "a", content: "first" },
+      { role: "tool", tool_call_id: "b", content: "No result was recorded for this call." },
+      { role: "tool", tool_call_id: "c", content: "third" },
+    ]);
   });
 });
 

@@ -36,51 +36,58 @@ export function assistantMessage(text: string, calls: TranscriptCall[]): ChatCom
   };
 }
 
-/** Replayed messages, and the calls of the last assistant turn that still need a result. */
+/**
+ * Replayed messages, and — when the last assistant turn has calls without a result — that turn's calls
+ * (all of them, in position order) with the results it has (by position): its tool messages are left
+ * out of `messages` for the engine to add, in position order, once the missing ones are run.
+ */
 export interface ReplayedConversation {
   messages: ChatCompletionMessageParam[];
-  unanswered: { turn: number; calls: TranscriptCall[] } | undefined;
+  unanswered: { turn: number; calls: TranscriptCall[]; results: Map<number, string> } | undefined;
 }
 
 /**
  * The system prompt followed by the replayed transcript. Every tool call must be answered before the
- * next message (Chat Completions rejects the request otherwise): calls of the last assistant turn without
+ * next message (Chat Completions rejects the request otherwise), so each assistant message is followed
+ * by one tool message per call, in call order: the recorded result, or — for a turn the conversation
+ * went on from — a tool message saying no result was recorded. Calls of the last assistant turn without
  * a result are returned as `unanswered` for the engine to run again (the gateway recognises them by
- * turn, position and arguments), earlier ones get a tool message saying no result was recorded.
+ * turn, position and arguments). A tool item that answers no call of its turn is dropped.
  */
 export function replayConversation(system: string, history: TranscriptItem[]): ReplayedConversation {
   const messages: ChatCompletionMessageParam[] = system ? [{ role: "system", content: system }] : [];
-  let open: { turn: number; calls: TranscriptCall[]; answered: Set<number> } | undefined;
-  const closeEarlierTurn = () => {
+  let open: { turn: number; calls: TranscriptCall[]; results: Map<number, string> } | undefined;
+  const closeTurn = () => {
     for (const call of open?.calls ?? []) {
-      if (!open!.answered.has(call.position)) {
-        messages.push({
-          role: "tool",
-          tool_call_id: call.callId,
-          content: "No result was recorded for this call.",
-        });
-      }
+      messages.push({
+        role: "tool",
+        tool_call_id: call.callId,
+        content: open!.results.get(call.position) ?? "No result was recorded for this call.",
+      });
     }
     open = undefined;
   };
   for (const item of history) {
     if (item.role === "tool") {
-      messages.push({ role: "tool", tool_call_id: item.callId, content: item.content });
-      open?.answered.add(item.position);
+      if (open?.calls.some((call) => call.position === item.position))
+        open.results.set(item.position, item.content);
       continue;
     }
-    closeEarlierTurn();
+    closeTurn();
     if (item.role === "user") messages.push({ role: "user", content: item.text });
     else {
       messages.push(assistantMessage(item.text, item.calls));
-      open = { turn: item.turn, calls: item.calls, answered: new Set() };
+      open = {
+        turn: item.turn,
+        calls: [...item.calls].sort((a, b) => a.position - b.position),
+        results: new Map(),
+      };
     }
   }
-  const missing = open?.calls.filter((call) => !open!.answered.has(call.position)) ?? [];
-  return {
-    messages,
-    unanswered: open && missing.length > 0 ? { turn: open.turn, calls: missing } : undefined,
-  };
+  const last = open;
+  if (last?.calls.some((call) => !last.results.has(call.position))) return { messages, unanswered: last };
+  closeTurn();
+  return { messages, unanswered: undefined };
 }
 
 /** Function tools for the request. */
