@@ -283,6 +283,11 @@ export async function startEnvironment(
       for (const replica of replicas) await replica.kill("SIGTERM");
     });
     const operator = await startReplica("operator-0", options.operatorEnv);
+    // Leave the shared example namespace as we found it for the next environment on this cluster: its
+    // sessions go while the operator still runs (their finalizer cancels their Approvals).
+    stops.push(async () => {
+      await kubectl.run("admin", ["delete", "agentsessions", "--all", "-n", NAMESPACE, "--timeout=60s"]);
+    });
     const operatorLogPath = operator.logPath;
     progress(
       `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}; health server (/healthz, /readyz, /metrics) at ${operator.healthUrl}`,
