@@ -81,14 +81,16 @@ export function getSession(env: Environment, namespace: string, name: string): P
 }
 
 /**
- * Creates AgentSession `<prefix>-<random>` as alice in `namespace` and waits (≤ 180 s) until it is
- * Running with a pod named in status and that pod exists under the status's UID (the sleeper pod runs
- * until the session's timeout).
+ * Creates AgentSession `<prefix>-<random>` as alice in `namespace` (with `spec` fields added to or
+ * replacing the default ones, e.g. `limits`) and waits (≤ 180 s) until it is Running with a pod named
+ * in status and that pod exists under the status's UID (the sleeper pod runs until the session's
+ * timeout).
  */
 export async function sleepingSession(
   env: Environment,
   namespace: string,
   prefix: string,
+  spec: Record<string, unknown> = {},
 ): Promise<SleepingSession> {
   const name = `${prefix}-${randomBytes(3).toString("hex")}`;
   await env.kubectl.ok(
@@ -102,6 +104,7 @@ export async function sleepingSession(
         subject: { user: "alice" },
         model: { name: "scripted/answer" },
         messages: [{ text: "Place the orders the test asks for." }],
+        ...spec,
       },
     }),
   );
@@ -169,9 +172,14 @@ export async function staticUserToken(env: Environment, user: string): Promise<s
   return token;
 }
 
-/** A sleeping session in `namespace` (see sleepingSession) and its pod's gatehouse token. */
-export async function startAgent(env: Environment, namespace: string, prefix = "agent"): Promise<Agent> {
-  const session = await sleepingSession(env, namespace, prefix);
+/** A sleeping session in `namespace` (see sleepingSession; `spec` as there) and its pod's gatehouse token. */
+export async function startAgent(
+  env: Environment,
+  namespace: string,
+  prefix = "agent",
+  spec: Record<string, unknown> = {},
+): Promise<Agent> {
+  const session = await sleepingSession(env, namespace, prefix, spec);
   const token = await podToken(env, session);
   return {
     session,

@@ -1,7 +1,9 @@
 /**
  * Brings up everything the reference story needs on top of a running control plane and local node:
- * a fresh Postgres database, the fake APS business system and the scripted model (both on the bridge
- * address, where pods reach them), the CRDs, the operator's RBAC, the operator process itself (running
+ * a fresh Postgres database, the fake APS business system (on the bridge address, where provider pods
+ * reach it) and the scripted model (on the bridge address too, but reached only by the operator's
+ * model proxy, with a key from Secret gatehouse-system/gatehouse-model-key), the CRDs, the operator's
+ * RBAC, the operator process itself (running
  * as its ServiceAccount, never as admin), and the plant-a example manifests (`examples.ts`: namespace,
  * RBAC, provider, identity bindings, Capabilities) — then waits until the provider and its Capabilities
  * are Ready. Every state it reports is read from the API server.
@@ -14,6 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V1Pod } from "@kubernetes/client-node";
 import type pg from "pg";
+import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import {
   createPool,
   dropDatabase,
@@ -32,6 +35,8 @@ import { type Kubectl, kubectlFor } from "./kubectl.ts";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const NAMESPACE = EXAMPLE_NAMESPACE;
+/** The Secret (in the operator's namespace) and data key of the scripted model endpoint's key. */
+export const MODEL_KEY_SECRET = { name: "gatehouse-model-key", key: "apiKey" } as const;
 
 /** What the environment needs of the control plane (fields of test/cluster's ControlPlane). */
 export interface ClusterInfo {
@@ -64,6 +69,8 @@ export interface Environment {
   kubectl: Kubectl;
   aps: FakeAps;
   model: ScriptedModel;
+  /** The key the gateway's model proxy sends the scripted model (Secret MODEL_KEY_SECRET). */
+  modelKey: string;
   /** Postgres URL of this environment's database (owner role). */
   databaseUrl: string;
   /** A small owner pool on that database, for checks such as audit verification. */
@@ -190,9 +197,8 @@ export async function startEnvironment(
       scriptsDir: defaultScriptsDir,
     });
     stops.push(() => model.close());
-    // Until the gateway proxies model calls (issue 9), agent pods call the model endpoint directly.
-    await exposeHostPort(cluster.instance, Number(new URL(model.url).port));
-    progress(`scripted OpenAI-compatible model at ${model.url}`);
+    // Pods never reach the model: the gateway's model proxy does, with the key from MODEL_KEY_SECRET.
+    progress(`scripted OpenAI-compatible model at ${model.url} (reached only through the gateway)`);
 
     const database = options.database ?? `gatehouse_${randomBytes(4).toString("hex")}`;
     const prepared = await prepareDatabase(database);
@@ -209,6 +215,21 @@ export async function startEnvironment(
 
     await installApi(kubectl);
     progress("CRDs, admission policies, persona roles and the operator's RBAC applied");
+    // The scripted model takes any key; it gets one all the same, so tests can see the proxy add it.
+    const modelKey = `sk-gatehouse-test-${randomBytes(12).toString("hex")}`;
+    await kubectl.ok(
+      "admin",
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: MODEL_KEY_SECRET.name, namespace: OPERATOR_NAMESPACE },
+        stringData: { [MODEL_KEY_SECRET.key]: modelKey },
+      }),
+    );
+    progress(
+      `model key in Secret ${OPERATOR_NAMESPACE}/${MODEL_KEY_SECRET.name}, for the gateway's model proxy`,
+    );
 
     const service = await startGatewayService(cluster.bridgeIP, 0);
     stops.push(() => service.close());
@@ -220,7 +241,9 @@ export async function startEnvironment(
       KUBECONFIG: cluster.kubeconfigPath,
       KUBE_CONTEXT: "gatehouse-operator",
       GATEWAY_HOST: cluster.bridgeIP,
-      MODEL_ENDPOINTS: JSON.stringify([{ name: "scripted", baseURL: model.url, default: true }]),
+      MODEL_ENDPOINTS: JSON.stringify([
+        { name: "scripted", baseURL: model.url, keySecretRef: MODEL_KEY_SECRET, default: true },
+      ]),
       LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
       DATABASE_URL: prepared.url,
       GATEHOUSE_OPERATOR_DATABASE_URL: prepared.operatorUrl,
@@ -346,6 +369,7 @@ export async function startEnvironment(
       kubectl,
       aps,
       model,
+      modelKey,
       databaseUrl: prepared.url,
       pool: prepared.pool,
       gatewayUrl,
