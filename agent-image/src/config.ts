@@ -15,6 +15,7 @@
  *   LOG_LEVEL               pino level (default info)
  */
 import path from "node:path";
+import { MODEL_PROXY_PATH } from "@gatehouse/operator/agent-protocol";
 import { z } from "zod";
 
 const Env = z.object({
@@ -29,9 +30,6 @@ const Env = z.object({
   APPROVAL_WAIT_SECONDS: z.coerce.number().int().min(1).max(60).default(30),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
 });
-
-/** The gateway's model proxy under a gateway URL (DESIGN §5). */
-const MODEL_PROXY_PATH = "/v1/model";
 
 /**
  * Parsed configuration; `tokenFile` is already prefixed by LOCAL_NODE_ROOT. `modelApiKey` undefined:
