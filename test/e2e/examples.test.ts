@@ -1,9 +1,10 @@
 /**
  * examples/ on the real control plane and local node with the operator running (issue 8): what the
  * platform repo syncs for plant-a applies cleanly, every Capability it declares becomes Ready with what
- * the aps provider offers, every sample session is admitted when its subject creates it, and the
- * identity bindings decide in the business system: bob approves his own publish, the APS refuses his
- * account, and `forbidden` is the final word (DESIGN §1 step 6).
+ * the aps provider offers, and every sample session is admitted when its subject creates it. What the
+ * identity bindings decide in the business system — bob approves his own publish, the APS refuses his
+ * account, and `forbidden` is the final word (DESIGN §1 step 6) — is part of the reference story
+ * (reference-story.test.ts), which plays bob's sample session.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import { parseAllDocuments } from "yaml";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { applyExamples, EXAMPLE_NAMESPACE_DIR, renderExamples } from "./examples.ts";
-import { decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
+import { eventually } from "./story.ts";
 
 interface ManifestObject {
   apiVersion: string;
@@ -141,63 +142,5 @@ describe("examples/plant-a as the platform repo keeps it", () => {
       ]);
       expect(created.code, `${file} as ${subject}: ${created.stderr}`).toBe(0);
     }
-  });
-});
-
-describe("bob's sample session", () => {
-  it("is refused by the APS when bob approves his own publish: forbidden, final, nothing published", async () => {
-    const created = await env.kubectl.ok("bob", [
-      "create",
-      "-f",
-      join(EXAMPLE_NAMESPACE_DIR, "bob-session.yaml"),
-      "-o",
-      "jsonpath={.metadata.name} {.metadata.uid}",
-    ]);
-    const [name, uid] = created.stdout.trim().split(" ") as [string, string];
-    const approval = await pendingApprovalOf(env, uid);
-    await env.kubectl.ok("bob", [
-      "patch",
-      "approval",
-      approval.metadata.name,
-      "-n",
-      NAMESPACE,
-      "--type",
-      "json",
-      "-p",
-      decisionPatch("bob", "Approve"),
-    ]);
-    const failed = await eventually("bob's Approval to fail", 240_000, async () => {
-      const current = await env.kubectl.json<{
-        status?: { phase?: string; execution?: { state?: string; errorKind?: string } };
-      }>("admin", ["get", "approval", approval.metadata.name, "-n", NAMESPACE]);
-      return current.status?.phase === "Failed" ? current : undefined;
-    });
-    expect(failed.status?.execution).toMatchObject({ state: "failed", errorKind: "forbidden" });
-
-    const session = await eventually("bob's session to finish", 240_000, async () => {
-      const current = await env.kubectl.json<{ status?: { phase?: string; result?: string } }>("bob", [
-        "get",
-        "agentsession",
-        name,
-        "-n",
-        NAMESPACE,
-      ]);
-      return current.status?.phase === "Completed" || current.status?.phase === "Failed"
-        ? current
-        : undefined;
-    });
-    expect(session.status).toMatchObject({ phase: "Completed", result: expect.stringMatching(/refused/) });
-    expect(env.aps.publishes().filter((event) => event.user === "bob")).toEqual([]);
-
-    // Core called the provider once and kept its answer: one failed execution, no retry.
-    const rows = await env.pool.query<{ state: string }>(
-      "SELECT state FROM executions WHERE session_uid = $1 AND capability = 'aps.schedule.publish'",
-      [uid],
-    );
-    expect(rows.rows).toEqual([{ state: "failed" }]);
-    const drafts = [...(env.aps.state.plans.get("plan-2026-w49")?.versions.values() ?? [])].filter(
-      (version) => version.createdBy === "bob",
-    );
-    expect(drafts).toHaveLength(1);
   });
 });
