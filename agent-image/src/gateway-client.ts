@@ -18,15 +18,8 @@ import {
 } from "@gatehouse/operator/agent-protocol";
 import { z } from "zod";
 
-/**
- * `GET /v1/session` as this runtime reads it: the contract's SessionView, plus
- * `limits.holdPodForSeconds` (the effective `spec.approval.holdPodForSeconds`: how long the pod waits
- * for a decision before it is released) once the gateway sends it — the contract does not carry it yet;
- * until then the pod waits for decisions as long as it runs.
- */
-export const AgentSessionView = SessionView.extend({
-  limits: SessionView.shape.limits.extend({ holdPodForSeconds: z.number().int().min(0).optional() }),
-});
+/** `GET /v1/session` as this runtime reads it: the contract's SessionView. */
+export const AgentSessionView = SessionView;
 export type AgentSessionView = z.infer<typeof AgentSessionView>;
 
 /** The pod's bearer token: the projected token file's content, read anew on every call. */

@@ -102,7 +102,7 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
       limits: {
         maxTurns: 10,
         maxToolCalls: 10,
-        ...(options.holdPodForSeconds === undefined ? {} : { holdPodForSeconds: options.holdPodForSeconds }),
+        holdPodForSeconds: options.holdPodForSeconds ?? 3600,
       },
     }),
   );
@@ -303,7 +303,7 @@ describe("agent runtime with the builtin engine", () => {
     );
   });
 
-  it("is released after holdPodForSeconds while the approval is undecided: exit 0, nothing posted after the proposal", async () => {
+  it("is released after holdPodForSeconds while the approval is undecided: exit 0, only `released` posted after the proposal", async () => {
     gateway = await startTestGateway({
       model: "scripted/reference-story",
       tokenFile,
@@ -313,7 +313,11 @@ describe("agent runtime with the builtin engine", () => {
     expect(await run(gateway.url)).toBe(0);
     expect(gateway.invokes.map((call) => call.tool).at(-1)).toBe("aps_schedule_publish");
     expect(gateway.waits).toBeGreaterThanOrEqual(1);
-    expect(gateway.events.map((event) => event.kind)).toEqual(["assistant_text", "assistant_text"]);
+    expect(gateway.events.map((event) => event.kind)).toEqual([
+      "assistant_text",
+      "assistant_text",
+      "released",
+    ]);
   });
 
   it("waits for a decision without end when the session view gives no holdPodForSeconds", async () => {

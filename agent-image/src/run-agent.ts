@@ -5,8 +5,8 @@
  *     it is in the transcript even when the pod is released during an approval wait);
  *   - the model's last answer → `final_answer` with its text and this pod's token usage → exit 0;
  *   - an engine or gateway error → `error` event (best effort) → exit 1;
- *   - approvals still undecided after `limits.holdPodForSeconds` (when the session view gives it) → the
- *     run is aborted, no event, exit 0: the pod is released, the session stays AwaitingApproval, and a new
+ *   - approvals still undecided after `limits.holdPodForSeconds` → the run is aborted, the event
+ *     `released` is posted, exit 0: the pod is released, the session stays AwaitingApproval, and a new
  *     pod resumes from the stored history once the Approval settles;
  *   - stopped by `signal` (SIGTERM: the pod is deleted) → no event, exit 0, since a new pod resumes the
  *     session from its history.
@@ -96,6 +96,8 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
           if (event.final) finalText = event.text;
         } else if (event.type === "error") {
           if (hold.released) {
+            // Tell the operator this exit is a release, not a run that ended without an answer.
+            await gateway.postEvent({ kind: "released", turn: lastTurn }, new AbortController().signal);
             log.info(
               { approvals: hold.released, holdPodForSeconds: session.limits.holdPodForSeconds },
               "released while awaiting approval; a new pod will resume the session once it is decided",

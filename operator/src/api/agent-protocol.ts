@@ -39,7 +39,15 @@ export const SessionView = z.object({
   model: z.object({ name: z.string() }),
   tools: z.array(ToolSpec),
   history: z.array(HistoryEntry),
-  limits: z.object({ maxTurns: z.number().int(), maxToolCalls: z.number().int() }),
+  limits: z.object({
+    maxTurns: z.number().int(),
+    maxToolCalls: z.number().int(),
+    /**
+     * The effective `spec.approval.holdPodForSeconds`: how long the pod waits for a decision before it
+     * posts `released` and exits 0; the operator starts a new pod once the Approval is decided.
+     */
+    holdPodForSeconds: z.number().int().min(0),
+  }),
 });
 export type SessionView = z.infer<typeof SessionView>;
 
@@ -81,7 +89,8 @@ export type ApprovalWait = z.infer<typeof ApprovalWait>;
  * session's `status.usage` and its token budget count what the model proxy metered, never this.
  */
 export const AgentEvent = z.object({
-  kind: z.enum(["assistant_text", "final_answer", "error", "usage"]),
+  /** `released`: the pod stops while a decision is pending; the operator resumes the session later. */
+  kind: z.enum(["assistant_text", "final_answer", "error", "usage", "released"]),
   turn: z.number().int().min(0),
   text: z.string().max(65_536).optional(),
   usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int() }).optional(),

@@ -105,6 +105,14 @@ export const AgentSessionStatus = z.object({
     .max(16)
     .optional()
     .describe("Which agent pod run this is: 1 for the first; a crashed pod is retried with the next."),
+  resumes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      "How often the session was resumed by a new pod after its pod was released while awaiting approval.",
+    ),
   podFailures: z
     .array(
       z.object({

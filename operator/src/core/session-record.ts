@@ -41,6 +41,8 @@ export interface SessionRecord {
   usage: { inputTokens: number; outputTokens: number };
   /** Set once the model proxy refused a request for the token budget: its message. */
   budgetExceeded?: string;
+  /** How often the agent posted `released`: it stopped while a decision was pending. */
+  releases: number;
 }
 
 function numberOf(value: unknown): number {
@@ -60,7 +62,14 @@ export interface SessionRecordState {
 
 /** The state of a session with no events. */
 export const EMPTY_SESSION_RECORD_STATE: SessionRecordState = {
-  record: { turns: 0, toolCalls: 0, writes: 0, writeAttempts: 0, usage: { inputTokens: 0, outputTokens: 0 } },
+  record: {
+    turns: 0,
+    toolCalls: 0,
+    writes: 0,
+    writeAttempts: 0,
+    releases: 0,
+    usage: { inputTokens: 0, outputTokens: 0 },
+  },
   attemptedWrites: new Set(),
   lastSeq: 0,
 };
@@ -105,6 +114,7 @@ export function foldEvents(
     if (event.kind === "final_answer" && event.source === "agent" && typeof event.payload.text === "string") {
       record.finalAnswer = event.payload.text;
     }
+    if (event.kind === "released" && event.source === "agent") record.releases++;
     if (event.kind === "error" && event.source === "agent" && typeof event.payload.text === "string") {
       record.agentError = event.payload.text;
     }

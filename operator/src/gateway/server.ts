@@ -128,7 +128,11 @@ export function buildGateway(deps: GatewayDeps) {
         model: { name: session.spec.model.name },
         tools,
         history: history.map((e) => ({ seq: e.seq, source: e.source, kind: e.kind, payload: e.payload })),
-        limits: { maxTurns: limits.maxTurns, maxToolCalls: limits.maxToolCalls },
+        limits: {
+          maxTurns: limits.maxTurns,
+          maxToolCalls: limits.maxToolCalls,
+          holdPodForSeconds: limits.holdPodForSeconds,
+        },
       };
     });
 

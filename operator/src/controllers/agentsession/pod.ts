@@ -37,18 +37,26 @@ export function modelBaseUrlOf(gatewayUrl: string): string {
   return `${gatewayUrl.replace(/\/+$/, "")}${MODEL_PROXY_PATH}`;
 }
 
-/** Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next). */
-export function agentPodName(session: AgentSession, attempt = 1): string {
-  return `${session.metadata.name.slice(0, 240)}-agent-${attempt}`;
+/**
+ * Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next)
+ * after `resumes` resumptions (a pod released while awaiting approval is followed by `-<resumes>`).
+ */
+export function agentPodName(session: AgentSession, attempt = 1, resumes = 0): string {
+  return `${session.metadata.name.slice(0, 236)}-agent-${attempt}${resumes > 0 ? `-${resumes}` : ""}`;
 }
 
-/** The desired agent pod of run `attempt`. */
-export function agentPodFor(session: AgentSession, attempt: number, settings: AgentPodSettings): V1Pod {
+/** The desired agent pod of run `attempt` after `resumes` resumptions. */
+export function agentPodFor(
+  session: AgentSession,
+  attempt: number,
+  settings: AgentPodSettings,
+  resumes = 0,
+): V1Pod {
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
-      name: agentPodName(session, attempt),
+      name: agentPodName(session, attempt, resumes),
       namespace: session.metadata.namespace,
       labels: {
         ...MANAGED_BY,

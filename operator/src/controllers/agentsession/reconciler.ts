@@ -109,7 +109,8 @@ export async function reconcileAgentSession(
   }
 
   const attempt = session.status?.attempt ?? 1;
-  let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session, attempt), namespace);
+  const resumes = session.status?.resumes ?? 0;
+  let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session, attempt, resumes), namespace);
   // A pod under our deterministic name that this session does not control was made by someone else:
   // adopting it would let its token act as the session (DESIGN §7). Refuse it.
   if (pod && !controlledBy(pod, session)) return fail("PodNameTaken", foreignPodMessage(pod));
@@ -119,6 +120,20 @@ export async function reconcileAgentSession(
       ? retryDecision(pod, record, attempt, deps.config.agentPodRetries, now)
       : undefined;
   if (retry?.kind === "wait") return { requeueAfterMs: retry.afterMs };
+  if (!session.spec.cancel && pod && resumeDue(pod, record, resumes, approvalsOf(deps.caches, session))) {
+    // Record the resumption before creating its pod: a crash in between re-creates the same name.
+    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
+      ...session.status,
+      resumes: resumes + 1,
+    });
+    log.info({ releasedPod: pod.metadata?.name, resumes: resumes + 1 }, "approvals decided; resuming");
+    deps.events.normal(
+      session,
+      "AgentResuming",
+      `Every Approval the released pod ${pod.metadata?.name} waited for is decided; starting a new agent pod.`,
+    );
+    return { requeueAfterMs: 0 };
+  }
   if (retry?.kind === "replace") {
     // Record the next attempt before creating its pod: a crash in between re-creates the same name.
     const failure = podFailureOf(pod!);
@@ -146,13 +161,18 @@ export async function reconcileAgentSession(
     await ensureNetworkPolicy(deps.clients, namespace, deps.config.gatewayPort);
     const started = session.status?.startTime ? Date.parse(session.status.startTime) : now.getTime();
     const timeout = limitsOf(session, deps.config.sessionCeilings).timeoutSeconds;
-    const desired = agentPodFor(session, attempt, {
-      image: deps.config.agentImage,
-      gatewayUrl: deps.config.gatewayUrl,
-      remainingSeconds: timeout - (now.getTime() - started) / 1000,
-      resources: deps.config.agentResources,
-      sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session), deps.config.gatewayUrl),
-    });
+    const desired = agentPodFor(
+      session,
+      attempt,
+      {
+        image: deps.config.agentImage,
+        gatewayUrl: deps.config.gatewayUrl,
+        remainingSeconds: timeout - (now.getTime() - started) / 1000,
+        resources: deps.config.agentResources,
+        sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session), deps.config.gatewayUrl),
+      },
+      resumes,
+    );
     pod = await createPod(deps.clients, desired);
     if (!controlledBy(pod, session)) return fail("PodNameTaken", foreignPodMessage(pod));
     log.info({ pod: pod.metadata?.name, podUID: pod.metadata?.uid }, "agent pod created");
@@ -237,6 +257,25 @@ function podFailureOf(pod: V1Pod): NonNullable<NonNullable<AgentSession["status"
     ...(terminated?.exitCode !== undefined ? { exitCode: terminated.exitCode } : {}),
     ...(finishedAt ? { finishedAt: new Date(finishedAt).toISOString() } : {}),
   };
+}
+
+/** Approval phases in which a released agent still has to wait: undecided, or decided and running. */
+const UNSETTLED = new Set(["Pending", "Approved", "Executing"]);
+
+/**
+ * True when `pod` ended after posting `released` (record.releases counts it, `resumes` those already
+ * answered by a new pod) and none of the session's Approvals is still undecided or running: the
+ * decisions it waited for are in, so a new pod resumes the conversation from the stored history.
+ */
+export function resumeDue(
+  pod: V1Pod,
+  record: SessionRecord,
+  resumes: number,
+  approvals: readonly Approval[],
+): boolean {
+  if (pod.status?.phase !== "Succeeded" || record.finalAnswer !== undefined) return false;
+  if (record.releases <= resumes) return false;
+  return !approvals.some((a) => UNSETTLED.has(a.status?.phase ?? "Pending"));
 }
 
 /** True when `pod`'s controller owner reference is `session` (by uid). */

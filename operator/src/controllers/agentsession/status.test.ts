@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
+import { resumeDue } from "./reconciler.ts";
 import { phaseFrom, statusFrom } from "./status.ts";
 
 const session = {
@@ -13,6 +14,7 @@ const empty: SessionRecord = {
   toolCalls: 0,
   writes: 0,
   writeAttempts: 0,
+  releases: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
 };
 const podIn = (phase: string, extra: Partial<V1Pod["status"]> = {}): V1Pod => ({
@@ -116,5 +118,35 @@ describe("statusFrom", () => {
     expect(
       statusFrom(session, podIn("Running"), [], empty, now).conditions?.map((c) => c.type),
     ).not.toContain("CapabilitiesResolved");
+  });
+});
+
+describe("a pod released while awaiting approval", () => {
+  const released = { ...empty, releases: 1 };
+  const waiting = { metadata: { name: "apr-1" }, status: { phase: "Pending" } } as unknown as Approval;
+  const decided = { metadata: { name: "apr-1" }, status: { phase: "Succeeded" } } as unknown as Approval;
+
+  it("keeps the session AwaitingApproval, not Failed, while the decision is pending", () => {
+    expect(phaseFrom(session, podIn("Succeeded"), [waiting], released)).toMatchObject({
+      phase: "AwaitingApproval",
+      reason: "PodReleased",
+    });
+  });
+
+  it("shows the session resuming once decided, and a pod that exited without releasing as NoAnswer", () => {
+    expect(phaseFrom(session, podIn("Succeeded"), [], released)).toMatchObject({ reason: "Resuming" });
+    expect(phaseFrom(session, podIn("Succeeded"), [], empty)).toMatchObject({
+      phase: "Failed",
+      reason: "NoAnswer",
+    });
+  });
+
+  it("is resumed only when every Approval is settled, and once per release", () => {
+    const pod = podIn("Succeeded");
+    expect(resumeDue(pod, released, 0, [waiting])).toBe(false);
+    expect(resumeDue(pod, released, 0, [decided])).toBe(true);
+    expect(resumeDue(pod, released, 1, [decided])).toBe(false);
+    expect(resumeDue(podIn("Running"), released, 0, [decided])).toBe(false);
+    expect(resumeDue(pod, { ...released, finalAnswer: "done" }, 0, [decided])).toBe(false);
   });
 });

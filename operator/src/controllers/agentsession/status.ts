@@ -53,6 +53,20 @@ export function phaseFrom(
         ) + retried,
     };
   }
+  if (podPhase === "Succeeded" && record.releases > (session.status?.resumes ?? 0)) {
+    // The agent posted `released`: it stopped while waiting for a decision (holdPodForSeconds).
+    return pendingApprovals.length > 0
+      ? {
+          phase: "AwaitingApproval",
+          reason: "PodReleased",
+          message: `Waiting for a decision on ${pendingApprovals.map((a) => a.metadata.name).join(", ")}; the agent pod was released and a new one resumes the session once it is decided.`,
+        }
+      : {
+          phase: "Pending",
+          reason: "Resuming",
+          message: "The decision was made; a new agent pod resumes the session.",
+        };
+  }
   if (podPhase === "Succeeded") {
     return {
       phase: "Failed",
