@@ -34,12 +34,14 @@ test: deps host-deps cluster
 crds: deps
 	node operator/src/api/generate.ts
 
-## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions, invoke overhead); JSON in test/bench/results/.
+## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions, invoke overhead, approval → provider, session → model); JSON in test/bench/results/.
 bench: deps host-deps cluster
 	node test/bench/control-plane.ts
 	node test/bench/audit.ts
 	node test/bench/operator-sessions.ts
 	node test/bench/invoke.ts
+	node test/bench/approval-dispatch.ts
+	node test/bench/session-start.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
 
 ## audit: verify the audit chain of DATABASE_URL's database, e.g. `make audit DATABASE_URL=postgres://… ARGS="--from 5"`; ARGS="--kubeconfig FILE [--namespace NS]" also compares it with the ConfigMap gatehouse-audit-checkpoints.
