@@ -326,9 +326,9 @@ describe("agent runtime with the builtin engine", () => {
     expect(gateway.waits).toBe(2);
   });
 
-  it("posts an error event and exits 1 when the model endpoint has no such model", async () => {
+  it("posts an error event and exits 2 (final, no new pod) when the model endpoint has no such model", async () => {
     gateway = await startTestGateway({ model: "scripted/no-such-script", tokenFile });
-    expect(await run(gateway.url)).toBe(1);
+    expect(await run(gateway.url)).toBe(2);
     expect(gateway.events).toEqual([
       expect.objectContaining({ kind: "error", text: expect.stringContaining("not_found") }),
     ]);

@@ -4,7 +4,9 @@
  *   - a turn's text that comes with tool calls → `assistant_text`, posted before the first call runs (so
  *     it is in the transcript even when the pod is released during an approval wait);
  *   - the model's last answer → `final_answer` with its text and this pod's token usage → exit 0;
- *   - an engine or gateway error → `error` event (best effort) → exit 1;
+ *   - an engine or gateway error → `error` event (best effort) → exit 1, or exit 2 when the error is
+ *     final — a limit reached, or the model endpoint refusing the request as such (4xx other than
+ *     429) — so the operator does not start a pod that would meet the same refusal;
  *   - approvals still undecided after `limits.holdPodForSeconds` → the run is aborted, the event
  *     `released` is posted, exit 0: the pod is released, the session stays AwaitingApproval, and a new
  *     pod resumes from the stored history once the Approval settles;
@@ -16,6 +18,18 @@ import type { Logger } from "pino";
 import type { AgentSessionView, GatewayClient } from "./gateway-client.ts";
 import type { AgentRuntime, RuntimeEvent, RuntimeSession, TokenUsage } from "./runtime.ts";
 import { planResume } from "./transcript.ts";
+
+/** Exit code of a run that failed for a reason a new pod would meet again (the operator does not retry it). */
+export const EXIT_FINAL = 2;
+
+/** Error kinds that are final: limits, and model refusals other than overload (DESIGN §9: no retry for 4xx). */
+const FINAL_ERROR_KINDS = new Set([
+  "limit_exceeded",
+  "invalid_arguments",
+  "not_found",
+  "forbidden",
+  "conflict",
+]);
 
 /** Inputs of `runAgent`; `createRuntime` builds the engine once the session (model, limits) is known. */
 export interface RunAgentOptions {
@@ -39,6 +53,7 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
   let lastTurn = 0;
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
 
+  /** Posts the error (best effort) and gives the exit code: 2 when a new pod would fail the same way. */
   async function reportError(kind: string, message: string): Promise<number> {
     logger.error({ kind, message }, "agent run failed");
     try {
@@ -51,7 +66,7 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
     } catch (error) {
       logger.error({ ...errorText(error) }, "could not report the error to the gateway");
     }
-    return 1;
+    return FINAL_ERROR_KINDS.has(kind) ? EXIT_FINAL : 1;
   }
 
   try {

@@ -285,7 +285,7 @@ describe("model errors", () => {
     expect(rest.map((request) => [request.step, request.status])).toEqual([[1, 200]]);
   });
 
-  it("does not retry a 400: each agent pod asks once, and the session fails naming it", async () => {
+  it("does not retry a 400: the one agent pod asks once, no pod is started again, and the session fails naming it", async () => {
     const session = await startSession(env, "bad-request", "scripted/runtime-bad-request");
     const ended = await sessionInPhase(env, session.name, ["Failed", "Completed"], 240_000);
     expect(ended.status?.phase).toBe("Failed");
@@ -293,8 +293,9 @@ describe("model errors", () => {
     expect(failed?.message).toMatch(/400/);
     const requests = conversationRequests(env, session.text);
     expect(requests.every((request) => request.status === 400)).toBe(true);
-    // The operator may replace a failed pod; what the runtime must not do is ask twice within one pod.
-    expect(requests).toHaveLength(ended.status?.attempt ?? 1);
+    // A 400 is final: the agent exits 2 and the operator starts no second pod that would ask again.
+    expect(ended.status?.attempt ?? 1).toBe(1);
+    expect(requests).toHaveLength(1);
   });
 });
 

@@ -214,7 +214,7 @@ describe("the builtin engine", () => {
     expect(chatRequests().map((request) => request.status)).toEqual([400]);
     expect(seen.at(-1)).toMatchObject({
       type: "error",
-      kind: "internal",
+      kind: "invalid_arguments",
       message: expect.stringContaining("400"),
     });
   });

@@ -238,6 +238,8 @@ export function retryDecision(
   now: Date,
 ): { kind: "replace" } | { kind: "wait"; afterMs: number } | undefined {
   if (pod.status?.phase !== "Failed" || pod.status.reason === "DeadlineExceeded") return undefined;
+  // Exit code 2: the agent says its failure is final (a limit, a model refusal); a new pod would repeat it.
+  if (pod.status.containerStatuses?.[0]?.state?.terminated?.exitCode === AGENT_EXIT_FINAL) return undefined;
   // A new pod would meet the same refusal of the model proxy: the token budget stays used up.
   if (record.finalAnswer !== undefined || record.budgetExceeded !== undefined || attempt > retries) {
     return undefined;
@@ -258,6 +260,9 @@ function podFailureOf(pod: V1Pod): NonNullable<NonNullable<AgentSession["status"
     ...(finishedAt ? { finishedAt: new Date(finishedAt).toISOString() } : {}),
   };
 }
+
+/** The agent's exit code for a final failure (agent-image/src/run-agent.ts EXIT_FINAL). */
+const AGENT_EXIT_FINAL = 2;
 
 /** Approval phases in which a released agent still has to wait: undecided, or decided and running. */
 const UNSETTLED = new Set(["Pending", "Approved", "Executing"]);
