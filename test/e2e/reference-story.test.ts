@@ -25,17 +25,8 @@ const silent = { say: () => {}, command: () => {} };
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
-  // The cluster is shared by the e2e files: an earlier file's alice session and the checkpoints of an
-  // earlier database's chain are not this story's.
-  await env.kubectl.ok("admin", [
-    "delete",
-    "agentsession",
-    "push-plan",
-    "-n",
-    NAMESPACE,
-    "--ignore-not-found",
-    "--timeout=120s",
-  ]);
+  // The cluster is shared by the e2e files: the checkpoints of an earlier database's chain are not this
+  // story's (the story itself clears an earlier push-plan and its pods).
   await env.kubectl.ok("admin", [
     "delete",
     "configmap",

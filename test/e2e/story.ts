@@ -15,6 +15,7 @@
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { parse } from "yaml";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/checkpoint-configmap.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
@@ -232,6 +233,34 @@ export function transcriptLines(rows: TranscriptRow[]): string[] {
 }
 
 /** `kubectl create -f <examples/plant-a/file>` as `user`, with the model name replaced when asked. */
+/**
+ * Clears what an earlier story on this cluster left under a fixed session name: the session itself
+ * (foreground deletion, so it goes only after its pods) and any agent pod of that name still being
+ * collected — the operator never adopts a pod it did not create for this session (PodNameTaken).
+ * Waits ≤ 120 s; a fresh cluster has nothing to clear.
+ */
+async function clearLeftovers(env: Environment, sessionName: string): Promise<void> {
+  await env.kubectl.ok("admin", [
+    "delete",
+    "agentsession",
+    sessionName,
+    "-n",
+    NAMESPACE,
+    "--ignore-not-found",
+    "--cascade=foreground",
+    "--timeout=120s",
+  ]);
+  await eventually(`the agent pods of an earlier ${sessionName} to be gone`, 120_000, async () => {
+    const pods = await env.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
+      "get",
+      "pods",
+      "-n",
+      NAMESPACE,
+    ]);
+    return pods.items.some((p) => p.metadata.name.startsWith(`${sessionName}-agent-`)) ? undefined : true;
+  });
+}
+
 async function createSession(
   env: Environment,
   user: string,
@@ -239,6 +268,8 @@ async function createSession(
   options: StoryOptions,
 ): Promise<KubectlResult> {
   const path = join(EXAMPLE_NAMESPACE_DIR, file);
+  const fixedName = (parse(readFileSync(path, "utf8")) as { metadata?: { name?: string } }).metadata?.name;
+  if (fixedName) await clearLeftovers(env, fixedName);
   // Relative to the repository when run from it (make demo), so the printed command reads as typed.
   const shown = relative(process.cwd(), path).startsWith("..") ? path : relative(process.cwd(), path);
   if (!options.model) return env.kubectl.ok(user, ["create", "-f", shown]);
@@ -280,7 +311,22 @@ async function playRequest(
     ).stdout;
 
     out.say(steps.proposed);
-    const approval = await pendingApprovalOf(env, sessionUid);
+    const approval = await pendingApprovalOf(env, sessionUid).catch(async (error: unknown) => {
+      // Say where the session got stuck: its status and the pods of the namespace.
+      const status = await k.run("admin", [
+        "get",
+        "agentsession",
+        sessionName,
+        "-n",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.status}",
+      ]);
+      const pods = await k.run("admin", ["get", "pods", "-n", NAMESPACE, "-o", "wide"]);
+      throw new Error(
+        `${String(error)} of ${sessionName}; its status: ${status.stdout}${status.stderr}\n${pods.stdout}`,
+      );
+    });
     const approvalWatch = watchPhases(env, "approval", approval.metadata.name);
     try {
       out.command(
