@@ -113,7 +113,11 @@ export async function reconcileAgentSession(
   let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session, attempt, resumes), namespace);
   // A pod under our deterministic name that this session does not control was made by someone else:
   // adopting it would let its token act as the session (DESIGN §7). Refuse it.
-  if (pod && !controlledBy(pod, session)) return fail("PodNameTaken", foreignPodMessage(pod));
+  if (pod && !controlledBy(pod, session)) {
+    // A pod of an earlier session of the same name is on its way out (garbage collection): wait for it.
+    if (leftOfEarlierSession(pod, session)) return { requeueAfterMs: 2_000 };
+    return fail("PodNameTaken", foreignPodMessage(pod));
+  }
   const record = await deps.records.recordOf(session.metadata.uid);
   const retry =
     pod && !session.spec.cancel
@@ -281,6 +285,23 @@ export function resumeDue(
   if (pod.status?.phase !== "Succeeded" || record.finalAnswer !== undefined) return false;
   if (record.releases <= resumes) return false;
   return !approvals.some((a) => UNSETTLED.has(a.status?.phase ?? "Pending"));
+}
+
+/**
+ * True when `pod` is terminating, or is controlled by an AgentSession of `session`'s name with another
+ * uid — a deleted earlier session whose pods the garbage collector is removing.
+ */
+function leftOfEarlierSession(pod: V1Pod, session: AgentSession): boolean {
+  if (pod.metadata?.deletionTimestamp) return true;
+  return (
+    pod.metadata?.ownerReferences?.some(
+      (o) =>
+        o.controller === true &&
+        o.kind === "AgentSession" &&
+        o.name === session.metadata.name &&
+        o.uid !== session.metadata.uid,
+    ) ?? false
+  );
 }
 
 /** True when `pod`'s controller owner reference is `session` (by uid). */
