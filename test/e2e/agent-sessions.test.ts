@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
+import { createAliceSession } from "./core-agent.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually, pendingApprovalOf } from "./story.ts";
 
@@ -72,20 +73,10 @@ async function createSession(
   prefix: string,
   name = `${prefix}-${randomBytes(3).toString("hex")}`,
 ): Promise<string> {
-  await env.kubectl.ok(
-    "alice",
-    ["create", "-f", "-"],
-    JSON.stringify({
-      apiVersion: "gatehouse.dev/v1alpha1",
-      kind: "AgentSession",
-      metadata: { name, namespace },
-      spec: {
-        subject: { user: "alice" },
-        model: { name: model },
-        messages: [{ text: "Push next week's production plan back by one day." }],
-      },
-    }),
-  );
+  await createAliceSession(env, namespace, name, {
+    model: { name: model },
+    messages: [{ text: "Push next week's production plan back by one day." }],
+  });
   return name;
 }
 

@@ -6,17 +6,14 @@
  * reported as a broken chain. The audit tables refuse UPDATE/DELETE, so the tampering is staged on the
  * ConfigMap side: what verification sees is the same disagreement.
  */
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
-import { type Environment, NAMESPACE, REPO_ROOT, startEnvironment } from "./environment.ts";
-import { eventually, playReferenceStory } from "./story.ts";
+import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
+import { eventually, playReferenceStory, runAuditCli } from "./story.ts";
 
 const OPERATOR_NAMESPACE = "gatehouse-system";
 const CONFIGMAP = "gatehouse-audit-checkpoints";
-const CLI = join(REPO_ROOT, "operator/src/cli/gatehouse-audit.ts");
 
 interface StoredCheckpoint {
   seq: number;
@@ -66,28 +63,6 @@ async function chainHead(): Promise<{ seq: number; hash: string }> {
   return row ? { seq: Number(row.seq), hash: row.hash } : { seq: 0, hash: "" };
 }
 
-/** Runs `gatehouse-audit verify` against this environment's database, comparing with the ConfigMap. */
-function verifyWithConfigMap(): Promise<{ code: number; stdout: string; stderr: string }> {
-  const args = [
-    CLI,
-    "verify",
-    "--kubeconfig",
-    env.cluster.kubeconfigPath,
-    "--context",
-    "admin",
-    "--namespace",
-    OPERATOR_NAMESPACE,
-  ];
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      args,
-      { env: { ...process.env, DATABASE_URL: env.databaseUrl } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
-    );
-  });
-}
-
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
   // This database is new; checkpoints of an earlier environment's chain on this cluster are not its own.
@@ -134,7 +109,7 @@ describe("audit checkpoints in the ConfigMap", () => {
   it("match the chain: gatehouse-audit verify compares with each of them and passes", async () => {
     const checkpoints = (await configMapCheckpoints()) ?? [];
     expect(checkpoints.length).toBeGreaterThan(0);
-    const run = await verifyWithConfigMap();
+    const run = await runAuditCli(env);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
@@ -154,7 +129,7 @@ describe("audit checkpoints in the ConfigMap", () => {
     await writeConfigMapCheckpoints(
       checkpoints.map((c) => (c.seq === target!.seq ? { ...c, hash: forgedHash } : c)),
     );
-    const run = await verifyWithConfigMap();
+    const run = await runAuditCli(env);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^AUDIT CHAIN BROKEN/m);
     expect(run.stdout).toContain(
@@ -170,7 +145,7 @@ describe("audit checkpoints in the ConfigMap", () => {
     const head = await chainHead();
     const beyond = { seq: head.seq + 100, hash: "ab".repeat(32), at: checkpoints.at(-1)!.at };
     await writeConfigMapCheckpoints([...checkpoints, beyond]);
-    const run = await verifyWithConfigMap();
+    const run = await runAuditCli(env);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain(
       `checkpoint seq ${beyond.seq}: missing — checkpoint at seq ${beyond.seq} but the chain ends at seq ${head.seq}: records were removed`,

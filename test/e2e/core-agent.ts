@@ -81,18 +81,15 @@ export function getSession(env: Environment, namespace: string, name: string): P
 }
 
 /**
- * Creates AgentSession `<prefix>-<random>` as alice in `namespace` (with `spec` fields added to or
- * replacing the default ones, e.g. `limits`) and waits (≤ 180 s) until it is Running with a pod named
- * in status and that pod exists under the status's UID (the sleeper pod runs until the session's
- * timeout).
+ * Creates AgentSession `name` as alice in `namespace`, asking the scripted model's `answer` script,
+ * with `spec` fields added to or replacing the default ones (e.g. `model`, `limits`).
  */
-export async function sleepingSession(
+export async function createAliceSession(
   env: Environment,
   namespace: string,
-  prefix: string,
+  name: string,
   spec: Record<string, unknown> = {},
-): Promise<SleepingSession> {
-  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+): Promise<void> {
   await env.kubectl.ok(
     "alice",
     ["create", "-f", "-"],
@@ -108,6 +105,22 @@ export async function sleepingSession(
       },
     }),
   );
+}
+
+/**
+ * Creates AgentSession `<prefix>-<random>` as alice in `namespace` (with `spec` fields added to or
+ * replacing the default ones, e.g. `limits`) and waits (≤ 180 s) until it is Running with a pod named
+ * in status and that pod exists under the status's UID (the sleeper pod runs until the session's
+ * timeout).
+ */
+export async function sleepingSession(
+  env: Environment,
+  namespace: string,
+  prefix: string,
+  spec: Record<string, unknown> = {},
+): Promise<SleepingSession> {
+  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+  await createAliceSession(env, namespace, name, spec);
   return eventually(`session ${name} to be Running with its pod`, 180_000, async () => {
     const session = await getSession(env, namespace, name);
     const { phase, podName, podUID } = session.status ?? {};

@@ -17,6 +17,7 @@ import { executionIdentity } from "../../operator/src/core/execution-identity.ts
 import { clusterInfo } from "./cluster-info.ts";
 import {
   coreNamespace,
+  createAliceSession,
   type GatewayReply,
   getSession,
   getSessionView,
@@ -327,20 +328,7 @@ describe("pod authentication", () => {
       );
       return pod.status?.phase === "Running" ? pod : undefined;
     });
-    await env.kubectl.ok(
-      "alice",
-      ["create", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "gatehouse.dev/v1alpha1",
-        kind: "AgentSession",
-        metadata: { name, namespace },
-        spec: {
-          subject: { user: "alice" },
-          model: { name: "scripted/answer" },
-          messages: [{ text: "Place the orders the test asks for." }],
-        },
-      }),
-    );
+    await createAliceSession(env, namespace, name);
     const failed = await eventually(`session ${name} to fail`, 120_000, async () => {
       const session = await env.kubectl.json<{
         status?: { phase?: string; podUID?: string; conditions?: Array<{ type: string; reason: string }> };
