@@ -6,6 +6,8 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Manifest } from "@gatehouse/provider-sdk";
 import type { Logger } from "pino";
+import { isTerminalSessionPhase } from "../api/agentsession.ts";
+import type { AgentSession } from "../api/kinds.ts";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { OperatorConfig } from "../config.ts";
 import type { CoreDeps } from "../core/ports.ts";
@@ -62,6 +64,22 @@ export function specOrMetadataChanged(
   );
 }
 
+/** True when `session` just started to end: deleted, being deleted, cancelled, or in a terminal phase. */
+function sessionEnding(
+  session: AgentSession,
+  event: InformerEvent,
+  previous: AgentSession | undefined,
+): boolean {
+  const ending = (s: AgentSession | undefined) =>
+    s !== undefined &&
+    (s.metadata.deletionTimestamp !== undefined ||
+      s.spec.cancel === true ||
+      isTerminalSessionPhase(s.status?.phase));
+  if (event === "delete") return true;
+  if (event === "add" || event === "resync") return ending(session);
+  return ending(session) && !ending(previous);
+}
+
 /** Starts every controller; `stop()` drains them. */
 export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<void> } {
   const events = eventRecorder(managerDeps.clients.core, "gatehouse-operator", managerDeps.log);
@@ -115,9 +133,12 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
 
   caches.sessions.onChange((s, event, previous) => {
     if (specOrMetadataChanged(s, event, previous)) sessions.enqueue(s);
-    // A cancelled or ended session cancels its Pending Approvals.
-    for (const a of caches.approvals.list(s.metadata.namespace)) {
-      if (a.spec.sessionRef.uid === s.metadata.uid) approvals.enqueue(a);
+    // A cancelled, ended or deleted session cancels its Pending Approvals: only then do they need a look
+    // (a session's own status writes are frequent, and a session may hold many Approvals).
+    if (sessionEnding(s, event, previous)) {
+      for (const a of caches.approvals.list(s.metadata.namespace)) {
+        if (a.spec.sessionRef.uid === s.metadata.uid) approvals.enqueue(a);
+      }
     }
   });
   caches.approvals.onChange((a, event, previous) => {
