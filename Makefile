@@ -46,7 +46,7 @@ bench: deps host-deps cluster
 
 ## audit: verify the audit chain of DATABASE_URL's database, e.g. `make audit DATABASE_URL=postgres://… ARGS="--from 5"`; ARGS="--kubeconfig FILE [--namespace NS]" also compares it with the ConfigMap gatehouse-audit-checkpoints.
 audit: deps
-	node operator/src/cli/gatehouse-audit.ts verify $(ARGS)
+	@node operator/src/cli/gatehouse-audit.ts verify $(ARGS)
 
 ## logs: print a pod's container logs from the local node, e.g. `make logs POD=plant-a/my-pod`.
 logs: deps

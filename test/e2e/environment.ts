@@ -307,9 +307,24 @@ export async function startEnvironment(
     });
     const operator = await startReplica("operator-0", options.operatorEnv);
     // Leave the shared example namespace as we found it for the next environment on this cluster: its
-    // sessions go while the operator still runs (their finalizer cancels their Approvals).
+    // sessions go while the operator still runs (their finalizer cancels their Approvals). Not when the
+    // operator is gone already (a terminal's Ctrl-C signals every process of the group): nobody would
+    // remove the finalizers, and the control plane may be going too.
+    let operatorGone = false;
+    void operator.exited.then(() => {
+      operatorGone = true;
+    });
     stops.push(async () => {
-      await kubectl.run("admin", ["delete", "agentsessions", "--all", "-n", NAMESPACE, "--timeout=60s"]);
+      if (operatorGone) return;
+      await kubectl.run("admin", [
+        "delete",
+        "agentsessions",
+        "--all",
+        "-n",
+        NAMESPACE,
+        "--timeout=30s",
+        "--request-timeout=10s",
+      ]);
     });
     const operatorLogPath = operator.logPath;
     progress(
