@@ -1,6 +1,6 @@
 import type { V1EndpointSlice } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { readyEndpoints } from "./reconciler.ts";
+import { podProblemOf, readyEndpoints } from "./reconciler.ts";
 
 const slice = (service: string, endpoints: Array<{ ip: string; ready?: boolean }>): V1EndpointSlice => ({
   addressType: "IPv4",
@@ -16,5 +16,31 @@ describe("readyEndpoints", () => {
       slice("other", [{ ip: "10.88.0.3" }]),
     ];
     expect(readyEndpoints(slices, "prov-aps", 8080)).toEqual(["http://10.88.0.9:8080"]);
+  });
+});
+
+describe("podProblemOf", () => {
+  const pod = (state: object) => ({
+    metadata: { name: "prov-aps-1" },
+    status: { containerStatuses: [{ name: "provider", state }] },
+  });
+
+  it("names a waiting container's reason and message", () => {
+    const problem = podProblemOf([
+      pod({
+        waiting: { reason: "ImageNotInMap", message: "image example.com/x:1 is not one of this node's" },
+      }),
+    ] as never);
+    expect(problem).toBe(
+      " pod prov-aps-1, container provider waits: ImageNotInMap (image example.com/x:1 is not one of this node's).",
+    );
+  });
+
+  it("names an ended container's exit code, and says nothing while containers are only being created", () => {
+    expect(podProblemOf([pod({ terminated: { reason: "Error", exitCode: 1 } })] as never)).toMatch(
+      /exit code 1/,
+    );
+    expect(podProblemOf([pod({ waiting: { reason: "ContainerCreating" } })] as never)).toBe("");
+    expect(podProblemOf([])).toBe("");
   });
 });

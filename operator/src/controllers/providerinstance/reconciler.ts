@@ -11,12 +11,12 @@
 
 import type { Manifest } from "@gatehouse/provider-sdk";
 import { schemaDigest } from "@gatehouse/provider-sdk";
-import type { KubernetesObject, V1EndpointSlice, V1NetworkPolicy } from "@kubernetes/client-node";
+import type { KubernetesObject, V1EndpointSlice, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import { PatchStrategy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Condition } from "../../api/common.ts";
 import { PROVIDER_INSTANCE } from "../../api/kinds.ts";
-import { FIELD_MANAGER } from "../../api/well-known.ts";
+import { FIELD_MANAGER, PROVIDER_LABEL } from "../../api/well-known.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { describeApiError, isConflict } from "../../kube/client.ts";
@@ -87,7 +87,11 @@ export async function reconcileProviderInstance(
         type: "Ready",
         status: "False",
         reason: "NoReadyEndpoints",
-        message: "No provider pod is ready yet.",
+        message: `No provider pod is ready yet.${podProblemOf(
+          deps.caches.pods
+            .list(namespace)
+            .filter((pod) => pod.metadata?.labels?.[PROVIDER_LABEL] === provider.metadata.name),
+        )}`,
         observedGeneration: generation,
       },
       now,
@@ -202,4 +206,26 @@ async function apply(clients: KubeClients, object: KubernetesObject): Promise<vo
     true,
     PatchStrategy.ServerSideApply,
   );
+}
+
+/**
+ * What keeps a provider's pods from being ready, as a sentence to append to the condition message:
+ * the first container that waits (e.g. `ImagePullBackOff`, `ImageNotInMap`, `CrashLoopBackOff`) or
+ * ended, with the kubelet's message; "" when no pod says anything (pure).
+ */
+export function podProblemOf(pods: readonly V1Pod[]): string {
+  for (const pod of pods) {
+    for (const container of pod.status?.containerStatuses ?? []) {
+      const waiting = container.state?.waiting;
+      const terminated = container.state?.terminated ?? container.lastState?.terminated;
+      const name = `pod ${pod.metadata?.name}, container ${container.name}`;
+      if (waiting?.reason && waiting.reason !== "ContainerCreating") {
+        return ` ${name} waits: ${waiting.reason}${waiting.message ? ` (${waiting.message.slice(0, 512)})` : ""}.`;
+      }
+      if (terminated) {
+        return ` ${name} ended: ${terminated.reason ?? "Error"}, exit code ${terminated.exitCode}.`;
+      }
+    }
+  }
+  return "";
 }
