@@ -26,6 +26,7 @@ describe("sessionRecordOf", () => {
       toolCalls: 2,
       writes: 1,
       writeAttempts: 1,
+      releases: 0,
       usage: { inputTokens: 10, outputTokens: 4 },
       finalAnswer: "done",
     });
@@ -122,5 +123,16 @@ describe("folding in parts", () => {
     expect(second.record).toEqual(sessionRecordOf(events));
     expect(second.lastSeq).toBe(4);
     expect(first.record.writeAttempts).toBe(1);
+  });
+});
+
+describe("releases", () => {
+  it("count the agent's released events, and only the agent's", () => {
+    const record = sessionRecordOf([
+      { seq: 1, source: "agent", kind: "released", payload: { turn: 2 } },
+      { seq: 2, source: "core", kind: "released", payload: { turn: 2 } },
+      { seq: 3, source: "agent", kind: "released", payload: { turn: 3 } },
+    ]);
+    expect(record.releases).toBe(2);
   });
 });
