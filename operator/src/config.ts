@@ -66,6 +66,34 @@ const DEFAULT_AGENT_RESOURCES: AgentResources = {
   limits: { cpu: "1", memory: "512Mi" },
 };
 
+/**
+ * An environment variable holding JSON (`fallback` when unset), parsed and then checked with `schema`;
+ * a variable that is not JSON, or not of that shape, is an issue naming it and `expected`.
+ */
+function jsonVariable<T extends z.ZodType>(name: string, fallback: string, schema: T, expected: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((text, ctx): z.infer<T> => {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: `${name} is not JSON (${expected}): ${String(error)}` });
+        return z.NEVER;
+      }
+      const parsed = schema.safeParse(value);
+      if (!parsed.success) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} is not ${expected}: ${z.prettifyError(parsed.error)}`,
+        });
+        return z.NEVER;
+      }
+      return parsed.data;
+    });
+}
+
 const Environment = z.object({
   KUBECONFIG: z.string().optional(),
   KUBE_CONTEXT: z.string().optional(),
@@ -73,36 +101,15 @@ const Environment = z.object({
   GATEWAY_HOST: z.string().default("0.0.0.0"),
   GATEWAY_PORT: z.coerce.number().int().min(1).max(65535).default(8443),
   GATEWAY_URL: z.url().optional(),
-  MODEL_ENDPOINTS: z
-    .string()
-    .default("[]")
-    .transform((text, ctx) => {
-      try {
-        return z.array(ModelEndpoint).parse(JSON.parse(text));
-      } catch (error) {
-        ctx.addIssue({
-          code: "custom",
-          message: `MODEL_ENDPOINTS is not a JSON list of endpoints: ${String(error)}`,
-        });
-        return z.NEVER;
-      }
-    }),
+  MODEL_ENDPOINTS: jsonVariable("MODEL_ENDPOINTS", "[]", z.array(ModelEndpoint), "a JSON list of endpoints"),
   AGENT_IMAGE: z.string().default("gatehouse/agent:dev"),
   AGENT_POD_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
-  AGENT_RESOURCES: z
-    .string()
-    .default(JSON.stringify(DEFAULT_AGENT_RESOURCES))
-    .transform((text, ctx) => {
-      try {
-        return AgentResources.parse(JSON.parse(text));
-      } catch (error) {
-        ctx.addIssue({
-          code: "custom",
-          message: `AGENT_RESOURCES is not {"requests": {...}, "limits": {...}} of quantity strings: ${String(error)}`,
-        });
-        return z.NEVER;
-      }
-    }),
+  AGENT_RESOURCES: jsonVariable(
+    "AGENT_RESOURCES",
+    JSON.stringify(DEFAULT_AGENT_RESOURCES),
+    AgentResources,
+    '{"requests": {...}, "limits": {...}} of quantity strings',
+  ),
   PROVIDER_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   HEALTH_HOST: z.string().default("0.0.0.0"),
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
@@ -117,42 +124,28 @@ const Environment = z.object({
   GRANT_KEY_ROTATION_SECONDS: z.coerce.number().int().min(1).default(86_400),
   GRANT_KEY_ACTIVATION_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
   GRANT_KEYS_RESYNC_SECONDS: z.coerce.number().min(0.1).max(3600).default(30),
-  SESSION_CEILINGS: z
-    .string()
-    .default("{}")
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: `SESSION_CEILINGS is not JSON: ${String(error)}` });
-        return z.NEVER;
-      }
-    })
-    .pipe(
-      z
-        .object({
-          maxTurns: z.number().int().min(1),
-          maxToolCalls: z.number().int().min(0),
-          maxWrites: z.number().int().min(0),
-          tokenBudget: z.number().int().min(0),
-          timeoutSeconds: z.number().int().min(1),
-          holdPodForSeconds: z.number().int().min(0),
-        })
-        .partial()
-        .strict(),
-    ),
-  APPROVAL_FLOOR: z
-    .string()
-    .default("{}")
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: `APPROVAL_FLOOR is not JSON: ${String(error)}` });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.partialRecord(z.enum(["read", "draft", "write"]), z.enum(["Auto", "Required", "Forbidden"]))),
+  SESSION_CEILINGS: jsonVariable(
+    "SESSION_CEILINGS",
+    "{}",
+    z
+      .object({
+        maxTurns: z.number().int().min(1),
+        maxToolCalls: z.number().int().min(0),
+        maxWrites: z.number().int().min(0),
+        tokenBudget: z.number().int().min(0),
+        timeoutSeconds: z.number().int().min(1),
+        holdPodForSeconds: z.number().int().min(0),
+      })
+      .partial()
+      .strict(),
+    "an object of session ceilings",
+  ),
+  APPROVAL_FLOOR: jsonVariable(
+    "APPROVAL_FLOOR",
+    "{}",
+    z.partialRecord(z.enum(["read", "draft", "write"]), z.enum(["Auto", "Required", "Forbidden"])),
+    "an object of approval modes by effect",
+  ),
   PROVIDER_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   EXECUTION_LEASE_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   GATEHOUSE_FAILPOINTS: z
