@@ -235,6 +235,33 @@ describe("an Approval found under the derived name", () => {
     expect(repeat).toMatchObject({ decision: "repeated", answer: { status: "pending_approval" } });
   });
 
+  it("once rejected, answers a repeat with the person's decision, as the wait endpoint does", async () => {
+    const world = worldWith();
+    await approved(world);
+    const stored = [...world.approvals.values()][0]!;
+    stored.decisions = [{ approver: "alice", verdict: "Reject", reason: "press-1 is booked" }];
+    stored.phase = "Rejected";
+    const repeat = await invoke(world.deps, session, call());
+    expect(repeat).toMatchObject({
+      decision: "repeated",
+      answer: { status: "denied", errorKind: "forbidden" },
+    });
+    expect(repeat.answer.content).toMatch(
+      /^rejected by alice: press-1 is booked\. This is a person's decision/,
+    );
+    expect(world.providerCalls).toHaveLength(0);
+  });
+
+  it("once executed, answers a repeat with the receipt", async () => {
+    const world = worldWith();
+    const approval = await approved(world);
+    expect(await executeApproved(world.deps, { approval, session })).toMatchObject({ kind: "executed" });
+    [...world.approvals.values()][0]!.phase = "Succeeded";
+    const repeat = await invoke(world.deps, session, call());
+    expect(repeat).toMatchObject({ decision: "repeated", answer: { status: "succeeded" } });
+    expect(world.providerCalls).toHaveLength(1);
+  });
+
   it("is a squat when it is owned by the session but records other arguments", async () => {
     const world = worldWith();
     await approved(world);

@@ -190,6 +190,8 @@ export function createInMemoryWorld(
       argumentsDigest: stored.request.argumentsDigest,
       sessionUid: stored.request.sessionRef.uid,
     },
+    decisions: structuredClone(stored.decisions),
+    conditionMessage: stored.conflictMessage,
   });
   const key = (namespace: string, name: string) => `${namespace}/${name}`;
   const approvals: ApprovalPort = {

@@ -28,6 +28,7 @@ import {
   invalidArgumentsAnswer,
   pendingApprovalAnswer,
 } from "./answer.ts";
+import { answerOfSettledApproval, SETTLED_PHASES } from "./approval-answer.ts";
 import { checkArguments, parseArguments } from "./arguments.ts";
 import { AuditKind } from "./audit.ts";
 import { type JsonObject, sha256Hex } from "./canonical.ts";
@@ -145,7 +146,11 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
       approval: approval.name,
       phase: approval.phase,
     });
-    return { answer: answerOfExistingApproval(approval, identity), consumed: NOTHING, decision: "repeated" };
+    return {
+      answer: await answerOfExistingApproval(deps, approval, identity),
+      consumed: NOTHING,
+      decision: "repeated",
+    };
   }
 
   // 3. Resolve.
@@ -330,23 +335,27 @@ async function conflict(
   };
 }
 
-function answerOfExistingApproval(approval: ApprovalHandle, identity: ExecutionIdentity): InvokeAnswer {
-  switch (approval.phase) {
-    case "Pending":
-    case "Approved":
-    case "Executing":
-      return pendingApprovalAnswer(
-        approval.name,
-        identity.executionId,
-        `Approval ${approval.name} for this call is ${approval.phase}; wait for it, do not repeat the call.`,
-      );
-    default:
-      return deniedAnswer(
-        `This call was not executed: its Approval ${approval.name} is ${approval.phase}.`,
-        "forbidden",
-        identity.executionId,
-      );
+/**
+ * The answer to a call repeated after its Approval was made: wait while it is undecided or running;
+ * once settled, the same answer the wait endpoint and the transcript's `approval_outcome` give.
+ */
+async function answerOfExistingApproval(
+  deps: CoreDeps,
+  approval: ApprovalHandle,
+  identity: ExecutionIdentity,
+): Promise<InvokeAnswer> {
+  if (!SETTLED_PHASES.has(approval.phase)) {
+    return pendingApprovalAnswer(
+      approval.name,
+      identity.executionId,
+      `Approval ${approval.name} for this call is ${approval.phase}; wait for it, do not repeat the call.`,
+    );
   }
+  return answerOfSettledApproval(
+    deps.executions,
+    { ...approval, executionId: identity.executionId },
+    deps.config.maxResultBytes,
+  );
 }
 
 function approvalRequestOf(

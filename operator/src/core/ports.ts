@@ -226,6 +226,10 @@ export interface ApprovalHandle {
    * not ours — a squat — however it got its owner reference.
    */
   identity: { executionId: string; capabilityId: string; argumentsDigest: string; sessionUid: string };
+  /** The decisions appended so far, in order. */
+  decisions: ApprovalDecision[];
+  /** The message of its `Executed` or `Decided` condition, when it has one (why it ended as it did). */
+  conditionMessage?: string | undefined;
 }
 
 /** An Approval as the dispatcher reads it (spec + decisions + phase). */

@@ -9,44 +9,39 @@
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import type { Approval } from "../api/kinds.ts";
-import { answerFromExecution } from "../core/answer.ts";
-import type { CoreDeps } from "../core/ports.ts";
+import { answerOfSettledApproval, SETTLED_PHASES, type SettledApproval } from "../core/approval-answer.ts";
+import type { ApprovalPhase, CoreDeps } from "../core/ports.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
-
-const SETTLED = new Set(["Rejected", "Expired", "Cancelled", "Stale", "Succeeded", "Failed", "Unknown"]);
 
 /** True once the Approval will not change its outcome any more. */
 export function isSettled(approval: Approval): boolean {
-  return SETTLED.has(approval.status?.phase ?? "Pending");
+  return SETTLED_PHASES.has((approval.status?.phase ?? "Pending") as ApprovalPhase);
 }
 
-/** Why a settled Approval did not execute, in words for the model. */
-function refusalText(approval: Approval): string {
-  const phase = approval.status?.phase ?? "Pending";
-  if (phase === "Rejected") {
-    const rejection = approval.spec.decisions.find((d) => d.verdict === "Reject");
-    const by = rejection ? `rejected by ${rejection.approver}` : "rejected";
-    return `${by}${rejection?.reason ? `: ${rejection.reason}` : ""}. This is a person's decision, not an error: the call was not executed; do not propose it again unchanged.`;
-  }
+/** The message of the Approval's `Executed` or `Decided` condition (why it ended as it did), if any. */
+export function settlementMessageOf(approval: Approval): string | undefined {
   const condition = approval.status?.conditions?.find((c) => c.type === "Executed" || c.type === "Decided");
-  const why = condition?.message ? ` (${condition.message})` : "";
-  return `The call was not executed: its approval is ${phase}${why}.`;
+  return condition?.message || undefined;
+}
+
+function settledViewOf(approval: Approval): SettledApproval {
+  return {
+    name: approval.metadata.name,
+    phase: (approval.status?.phase ?? "Pending") as ApprovalPhase,
+    executionId: approval.spec.executionId,
+    decisions: (approval.spec.decisions ?? []).map(({ approver, verdict, reason }) =>
+      reason === undefined ? { approver, verdict } : { approver, verdict, reason },
+    ),
+    conditionMessage: settlementMessageOf(approval),
+  };
 }
 
 /** The tool result for a settled Approval: the execution's receipt, or the refusal. */
-export async function answerOfApproval(
+export function answerOfApproval(
   core: Pick<CoreDeps, "executions" | "config">,
   approval: Approval,
 ): Promise<InvokeAnswer> {
-  const execution = await core.executions.get(approval.spec.executionId);
-  if (execution) return answerFromExecution(execution, core.config.maxResultBytes);
-  return {
-    status: "denied",
-    content: refusalText(approval),
-    executionId: approval.spec.executionId,
-    approval: { name: approval.metadata.name },
-    errorKind: "forbidden",
-  };
+  return answerOfSettledApproval(core.executions, settledViewOf(approval), core.config.maxResultBytes);
 }
 
 /**

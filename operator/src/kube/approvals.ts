@@ -9,6 +9,7 @@ import type { Approval } from "../api/kinds.ts";
 import { API_VERSION, APPROVAL, GROUP, VERSION } from "../api/kinds.ts";
 import { MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { ApprovalHandle, ApprovalPhase, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
+import { settlementMessageOf } from "./approval-outcome.ts";
 import type { Caches } from "./caches.ts";
 import type { KubeClients } from "./client.ts";
 import { isConflict, isNotFound } from "./client.ts";
@@ -74,6 +75,8 @@ function handleOf(
       argumentsDigest: approval.spec.argumentsDigest,
       sessionUid: approval.spec.sessionRef.uid,
     },
+    decisions: approval.spec.decisions ?? [],
+    conditionMessage: settlementMessageOf(approval),
   };
 }
 
