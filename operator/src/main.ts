@@ -50,7 +50,12 @@ const metrics = createMetrics();
 /** This replica's leader-election identity; also in its User-Agent, so the audit log names it. */
 const identity = `${config.leaderElection.identityPrefix}_${randomBytes(4).toString("hex")}`;
 const clients = makeClients(
-  loadKubeConfig(config.kubeconfig, config.kubeContext, `gatehouse-operator/v1alpha1 (${identity})`),
+  loadKubeConfig(
+    config.kubeconfig,
+    config.kubeContext,
+    `gatehouse-operator/v1alpha1 (${identity})`,
+    config.mountRoot,
+  ),
 );
 const caches = makeCaches(clients, log, (path, reason) => metrics.informerRestarted(path, reason));
 metrics.trackPendingApprovals(

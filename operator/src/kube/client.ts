@@ -69,15 +69,20 @@ class IdentifiedKubeConfig extends KubeConfig {
 
 /**
  * Loads a kubeconfig (file and optional context) or, with no file, the in-cluster configuration;
- * every request then sends `userAgent` (default `gatehouse-operator`).
+ * every request then sends `userAgent` (default `gatehouse-operator`). `mountRoot` (the local node's
+ * LOCAL_NODE_ROOT, test/cluster/README.md) prefixes the ServiceAccount files of the in-cluster
+ * configuration (`<mountRoot>/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,namespace}`),
+ * which a kubelet without a mount namespace cannot put at their real paths.
  */
 export function loadKubeConfig(
   file?: string,
   context?: string,
   userAgent = "gatehouse-operator",
+  mountRoot?: string,
 ): KubeConfig {
   const config = new IdentifiedKubeConfig(userAgent);
   if (file) config.loadFromFile(file);
+  else if (mountRoot) config.loadFromCluster(mountRoot);
   else config.loadFromDefault();
   if (context) config.setCurrentContext(context);
   return config;

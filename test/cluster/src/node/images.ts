@@ -9,6 +9,8 @@ import type { V1Container } from "@kubernetes/client-node";
  */
 export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/agent:dev": ["node", "agent-image/src/main.ts"],
+  // The chart's default operator image (charts/gatehouse: image.repository, tag = the chart's appVersion).
+  "gatehouse/operator:0.1.0": ["node", "operator/src/main.ts"],
   "gatehouse/provider-aps:dev": ["node", "provider-images/aps/src/main.ts"],
   "gatehouse/provider-erp:dev": ["node", "provider-images/erp/src/main.ts"],
   "gatehouse/echo:dev": ["node", "test/cluster/images/echo.ts"],
