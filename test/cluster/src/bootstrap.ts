@@ -27,6 +27,8 @@ const LOCAL_NODE_CLUSTER_RULES: V1ClusterRole["rules"] = [
   { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"] },
   { apiGroups: [""], resources: ["secrets", "configmaps"], verbs: ["get", "list", "watch"] },
   { apiGroups: ["", "events.k8s.io"], resources: ["events"], verbs: ["create", "update", "patch"] },
+  // The Service proxy (service-proxy.ts) follows EndpointSlices, as kube-proxy's system:node-proxier may.
+  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
 ];
 
 const LOCAL_NODE_LEASE_RULES: V1Role["rules"] = [

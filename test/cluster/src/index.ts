@@ -5,8 +5,11 @@
 export { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "./controlplane.ts";
 export { HarnessError, type HarnessErrorKind } from "./errors.ts";
 export { exposeHostPort } from "./firewall.ts";
+export { forwardHostService } from "./host-forwarder.ts";
 export { LOCAL_NODE_ROOT } from "./node/env.ts";
 export { IMAGE_COMMANDS } from "./node/images.ts";
 export { containerLogPath, type PodKey } from "./node/layout.ts";
 export { type LocalNode, type LocalNodeOptions, startLocalNode } from "./node/start.ts";
 export { pollUntil } from "./poll.ts";
+export { readyEndpoints, type ServiceProxy, startServiceProxy } from "./service-proxy.ts";
+export { startTcpProxy, type TcpProxy, type TcpTarget } from "./tcp-proxy.ts";
