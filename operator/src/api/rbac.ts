@@ -18,9 +18,13 @@
  * Nobody but the operator gets `create` on approvals or any `*\/status`: RBAC and admission both say so.
  */
 import { GROUP } from "./kinds.ts";
+import { GRANT_KEYS_SECRET, OPERATOR_SERVICE_ACCOUNT } from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
-type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+/** A PolicyRule (rbac.authorization.k8s.io/v1). */
+export type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+/** A PolicyRule that may name its objects. */
+export type NamedRule = Rule & { resourceNames?: string[] };
 
 export const PERSONAS = ["view", "session-user", "approver", "platform"] as const;
 export type Persona = (typeof PERSONAS)[number];
@@ -71,7 +75,12 @@ function persona(p: Persona): Manifest {
   };
 }
 
-/** The operator's permissions: exactly the verbs it uses (the chart issue checks them against the audit log). */
+/**
+ * The operator's cluster-wide permissions: exactly the verbs it uses across all namespaces (the chart's
+ * audit-log test, test/e2e/operator-rbac-verbs.test.ts, checks them: none unused, none missing).
+ * Secrets: `list` only, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding` in
+ * provider namespaces (kube/identities.ts); the operator's own Secrets are in {@link operatorRoleRules}.
+ */
 export const OPERATOR_RULES: Rule[] = [
   { apiGroups: [GROUP], resources: KINDS, verbs: READ },
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["create"] },
@@ -82,13 +91,11 @@ export const OPERATOR_RULES: Rule[] = [
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },
   { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create"] },
   { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch", "create", "patch"] },
-  // get: the grant keys; list: identity-binding Secrets by label (kube/identities.ts).
-  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list"] },
+  { apiGroups: [""], resources: ["secrets"], verbs: ["list"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
   { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "list", "watch", "create", "patch"] },
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: READ },
   { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
-  { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
   {
     apiGroups: ["admissionregistration.k8s.io"],
     resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
@@ -96,8 +103,102 @@ export const OPERATOR_RULES: Rule[] = [
   },
 ];
 
-/** Persona roles, their fragments and the operator's ClusterRole. */
-export function rbacManifests(): Manifest[] {
+/** Lease of the operator's leader election (main.ts). */
+export const LEADER_LEASE = "gatehouse-operator";
+/** ConfigMap of the audit checkpoints (kube/checkpoint-configmap.ts, DESIGN §6). */
+export const CHECKPOINTS_CONFIGMAP = "gatehouse-audit-checkpoints";
+
+/**
+ * The operator's rules in its own (leader-election) namespace: the Lease, the audit checkpoints
+ * ConfigMap and the grant signing keys Secret (DESIGN §5, §6). `create` cannot be limited by name (the
+ * object does not exist yet); get and update are.
+ */
+export function operatorRoleRules(): NamedRule[] {
+  return [
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+    {
+      apiGroups: ["coordination.k8s.io"],
+      resources: ["leases"],
+      resourceNames: [LEADER_LEASE],
+      verbs: ["get", "update"],
+    },
+    { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      resourceNames: [CHECKPOINTS_CONFIGMAP],
+      verbs: ["get", "update"],
+    },
+    { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+    { apiGroups: [""], resources: ["secrets"], resourceNames: [GRANT_KEYS_SECRET], verbs: ["get", "update"] },
+  ];
+}
+
+/**
+ * `get` on the model endpoints' key Secrets (MODEL_ENDPOINTS' keySecretRef names, in the operator's
+ * namespace; kube/model-keys.ts). `names` must not be empty: a rule without resourceNames would cover
+ * every Secret of the namespace.
+ */
+export function modelKeyRule(names: readonly string[]): NamedRule {
+  if (names.length === 0) throw new Error("modelKeyRule needs at least one Secret name");
+  return { apiGroups: [""], resources: ["secrets"], resourceNames: [...names], verbs: ["get"] };
+}
+
+/** Where and as whom the operator runs, for its bindings. */
+export interface OperatorIdentity {
+  namespace: string;
+  serviceAccount: string;
+  /** Name of its ClusterRole, ClusterRoleBinding, Role and RoleBinding. */
+  name: string;
+}
+
+/**
+ * The operator's ClusterRoleBinding (to the ClusterRole named `identity.name`), its Role in its own
+ * namespace ({@link operatorRoleRules}, plus {@link modelKeyRule} when `modelKeySecrets` is not empty)
+ * and that Role's binding: what deploy/operator-rbac.yaml holds for the local cluster.
+ */
+export function operatorBindingManifests(
+  identity: OperatorIdentity,
+  modelKeySecrets: readonly string[],
+): Manifest[] {
+  const subjects = [{ kind: "ServiceAccount", name: identity.serviceAccount, namespace: identity.namespace }];
+  const rbac = "rbac.authorization.k8s.io";
+  return [
+    {
+      apiVersion: `${rbac}/v1`,
+      kind: "ClusterRoleBinding",
+      metadata: { name: identity.name, labels: PART_OF },
+      roleRef: { apiGroup: rbac, kind: "ClusterRole", name: identity.name },
+      subjects,
+    },
+    {
+      apiVersion: `${rbac}/v1`,
+      kind: "Role",
+      metadata: { name: identity.name, namespace: identity.namespace, labels: PART_OF },
+      rules: [...operatorRoleRules(), ...(modelKeySecrets.length > 0 ? [modelKeyRule(modelKeySecrets)] : [])],
+    },
+    {
+      apiVersion: `${rbac}/v1`,
+      kind: "RoleBinding",
+      metadata: { name: identity.name, namespace: identity.namespace, labels: PART_OF },
+      roleRef: { apiGroup: rbac, kind: "Role", name: identity.name },
+      subjects,
+    },
+  ];
+}
+
+/** The operator's ClusterRole named `name`. */
+export function operatorClusterRole(name: string): Manifest {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: { name, labels: PART_OF },
+    rules: OPERATOR_RULES,
+  };
+}
+
+/** The persona ClusterRoles and their aggregated rule fragments. */
+export function personaManifests(): Manifest[] {
   return [
     ...PERSONAS.map(persona),
     fragment("gatehouse-aggregate-read", PERSONAS, [{ apiGroups: [GROUP], resources: KINDS, verbs: READ }], {
@@ -125,11 +226,10 @@ export function rbacManifests(): Manifest[] {
         { apiGroups: [GROUP], resources: ["agentsessions"], verbs: ["patch", "update", "delete", "cancel"] },
       ],
     ),
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "gatehouse-operator", labels: PART_OF },
-      rules: OPERATOR_RULES,
-    },
   ];
+}
+
+/** Persona roles, their fragments and the operator's ClusterRole (crds/rbac.yaml). */
+export function rbacManifests(): Manifest[] {
+  return [...personaManifests(), operatorClusterRole(OPERATOR_SERVICE_ACCOUNT)];
 }
