@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test deps host-deps cluster crds lint typecheck check bench clean logs audit
+.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench clean logs audit
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -22,15 +22,19 @@ host-deps:
 cluster:
 	test/cluster/build.sh
 
+## helm: build Helm from its Go module (cached outside the repo, like the cluster binaries) for the chart tests.
+helm:
+	test/helm/build.sh
+
 ## demo: the reference story on a real local control plane; stays up for exploration until Ctrl-C (DEMO_EXIT=1 exits when done).
 demo: deps host-deps cluster
 	node test/e2e/demo.ts
 
 ## test: every test (unit, integration on Postgres, cluster and e2e on the real control plane).
-test: deps host-deps cluster
+test: deps host-deps cluster helm
 	npx vitest run
 
-## crds: regenerate crds/ from the zod schemas in operator/src/api.
+## crds: regenerate crds/, the chart's templates/generated/ and deploy/operator-rbac.yaml from operator/src/api.
 crds: deps
 	node operator/src/api/generate.ts
 

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { crdFor, structural } from "./crd.ts";
-import { generatedFiles } from "./generate.ts";
+import { allGeneratedFiles, GENERATED_FOLDERS, generatedFiles } from "./generate.ts";
 import { AGENT_SESSION, APPROVAL, KINDS } from "./kinds.ts";
 
 const committed = join(import.meta.dirname, "../../../crds");
@@ -13,6 +13,18 @@ describe("CRD generation", () => {
     const files = generatedFiles();
     expect(readdirSync(committed).sort()).toEqual([...files.keys()].sort());
     for (const [name, text] of files) expect(readFileSync(join(committed, name), "utf8"), name).toBe(text);
+  });
+
+  it("matches the committed chart templates and deploy/operator-rbac.yaml exactly (run `make crds`)", () => {
+    const root = join(import.meta.dirname, "../../..");
+    const files = allGeneratedFiles();
+    for (const folder of GENERATED_FOLDERS) {
+      const expected = [...files.keys()]
+        .filter((p) => p.startsWith(`${folder}/`))
+        .map((p) => p.slice(folder.length + 1));
+      expect(readdirSync(join(root, folder)).sort(), folder).toEqual(expected.sort());
+    }
+    for (const [path, text] of files) expect(readFileSync(join(root, path), "utf8"), path).toBe(text);
   });
 
   it("gives every kind the status subresource, printer columns, short names and the gatehouse category", () => {

@@ -1,0 +1,287 @@
+/**
+ * The Helm chart `charts/gatehouse` with Helm built from its Go module (test/helm/build.sh): it lints
+ * and renders for every `ci/*.yaml`, its schema refuses bad values naming the field, and what it
+ * renders is what the operator and the API expect — no cluster needed (the server-side dry run is
+ * test/cluster-tests/chart-dry-run.test.ts).
+ */
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { V1Deployment, V1EnvVar } from "@kubernetes/client-node";
+import { beforeAll, describe, expect, it } from "vitest";
+import { modelKeyRule, OPERATOR_RULES, operatorRoleRules } from "../../operator/src/api/rbac.ts";
+import { configFromEnvironment } from "../../operator/src/config.ts";
+import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
+import { CHART_DIR, helm, KUBE_VERSION, type Manifest, renderChart, resolveHelm } from "../helm/helm.ts";
+
+const CI_FILES = readdirSync(join(CHART_DIR, "ci"))
+  .filter((f) => f.endsWith(".yaml"))
+  .sort();
+const KEEP = "helm.sh/resource-policy";
+const API_KINDS = new Set([
+  "CustomResourceDefinition",
+  "ValidatingAdmissionPolicy",
+  "ValidatingAdmissionPolicyBinding",
+]);
+
+const find = (manifests: Manifest[], kind: string, name?: string) =>
+  manifests.filter((m) => m.kind === kind && (name === undefined || m.metadata.name === name));
+const one = (manifests: Manifest[], kind: string, name?: string): Manifest => {
+  const found = find(manifests, kind, name);
+  expect(found, `${kind} ${name ?? ""}`).toHaveLength(1);
+  return found[0]!;
+};
+const rulesOf = (m: Manifest) => m.rules as Array<Record<string, unknown>>;
+
+/** The operator container's environment with downward-API and Secret references resolved as a node would. */
+function resolvedEnv(deployment: Manifest, secretValue: string): NodeJS.ProcessEnv {
+  const env = (deployment as unknown as V1Deployment).spec!.template.spec!.containers[0]!.env as V1EnvVar[];
+  const out: NodeJS.ProcessEnv = {};
+  for (const v of env) {
+    if (v.value !== undefined) out[v.name] = v.value;
+    else if (v.valueFrom?.fieldRef?.fieldPath === "metadata.name") out[v.name] = "gatehouse-operator-abc12";
+    else if (v.valueFrom?.fieldRef?.fieldPath === "metadata.namespace")
+      out[v.name] = deployment.metadata.namespace;
+    else if (v.valueFrom?.secretKeyRef) out[v.name] = secretValue;
+    else throw new Error(`unexpected env ${v.name}`);
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  await resolveHelm();
+}, 3_600_000);
+
+describe("helm lint and helm template", () => {
+  it("lints the chart with its default values", async () => {
+    const result = await helm(["lint", "--strict", CHART_DIR]);
+    expect(result.stdout + result.stderr, "helm lint").toContain("0 chart(s) failed");
+    expect(result.code).toBe(0);
+  });
+
+  it.each(CI_FILES)(`lints and renders for Kubernetes ${KUBE_VERSION} with ci/%s`, async (file) => {
+    const lint = await helm(["lint", "--strict", CHART_DIR, "-f", join(CHART_DIR, "ci", file)]);
+    expect(lint.code, lint.stdout + lint.stderr).toBe(0);
+    const manifests = await renderChart({ valuesFiles: [`charts/gatehouse/ci/${file}`] });
+    expect(find(manifests, "Deployment")).toHaveLength(1);
+    expect(find(manifests, "CustomResourceDefinition")).toHaveLength(4);
+  });
+
+  it("covers at least the default, HA with ServiceMonitor and external database cases", () => {
+    expect(CI_FILES).toEqual(
+      expect.arrayContaining(["default.yaml", "ha-with-servicemonitor.yaml", "external-database.yaml"]),
+    );
+  });
+
+  it("refuses a Kubernetes older than 1.33", async () => {
+    const result = await helm(["template", "gatehouse", CHART_DIR, "--kube-version", "1.32.9"]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("kubeVersion: >=1.33.0-0");
+  });
+});
+
+describe("values.schema.json", () => {
+  it.each([
+    ["replicaCount=0", "/replicaCount"],
+    ["logLevel=verbose", "/logLevel"],
+    ["gateway.port=70000", "/gateway/port"],
+    ["replicas=2", "replicas"],
+    ["grants.ttlSeconds=600", "/grants/ttlSeconds"],
+  ])("refuses --set %s and names %s", async (set, field) => {
+    const result = await helm(["template", "gatehouse", CHART_DIR, "--set", set]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("values don't meet the specifications of the schema");
+    expect(result.stderr).toContain(field);
+  });
+
+  it("refuses a model endpoint without a baseURL", async () => {
+    const result = await helm([
+      "template",
+      "gatehouse",
+      CHART_DIR,
+      "--set-json",
+      'modelEndpoints=[{"name":"x","keySecretRef":{"name":"k","key":"apiKey"}}]',
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("/modelEndpoints/0");
+    expect(result.stderr).toContain("baseURL");
+  });
+});
+
+describe("what the chart renders", () => {
+  let defaults: Manifest[];
+  beforeAll(async () => {
+    defaults = await renderChart({ valuesFiles: ["charts/gatehouse/ci/default.yaml"] });
+  });
+
+  it("keeps the CRDs, admission policies and persona roles on uninstall, and nothing of the release", () => {
+    for (const m of defaults) {
+      const api =
+        API_KINDS.has(m.kind) ||
+        (m.kind === "ClusterRole" &&
+          m.metadata.name !== "gatehouse-operator" &&
+          m.metadata.name.startsWith("gatehouse-"));
+      expect(m.metadata.annotations?.[KEEP], `${m.kind} ${m.metadata.name}`).toBe(api ? "keep" : undefined);
+    }
+    expect(find(defaults, "ValidatingAdmissionPolicy").length).toBeGreaterThanOrEqual(5);
+    expect(find(defaults, "ClusterRole").map((r) => r.metadata.name)).toEqual(
+      expect.arrayContaining([
+        "gatehouse-view",
+        "gatehouse-session-user",
+        "gatehouse-approver",
+        "gatehouse-platform",
+      ]),
+    );
+  });
+
+  it("names the release's ServiceAccount as the operator in the admission policies", async () => {
+    const other = await renderChart({
+      release: "gh",
+      namespace: "agents-control",
+      valuesFiles: ["charts/gatehouse/ci/default.yaml"],
+    });
+    const policies = JSON.stringify(find(other, "ValidatingAdmissionPolicy"));
+    expect(policies).toContain("'system:serviceaccount:agents-control:gh-operator'");
+    expect(policies).not.toContain("gatehouse-system");
+    expect(one(other, "ServiceAccount").metadata).toMatchObject({
+      name: "gh-operator",
+      namespace: "agents-control",
+    });
+    const binding = one(other, "ClusterRoleBinding", "gh-operator") as { subjects?: unknown };
+    expect(binding.subjects).toEqual([
+      { kind: "ServiceAccount", name: "gh-operator", namespace: "agents-control" },
+    ]);
+  });
+
+  it("runs two hardened operator replicas with probes on the health server and resources", () => {
+    const deployment = one(defaults, "Deployment") as unknown as V1Deployment;
+    expect(deployment.spec?.replicas).toBe(2);
+    const pod = deployment.spec!.template.spec!;
+    const container = pod.containers[0]!;
+    expect(container.image).toBe("gatehouse/operator:0.1.0");
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(container.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
+    expect(pod.volumes).toContainEqual(
+      expect.objectContaining({ name: "tmp", emptyDir: expect.any(Object) }),
+    );
+    expect(container.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "health" });
+    expect(container.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "health" });
+    expect(container.ports).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: "health", containerPort: 8081 })]),
+    );
+    expect(container.resources?.requests && container.resources.limits).toBeTruthy();
+  });
+
+  it("configures the operator so that its own parser accepts it: gateway URL, leader election, DATABASE_URL", () => {
+    const deployment = one(defaults, "Deployment");
+    const config = configFromEnvironment(resolvedEnv(deployment, "postgres://u:p@db:5432/gatehouse"));
+    expect(config.gatewayUrl).toBe("http://gatehouse-gateway.gatehouse-system.svc:8443");
+    expect(config.databaseUrl).toBe("postgres://u:p@db:5432/gatehouse");
+    expect(config.leaderElection).toEqual({
+      enabled: true,
+      namespace: "gatehouse-system",
+      identityPrefix: "gatehouse-operator-abc12",
+    });
+    expect(config.operatorNamespace).toBe("gatehouse-system");
+    expect(config.healthPort).toBe(8081);
+    expect(config.agentImage).toBe("gatehouse/agent:0.1.0");
+    expect(config.failpoints).toEqual([]);
+    const secret = one(defaults, "Secret", "gatehouse-database") as { stringData?: Record<string, string> };
+    expect(secret.stringData?.url).toMatch(/^postgres:\/\//);
+  });
+
+  it("passes model endpoints, ceilings and the approval floor through to the operator", async () => {
+    const ha = await renderChart({ valuesFiles: ["charts/gatehouse/ci/ha-with-servicemonitor.yaml"] });
+    const config = configFromEnvironment(resolvedEnv(one(ha, "Deployment"), "postgres://x@y/z"));
+    expect(config.modelEndpoints).toEqual([
+      {
+        name: "openai",
+        baseURL: "https://api.openai.com/v1",
+        keySecretRef: { name: "gatehouse-openai-key", key: "apiKey" },
+        models: ["gpt-4.1-mini"],
+        default: true,
+      },
+    ]);
+    expect(config.sessionCeilings).toMatchObject({ maxTurns: 20, timeoutSeconds: 1800 });
+    expect(config.execution.approvalFloor).toEqual({ write: "Required" });
+    expect((one(ha, "Deployment") as unknown as V1Deployment).spec?.replicas).toBe(3);
+    const monitor = one(ha, "ServiceMonitor") as {
+      spec?: { endpoints?: Array<{ port: string; path: string }> };
+    };
+    expect(monitor.spec?.endpoints?.[0]).toMatchObject({ port: "metrics", path: "/metrics" });
+    expect(find(defaults, "ServiceMonitor")).toEqual([]);
+  });
+
+  it("gives the operator exactly the generated rules: ClusterRole, its Role and only the model key Secrets named", async () => {
+    expect(rulesOf(one(defaults, "ClusterRole", "gatehouse-operator"))).toEqual(OPERATOR_RULES);
+    const role = one(defaults, "Role", "gatehouse-operator");
+    expect(rulesOf(role)).toEqual(operatorRoleRules());
+    expect(find(defaults, "Role", "gatehouse-operator-model-keys")).toEqual([]);
+    const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
+    expect(one(external, "Role", "gatehouse-operator").metadata.namespace).toBe("gatehouse-leases");
+    const keys = one(external, "Role", "gatehouse-operator-model-keys");
+    expect(keys.metadata.namespace).toBe("gatehouse-system");
+    expect(rulesOf(keys)).toEqual([modelKeyRule(["internal-llm-key"])]);
+  });
+
+  it("exposes the gateway as <release>-gateway and keeps one replica through voluntary disruptions", () => {
+    const service = one(defaults, "Service", "gatehouse-gateway") as {
+      spec?: { ports?: unknown[]; selector?: unknown };
+    };
+    expect(service.spec?.ports).toEqual([
+      { name: "gateway", port: 8443, targetPort: "gateway", protocol: "TCP" },
+    ]);
+    expect(service.spec?.selector).toEqual({
+      "app.kubernetes.io/name": "gatehouse-operator",
+      "app.kubernetes.io/instance": "gatehouse",
+    });
+    const pdb = one(defaults, "PodDisruptionBudget") as { spec?: Record<string, unknown> };
+    expect(pdb.spec).toMatchObject({ maxUnavailable: 1, selector: { matchLabels: service.spec?.selector } });
+  });
+
+  it("lets the operator's pods be reached only on the gateway port (agents, providers) and the health port", () => {
+    const policy = one(defaults, "NetworkPolicy", "gatehouse-operator") as {
+      spec: { policyTypes: string[]; ingress: Array<{ from?: unknown[]; ports: unknown[] }> };
+    };
+    expect(policy.spec.policyTypes).toEqual(["Ingress"]);
+    expect(policy.spec.ingress).toEqual([
+      {
+        from: [
+          {
+            namespaceSelector: {},
+            podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-agent" } },
+          },
+          {
+            namespaceSelector: {},
+            podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-provider" } },
+          },
+        ],
+        ports: [{ protocol: "TCP", port: "gateway" }],
+      },
+      { ports: [{ protocol: "TCP", port: "health" }] },
+    ]);
+  });
+
+  it("lays down the same agent NetworkPolicy the operator creates in each listed session namespace", async () => {
+    const external = await renderChart({
+      valuesFiles: ["charts/gatehouse/ci/external-database.yaml"],
+      setJson: { "gateway.port": 8443 },
+    });
+    const agents = find(external, "NetworkPolicy", "gatehouse-agent");
+    expect(agents.map((p) => p.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
+    // The client library names NetworkPolicyIngressRule.from `_from`; the wire name is `from`.
+    const wire = JSON.stringify(agentNetworkPolicy("plant-a", 8443)).replaceAll('"_from":', '"from":');
+    const expected = JSON.parse(wire) as Manifest;
+    expect(agents[0]!.spec).toEqual(expected.spec);
+  });
+});
