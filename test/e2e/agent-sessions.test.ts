@@ -36,8 +36,8 @@ afterAll(async () => {
 });
 
 /**
- * A fresh namespace with `labels` where alice holds the session-user persona (as examples/plant-a/rbac.yaml
- * grants it); returns its name.
+ * A fresh namespace with `labels` where alice holds the session-user persona (as the plant-a overlay of
+ * examples/gitops grants it); returns its name.
  */
 async function sessionNamespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
   const namespace = `${prefix}-${randomBytes(3).toString("hex")}`;

@@ -48,7 +48,7 @@ export interface GatewayReply<T = unknown> {
 
 /**
  * A fresh namespace `<prefix>-<random>` where alice holds the session-user and approver personas (as
- * examples/plant-a/rbac.yaml grants them); returns its name.
+ * the plant-a overlay of examples/gitops grants them); returns its name.
  */
 export async function coreNamespace(env: Environment, prefix: string): Promise<string> {
   const namespace = `${prefix}-${randomBytes(3).toString("hex")}`;

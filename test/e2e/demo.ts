@@ -1,7 +1,7 @@
 /**
  * `make demo`: brings up the real local control plane (etcd, kube-apiserver, kube-controller-manager,
  * kube-scheduler built from Go modules), the local node, Postgres, the fake APS, the model (the scripted
- * one, or a real OpenAI-compatible endpoint), the CRDs and the operator, applies examples/, then plays
+ * one, or a real OpenAI-compatible endpoint), the CRDs and the operator, applies examples/gitops/overlays/plant-a, then plays
  * the reference story (story.ts) printing every command with its real output, and checks what the
  * story must show. It stays up for exploration until Ctrl-C; with DEMO_EXIT=1 it exits 0 once the story
  * has passed (1 otherwise).

@@ -1,6 +1,6 @@
 /**
  * examples/ on the real control plane and local node with the operator running (issue 8): what the
- * platform repo syncs for plant-a applies cleanly, every Capability it declares becomes Ready with what
+ * platform repo syncs for plant-a (examples/gitops/overlays/plant-a on the shared base) applies cleanly, every Capability it declares becomes Ready with what
  * the aps provider offers, and every sample session is admitted when its subject creates it. What the
  * identity bindings decide in the business system — bob approves his own publish, the APS refuses his
  * account, and `forbidden` is the final word (DESIGN §1 step 6) — is part of the reference story
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
-import { applyExamples, EXAMPLE_NAMESPACE_DIR, renderExamples } from "./examples.ts";
+import { applyExamples, EXAMPLE_SESSIONS_DIR, renderExamples } from "./examples.ts";
 import { eventually } from "./story.ts";
 
 interface ManifestObject {
@@ -44,13 +44,13 @@ afterAll(async () => {
 
 const ofKind = (kind: string) => rendered.filter((object) => object.kind === kind);
 
-/** The sample sessions: the AgentSession files of examples/plant-a, which the kustomization leaves out. */
+/** The sample sessions: the AgentSession files of examples/plant-a, which no overlay syncs. */
 function sampleSessions(): Array<{ file: string; session: ManifestObject }> {
-  return readdirSync(EXAMPLE_NAMESPACE_DIR)
+  return readdirSync(EXAMPLE_SESSIONS_DIR)
     .filter((file) => file.endsWith(".yaml"))
     .map((file) => ({
       file,
-      session: parseAllDocuments(readFileSync(join(EXAMPLE_NAMESPACE_DIR, file), "utf8")),
+      session: parseAllDocuments(readFileSync(join(EXAMPLE_SESSIONS_DIR, file), "utf8")),
     }))
     .flatMap(({ file, session }) =>
       session.map((document) => ({ file, session: document.toJS() as ManifestObject })),
@@ -58,7 +58,7 @@ function sampleSessions(): Array<{ file: string; session: ManifestObject }> {
     .filter(({ session }) => session?.kind === "AgentSession");
 }
 
-describe("examples/plant-a as the platform repo keeps it", () => {
+describe("the plant-a overlay of examples/gitops as the platform repo keeps it", () => {
   it("holds the namespace, persona RoleBindings, the aps provider, identity bindings and Capabilities", () => {
     expect(ofKind("Namespace").map((o) => o.metadata.name)).toEqual([NAMESPACE]);
     expect(ofKind("RoleBinding").map((o) => o.metadata.name)).toEqual(
@@ -138,7 +138,7 @@ describe("examples/plant-a as the platform repo keeps it", () => {
         "create",
         "--dry-run=server",
         "-f",
-        join(EXAMPLE_NAMESPACE_DIR, file),
+        join(EXAMPLE_SESSIONS_DIR, file),
       ]);
       expect(created.code, `${file} as ${subject}: ${created.stderr}`).toBe(0);
     }

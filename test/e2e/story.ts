@@ -19,9 +19,9 @@ import { parse } from "yaml";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/checkpoint-configmap.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
-import type { Environment } from "./environment.ts";
+import type { BaseEnvironment as Environment } from "./environment.ts";
 import { NAMESPACE, REPO_ROOT } from "./environment.ts";
-import { EXAMPLE_NAMESPACE_DIR } from "./examples.ts";
+import { EXAMPLE_SESSIONS_DIR } from "./examples.ts";
 import type { KubectlResult } from "./kubectl.ts";
 
 /** How the story shows what it does. */
@@ -267,7 +267,7 @@ async function createSession(
   file: string,
   options: StoryOptions,
 ): Promise<KubectlResult> {
-  const path = join(EXAMPLE_NAMESPACE_DIR, file);
+  const path = join(EXAMPLE_SESSIONS_DIR, file);
   const fixedName = (parse(readFileSync(path, "utf8")) as { metadata?: { name?: string } }).metadata?.name;
   if (fixedName) await clearLeftovers(env, fixedName);
   // Relative to the repository when run from it (make demo), so the printed command reads as typed.
