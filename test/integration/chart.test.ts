@@ -250,7 +250,7 @@ describe("what the chart renders", () => {
   });
 
   it("lets the operator's pods be reached only on the gateway port (agents, providers) and the health port", () => {
-    const policy = one(defaults, "NetworkPolicy", "gatehouse-operator") as {
+    const policy = one(defaults, "NetworkPolicy", "gatehouse-operator") as unknown as {
       spec: { policyTypes: string[]; ingress: Array<{ from?: unknown[]; ports: unknown[] }> };
     };
     expect(policy.spec.policyTypes).toEqual(["Ingress"]);
