@@ -1,19 +1,24 @@
 import { defineConfig } from "vitest/config";
+import { ClusterSequencer } from "./test/cluster-sequencer.ts";
 
 /**
  * Three projects: `unit` (beside the code, no outside services), `integration` (real Postgres, real
  * HTTP; no control plane) and `cluster` (integration and e2e tests that share one real control plane,
- * started once by the global setup).
+ * started once by the global setup). The cluster project's files run one at a time, in vitest's order
+ * except that the chart install and then the operator's RBAC audit check come last (the sequencer).
  */
 export default defineConfig({
   test: {
     reporters: ["default", "./test/reporter.ts"],
+    // vitest resolves the sequencer from the root config for every project.
+    sequence: { sequencer: ClusterSequencer },
     projects: [
       {
         test: {
           name: "unit",
           include: [
             "test/architecture.test.ts",
+            "test/images.test.ts",
             "operator/src/**/*.test.ts",
             "agent-image/src/**/*.test.ts",
             "provider-images/*/src/**/*.test.ts",
@@ -34,6 +39,8 @@ export default defineConfig({
           name: "cluster",
           include: ["test/cluster-tests/**/*.test.ts", "test/e2e/**/*.test.ts"],
           globalSetup: ["test/cluster/src/global-setup.ts"],
+          // Skips the files a non-local target (GATEHOUSE_E2E_TARGET) cannot run, before their hooks.
+          runner: "./test/cluster/src/target-runner.ts",
           testTimeout: 300_000,
           hookTimeout: 600_000,
           fileParallelism: false,
