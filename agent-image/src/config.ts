@@ -1,35 +1,85 @@
 /**
- * The agent runtime's configuration, parsed once from the environment:
- *   GATEHOUSE_GATEWAY_URL   the gateway's agent API, e.g. http://10.88.0.1:8443 (required)
- *   GATEHOUSE_TOKEN_FILE    projected ServiceAccount token (default /var/run/secrets/gatehouse/token)
- *   LOCAL_NODE_ROOT         when set, prefixes mounted paths (the local node writes volumes under it)
- *   MODEL_BASE_URL          OpenAI-compatible base URL (default `<GATEHOUSE_GATEWAY_URL>/v1/model`, the
- *                           gateway's model proxy, which adds the endpoint's key: the pod holds none)
- *   MODEL_API_KEY           bearer for MODEL_BASE_URL when it is not on the gateway's origin (optional);
- *                           towards the gateway the bearer is always the pod's projected token, re-read
- *                           on every request
- *   MODEL_MAX_RETRIES       retries of a model request for 429/5xx/connection failures (default 4)
- *   MODEL_MAX_RETRY_AFTER_SECONDS  the longest Retry-After the agent waits for (default 60)
- *   MODEL_TIMEOUT_MS        per model request (default 120000)
- *   APPROVAL_WAIT_SECONDS   long-poll length per approval wait request (default 30, at most 60)
- *   LOG_LEVEL               pino level (default info)
+ * The agent runtime's configuration, parsed once from the environment. Each variable's meaning is its
+ * `.describe()` text below; `node agent-image/src/main.ts --help` prints them ({@link USAGE}).
  */
 import path from "node:path";
 import { MODEL_PROXY_PATH } from "@gatehouse/operator/agent-protocol";
 import { z } from "zod";
 
 const Env = z.object({
-  GATEHOUSE_GATEWAY_URL: z.url(),
-  GATEHOUSE_TOKEN_FILE: z.string().min(1).default("/var/run/secrets/gatehouse/token"),
-  LOCAL_NODE_ROOT: z.string().min(1).optional(),
-  MODEL_BASE_URL: z.url().optional(),
-  MODEL_API_KEY: z.string().min(1).optional(),
-  MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(4),
-  MODEL_MAX_RETRY_AFTER_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
-  MODEL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
-  APPROVAL_WAIT_SECONDS: z.coerce.number().int().min(1).max(60).default(30),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
+  GATEHOUSE_GATEWAY_URL: z.url().describe("the gateway's agent API, e.g. http://10.88.0.1:8443 (required)"),
+  GATEHOUSE_TOKEN_FILE: z
+    .string()
+    .min(1)
+    .default("/var/run/secrets/gatehouse/token")
+    .describe("projected ServiceAccount token (default /var/run/secrets/gatehouse/token)"),
+  LOCAL_NODE_ROOT: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("when set, prefixes mounted paths (the local node writes volumes under it)"),
+  MODEL_BASE_URL: z
+    .url()
+    .optional()
+    .describe(
+      `OpenAI-compatible base URL (default <GATEHOUSE_GATEWAY_URL>${MODEL_PROXY_PATH}, the gateway's model proxy, which adds the endpoint's key: the pod holds none)`,
+    ),
+  MODEL_API_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "bearer for MODEL_BASE_URL when it is not on the gateway's origin (optional); towards the gateway the bearer is always the pod's projected token, re-read on every request",
+    ),
+  MODEL_MAX_RETRIES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(4)
+    .describe("retries of a model request for 429/5xx/connection failures (default 4)"),
+  MODEL_MAX_RETRY_AFTER_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .default(60)
+    .describe("the longest Retry-After the agent waits for (default 60)"),
+  MODEL_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(120_000)
+    .describe("per model request, in milliseconds (default 120000)"),
+  APPROVAL_WAIT_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(60)
+    .default(30)
+    .describe("long-poll length per approval wait request (default 30, at most 60)"),
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace"])
+    .default("info")
+    .describe("pino level (default info)"),
 });
+
+/**
+ * The `--help` text, one line per key of the schema above with its `.describe()` text. (The provider
+ * SDK's `environmentUsage` formats the others; the agent does not depend on the SDK.)
+ */
+export const USAGE = [
+  "Usage: node agent-image/src/main.ts [--help]",
+  "",
+  "The Gatehouse agent runtime: runs one AgentSession's model loop, its tool calls going through the gateway. Configured by environment variables only; it writes no files.",
+  "",
+  "Environment variables:",
+  ...Object.entries(Env.shape).map(
+    ([name, field]) =>
+      `  ${name.padEnd(29)}  ${field.description ?? "(undocumented: give it a .describe() text)"}`,
+  ),
+  "",
+].join("\n");
 
 /**
  * Parsed configuration; `tokenFile` is already prefixed by LOCAL_NODE_ROOT. `modelApiKey` undefined:

@@ -2,17 +2,22 @@
  * The agent pod's entry point: configuration (see `config.ts`), a JSON logger on stdout, the gateway
  * client, the builtin engine on the openai SDK, and one `runAgent`. SIGTERM/SIGINT abort the run.
  * Exit code: 0 when the final answer was posted, or the pod was released (held past
- * `holdPodForSeconds` for an approval, or stopped by a signal); 1 on failure.
+ * `holdPodForSeconds` for an approval, or stopped by a signal); 1 on failure. `--help` prints the
+ * variables and exits 0.
  */
 import OpenAI from "openai";
 import { pino } from "pino";
-import { loadConfig } from "./config.ts";
+import { loadConfig, USAGE } from "./config.ts";
 import { createBuiltinRuntime } from "./engines/builtin/engine.ts";
 import { defaultRetryPolicy } from "./engines/builtin/retry.ts";
 import { createGatewayClient, readBearerToken } from "./gateway-client.ts";
 import { gatewayToolExecutor } from "./gateway-tools.ts";
 import { runAgent } from "./run-agent.ts";
 
+if (process.argv.slice(2).includes("--help")) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 const logger = pino({ base: { component: "agent" } });
 let code = 1;
 try {

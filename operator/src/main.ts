@@ -3,12 +3,13 @@
  * Core, the four controllers, the gateway and the health server — wired here and nowhere else.
  * The gateway and the caches run on every replica; the controllers only on the replica holding the
  * Lease `gatehouse-operator` (DESIGN §3), and the process exits when it loses the Lease.
- * Exit codes: 0 after SIGTERM/SIGINT, 1 on losing the Lease or a fatal error, 2 on a bad configuration.
+ * Exit codes: 0 after SIGTERM/SIGINT or `--help` (which prints the variables), 1 on losing the Lease or a
+ * fatal error, 2 on a bad configuration.
  */
 import { randomBytes } from "node:crypto";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { ConfigError, configFromEnvironment, endpointFor, type OperatorConfig } from "./config.ts";
+import { ConfigError, configFromEnvironment, endpointFor, type OperatorConfig, USAGE } from "./config.ts";
 import { startControllers } from "./controllers/manager.ts";
 import { defaultCoreConfig } from "./core/invoke.ts";
 import type { CoreDeps } from "./core/ports.ts";
@@ -36,6 +37,10 @@ import { openStore } from "./store/store.ts";
 /** The Lease the replicas elect their leader on. */
 const LEADER_LEASE = "gatehouse-operator";
 
+if (process.argv.slice(2).includes("--help")) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 let config: OperatorConfig;
 try {
   config = configFromEnvironment(process.env);

@@ -1,15 +1,19 @@
 /**
  * The `aps` provider process: configuration from the environment (see `config.ts`), a JSON logger on
  * stdout, the APS client, the grant verifier (the operator's JWKS, from the environment) and the SDK
- * server. Stops on SIGTERM/SIGINT after in-flight requests finish.
+ * server. Stops on SIGTERM/SIGINT after in-flight requests finish. `--help` prints the variables and exits 0.
  */
 import { grantVerifierFromEnvironment } from "@gatehouse/provider-sdk";
 import { closeOnSignals, serveProvider } from "@gatehouse/provider-sdk/server";
 import { pino } from "pino";
 import { createApsClient } from "./aps-client.ts";
 import { apsProvider } from "./aps-provider.ts";
-import { loadConfig } from "./config.ts";
+import { loadConfig, USAGE } from "./config.ts";
 
+if (process.argv.slice(2).includes("--help")) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 const config = loadConfig(process.env);
 const logger = pino({ level: config.LOG_LEVEL, base: { provider: "aps" } });
 const server = await serveProvider({

@@ -1,22 +1,36 @@
 /**
- * The `erp` provider's configuration, parsed once from the environment:
- *   ERP_URL             base URL of the ERP business system (required)
- *   HOST                listen address (default 0.0.0.0)
- *   PORT                listen port (default 8080)
- *   LOG_LEVEL           pino level (default info)
- *   HANDLER_TIMEOUT_MS  deadline of one ERP call in milliseconds (default 10000)
+ * The `erp` provider's configuration, parsed once from the environment. Each variable's meaning is its
+ * `.describe()` text below; `node provider-images/erp/src/main.ts --help` prints them ({@link USAGE}),
+ * with the grant verifier's GATEHOUSE_JWKS_URL and GATEHOUSE_GRANT_AUDIENCE (the SDK's
+ * `grantVerifierFromEnvironment`).
  */
+import { environmentUsage, GrantEnvironment } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 
 /** Parsed configuration; throws a ZodError naming the bad variable. */
 export const ErpProviderConfig = z.object({
-  ERP_URL: z.url(),
-  HOST: z.string().min(1).default("0.0.0.0"),
-  PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
-  HANDLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  ERP_URL: z.url().describe("base URL of the ERP business system (required)"),
+  HOST: z.string().min(1).default("0.0.0.0").describe("listen address (default 0.0.0.0)"),
+  PORT: z.coerce.number().int().min(0).max(65_535).default(8080).describe("listen port (default 8080)"),
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace"])
+    .default("info")
+    .describe("pino level (default info)"),
+  HANDLER_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .default(10_000)
+    .describe("deadline of one ERP call in milliseconds (default 10000)"),
 });
 export type ErpProviderConfig = z.infer<typeof ErpProviderConfig>;
+
+/** The `--help` text: every variable the process reads, from the schemas that parse them. */
+export const USAGE = environmentUsage(
+  "node provider-images/erp/src/main.ts [--help]",
+  "The Gatehouse `erp` provider: serves the ERP's read-only capabilities to the operator and accepts only calls carrying a valid grant. Configured by environment variables only; it writes no files.",
+  [ErpProviderConfig, GrantEnvironment],
+);
 
 /**
  * Reads the configuration from `env` (normally `process.env`). Throws an Error whose message lists each

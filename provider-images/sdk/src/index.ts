@@ -2,6 +2,7 @@
 // The server helper is the separate entry `@gatehouse/provider-sdk/server`. The grant verifier is here
 // (jose only; its remote JWKS uses the global fetch), so a provider's main can build it from its environment.
 export * from "./contract.ts";
+export { environmentUsage, UNDOCUMENTED } from "./environment-usage.ts";
 export {
   GRANT_ENVIRONMENT,
   GRANT_ISSUER,
@@ -11,6 +12,7 @@ export {
   MAX_GRANT_LIFETIME_SECONDS,
 } from "./grant-claims.ts";
 export {
+  GrantEnvironment,
   grantVerifierFromEnvironment,
   type JwksGrantVerifierOptions,
   jwksGrantVerifier,

@@ -253,13 +253,18 @@ export function jwksGrantVerifier(options: JwksGrantVerifierOptions): GrantVerif
   };
 }
 
-const GrantEnvironment = z.object({
-  [GRANT_ENVIRONMENT.jwksUrl]: z.url({
-    error: "must be the operator's JWKS URL (http(s)://…/v1/grants/jwks)",
-  }),
+/**
+ * The grant verifier's environment, which the ProviderInstance controller sets on every provider
+ * container; its `.describe()` texts are the providers' `--help` lines for these variables.
+ */
+export const GrantEnvironment = z.object({
+  [GRANT_ENVIRONMENT.jwksUrl]: z
+    .url({ error: "must be the operator's JWKS URL (http(s)://…/v1/grants/jwks)" })
+    .describe("the operator's JWKS URL, http(s)://…/v1/grants/jwks (required; set by the operator)"),
   [GRANT_ENVIRONMENT.audience]: z
     .string({ error: "must be this provider's audience <namespace>/<name>" })
-    .regex(/^[^/\s]+\/[^/\s]+$/, { error: "must be this provider's audience <namespace>/<name>" }),
+    .regex(/^[^/\s]+\/[^/\s]+$/, { error: "must be this provider's audience <namespace>/<name>" })
+    .describe("this provider's grant audience <namespace>/<name> (required; set by the operator)"),
 });
 
 /**

@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# The Gatehouse operator image (DESIGN §3): controllers, gateway and health server in one process.
+#   docker build -t gatehouse/operator:dev .          (context: the repository root; see .dockerignore)
+#
+# Base: node:24-slim, pinned by tag only. Pin it by digest (FROM node:24-slim@sha256:…, the digest from
+# `docker buildx imagetools inspect node:24-slim`) where the build can pull; this file was written on
+# a machine without a container engine or registry access, which cannot resolve one.
+#
+# Node 24 runs the TypeScript sources directly (type stripping): there is no compile step, so the build
+# stage only installs the production dependencies of the operator workspace and of the workspace it
+# imports (@gatehouse/provider-sdk), from the lockfile.
+#
+# Runtime: non-root (65532), read-only root filesystem. The process writes nothing under the image; the
+# only path that needs a writable volume is /tmp (an emptyDir in the chart). In a cluster it needs
+# DATABASE_URL: the local-server and embedded-postgres fallbacks of a developer machine are not in it.
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY operator/package.json operator/
+COPY provider-images/sdk/package.json provider-images/sdk/
+RUN npm ci --omit=dev --workspace operator --include-workspace-root=false --ignore-scripts --no-audit --no-fund
+COPY operator/src operator/src
+COPY provider-images/sdk/src provider-images/sdk/src
+
+FROM node:24-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/node_modules node_modules
+COPY --from=build /app/operator operator
+COPY --from=build /app/provider-images/sdk provider-images/sdk
+USER 65532:65532
+# Gateway (agent API, model proxy, provider JWKS) and health server (/healthz, /readyz, /metrics).
+EXPOSE 8443 8081
+ENTRYPOINT ["node", "/app/operator/src/main.ts"]
