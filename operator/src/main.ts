@@ -16,6 +16,7 @@ import type { CoreDeps } from "./core/ports.ts";
 import { tokenReviewer } from "./gateway/authenticate.ts";
 import { grantSigner } from "./gateway/grant-signer.ts";
 import { buildHealthServer } from "./gateway/health.ts";
+import { personAccess } from "./gateway/person-access.ts";
 import { fetchManifest, httpProviderClient } from "./gateway/provider-client.ts";
 import { buildGateway } from "./gateway/server.ts";
 import { startAdmissionGuard } from "./kube/admission-guard.ts";
@@ -131,6 +132,7 @@ const gateway = buildGateway({
   core,
   transcripts: store.transcripts,
   review: tokenReviewer(clients),
+  people: personAccess(clients.config),
   jwks: grantKeys.jwks,
   log,
   ceilings: config.sessionCeilings,

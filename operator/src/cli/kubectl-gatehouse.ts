@@ -1,0 +1,183 @@
+#!/usr/bin/env node
+/**
+ * `kubectl gatehouse` — the approver's kubectl plugin (issue 10 §3, DESIGN §1):
+ *
+ *   kubectl gatehouse pending [-A] [-o table|json]
+ *   kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS]
+ *   kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS]
+ *   kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json]
+ *   kubectl gatehouse audit verify [--from SEQ] [--json]
+ *   … [--kubeconfig FILE] [--context NAME] [-n NS] [-h]
+ *
+ * kubectl finds it on PATH as `kubectl-gatehouse` (bin/kubectl-gatehouse runs this file with the
+ * repo's Node) and passes it only the arguments after `gatehouse` — never its own global flags, so
+ * the connection flags are parsed here. The caller's identity is the API server's answer to a
+ * SelfSubjectReview; no flag sets it. Each subcommand lives in plugin/.
+ *
+ * Exit codes: 0 done; 1 refused by the API server or the gateway (its message printed), or a
+ * broken audit chain; 2 usage error (the subcommand's usage printed).
+ */
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { runAuditVerify } from "./plugin/audit.ts";
+import { connect } from "./plugin/connection.ts";
+import { apiMessageOf, decide } from "./plugin/decide.ts";
+import { type Output, processOutput } from "./plugin/output.ts";
+import { listPending } from "./plugin/pending.ts";
+import { printTranscript } from "./plugin/transcript.ts";
+import { EXIT, UsageError, usageOf } from "./plugin/usage.ts";
+
+const CONNECTION = {
+  kubeconfig: { type: "string" },
+  context: { type: "string" },
+  namespace: { type: "string", short: "n" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsOptionsConfig;
+
+const DECISION = { reason: { type: "string" }, wait: { type: "string" } } as const;
+
+/** Each subcommand's own flags, besides the connection flags. */
+const FLAGS = {
+  pending: { "all-namespaces": { type: "boolean", short: "A" }, output: { type: "string", short: "o" } },
+  approve: DECISION,
+  reject: DECISION,
+  transcript: { gateway: { type: "string" }, output: { type: "string", short: "o" } },
+  audit: { from: { type: "string" }, json: { type: "boolean" } },
+} as const satisfies Record<string, ParseArgsOptionsConfig>;
+
+type Command = keyof typeof FLAGS;
+
+function isCommand(word: string | undefined): word is Command {
+  return word !== undefined && Object.hasOwn(FLAGS, word);
+}
+
+/** The subcommand: the first positional, found with every flag known so a flag's value is not taken for it. */
+function commandOf(argv: string[]): string | undefined {
+  const all = Object.assign({}, CONNECTION, ...Object.values(FLAGS)) as ParseArgsOptionsConfig;
+  return parseArgs({ args: argv, options: all, allowPositionals: true, strict: false }).positionals[0];
+}
+
+function parseCommand<C extends Command>(command: C, argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: { ...CONNECTION, ...FLAGS[command] },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function positionalsExactly(positionals: string[], count: number, what: string): string[] {
+  const rest = positionals.slice(1);
+  if (rest.length < count) throw new UsageError(`missing ${what}`);
+  if (rest.length > count) throw new UsageError(`unexpected argument ${JSON.stringify(rest[count])}`);
+  return rest;
+}
+
+function waitSecondsOf(text: string | undefined): number {
+  if (text === undefined) return 30;
+  if (!/^\d+$/.test(text))
+    throw new UsageError(`--wait must be a whole number of seconds, not ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function formatOf<F extends string>(text: string | undefined, formats: readonly F[]): F {
+  if (text === undefined) return formats[0] as F;
+  if (!(formats as readonly string[]).includes(text)) {
+    throw new UsageError(`--output must be one of ${formats.join(", ")}, not ${JSON.stringify(text)}`);
+  }
+  return text as F;
+}
+
+/** Runs the plugin on `argv` (the arguments after `gatehouse`); resolves with the exit code. */
+export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: Output): Promise<number> {
+  let command: string | undefined;
+  try {
+    command = commandOf(argv);
+    if (command === undefined || command === "help") {
+      const topic = command === "help" ? argv[argv.indexOf("help") + 1] : undefined;
+      const asked = argv.includes("--help") || argv.includes("-h") || command === "help";
+      (asked ? output.out : output.err)(usageOf(topic));
+      return asked ? EXIT.ok : EXIT.usage;
+    }
+    if (!isCommand(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    const { values, positionals } = parseCommand(command, argv);
+    if (values.help) {
+      output.out(usageOf(command));
+      return EXIT.ok;
+    }
+    const connection = values as { kubeconfig?: string; context?: string; namespace?: string };
+    const flags = {
+      kubeconfig: connection.kubeconfig,
+      context: connection.context,
+      namespace: connection.namespace,
+    };
+    switch (command) {
+      case "pending": {
+        positionalsExactly(positionals, 0, "");
+        const v = values as { "all-namespaces"?: boolean; output?: string };
+        return await listPending(
+          connect(flags),
+          {
+            allNamespaces: v["all-namespaces"] === true,
+            output: formatOf(v.output, ["table", "json"] as const),
+          },
+          output,
+        );
+      }
+      case "approve":
+      case "reject": {
+        const [name] = positionalsExactly(positionals, 1, "the Approval's NAME");
+        const v = values as { reason?: string; wait?: string };
+        if (command === "reject" && !v.reason?.trim()) {
+          throw new UsageError("reject needs --reason: the agent and the audit record are told why");
+        }
+        if ((v.reason ?? "").length > 1024) throw new UsageError("--reason may hold at most 1024 characters");
+        return await decide(
+          connect(flags),
+          {
+            name: name as string,
+            verdict: command === "approve" ? "Approve" : "Reject",
+            reason: v.reason,
+            waitSeconds: waitSecondsOf(v.wait),
+          },
+          output,
+        );
+      }
+      case "transcript": {
+        const [session] = positionalsExactly(positionals, 1, "the AgentSession's name");
+        const v = values as { gateway?: string; output?: string };
+        return await printTranscript(
+          connect(flags),
+          {
+            session: session as string,
+            gateway: v.gateway ?? env.GATEHOUSE_GATEWAY_URL,
+            output: formatOf(v.output, ["text", "json"] as const),
+          },
+          output,
+        );
+      }
+      case "audit": {
+        const [sub] = positionalsExactly(positionals, 1, "the audit command (verify)");
+        if (sub !== "verify") throw new UsageError(`unknown audit command ${JSON.stringify(sub)}`);
+        const v = values as { from?: string; json?: boolean };
+        return await runAuditVerify({ ...flags, from: v.from, json: v.json === true });
+      }
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      output.err(
+        `kubectl-gatehouse: ${error.message}\n\n${usageOf(isCommand(command) ? command : undefined)}`,
+      );
+      return EXIT.usage;
+    }
+    output.err(`kubectl-gatehouse: ${apiMessageOf(error)}`);
+    return EXIT.refused;
+  }
+}
+
+if (import.meta.main) {
+  process.exitCode = await runPlugin(process.argv.slice(2), process.env, processOutput);
+}

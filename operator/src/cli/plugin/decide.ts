@@ -1,0 +1,196 @@
+/**
+ * `approve NAME` and `reject NAME --reason`: append the caller's decision to an Approval as DESIGN §2
+ * prescribes — a JSON patch `add /spec/decisions/-` — in the name the API server gives the caller
+ * (SelfSubjectReview), never one from a flag; admission (gatehouse-approval-decide) checks it again.
+ *
+ * The patch first `test`s `/spec/decisions` against the list this command read (RFC 6902 §4.6), so
+ * the decision is appended to exactly the state the approver was shown. When another approver
+ * appended in between, the test fails (422) and the command reads again and retries; an `add` at
+ * `-` never overwrites an entry either way. Then it waits for the operator to evaluate the decision
+ * (status.observedDecisions or the phase moving on) and prints the phase.
+ */
+import { ApiException, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { APPROVAL, type Approval, GROUP, VERSION } from "../../api/kinds.ts";
+import { type Connection, whoAmI } from "./connection.ts";
+import type { Output } from "./output.ts";
+import { EXIT } from "./usage.ts";
+
+/** One decision entry (api/approval.ts Decision). */
+export interface DecisionEntry {
+  approver: string;
+  verdict: "Approve" | "Reject";
+  reason?: string;
+}
+
+/** A JSON patch operation (RFC 6902). */
+export type PatchOperation =
+  | { op: "test"; path: string; value: unknown }
+  | { op: "add"; path: string; value: unknown };
+
+/** How many times a decision is retried after another approver's append changed the decisions. */
+const ATTEMPTS = 5;
+const POLL_MS = 500;
+
+/** The JSON patch appending `decision` after exactly `seen` (the decisions as read). */
+export function decisionPatchOf(seen: readonly DecisionEntry[], decision: DecisionEntry): PatchOperation[] {
+  return [
+    { op: "test", path: "/spec/decisions", value: seen },
+    { op: "add", path: "/spec/decisions/-", value: decision },
+  ];
+}
+
+/** A metav1.Status as the API server sends it in an error body. */
+interface ApiStatus {
+  message?: string;
+  details?: { causes?: Array<{ message?: string }> };
+}
+
+function statusOf(error: unknown): ApiStatus | undefined {
+  if (!(error instanceof ApiException)) return undefined;
+  try {
+    return JSON.parse(String(error.body)) as ApiStatus;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The API server's message in a client-node error (its body is a metav1.Status as a string), with the
+ * causes' messages where they add to it (a failed JSON patch says why only in details.causes).
+ */
+export function apiMessageOf(error: unknown): string {
+  const status = statusOf(error);
+  if (status?.message) {
+    const causes = (status.details?.causes ?? [])
+      .map((c) => c.message ?? "")
+      .filter((m) => m && !status.message?.includes(m));
+    return causes.length > 0 ? `${status.message}: ${causes.join("; ")}` : status.message;
+  }
+  if (error instanceof ApiException) return `HTTP ${error.code}: ${String(error.body)}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * True when the API server could not apply a JSON patch to the object — for the decision patch, its
+ * `test` of /spec/decisions failed (the `add` at `-` cannot fail on a list the CRD defaults to `[]`).
+ * The API server answers 422 Invalid with only a generic message and no causes (k8s.io/apiserver
+ * endpoints/handlers/patch.go, applyJSPatch → NewGenericServerResponse); a schema violation is a 422
+ * too, but names the object and field.
+ */
+export function isUnappliedPatch(error: unknown): boolean {
+  return (
+    error instanceof ApiException &&
+    error.code === 422 &&
+    statusOf(error)?.message === "the server rejected our request due to an error in our request"
+  );
+}
+
+async function getApproval(connection: Connection, name: string): Promise<Approval> {
+  return (await connection.custom.getNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: connection.namespace,
+    plural: APPROVAL.plural,
+    name,
+  })) as Approval;
+}
+
+/** Options of {@link decide}. */
+export interface DecideOptions {
+  name: string;
+  verdict: DecisionEntry["verdict"];
+  reason?: string | undefined;
+  /** Seconds to wait for the operator to evaluate the decision; 0: do not wait. */
+  waitSeconds: number;
+}
+
+/**
+ * Appends the caller's decision and reports the outcome on `output`. Returns the exit code: 0 when
+ * the decision was appended, 1 when the API server refused it (its message is printed: admission
+ * names the rule, RBAC the missing verb) or the Approval cannot be read.
+ */
+export async function decide(
+  connection: Connection,
+  options: DecideOptions,
+  output: Output,
+): Promise<number> {
+  const where = `approval.${GROUP}/${options.name}`;
+  try {
+    const me = await whoAmI(connection);
+    const decision: DecisionEntry = {
+      approver: me.username,
+      verdict: options.verdict,
+      ...(options.reason ? { reason: options.reason } : {}),
+    };
+    let index = -1;
+    let previous: string | undefined;
+    for (let attempt = 1; index < 0; attempt++) {
+      const approval = await getApproval(connection, options.name);
+      const seen = approval.spec.decisions;
+      try {
+        await connection.custom.patchNamespacedCustomObject(
+          {
+            group: GROUP,
+            version: VERSION,
+            namespace: connection.namespace,
+            plural: APPROVAL.plural,
+            name: options.name,
+            body: decisionPatchOf(seen, decision),
+          },
+          setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+        );
+        index = seen.length;
+      } catch (error) {
+        // Someone appended between our read and our patch: read what they appended, then append after
+        // it — unless nothing changed, when the patch failed for another reason.
+        const current = JSON.stringify(seen);
+        if (!isUnappliedPatch(error)) throw error;
+        if (attempt >= ATTEMPTS || current === previous) {
+          throw new Error(
+            `the API server could not apply the decision's JSON patch (${apiMessageOf(error)}); spec.decisions is not what was read — see kubectl get approval ${options.name} -o yaml`,
+          );
+        }
+        previous = current;
+      }
+    }
+    output.out(
+      `${where}: ${options.verdict} by ${me.username} appended as spec.decisions[${index}] in namespace ${connection.namespace}`,
+    );
+    const evaluated = await evaluatedApproval(connection, options.name, index, options.waitSeconds);
+    output.out(phaseLine(evaluated.approval, evaluated.observed));
+    return EXIT.ok;
+  } catch (error) {
+    output.err(
+      `kubectl-gatehouse: ${options.verdict.toLowerCase()} ${options.name} refused: ${apiMessageOf(error)}`,
+    );
+    return EXIT.refused;
+  }
+}
+
+/**
+ * The Approval once the operator has evaluated decision `index` (status.observedDecisions > index,
+ * or the phase left Pending), or as it is after `waitSeconds`.
+ */
+async function evaluatedApproval(
+  connection: Connection,
+  name: string,
+  index: number,
+  waitSeconds: number,
+): Promise<{ approval: Approval; observed: boolean }> {
+  const deadline = Date.now() + waitSeconds * 1000;
+  for (;;) {
+    const approval = await getApproval(connection, name);
+    const phase = approval.status?.phase ?? "Pending";
+    const observed = phase !== "Pending" || (approval.status?.observedDecisions ?? 0) > index;
+    if (observed || Date.now() >= deadline) return { approval, observed };
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+/** `phase: Approved (1/1 approvals)`, noting when the operator has not evaluated the decision yet. */
+function phaseLine(approval: Approval, observed: boolean): string {
+  const phase = approval.status?.phase ?? "Pending";
+  const votes = `${approval.status?.approvals ?? 0}/${approval.spec.requiredApprovals} approvals`;
+  const note = observed ? "" : " — the operator has not evaluated the decision yet";
+  return `phase: ${phase} (${votes})${note}`;
+}

@@ -1,0 +1,103 @@
+/**
+ * The plugin's usage texts, one per subcommand, and the error that makes the plugin print one and
+ * exit 2. Flags are parsed with node:util parseArgs (kubectl-gatehouse.ts); these are only the words.
+ */
+
+/** A usage error: the command line is wrong. Exit code 2 with the subcommand's usage. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Exit codes of the plugin. */
+export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
+
+const CONNECTION_FLAGS = `Connection flags (kubectl passes its own global flags to no plugin, so these are the plugin's):
+      --kubeconfig FILE     kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)
+      --context NAME        kubeconfig context to use (default: the current context)
+  -n, --namespace NS        namespace (default: the context's namespace, else default)
+  -h, --help                this help`;
+
+/** Usage of each subcommand, and of the plugin itself under "". */
+export const USAGE: Record<string, string> = {
+  "": `kubectl gatehouse — decide Gatehouse Approvals and read what sessions did.
+
+Usage: kubectl gatehouse COMMAND [flags]
+
+Commands:
+  pending                  list the Pending Approvals you can see, and whether you may decide them
+  approve NAME [--reason]  append your Approve decision to Approval NAME
+  reject NAME --reason     append your Reject decision to Approval NAME (a reason is required)
+  transcript SESSION       print the transcript of AgentSession SESSION (from Postgres, via the gateway)
+  audit verify             verify the audit chain (gatehouse-audit verify)
+
+You are whoever the API server says your credential is (kubectl auth whoami): the decision's approver
+is that user, and no flag changes it. Admission checks every decision (crds/admission-policies.yaml).
+
+${CONNECTION_FLAGS}
+
+Run kubectl gatehouse COMMAND --help for a command's flags.`,
+
+  pending: `Usage: kubectl gatehouse pending [-A] [-o table|json] [connection flags]
+
+Lists the Approvals whose phase is Pending in the namespace (or every namespace with -A): the session
+that proposed the call, the capability, who requested it, its age and expiry, the votes so far
+(counted approvals / required), and YOU: whether you may decide it — RBAC (patch approvals there,
+asked with a SelfSubjectAccessReview) and the Approval's own rules (listed approvers, one decision per
+user, self-approval).
+
+  -A, --all-namespaces      every namespace
+  -o, --output FORMAT       table (default) or json
+
+${CONNECTION_FLAGS}`,
+
+  approve: `Usage: kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS] [connection flags]
+
+Appends {"approver": <you>, "verdict": "Approve"} to spec.decisions of Approval NAME with a JSON patch
+guarded by a test of the decisions you read, then prints the phase the operator moves it to. If the
+API server refuses (admission names the rule, e.g. decision-approver), prints its message, exits 1.
+
+      --reason TEXT         why (stored in the decision; at most 1024 characters)
+      --wait SECONDS        how long to wait for the operator to evaluate the decision (default 30; 0: no wait)
+
+${CONNECTION_FLAGS}`,
+
+  reject: `Usage: kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS] [connection flags]
+
+Appends {"approver": <you>, "verdict": "Reject", "reason": TEXT} to spec.decisions of Approval NAME,
+then prints the phase. The agent is told "rejected by <you>: TEXT". A requester may always reject
+their own call. If the API server refuses, prints its message and exits 1.
+
+      --reason TEXT         why (required; at most 1024 characters)
+      --wait SECONDS        how long to wait for the operator to evaluate the decision (default 30; 0: no wait)
+
+${CONNECTION_FLAGS}`,
+
+  transcript: `Usage: kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json] [connection flags]
+
+Prints the transcript of AgentSession SESSION — user messages, tool calls, Core's results, approval
+outcomes, the final answer — which lives in Postgres, never in etcd. It is read from the operator's
+gateway with your kubeconfig credential (a bearer token); the gateway lets you read it exactly when
+RBAC lets you get that AgentSession.
+
+      --gateway URL         the gateway's URL (default: $GATEHOUSE_GATEWAY_URL), e.g. after
+                            kubectl port-forward -n gatehouse-system deploy/gatehouse-operator 8443
+                            and http://127.0.0.1:8443
+  -o, --output FORMAT       text (default) or json
+
+${CONNECTION_FLAGS}`,
+
+  audit: `Usage: kubectl gatehouse audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [-n NS]
+
+Runs gatehouse-audit verify (operator/src/cli/gatehouse-audit.ts): recomputes the audit chain in the
+Postgres of $DATABASE_URL and compares its head with the checkpoints in ConfigMap
+gatehouse-audit-checkpoints, read with your kubeconfig. Here -n is the operator's namespace (default
+gatehouse-system). Exit codes: 0 intact, 1 broken, 2 usage or read error.
+
+      --from SEQ            start at sequence number SEQ
+      --json                the whole report as JSON`,
+};
+
+/** The usage text of `command` (the plugin's own for an unknown one). */
+export function usageOf(command: string | undefined): string {
+  return USAGE[command ?? ""] ?? (USAGE[""] as string);
+}
