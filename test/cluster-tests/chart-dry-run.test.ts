@@ -27,6 +27,7 @@ const SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com";
 const REDIRECT = {
   "leaderElection.namespace": OTHER_NS,
   "networkPolicy.sessionNamespaces": [OTHER_NS],
+  "rbac.identityBindingNamespaces": [OTHER_NS],
 };
 
 beforeAll(async () => {

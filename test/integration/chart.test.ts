@@ -8,7 +8,12 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Deployment, V1EnvVar } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { modelKeyRule, OPERATOR_RULES, operatorRoleRules } from "../../operator/src/api/rbac.ts";
+import {
+  IDENTITY_BINDING_RULE,
+  modelKeyRule,
+  OPERATOR_RULES,
+  operatorRoleRules,
+} from "../../operator/src/api/rbac.ts";
 import { configFromEnvironment } from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
 import { CHART_DIR, helm, KUBE_VERSION, type Manifest, renderChart, resolveHelm } from "../helm/helm.ts";
@@ -232,6 +237,30 @@ describe("what the chart renders", () => {
     const keys = one(external, "Role", "gatehouse-operator-model-keys");
     expect(keys.metadata.namespace).toBe("gatehouse-system");
     expect(rulesOf(keys)).toEqual([modelKeyRule(["internal-llm-key"])]);
+  });
+
+  it("lists identity-binding Secrets cluster-wide, or only in the provider namespaces the values name", async () => {
+    expect(find(defaults, "Role").map((r) => r.metadata.name)).not.toContain(
+      "gatehouse-operator-identity-bindings",
+    );
+    const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
+    expect(rulesOf(one(external, "ClusterRole", "gatehouse-operator"))).toEqual(
+      OPERATOR_RULES.filter((rule) => rule !== IDENTITY_BINDING_RULE),
+    );
+    const roles = find(external, "Role", "gatehouse-operator-identity-bindings");
+    expect(roles.map((r) => r.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
+    for (const role of roles) expect(rulesOf(role)).toEqual([IDENTITY_BINDING_RULE]);
+    const bindings = find(
+      external,
+      "RoleBinding",
+      "gatehouse-operator-identity-bindings",
+    ) as unknown as Array<{
+      subjects: unknown;
+    }>;
+    expect(bindings.map((b) => b.subjects)).toEqual([
+      [{ kind: "ServiceAccount", name: "gatehouse-operator", namespace: "gatehouse-system" }],
+      [{ kind: "ServiceAccount", name: "gatehouse-operator", namespace: "gatehouse-system" }],
+    ]);
   });
 
   it("exposes the gateway as <release>-gateway and keeps one replica through voluntary disruptions", () => {

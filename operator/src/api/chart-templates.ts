@@ -13,7 +13,14 @@ import { stringify } from "yaml";
 import { admissionManifests } from "./admission.ts";
 import { crdFor } from "./crd.ts";
 import { KINDS } from "./kinds.ts";
-import { modelKeyRule, operatorBindingManifests, operatorClusterRole, personaManifests } from "./rbac.ts";
+import {
+  IDENTITY_BINDING_RULE,
+  modelKeyRule,
+  OPERATOR_RULES,
+  operatorBindingManifests,
+  operatorClusterRole,
+  personaManifests,
+} from "./rbac.ts";
 import { OPERATOR_USERNAME } from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
@@ -27,7 +34,6 @@ const KEEP = { "helm.sh/resource-policy": "keep" };
 const PLACEHOLDERS: Record<string, string> = {
   __GATEHOUSE_OPERATOR_USERNAME__: "{{ $operator }}",
   __GATEHOUSE_OPERATOR_NAME__: '{{ include "gatehouse.operatorName" . }}',
-  __GATEHOUSE_MODEL_KEYS_NAME__: '{{ include "gatehouse.operatorName" . }}-model-keys',
   __GATEHOUSE_SERVICE_ACCOUNT__: '{{ include "gatehouse.serviceAccountName" . }}',
   __GATEHOUSE_NAMESPACE__: "{{ .Release.Namespace }}",
   __GATEHOUSE_LEADER_NAMESPACE__: '{{ include "gatehouse.leaderElectionNamespace" . }}',
@@ -59,9 +65,48 @@ function admissionTemplate(): string {
   return template(JSON.parse(text) as Manifest[], prelude);
 }
 
+/** YAML of `rules` as the items of a list indented by `indent` spaces. */
+function ruleItems(rules: Manifest[], indent: string): string {
+  return stringify(rules, { lineWidth: 0, aliasDuplicateObjects: false })
+    .trimEnd()
+    .split("\n")
+    .map((line) => `${indent}${line}`)
+    .join("\n");
+}
+
 /**
- * The operator's ClusterRole, ClusterRoleBinding, Role (leader-election namespace) and RoleBinding,
- * plus, when the values name model key Secrets, a Role and RoleBinding that may `get` exactly those.
+ * A Role and RoleBinding named `<operatorName>-<suffix>` in the namespace `namespace` (a Helm
+ * expression), granting `rules` to the release's ServiceAccount; inside a `range`, so `$` is the root.
+ */
+function boundRole(suffix: string, namespace: string, rules: Manifest[]): string {
+  const name = `__GATEHOUSE_OPERATOR_NAME__-${suffix}`;
+  const metadata = { name, namespace: "__GATEHOUSE_ROLE_NAMESPACE__", labels: PART_OF };
+  const subjects = [
+    { kind: "ServiceAccount", name: "__GATEHOUSE_SERVICE_ACCOUNT__", namespace: "__GATEHOUSE_NAMESPACE__" },
+  ];
+  return template([
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata, rules },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata,
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects,
+    },
+  ])
+    .slice(CHART_HEADER.length)
+    .replaceAll(" . }}", " $ }}")
+    .replaceAll("{{ .Release.", "{{ $.Release.")
+    .replaceAll("__GATEHOUSE_ROLE_NAMESPACE__", namespace);
+}
+
+const PART_OF = { "app.kubernetes.io/part-of": "gatehouse" };
+
+/**
+ * The operator's ClusterRole, ClusterRoleBinding, Role (leader-election namespace) and RoleBinding;
+ * with `rbac.identityBindingNamespaces`, the identity-binding rule moves from the ClusterRole to one
+ * Role per namespace named there; with model key Secrets in `modelEndpoints`, a Role that may `get`
+ * exactly those.
  */
 function operatorRbacTemplate(): string {
   const identity = {
@@ -78,42 +123,33 @@ function operatorRbacTemplate(): string {
   const subjects = [
     { kind: "ServiceAccount", name: "__GATEHOUSE_SERVICE_ACCOUNT__", namespace: "__GATEHOUSE_NAMESPACE__" },
   ];
+  const clusterRole = {
+    ...operatorClusterRole("__GATEHOUSE_OPERATOR_NAME__"),
+    rules: OPERATOR_RULES.map((rule) =>
+      rule === IDENTITY_BINDING_RULE ? "__GATEHOUSE_IDENTITY_RULE__" : rule,
+    ),
+  };
   const main = template([
-    operatorClusterRole("__GATEHOUSE_OPERATOR_NAME__"),
+    clusterRole,
     { ...clusterBinding, subjects },
     role,
     { ...roleBinding, subjects },
-  ]);
-  const modelKeys = (role.metadata as Manifest).labels;
-  const keysRole = {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "Role",
-    metadata: {
-      name: "__GATEHOUSE_MODEL_KEYS_NAME__",
-      namespace: "__GATEHOUSE_NAMESPACE__",
-      labels: modelKeys,
-    },
-    rules: [modelKeyRule(["__GATEHOUSE_MODEL_KEY_SECRET__"])],
-  };
-  const keysBinding = {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "RoleBinding",
-    metadata: {
-      name: "__GATEHOUSE_MODEL_KEYS_NAME__",
-      namespace: "__GATEHOUSE_NAMESPACE__",
-      labels: modelKeys,
-    },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "__GATEHOUSE_MODEL_KEYS_NAME__" },
-    subjects,
-  };
-  const keys = template([keysRole, keysBinding])
-    .slice(CHART_HEADER.length)
-    .replace(
-      /^( *)- __GATEHOUSE_MODEL_KEY_SECRET__$/m,
-      "$1{{- range $keySecrets }}\n$1- {{ . | quote }}\n$1{{- end }}",
-    );
+  ]).replace(
+    /^( *)- __GATEHOUSE_IDENTITY_RULE__$/m,
+    (_line, indent: string) =>
+      `${indent}{{- if not .Values.rbac.identityBindingNamespaces }}\n${ruleItems([IDENTITY_BINDING_RULE], indent)}\n${indent}{{- end }}`,
+  );
+  const keys = boundRole("model-keys", "{{ $.Release.Namespace }}", [
+    modelKeyRule(["__GATEHOUSE_MODEL_KEY_SECRET__"]),
+  ]).replace(
+    /^( *)- __GATEHOUSE_MODEL_KEY_SECRET__$/m,
+    "$1{{- range $keySecrets }}\n$1- {{ . | quote }}\n$1{{- end }}",
+  );
   return [
     main,
+    "{{- range .Values.rbac.identityBindingNamespaces }}\n---\n",
+    boundRole("identity-bindings", "{{ . }}", [IDENTITY_BINDING_RULE]),
+    "{{- end }}\n",
     '{{- $keySecrets := include "gatehouse.modelKeySecrets" . | fromJsonArray }}\n',
     "{{- if $keySecrets }}\n---\n",
     keys,

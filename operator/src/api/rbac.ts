@@ -76,25 +76,34 @@ function persona(p: Persona): Manifest {
 }
 
 /**
+ * `list` on Secrets, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding` in
+ * provider namespaces (kube/identities.ts). RBAC cannot narrow it to a label: cluster-wide unless the
+ * chart's `rbac.identityBindingNamespaces` names the provider namespaces (one Role each).
+ */
+export const IDENTITY_BINDING_RULE: Rule = { apiGroups: [""], resources: ["secrets"], verbs: ["list"] };
+
+/**
  * The operator's cluster-wide permissions: exactly the verbs it uses across all namespaces (the chart's
  * audit-log test, test/e2e/operator-rbac-verbs.test.ts, checks them: none unused, none missing).
  * Secrets: `list` only, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding` in
  * provider namespaces (kube/identities.ts); the operator's own Secrets are in {@link operatorRoleRules}.
  */
 export const OPERATOR_RULES: Rule[] = [
-  { apiGroups: [GROUP], resources: KINDS, verbs: READ },
-  { apiGroups: [GROUP], resources: ["approvals"], verbs: ["create"] },
+  // The informers (kube/caches.ts); Approvals are also read and created one by one (kube/approvals.ts).
+  { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
+  { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
   // Finalizer of AgentSessions (metadata only; admission lets no one else touch it).
   { apiGroups: [GROUP], resources: ["agentsessions"], verbs: ["patch"] },
-  { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["get", "patch", "update"] },
+  { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["patch"] },
   { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "create", "delete"] },
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },
   { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create"] },
-  { apiGroups: [""], resources: ["services"], verbs: ["get", "list", "watch", "create", "patch"] },
-  { apiGroups: [""], resources: ["secrets"], verbs: ["list"] },
-  { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
-  { apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "list", "watch", "create", "patch"] },
-  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: READ },
+  // Server-side apply of the providers' workloads: `patch`, and `create` when the object is new.
+  { apiGroups: [""], resources: ["services"], verbs: ["create", "patch"] },
+  { apiGroups: ["apps"], resources: ["deployments"], verbs: ["create", "patch"] },
+  IDENTITY_BINDING_RULE,
+  { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
   { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
   {
     apiGroups: ["admissionregistration.k8s.io"],
