@@ -4,15 +4,17 @@
 #
 # Base: node:24-slim, pinned by tag only. Pin it by digest (FROM node:24-slim@sha256:…, the digest from
 # `docker buildx imagetools inspect node:24-slim`) where the build can pull; this file was written on
-# a machine without a container engine or registry access, which cannot resolve one.
+# a machine without a container engine or access to Docker Hub, which cannot resolve the digest.
 #
 # Node 24 runs the TypeScript sources directly (type stripping): there is no compile step, so the build
 # stage only installs the production dependencies of the operator workspace and of the workspace it
 # imports (@gatehouse/provider-sdk), from the lockfile.
 #
-# Runtime: non-root (65532), read-only root filesystem. The process writes nothing under the image; the
-# only path that needs a writable volume is /tmp (an emptyDir in the chart). In a cluster it needs
-# DATABASE_URL: the local-server and embedded-postgres fallbacks of a developer machine are not in it.
+# Runtime: non-root (65532), read-only root filesystem. Writable paths: /tmp only (os.tmpdir(), for
+# libraries' scratch files; the chart mounts an emptyDir there); the operator itself writes no files. In
+# a cluster it needs DATABASE_URL: the local-server and embedded-postgres fallbacks of a developer
+# machine are not in it. The audit CLI is in it too:
+#   kubectl exec -n <namespace> <operator pod> -- node /app/operator/src/cli/gatehouse-audit.ts verify
 FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
