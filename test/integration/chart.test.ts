@@ -309,7 +309,10 @@ describe("what the chart renders", () => {
     const agents = find(external, "NetworkPolicy", "gatehouse-agent");
     expect(agents.map((p) => p.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
     // The client library names NetworkPolicyIngressRule.from `_from`; the wire name is `from`.
-    const wire = JSON.stringify(agentNetworkPolicy("plant-a", 8443)).replaceAll('"_from":', '"from":');
+    const wire = JSON.stringify(agentNetworkPolicy("plant-a", 8443, "gatehouse-system")).replaceAll(
+      '"_from":',
+      '"from":',
+    );
     const expected = JSON.parse(wire) as Manifest;
     expect(agents[0]!.spec).toEqual(expected.spec);
   });

@@ -111,7 +111,13 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     "providerinstance",
     (ns, name, l) =>
       reconcileProviderInstance(
-        { ...deps, manifests, providerPort: deps.config.providerPort, gatewayUrl: deps.config.gatewayUrl },
+        {
+          ...deps,
+          manifests,
+          providerPort: deps.config.providerPort,
+          gatewayUrl: deps.config.gatewayUrl,
+          operatorNamespace: deps.config.operatorNamespace,
+        },
         ns,
         name,
         l,

@@ -20,7 +20,6 @@ import {
   AGENT_NETWORK_POLICY,
   AGENT_SERVICE_ACCOUNT,
   MANAGED_BY,
-  OPERATOR_NAMESPACE,
   OPERATOR_POD_LABELS,
   SESSION_FINALIZER,
 } from "../../api/well-known.ts";
@@ -162,7 +161,12 @@ export async function reconcileAgentSession(
     if (pod) await deletePod(deps.clients, pod);
   } else if (!pod) {
     await ensureServiceAccount(deps.clients, namespace);
-    await ensureNetworkPolicy(deps.clients, namespace, deps.config.gatewayPort);
+    await ensureNetworkPolicy(
+      deps.clients,
+      namespace,
+      deps.config.gatewayPort,
+      deps.config.operatorNamespace,
+    );
     const started = session.status?.startTime ? Date.parse(session.status.startTime) : now.getTime();
     const timeout = limitsOf(session, deps.config.sessionCeilings).timeoutSeconds;
     const desired = agentPodFor(
@@ -342,11 +346,15 @@ async function deletePod(clients: KubeClients, pod: V1Pod): Promise<void> {
 /**
  * The namespace's agent NetworkPolicy (DESIGN §7): agent pods accept ingress only from the operator's
  * pods on the Sidecar providers' ports, and may send only to
- * the operator's gateway pods (namespace OPERATOR_NAMESPACE, labels OPERATOR_POD_LABELS, the gateway
+ * the operator's gateway pods (namespace `operatorNamespace`, the operator's POD_NAMESPACE; labels OPERATOR_POD_LABELS, the gateway
  * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Created once; an
  * existing one (perhaps tightened by the platform) is left alone.
  */
-export function agentNetworkPolicy(namespace: string, gatewayPort: number): V1NetworkPolicy {
+export function agentNetworkPolicy(
+  namespace: string,
+  gatewayPort: number,
+  operatorNamespace: string,
+): V1NetworkPolicy {
   return {
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
@@ -359,7 +367,7 @@ export function agentNetworkPolicy(namespace: string, gatewayPort: number): V1Ne
         {
           _from: [
             {
-              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": OPERATOR_NAMESPACE } },
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } },
               podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
             },
           ],
@@ -372,7 +380,7 @@ export function agentNetworkPolicy(namespace: string, gatewayPort: number): V1Ne
         {
           to: [
             {
-              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": OPERATOR_NAMESPACE } },
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } },
               podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
             },
           ],
@@ -399,11 +407,12 @@ async function ensureNetworkPolicy(
   clients: KubeClients,
   namespace: string,
   gatewayPort: number,
+  operatorNamespace: string,
 ): Promise<void> {
   try {
     await clients.networking.createNamespacedNetworkPolicy({
       namespace,
-      body: agentNetworkPolicy(namespace, gatewayPort),
+      body: agentNetworkPolicy(namespace, gatewayPort, operatorNamespace),
     });
   } catch (error) {
     if (!isConflict(error)) throw error;

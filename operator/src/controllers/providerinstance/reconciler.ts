@@ -37,6 +37,8 @@ export interface ProviderInstanceDeps {
   providerPort: number;
   /** The gateway URL provider containers fetch the grant JWKS from. */
   gatewayUrl: string;
+  /** The operator's namespace (POD_NAMESPACE): where the pods allowed to call providers run. */
+  operatorNamespace: string;
   now: () => Date;
 }
 
@@ -72,7 +74,10 @@ export async function reconcileProviderInstance(
   // Shared: the provider itself. Sidecar: one discovery replica for the manifest and health.
   await apply(deps.clients, deploymentFor(provider, deps.providerPort, deps.gatewayUrl));
   await apply(deps.clients, serviceFor(provider, deps.providerPort));
-  await ensureNetworkPolicy(deps.clients, networkPolicyFor(provider, deps.providerPort));
+  await ensureNetworkPolicy(
+    deps.clients,
+    networkPolicyFor(provider, deps.providerPort, deps.operatorNamespace),
+  );
 
   const slices = deps.caches.endpointSlices.list(namespace);
   const endpoints = readyEndpoints(slices, workloadName(provider), deps.providerPort);

@@ -16,7 +16,6 @@ import { API_VERSION } from "../../api/kinds.ts";
 import {
   GRANT_JWKS_PATH,
   MANAGED_BY,
-  OPERATOR_NAMESPACE,
   OPERATOR_POD_LABELS,
   PROVIDER_LABEL,
 } from "../../api/well-known.ts";
@@ -118,12 +117,16 @@ export function deploymentFor(provider: ProviderInstance, port: number, gatewayU
 }
 
 /**
- * The provider pods' NetworkPolicy: ingress only from the operator's pods (namespace OPERATOR_NAMESPACE,
+ * The provider pods' NetworkPolicy: ingress only from the operator's pods (namespace `operatorNamespace`,
  * labels OPERATOR_POD_LABELS) on the provider port — agents never reach a Shared provider directly.
  * Egress is left open: the provider must reach its business system, DNS, and the gateway's JWKS to
  * verify grants. Enforced only where the CNI does.
  */
-export function networkPolicyFor(provider: ProviderInstance, port: number): V1NetworkPolicy {
+export function networkPolicyFor(
+  provider: ProviderInstance,
+  port: number,
+  operatorNamespace: string,
+): V1NetworkPolicy {
   return {
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
@@ -140,7 +143,7 @@ export function networkPolicyFor(provider: ProviderInstance, port: number): V1Ne
         {
           _from: [
             {
-              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": OPERATOR_NAMESPACE } },
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } },
               podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
             },
           ],
