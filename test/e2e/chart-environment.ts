@@ -24,6 +24,7 @@ import {
   startServiceProxy,
   type TcpProxy,
 } from "../cluster/src/index.ts";
+import { CHART_DIR, resolveHelm } from "../helm/helm.ts";
 import {
   applyExampleNamespace,
   applyModelKey,
@@ -38,8 +39,6 @@ import {
 } from "./environment.ts";
 import { type Kubectl, type KubectlResult, kubectlFor } from "./kubectl.ts";
 
-/** The chart's folder. */
-export const CHART_DIR = join(REPO_ROOT, "charts/gatehouse");
 /** The release name; the chart names its objects after it (`gatehouse-operator`, `gatehouse-gateway`). */
 export const RELEASE = "gatehouse";
 /** The operator's Deployment (and ServiceAccount, ClusterRole, …): `<release>-operator`. */
@@ -70,24 +69,6 @@ export interface ChartEnvironmentOptions {
   /** More chart values, merged over the environment's at the top level. */
   values?: Record<string, unknown>;
   progress?: (line: string) => void;
-}
-
-/**
- * The helm binary: `$GATEHOUSE_HELM`, else the one test/helm/build.sh builds from its Go module into
- * the cache (instant once built). Throws when the build fails.
- */
-export async function resolveHelm(): Promise<string> {
-  if (process.env.GATEHOUSE_HELM) return process.env.GATEHOUSE_HELM;
-  const out = await new Promise<string>((resolve, reject) => {
-    execFile(
-      "bash",
-      [join(REPO_ROOT, "test/helm/build.sh")],
-      { maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) =>
-        error ? reject(new Error(`test/helm/build.sh failed: ${stderr.slice(-2000)}`)) : resolve(stdout),
-    );
-  });
-  return join(out.trim().split("\n").at(-1) ?? "", "helm");
 }
 
 function runHelm(helmPath: string, cluster: ClusterInfo, args: string[]): Promise<KubectlResult> {
