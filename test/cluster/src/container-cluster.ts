@@ -38,7 +38,12 @@ export interface ContainerCluster {
  * when the engine refuses or the node does not come up within K3sContainer's startup timeout.
  */
 export async function startContainerCluster(image: string): Promise<ContainerCluster> {
-  const container: StartedK3sContainer = await new K3sContainer(image).start();
+  // The kubeconfig names the engine's host (e.g. `docker` for DOCKER_HOST=tcp://docker:2375 in the
+  // Dagger pipeline); K3s must put that name in its serving certificate, or TLS verification fails.
+  const host = (await getContainerRuntimeClient()).info.containerRuntime.host;
+  const container: StartedK3sContainer = await new K3sContainer(image)
+    .withCommand(["server", "--disable=traefik", `--tls-san=${host}`])
+    .start();
   const dir = join(REPO_ROOT, ".run", "container-cluster", container.getId().slice(0, 12));
   mkdirSync(dir, { recursive: true });
   const adminKubeconfigPath = join(dir, "kubeconfig");
