@@ -2,8 +2,8 @@
  * Client of the gateway's agent API (`@gatehouse/operator/agent-protocol`, DESIGN §5). The bearer token
  * is the pod's projected ServiceAccount token, re-read from its file on every request because the node
  * refreshes it at 80% of its lifetime. Answers are parsed with the protocol's zod schemas; failures are
- * `GatewayError`s carrying the gateway's error kind. Connection failures and 502/503/504 are retried a
- * few times with backoff: the gateway derives each execution's identity from (turn, position, arguments),
+ * `GatewayError`s carrying the gateway's error kind. Connection failures and 502/503/504 are retried with
+ * backoff for up to `retryForMs` (an operator failover takes tens of seconds): the gateway derives each execution's identity from (turn, position, arguments),
  * so repeating an invoke cannot execute twice.
  */
 import { readFile } from "node:fs/promises";
@@ -50,9 +50,13 @@ export interface GatewayClientOptions {
   baseUrl: string;
   /** Path of the projected token file, already prefixed by LOCAL_NODE_ROOT when set. */
   tokenFile: string;
-  /** Attempts per request for retryable failures (default 4). */
-  attempts?: number;
-  /** First backoff in milliseconds, doubled per attempt with jitter (default 250). */
+  /**
+   * How long one request keeps being retried after a retryable failure (gateway unreachable, 502/503/504),
+   * in milliseconds (default 90 000: longer than an operator leader failover — a 15 s Lease plus the new
+   * leader's resync — so a pod created just before its leader died waits until the new one records it).
+   */
+  retryForMs?: number;
+  /** First backoff in milliseconds, doubled per attempt with jitter (default 250), at most 5 000. */
   backoffMs?: number;
 }
 
@@ -71,8 +75,9 @@ const retryableStatus = new Set([502, 503, 504]);
 /** A gateway client over the global fetch. */
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
   const root = options.baseUrl.replace(/\/+$/, "");
-  const attempts = options.attempts ?? 4;
+  const retryForMs = options.retryForMs ?? 90_000;
   const backoffMs = options.backoffMs ?? 250;
+  const maxBackoffMs = 5_000;
 
   const token = () => readBearerToken(options.tokenFile);
 
@@ -129,6 +134,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     schema: z.ZodType<T>,
     signal?: AbortSignal,
   ) {
+    const deadline = Date.now() + retryForMs;
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await once(method, path, body, schema, signal);
@@ -136,12 +142,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         const retryable =
           error instanceof GatewayError &&
           (error.status === undefined ? error.kind === "unavailable" : retryableStatus.has(error.status));
-        if (!retryable || attempt >= attempts || signal?.aborted) throw error;
-        await sleep(
-          backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5),
-          undefined,
-          signal ? { signal } : {},
-        );
+        const delayMs = Math.min(maxBackoffMs, backoffMs * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5);
+        if (!retryable || Date.now() + delayMs > deadline || signal?.aborted) throw error;
+        await sleep(delayMs, undefined, signal ? { signal } : {});
       }
     }
   }

@@ -26,11 +26,10 @@ import {
 } from "../../operator/src/store/connection.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
 import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/roles.ts";
-import { exposeHostPort } from "../cluster/src/index.ts";
+import { exposeHostPort, startTcpProxy } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
 import { applyExamples, EXAMPLE_NAMESPACE } from "./examples.ts";
-import { startGatewayService } from "./gateway-service.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -320,7 +319,12 @@ export async function startEnvironment(
       `model key in Secret ${OPERATOR_NAMESPACE}/${MODEL_KEY_SECRET.name}, for the gateway's model proxy`,
     );
 
-    const service = await startGatewayService(cluster.bridgeIP, 0);
+    // What the gateway's Service gives agent pods in a real cluster: one address whose connections go to
+    // a live replica (the next one when a replica refuses), so a killed replica strands no pod.
+    const gatewayPorts: number[] = [];
+    const service = await startTcpProxy(cluster.bridgeIP, 0, () =>
+      gatewayPorts.map((port) => ({ host: cluster.bridgeIP, port })),
+    );
     stops.push(() => service.close());
     const gatewayUrl = `http://${cluster.bridgeIP}:${service.port}`;
     await exposeHostPort(cluster.instance, service.port);
@@ -380,7 +384,7 @@ export async function startEnvironment(
         },
       };
       replicas.push(replica);
-      service.backends.push(port);
+      gatewayPorts.push(port);
       await waitFor(`operator ${name}'s gateway`, 120_000, async () => {
         if (exitedWith)
           throw new Error(`${exitedWith}; log tail:\n${readFileSync(logPath, "utf8").slice(-4000)}`);

@@ -5,6 +5,8 @@
  * token hash so a busy agent does not cost one API call per request.
  */
 import { createHash } from "node:crypto";
+import type { V1Pod } from "@kubernetes/client-node";
+import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
@@ -61,9 +63,26 @@ export function tokenReviewer(clients: KubeClients, now: () => number = Date.now
 }
 
 /**
+ * The session that controls `pod` and has not recorded any pod of that name yet: the operator created
+ * the pod and has not written status.podName/podUID (a leader that died between the two, or a slow
+ * status write). Undefined for every other pod — one the session moved past, a same-name copy, a pod
+ * of a finished session — which is refused outright.
+ */
+function sessionAboutToBind(caches: Caches, pod: V1Pod): AgentSession | undefined {
+  const owner = pod.metadata?.ownerReferences?.find((o) => o.controller && o.kind === "AgentSession");
+  if (!owner || pod.metadata?.deletionTimestamp) return undefined;
+  const session = caches.sessions.get(owner.name, pod.metadata?.namespace ?? "");
+  if (!session || session.metadata.uid !== owner.uid || session.spec.cancel) return undefined;
+  if (isTerminalSessionPhase(session.status?.phase)) return undefined;
+  return session.status?.podName === pod.metadata?.name ? undefined : session;
+}
+
+/**
  * The session whose status.podUID is the pod's UID. The controller writes podUID right after creating
  * the pod, so a very early request may find the cache behind: wait briefly for it.
- * Errors: `forbidden` when no session is bound to this pod, or the pod is terminating.
+ * Errors: `forbidden` when no session is bound to this pod, or the pod is terminating; `unavailable`
+ * (retry later) when the pod's controlling session has not recorded it yet — the agent's client
+ * retries that while the operator (perhaps a new leader) catches up.
  */
 export async function sessionOfPod(
   caches: Caches,
@@ -76,12 +95,22 @@ export async function sessionOfPod(
       .list(identity.namespace)
       .find((s) => s.status?.podUID === identity.podUID);
     const pod = caches.pods.get(identity.podName, identity.namespace);
-    if (session && pod?.metadata?.uid === identity.podUID) {
-      if (pod.metadata?.deletionTimestamp) throw new GatehouseError("forbidden", "The pod is terminating.");
+    const samePod = pod?.metadata?.uid === identity.podUID ? pod : undefined;
+    if (session && samePod) {
+      if (samePod.metadata?.deletionTimestamp)
+        throw new GatehouseError("forbidden", "The pod is terminating.");
       return session;
     }
-    if (Date.now() >= deadline)
+    if (Date.now() >= deadline) {
+      const pending = samePod ? sessionAboutToBind(caches, samePod) : undefined;
+      if (pending) {
+        throw new GatehouseError(
+          "unavailable",
+          `AgentSession ${pending.metadata.name} has not recorded this pod as its pod yet; retry shortly.`,
+        );
+      }
       throw new GatehouseError("forbidden", "No AgentSession is bound to this pod.");
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
