@@ -3,7 +3,7 @@
  * plus one step after collection — on a target other than `local`, each test file that does not run
  * there (target.ts `skipReasonFor`) has all its tests marked skipped before any hook runs, exactly as
  * `describe.skip` would, and the reason is printed once per file. A target that cannot be reached
- * (kind without a container engine) skips every file. On `local` nothing changes.
+ * (kind or k3s without a container engine) skips every file. On `local` nothing changes.
  *
  * vitest loads a custom runner by its default export, hence the one default export of this repo.
  */

@@ -6,8 +6,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { HarnessError } from "./errors.ts";
 import {
+  CONTAINER_TARGETS,
   chooseTarget,
-  DEFAULT_KIND_IMAGE,
+  containerTargetUnavailable,
+  DEFAULT_K3S_IMAGE,
+  DEFAULT_KIND_NODE_IMAGE,
   impersonatingKubeconfig,
   OPERATOR_SERVICE_ACCOUNT,
   PORTABLE_FILES,
@@ -20,15 +23,50 @@ describe("chooseTarget", () => {
     expect(chooseTarget({ GATEHOUSE_E2E_TARGET: " " })).toEqual({ name: "local" });
   });
 
-  it("chooses kind with the default node image, or the one GATEHOUSE_KIND_IMAGE names", () => {
+  it("chooses kind with the kindest/node image of Kubernetes 1.34 pinned by digest, or the one GATEHOUSE_KIND_IMAGE names", () => {
+    expect(DEFAULT_KIND_NODE_IMAGE).toMatch(/^kindest\/node:v1\.34\.\d+@sha256:[0-9a-f]{64}$/);
     expect(chooseTarget({ GATEHOUSE_E2E_TARGET: "kind" })).toEqual({
       name: "kind",
-      image: DEFAULT_KIND_IMAGE,
+      nodeImage: DEFAULT_KIND_NODE_IMAGE,
+      loadImages: [],
     });
     expect(
-      chooseTarget({ GATEHOUSE_E2E_TARGET: "kind", GATEHOUSE_KIND_IMAGE: "rancher/k3s:v1.35.0-k3s1" }),
-    ).toEqual({
+      chooseTarget({ GATEHOUSE_E2E_TARGET: "kind", GATEHOUSE_KIND_IMAGE: "kindest/node:v1.35.8" }),
+    ).toEqual({ name: "kind", nodeImage: "kindest/node:v1.35.8", loadImages: [] });
+  });
+
+  it("loads into kind the images GATEHOUSE_E2E_IMAGES lists, separated by commas or white space", () => {
+    expect(
+      chooseTarget({
+        GATEHOUSE_E2E_TARGET: "kind",
+        GATEHOUSE_E2E_IMAGES: " gatehouse/operator:dev,gatehouse/agent:dev \n gatehouse/provider-aps:dev,",
+      }),
+    ).toMatchObject({
       name: "kind",
+      loadImages: ["gatehouse/operator:dev", "gatehouse/agent:dev", "gatehouse/provider-aps:dev"],
+    });
+  });
+
+  it("chooses k3s as its own target, with its K3s image or the one GATEHOUSE_K3S_IMAGE names", () => {
+    expect(DEFAULT_K3S_IMAGE).toMatch(/^rancher\/k3s:v1\.34\./);
+    expect(chooseTarget({ GATEHOUSE_E2E_TARGET: "k3s" })).toEqual({ name: "k3s", image: DEFAULT_K3S_IMAGE });
+    expect(
+      chooseTarget({ GATEHOUSE_E2E_TARGET: "k3s", GATEHOUSE_K3S_IMAGE: "rancher/k3s:v1.35.0-k3s1" }),
+    ).toEqual({ name: "k3s", image: "rancher/k3s:v1.35.0-k3s1" });
+  });
+
+  it("keeps kind and k3s apart: each reads only its own image variable", () => {
+    const env = {
+      GATEHOUSE_KIND_IMAGE: "kindest/node:v1.35.8",
+      GATEHOUSE_K3S_IMAGE: "rancher/k3s:v1.35.0-k3s1",
+    };
+    expect(chooseTarget({ ...env, GATEHOUSE_E2E_TARGET: "kind" })).toEqual({
+      name: "kind",
+      nodeImage: "kindest/node:v1.35.8",
+      loadImages: [],
+    });
+    expect(chooseTarget({ ...env, GATEHOUSE_E2E_TARGET: "k3s" })).toEqual({
+      name: "k3s",
       image: "rancher/k3s:v1.35.0-k3s1",
     });
   });
@@ -61,7 +99,7 @@ describe("chooseTarget", () => {
     expect(error).toBeInstanceOf(HarnessError);
     expect((error as HarnessError).kind).toBe("invalid_arguments");
     expect((error as HarnessError).message).toBe(
-      "GATEHOUSE_E2E_TARGET=minikube is not a target; use one of local, kind, kubeconfig (default local)",
+      "GATEHOUSE_E2E_TARGET=minikube is not a target; use one of local, kind, k3s, kubeconfig (default local)",
     );
   });
 });
@@ -72,8 +110,8 @@ describe("skipReasonFor", () => {
     expect(skipReasonFor("local", "test/cluster-tests/local-node.test.ts")).toBeUndefined();
   });
 
-  it("runs the portable files on kind and kubeconfig, and skips the others saying they need the local node", () => {
-    for (const target of ["kind", "kubeconfig"] as const) {
+  it("runs the portable files on kind, k3s and kubeconfig, and skips the others saying they need the local node", () => {
+    for (const target of ["kind", "k3s", "kubeconfig"] as const) {
       for (const file of PORTABLE_FILES) expect(skipReasonFor(target, file)).toBeUndefined();
       expect(skipReasonFor(target, "test/e2e/reference-story.test.ts")).toMatch(
         new RegExp(`^target ${target}: test/e2e/reference-story.test.ts needs the local node`),
@@ -84,8 +122,43 @@ describe("skipReasonFor", () => {
   it("skips every file, portable or not, with the reason the target is unavailable", () => {
     const reason =
       "skipped: no container engine answers (Could not find a working container runtime strategy)";
-    expect(skipReasonFor("kind", PORTABLE_FILES[0]!, reason)).toBe(reason);
-    expect(skipReasonFor("kind", "test/e2e/gitops.test.ts", reason)).toBe(reason);
+    for (const target of ["kind", "k3s"] as const) {
+      expect(skipReasonFor(target, PORTABLE_FILES[0]!, reason)).toBe(reason);
+      expect(skipReasonFor(target, "test/e2e/gitops.test.ts", reason)).toBe(reason);
+    }
+  });
+});
+
+describe("containerTargetUnavailable", () => {
+  const problem = "Could not find a working container runtime strategy";
+
+  it("makes kind and k3s, the targets that need a container engine, unavailable with the engine's error when none answers", () => {
+    expect(CONTAINER_TARGETS).toEqual(["kind", "k3s"]);
+    for (const target of ["kind", "k3s"] as const) {
+      expect(containerTargetUnavailable(target, problem)).toBe(
+        "skipped: no container engine answers (Could not find a working container runtime strategy)",
+      );
+    }
+  });
+
+  it("leaves kind and k3s available when an engine answers", () => {
+    expect(containerTargetUnavailable("kind", undefined)).toBeUndefined();
+    expect(containerTargetUnavailable("k3s", undefined)).toBeUndefined();
+  });
+
+  it("never makes local or kubeconfig unavailable for want of an engine", () => {
+    expect(containerTargetUnavailable("local", problem)).toBeUndefined();
+    expect(containerTargetUnavailable("kubeconfig", problem)).toBeUndefined();
+  });
+
+  it("skips every file of kind and of k3s with that reason, through the runner's rule", () => {
+    for (const target of ["kind", "k3s"] as const) {
+      const reason = containerTargetUnavailable(target, problem);
+      expect(reason).toBeDefined();
+      for (const file of [...PORTABLE_FILES, "test/e2e/reference-story.test.ts"]) {
+        expect(skipReasonFor(target, file, reason)).toBe(reason);
+      }
+    }
   });
 });
 

@@ -3,17 +3,20 @@
  * `GATEHOUSE_E2E_TARGET`:
  *
  * - `local` (default): the local control plane and local node of this folder, started by global-setup.ts;
- * - `kind`: a single-node cluster in a container, started through testcontainers when a container
- *   engine answers (container-cluster.ts); without one every test of the project is skipped, with the
- *   engine's error printed;
+ * - `kind`: a kind cluster (one `kindest/node` container) created by the kind CLI built from its Go
+ *   module (target-kind.ts), when a container engine answers;
+ * - `k3s`: a single-node K3s cluster in a container through `@testcontainers/k3s` (target-k3s.ts),
+ *   when a container engine answers;
  * - `kubeconfig`: the cluster of `$KUBECONFIG` (its current context, or `GATEHOUSE_E2E_CONTEXT`).
  *
- * On `kind` and `kubeconfig` the suite acts as the personas by impersonation: the admin context's
- * credentials plus `as`/`as-groups` (kubeconfig fields that kubectl and client-node send as
- * Impersonate-User / Impersonate-Group), so the admin identity needs the `impersonate` verb on users,
- * groups and serviceaccounts (cluster-admin has it). Only the files in {@link PORTABLE_FILES} run
- * there; the others need what only the local node gives (its image → command map, its bridge address
- * where pods reach host processes, its run directory and API audit log) and are skipped with that reason.
+ * Without a container engine, `kind` and `k3s` skip every test of the project, printing why
+ * ({@link containerTargetUnavailable}). On every target but `local` the suite acts as the personas by
+ * impersonation: the admin context's credentials plus `as`/`as-groups` (kubeconfig fields that
+ * kubectl and client-node send as Impersonate-User / Impersonate-Group), so the admin identity needs the
+ * `impersonate` verb on users, groups and serviceaccounts (cluster-admin has it). Only the files in
+ * {@link PORTABLE_FILES} run there; the others need what only the local node gives (its image → command
+ * map, its bridge address where pods reach host processes, its run directory and API audit log) and are
+ * skipped with that reason.
  */
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -22,26 +25,33 @@ import { HarnessError } from "./errors.ts";
 import { PERSONAS } from "./users.ts";
 
 /** The targets `GATEHOUSE_E2E_TARGET` names. */
-export const TARGET_NAMES = ["local", "kind", "kubeconfig"] as const;
+export const TARGET_NAMES = ["local", "kind", "k3s", "kubeconfig"] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
 
 /** The parsed choice: what global-setup.ts starts or connects to. */
 export type TargetChoice =
   | { name: "local" }
-  | { name: "kind"; image: string }
+  | { name: "kind"; nodeImage: string; loadImages: string[] }
+  | { name: "k3s"; image: string }
   | { name: "kubeconfig"; kubeconfigPath: string; context?: string };
 
 /**
- * The node image of the `kind` target: K3s of the Kubernetes minor the local control plane builds
- * (test/cluster/go/kubernetes), overridable with `GATEHOUSE_KIND_IMAGE`.
+ * The node image of the `kind` target: the `kindest/node` image kind v0.33.0 (test/kind/go) was
+ * released with for Kubernetes 1.34, the minor the local control plane builds (test/cluster/go/kubernetes),
+ * pinned by digest as kind's release notes ask. Overridable with `GATEHOUSE_KIND_IMAGE`.
  */
-export const DEFAULT_KIND_IMAGE = "rancher/k3s:v1.34.1-k3s1";
+export const DEFAULT_KIND_NODE_IMAGE =
+  "kindest/node:v1.34.11@sha256:44e222ee2132dab25ff87301682f89eb82c7880ea3a1bf543bfe9708fd08d67d";
+
+/** The node image of the `k3s` target: K3s of Kubernetes 1.34, overridable with `GATEHOUSE_K3S_IMAGE`. */
+export const DEFAULT_K3S_IMAGE = "rancher/k3s:v1.34.1-k3s1";
 
 /**
- * Parses the target variables of `env`: `GATEHOUSE_E2E_TARGET` (default `local`), for `kind`
- * `GATEHOUSE_KIND_IMAGE`, for `kubeconfig` `KUBECONFIG` (required; the first file of a `:`-separated
- * list) and `GATEHOUSE_E2E_CONTEXT`. Throws an `invalid_arguments` HarnessError naming the variable
- * and the values it takes.
+ * Parses the target variables of `env`: `GATEHOUSE_E2E_TARGET` (default `local`); for `kind`
+ * `GATEHOUSE_KIND_IMAGE` and `GATEHOUSE_E2E_IMAGES` (images to load into the node, separated by commas
+ * or white space); for `k3s` `GATEHOUSE_K3S_IMAGE`; for `kubeconfig` `KUBECONFIG` (required; the first
+ * file of a `:`-separated list) and `GATEHOUSE_E2E_CONTEXT`. Throws an `invalid_arguments`
+ * HarnessError naming the variable and the values it takes.
  */
 export function chooseTarget(env: Record<string, string | undefined>): TargetChoice {
   const raw = env.GATEHOUSE_E2E_TARGET?.trim() || "local";
@@ -53,7 +63,11 @@ export function chooseTarget(env: Record<string, string | undefined>): TargetCho
   }
   const name = raw as TargetName;
   if (name === "local") return { name };
-  if (name === "kind") return { name, image: env.GATEHOUSE_KIND_IMAGE?.trim() || DEFAULT_KIND_IMAGE };
+  if (name === "kind") {
+    const loadImages = (env.GATEHOUSE_E2E_IMAGES ?? "").split(/[\s,]+/).filter((image) => image !== "");
+    return { name, nodeImage: env.GATEHOUSE_KIND_IMAGE?.trim() || DEFAULT_KIND_NODE_IMAGE, loadImages };
+  }
+  if (name === "k3s") return { name, image: env.GATEHOUSE_K3S_IMAGE?.trim() || DEFAULT_K3S_IMAGE };
   const kubeconfigPath = env.KUBECONFIG?.split(":").find((p) => p.trim() !== "");
   if (!kubeconfigPath) {
     throw new HarnessError(
@@ -63,6 +77,23 @@ export function chooseTarget(env: Record<string, string | undefined>): TargetCho
   }
   const context = env.GATEHOUSE_E2E_CONTEXT?.trim();
   return context ? { name, kubeconfigPath, context } : { name, kubeconfigPath };
+}
+
+/** The targets whose cluster runs in containers, so they need a container engine. */
+export const CONTAINER_TARGETS: readonly TargetName[] = ["kind", "k3s"];
+
+/**
+ * Why `target` cannot be reached, given `engineProblem` (container-cluster.ts
+ * `containerEngineProblem()`: undefined when an engine answers, else its error): for a container target
+ * without an engine `skipped: no container engine answers (<engineProblem>)`, else undefined (the
+ * target runs). Global setup passes it to the runner as the reason every test is skipped.
+ */
+export function containerTargetUnavailable(
+  target: TargetName,
+  engineProblem: string | undefined,
+): string | undefined {
+  if (!CONTAINER_TARGETS.includes(target) || engineProblem === undefined) return undefined;
+  return `skipped: no container engine answers (${engineProblem})`;
 }
 
 /**
@@ -80,7 +111,7 @@ export const LOCAL_ONLY_REASON =
 
 /**
  * Why the test file `file` (relative to the repo root) is skipped on `target`, or undefined when it
- * runs. `unavailable` is the reason the whole target could not be reached (kind without an engine).
+ * runs. `unavailable` is the reason the whole target could not be reached (kind or k3s without an engine).
  */
 export function skipReasonFor(target: TargetName, file: string, unavailable?: string): string | undefined {
   if (unavailable) return unavailable;
