@@ -2,7 +2,7 @@
  * The Dagger pipeline (issue 10 §6), on the Dagger TypeScript SDK:
  *
  *   node ci/dagger/main.ts images   # build every image (images.ts) from its Dockerfile
- *   node ci/dagger/main.ts e2e      # run the e2e suite on kind in a container (e2e-on-kind.ts)
+ *   node ci/dagger/main.ts e2e      # run the e2e suite on kind (e2e-on-kind.ts), the images loaded into it
  *   node ci/dagger/main.ts          # both, images first
  *
  * It needs the `dagger` CLI on PATH and a container engine for the Dagger engine (the SDK starts it
@@ -11,8 +11,8 @@
  * error.
  */
 import { fileURLToPath } from "node:url";
-import { connection, dag } from "@dagger.io/dagger";
-import { e2eOnKind } from "./e2e-on-kind.ts";
+import { connection, dag, ImageMediaTypes } from "@dagger.io/dagger";
+import { e2eOnKind, type ImageTarball } from "./e2e-on-kind.ts";
 import { buildImage, imageSpecs } from "./images.ts";
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -50,7 +50,11 @@ async function main(args: string[]): Promise<number> {
         }
       }
       if (steps.includes("e2e")) {
-        console.log(await e2eOnKind(source).stdout());
+        const images: ImageTarball[] = imageSpecs(REPO_ROOT).map((spec) => ({
+          name: spec.name,
+          tarball: buildImage(source, spec).asTarball({ mediaTypes: ImageMediaTypes.Docker }),
+        }));
+        console.log(await e2eOnKind(source, images).stdout());
       }
     },
     { LogOutput: process.stderr },
