@@ -13,12 +13,7 @@ import type {
 } from "@kubernetes/client-node";
 import type { ProviderInstance } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
-import {
-  GRANT_JWKS_PATH,
-  MANAGED_BY,
-  OPERATOR_POD_LABELS,
-  PROVIDER_LABEL,
-} from "../../api/well-known.ts";
+import { GRANT_JWKS_PATH, MANAGED_BY, OPERATOR_POD_LABELS, PROVIDER_LABEL } from "../../api/well-known.ts";
 
 /** Name of the Deployment and Service: `prov-<name>` (a ProviderInstance name is a DNS label ≤ 63; trimmed to stay one). */
 export function workloadName(provider: ProviderInstance): string {
