@@ -52,7 +52,13 @@ export async function fetchTranscript(
     const url = new URL(transcriptPath(connection.namespace, session), gateway);
     url.searchParams.set("afterSeq", String(events.at(-1)?.seq ?? 0));
     url.searchParams.set("limit", String(PAGE));
-    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch(
+      (error: unknown) => {
+        // undici says only "fetch failed"; the cause names the network error (ECONNREFUSED, …).
+        const cause = (error as { cause?: { message?: string } }).cause?.message;
+        throw new Error(`cannot reach the gateway at ${gateway}: ${cause ?? (error as Error).message}`);
+      },
+    );
     const body: unknown = await response.json().catch(() => undefined);
     if (!response.ok) {
       const error = TranscriptError.safeParse(body);
