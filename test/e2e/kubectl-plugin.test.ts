@@ -253,6 +253,31 @@ describe("a rejection", () => {
   });
 });
 
+describe("two approvers deciding at once", () => {
+  it("lose no decision: each one appended is kept, a late one is refused, and the call runs once", async () => {
+    const { session, approval } = await proposedPublish("plugin-race");
+    const runs = await Promise.all(
+      ["carol", "alice"].map(async (user) => ({
+        user,
+        run: await plugin(user, ["approve", approval, "-n", NAMESPACE, "--wait", "0"]),
+      })),
+    );
+    const settled = await approvalPast(env, NAMESPACE, approval, DISPATCHING);
+    const appended = runs.filter((r) => r.run.code === 0).map((r) => r.user);
+    expect(appended.length).toBeGreaterThan(0);
+    expect(settled.spec.decisions.map((d) => d.approver).sort()).toEqual([...appended].sort());
+    for (const { run } of runs.filter((r) => r.run.code !== 0)) {
+      expect(run.stderr).toMatch(/decision-closed: Approval \S+ is \w+ and takes no more decisions/);
+    }
+    expect(settled.status?.phase).toBe("Succeeded");
+    const executions = await env.pool.query<{ state: string }>(
+      "SELECT state FROM executions WHERE session_uid = $1 AND capability = 'aps.schedule.publish'",
+      [session.uid],
+    );
+    expect(executions.rows.map((r) => r.state)).toEqual(["succeeded"]);
+  });
+});
+
 describe("the transcript through the gateway", () => {
   it("is refused to an authenticated identity that may not get the session", async () => {
     // A ServiceAccount token: the API server authenticates it, RBAC grants it nothing in plant-a.
