@@ -12,27 +12,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
-export GOFLAGS=${GOFLAGS:--mod=mod}
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 mod="$here/go"
+# shellcheck source=../go-tools/cache.sh
+. "$here/../go-tools/cache.sh"
 
-regen() {
-  ( cd "$mod"
-    rm -f go.mod go.sum
-    go mod init gatehouse.dev/test-helm >/dev/null 2>&1
-    go get -tool "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-    go mod tidy )
-}
+[ "${1:-}" = "--regen" ] && go_tool_regen gatehouse.dev/test-helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 
-[ "${1:-}" = "--regen" ] && regen
-
-hash=$(sha256sum < "$mod/go.sum" | cut -c1-12)
-out="${XDG_CACHE_HOME:-$HOME/.cache}/gatehouse/helm-${HELM_VERSION}-${hash}"
-if [ -x "$out/bin/helm" ] && [ -f "$out/.complete" ]; then
-  echo "$out/bin"; exit 0
-fi
-mkdir -p "$out/bin"
-start=$(date +%s)
+go_tool_cache helm "$HELM_VERSION"
 k8s=$(cd "$mod" && go list -f '{{.Version}}' -m k8s.io/client-go)   # v0.<minor>.<patch>
 k8s_major=1; k8s_minor=${k8s#v0.}; k8s_minor=${k8s_minor%%.*}   # client-go v0.Y.Z ships with Kubernetes 1.Y
 pkg=helm.sh/helm/v3
@@ -42,7 +28,4 @@ ld+=" -X $pkg/pkg/chartutil.k8sVersionMajor=$k8s_major -X $pkg/pkg/chartutil.k8s
 ( cd "$mod"
   echo "building helm $HELM_VERSION (Kubernetes v$k8s_major.$k8s_minor defaults)" >&2
   CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$out/bin/helm" "$pkg/cmd/helm" )
-end=$(date +%s)
-printf '{"helmVersion":"%s","buildSeconds":%d,"finishedAt":"%s"}\n' \
-  "$HELM_VERSION" $((end - start)) "$(date -u +%FT%TZ)" > "$out/.complete"
-echo "$out/bin"
+go_tool_done helm "$HELM_VERSION"

@@ -13,31 +13,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
-export GOFLAGS=${GOFLAGS:--mod=mod}
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 mod="$here/go"
+# shellcheck source=../go-tools/cache.sh
+. "$here/../go-tools/cache.sh"
 
-regen() {
-  ( cd "$mod"
-    rm -f go.mod go.sum
-    go mod init gatehouse.dev/test-kind >/dev/null 2>&1
-    go get -tool "sigs.k8s.io/kind@$KIND_VERSION"
-    go mod tidy )
-}
+[ "${1:-}" = "--regen" ] && go_tool_regen gatehouse.dev/test-kind "sigs.k8s.io/kind@$KIND_VERSION"
 
-[ "${1:-}" = "--regen" ] && regen
-
-hash=$(sha256sum < "$mod/go.sum" | cut -c1-12)
-out="${XDG_CACHE_HOME:-$HOME/.cache}/gatehouse/kind-${KIND_VERSION}-${hash}"
-if [ -x "$out/bin/kind" ] && [ -f "$out/.complete" ]; then
-  echo "$out/bin"; exit 0
-fi
-mkdir -p "$out/bin"
-start=$(date +%s)
+go_tool_cache kind "$KIND_VERSION"
 ( cd "$mod"
   echo "building kind $KIND_VERSION" >&2
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -buildid=" -o "$out/bin/kind" sigs.k8s.io/kind )
-end=$(date +%s)
-printf '{"kindVersion":"%s","buildSeconds":%d,"finishedAt":"%s"}\n' \
-  "$KIND_VERSION" $((end - start)) "$(date -u +%FT%TZ)" > "$out/.complete"
-echo "$out/bin"
+go_tool_done kind "$KIND_VERSION"
