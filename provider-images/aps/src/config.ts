@@ -4,14 +4,14 @@
  * with the grant verifier's GATEHOUSE_JWKS_URL and GATEHOUSE_GRANT_AUDIENCE (the SDK's
  * `grantVerifierFromEnvironment`).
  */
-import { environmentUsage, GrantEnvironment } from "@gatehouse/provider-sdk";
+import { environmentUsage, GrantEnvironment, ServerEnvironment } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 
 /** Default APS user of the provider's own calls (status queries, target versions). */
 export const DEFAULT_APS_SERVICE_USER = "gatehouse";
 
 /** Parsed configuration; throws a ZodError naming the bad variable. */
-export const ApsProviderConfig = z.object({
+export const ApsProviderConfig = ServerEnvironment.extend({
   APS_URL: z.url().describe("base URL of the APS business system (required)"),
   APS_SERVICE_USER: z
     .string()
@@ -20,12 +20,6 @@ export const ApsProviderConfig = z.object({
     .describe(
       `the provider's own APS user, for calls that act for nobody: status queries by idempotency key and target versions (default ${DEFAULT_APS_SERVICE_USER})`,
     ),
-  HOST: z.string().min(1).default("0.0.0.0").describe("listen address (default 0.0.0.0)"),
-  PORT: z.coerce.number().int().min(0).max(65_535).default(8080).describe("listen port (default 8080)"),
-  LOG_LEVEL: z
-    .enum(["fatal", "error", "warn", "info", "debug", "trace"])
-    .default("info")
-    .describe("pino level (default info)"),
   HANDLER_TIMEOUT_MS: z.coerce
     .number()
     .int()

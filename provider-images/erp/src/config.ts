@@ -4,18 +4,12 @@
  * with the grant verifier's GATEHOUSE_JWKS_URL and GATEHOUSE_GRANT_AUDIENCE (the SDK's
  * `grantVerifierFromEnvironment`).
  */
-import { environmentUsage, GrantEnvironment } from "@gatehouse/provider-sdk";
+import { environmentUsage, GrantEnvironment, ServerEnvironment } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 
 /** Parsed configuration; throws a ZodError naming the bad variable. */
-export const ErpProviderConfig = z.object({
+export const ErpProviderConfig = ServerEnvironment.extend({
   ERP_URL: z.url().describe("base URL of the ERP business system (required)"),
-  HOST: z.string().min(1).default("0.0.0.0").describe("listen address (default 0.0.0.0)"),
-  PORT: z.coerce.number().int().min(0).max(65_535).default(8080).describe("listen port (default 8080)"),
-  LOG_LEVEL: z
-    .enum(["fatal", "error", "warn", "info", "debug", "trace"])
-    .default("info")
-    .describe("pino level (default info)"),
   HANDLER_TIMEOUT_MS: z.coerce
     .number()
     .int()

@@ -20,3 +20,4 @@ export {
 export { ProviderError, retryableKinds } from "./provider-error.ts";
 export { capabilitySchemaProblems } from "./schema-check.ts";
 export { canonicalDigest, schemaDigest } from "./schema-digest.ts";
+export { ServerEnvironment } from "./server-environment.ts";
