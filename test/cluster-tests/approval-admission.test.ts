@@ -236,7 +236,7 @@ describe("Approval updates the API server refuses", () => {
     await refusedAndUnchanged(
       name,
       () => patch("admin", name, "merge", renamed),
-      /spec\.arguments is immutable/,
+      /spec\.arguments is immutable: an Approval records the exact call the agent proposed; to change it, reject it with a reason/,
     );
     await refusedAndUnchanged(
       name,
