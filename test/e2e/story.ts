@@ -551,7 +551,7 @@ export function playAliceStory(
       "2. An agent pod reads the plan, drafts the shifted plan and proposes aps.schedule.publish: the operator creates an Approval, and the session waits for it.",
     approve: "3. alice approves by appending her decision with a JSON patch (admission checks it is hers).",
     executed:
-      "4. The operator re-checks and publishes exactly once through the aps provider; a new agent pod resumes the session and reports the result.",
+      "4. The operator re-checks and publishes exactly once through the aps provider; the waiting agent pod (or, once it was released, a new one resuming the session) reports the result.",
   });
 }
 
