@@ -76,6 +76,12 @@ describe("gatehouse-audit verify", () => {
       "db",
       /--from must be a positive integer/,
     ],
+    [
+      "--from is past the head",
+      ["verify", "--from", "500000"],
+      "db",
+      /fromSeq 500000 is past the end of the chain \(head seq 5\): nothing would be verified/,
+    ],
     ["the command is unknown", ["check"], "db", /unknown command check/],
     ["the database does not answer", ["verify"], "postgres://nobody@127.0.0.1:1/none", /cannot verify/],
   ])("exits 2 when %s", async (_, args, url, message) => {

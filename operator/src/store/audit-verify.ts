@@ -57,7 +57,8 @@ const DEFAULT_PAGE_SIZE = 5000;
 /**
  * Verifies the chain on `pool` from `options.fromSeq` to the end. Resolves with the report whether
  * or not the chain is intact (`report.ok`). Errors: `invalid_arguments` for a `fromSeq` or `pageSize`
- * that is not a positive safe integer; pg errors (connection, permission) propagate.
+ * that is not a positive safe integer, or a `fromSeq` past the head (head seq + 1, an empty range, is
+ * allowed); pg errors (connection, permission) propagate.
  */
 export async function verifyAuditChain(
   pool: pg.Pool,
@@ -70,6 +71,12 @@ export async function verifyAuditChain(
     readHeadSeq(pool),
     readLastCheckpoint(pool),
   ]);
+  if (fromSeq > headSeq + 1) {
+    throw new GatehouseError(
+      "invalid_arguments",
+      `fromSeq ${fromSeq} is past the end of the chain (head seq ${headSeq}): nothing would be verified; pass a seq from 1 to ${Math.max(1, headSeq)}`,
+    );
+  }
   const verifier = new ChainVerifier([...(last ? [last] : []), ...(options.checkpoints ?? [])], anchor);
 
   const fetchPage = (afterSeq: number) => {
