@@ -80,7 +80,7 @@ gateway with your kubeconfig credential (a bearer token); the gateway lets you r
 RBAC lets you get that AgentSession.
 
       --gateway URL         the gateway's URL (default: $GATEHOUSE_GATEWAY_URL), e.g. after
-                            kubectl port-forward -n gatehouse-system deploy/gatehouse-operator 8443
+                            kubectl port-forward -n gatehouse-system svc/gatehouse-gateway 8443
                             and http://127.0.0.1:8443
   -o, --output FORMAT       text (default) or json
 
