@@ -15,13 +15,14 @@
  * SelfSubjectReview; no flag sets it. Each subcommand lives in plugin/.
  *
  * Exit codes: 0 done; 1 refused by the API server or the gateway (its message printed), or a
- * broken audit chain; 2 usage error (the subcommand's usage printed).
+ * broken audit chain; 2 usage error (the subcommand's usage printed). A closed stdout pipe
+ * (`… | head -2`) ends it quietly with 0.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { runAuditVerify } from "./plugin/audit.ts";
 import { connect } from "./plugin/connection.ts";
 import { apiMessageOf, decide } from "./plugin/decide.ts";
-import { type Output, processOutput } from "./plugin/output.ts";
+import { endQuietlyWhenStdoutCloses, type Output, processOutput } from "./plugin/output.ts";
 import { listPending } from "./plugin/pending.ts";
 import { printTranscript } from "./plugin/transcript.ts";
 import { EXIT, UsageError, usageOf } from "./plugin/usage.ts";
@@ -179,5 +180,6 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
 }
 
 if (import.meta.main) {
+  endQuietlyWhenStdoutCloses();
   process.exitCode = await runPlugin(process.argv.slice(2), process.env, processOutput);
 }
