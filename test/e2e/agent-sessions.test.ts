@@ -300,7 +300,12 @@ describe("the session lifecycle", () => {
       "-p",
       JSON.stringify({ spec: { cancel: true } }),
     ]);
-    await sessionInPhase(NAMESPACE, name, "Cancelled");
+    const cancelled = await sessionInPhase(NAMESPACE, name, "Cancelled");
+    // Nothing waits for a decision any more, though the Approval may not be Cancelled yet.
+    expect(cancelled.status?.conditions?.find((c) => c.type === "AwaitingApproval")).toMatchObject({
+      status: "False",
+      reason: "SessionEnded",
+    });
     await eventually("the Approval to be Cancelled", 60_000, async () => {
       const a = await env.kubectl.json<{ status?: { phase?: string } }>("admin", [
         "get",

@@ -101,6 +101,24 @@ describe("statusFrom", () => {
     expect(done.conditions?.find((c) => c.type === "Complete")?.status).toBe("True");
   });
 
+  it("shows a cancelled session with a Pending Approval as awaiting nothing", () => {
+    const cancelled = { ...session, spec: { ...session.spec, cancel: true } };
+    const status = statusFrom(
+      cancelled,
+      podIn("Running"),
+      [pending],
+      empty,
+      new Date("2026-11-29T10:00:00Z"),
+    );
+    expect(status.phase).toBe("Cancelled");
+    expect(status.pendingApprovals).toEqual([]);
+    expect(status.conditions?.find((c) => c.type === "AwaitingApproval")).toMatchObject({
+      status: "False",
+      reason: "SessionEnded",
+      message: expect.stringMatching(/^The session is Cancelled; nothing waits for a decision/),
+    });
+  });
+
   it("says which names in spec.capabilities match no Capability", () => {
     const naming = { ...session, spec: { ...session.spec, capabilities: ["aps-read", "aps-typo"] } };
     const now = new Date("2026-11-29T10:00:00Z");

@@ -96,8 +96,11 @@ export function statusFrom(
   now: Date,
   missingCapabilities: readonly string[] = [],
 ): NonNullable<AgentSession["status"]> {
-  const pending = approvals.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
-  const { phase, reason, message } = phaseFrom(session, pod, pending, record);
+  const undecided = approvals.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
+  const { phase, reason, message } = phaseFrom(session, pod, undecided, record);
+  const terminal = isTerminalSessionPhase(phase);
+  // An ended session waits for nothing: its Pending Approvals are being cancelled (SessionEnded).
+  const pending = terminal ? [] : undecided;
   const generation = session.metadata.generation;
   const stamp = now.toISOString().replace(/\.\d+Z$/, "Z");
   let conditions = setCondition(
@@ -105,8 +108,13 @@ export function statusFrom(
     {
       type: "AwaitingApproval",
       status: pending.length > 0 ? "True" : "False",
-      reason: pending.length > 0 ? "ApprovalPending" : "NoPendingApprovals",
-      message: pending.length > 0 ? message : "No decision is pending.",
+      reason: pending.length > 0 ? "ApprovalPending" : terminal ? "SessionEnded" : "NoPendingApprovals",
+      message:
+        pending.length > 0
+          ? message
+          : terminal
+            ? `The session is ${phase}; nothing waits for a decision (a Pending Approval of it is cancelled, reason SessionEnded).`
+            : "No decision is pending.",
       observedGeneration: generation,
     },
     now,
@@ -129,7 +137,6 @@ export function statusFrom(
       now,
     );
   }
-  const terminal = isTerminalSessionPhase(phase);
   conditions = setCondition(
     conditions,
     {
