@@ -26,6 +26,7 @@ export interface CounterOffer {
 export interface CapabilityPolicy {
   approval?: "Auto" | "Required" | "Forbidden";
   ttlSeconds?: number;
+  subjects?: { users?: string[]; groups?: string[] };
 }
 
 /** A committed effect, as the counter's ledger lists it. */

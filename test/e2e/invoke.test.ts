@@ -7,7 +7,8 @@
  * at most one effect per action — usually none.
  *
  * Covered: pod authentication (what the gateway refuses before Core sees anything), Approval squatting,
- * malformed arguments, call ids the model reuses, and the finality of a rejection.
+ * malformed arguments, call ids the model reuses, the finality of a rejection, and a capability whose
+ * spec.policy.subjects leaves the session's subject out.
  */
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -39,6 +40,7 @@ const OPERATOR_USER = "system:serviceaccount:gatehouse-system:gatehouse-operator
 const PLACE = "ct.order.place"; // write, no required field
 const PUBLISH = "ct.plan.publish"; // write, requires planId and version (a plan target)
 const READ = "ct.stock.read"; // read, no required field
+const RESERVED = "ct.stock.audit"; // read, but spec.policy.subjects admits only bob (not alice)
 
 interface ApprovalObject {
   metadata: { name: string; ownerReferences?: Array<{ uid: string; controller?: boolean }> };
@@ -59,11 +61,18 @@ let counter: Ledger;
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
   namespace = await coreNamespace(env, "invoke");
-  counter = await deployCounter(env, namespace, "counter", [
-    { id: PLACE, effect: "write" },
-    { id: PUBLISH, effect: "write", target: true },
-    { id: READ, effect: "read" },
-  ]);
+  counter = await deployCounter(
+    env,
+    namespace,
+    "counter",
+    [
+      { id: PLACE, effect: "write" },
+      { id: PUBLISH, effect: "write", target: true },
+      { id: READ, effect: "read" },
+      { id: RESERVED, effect: "read" },
+    ],
+    { [RESERVED]: { subjects: { users: ["bob"] } } },
+  );
 }, 600_000);
 
 afterAll(async () => {
@@ -606,5 +615,28 @@ describe("a rejection", () => {
     expect(await executionsOf(session.uid)).toEqual([]);
     expect(await mark.calls()).toEqual([]);
     expect(await mark.effects()).toEqual([]);
+  });
+});
+
+describe("a capability whose spec.policy.subjects leaves alice out", () => {
+  it("is not among the tools alice's session is offered, and her call of it is refused naming that field", async () => {
+    const session = await sleepingSession(env, namespace, "reserved");
+    const token = await podToken(env, session);
+    const mark = await counter.mark();
+    const view = await getSessionView(env, token);
+    expect(view.status).toBe(200);
+    const offered = (view.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+    expect(offered).toContain(toolName(READ));
+    expect(offered).not.toContain(toolName(RESERVED));
+
+    const reply = await invokeAs(env, token, call(0, 0, RESERVED, "{}"));
+    expect(reply.body).toMatchObject({ status: "denied" });
+    expect(reply.body.content).toContain(
+      `alice may not use ${RESERVED}: its spec.policy.subjects admits only user bob; ask the platform team to add you`,
+    );
+    const refusals = (await auditOf(session.uid)).filter((r) => r.kind === "invoke.denied");
+    expect(refusals.map((r) => r.payload.reason)).toEqual(["NotASubject"]);
+    expect(await executionsOf(session.uid)).toEqual([]);
+    expect(await mark.calls()).toEqual([]);
   });
 });

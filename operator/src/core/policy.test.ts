@@ -4,11 +4,15 @@ import { approvalSettings, decidePolicy, effectiveApproval, type PolicyInput, st
 const alice = { user: "alice", groups: ["planners"] };
 
 function input(
-  overrides: Partial<PolicyInput> & { effect?: string; policy?: PolicyInput["capability"]["policy"] } = {},
+  overrides: Omit<Partial<PolicyInput>, "capability"> & {
+    capability?: string;
+    effect?: string;
+    policy?: PolicyInput["capability"]["policy"];
+  } = {},
 ): PolicyInput {
   return {
     capability: {
-      id: "aps.schedule.publish",
+      id: overrides.capability ?? "aps.schedule.publish",
       effect: overrides.effect ?? "write",
       policy: overrides.policy ?? {},
     },
@@ -88,6 +92,20 @@ describe("policy decision", () => {
     ).toMatchObject({
       verdict: "allow",
     });
+  });
+
+  it("tells a subject the capability is not granted to which field admits whom, and what to do", () => {
+    const decision = decidePolicy(
+      input({
+        effect: "read",
+        capability: "aps.schedule.read",
+        policy: { subjects: { users: ["bob", "carol"], groups: ["ops"] } },
+      }),
+    );
+    expect(decision.message).toBe(
+      "alice may not use aps.schedule.read: its spec.policy.subjects admits only users bob, carol and " +
+        "group ops; ask the platform team to add you, or use another capability",
+    );
   });
 
   it("enforces maxToolCalls for every call and maxWrites for writes", () => {

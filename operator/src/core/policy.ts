@@ -6,7 +6,8 @@
  *     Auto, write → Required); Auto → allow, Required → approval, Forbidden → deny; an unknown effect
  *     or mode → deny;
  *   - operator floor (optional): a minimum mode per effect from the operator's configuration;
- *   - subjects: when `policy.subjects` names anyone, the session's subject must be one of them;
+ *   - subjects: when `policy.subjects` names anyone, the session's subject must be one of them
+ *     ({@link mayUse}; the same rule hides the tool from the session, `core/visibility.ts`);
  *   - limits: `maxToolCalls` for every call, `maxWrites` for write capabilities.
  */
 import type { Effect, Subject } from "@gatehouse/provider-sdk";
@@ -81,6 +82,16 @@ export function mayUse(subjects: PrincipalSet | undefined, subject: Subject): bo
   return inPrincipalSet(subjects, subject);
 }
 
+/** `set` for people: `users bob, carol and groups ops` (the empty parts left out). */
+export function describePrincipals(set: PrincipalSet): string {
+  const parts: string[] = [];
+  if (set.users.length > 0)
+    parts.push(`${set.users.length === 1 ? "user" : "users"} ${set.users.join(", ")}`);
+  if (set.groups.length > 0)
+    parts.push(`${set.groups.length === 1 ? "group" : "groups"} ${set.groups.join(", ")}`);
+  return parts.join(" and ");
+}
+
 /** The strictest of `decisions` (the first one among equals). Errors: throws on an empty list. */
 export function strictest(decisions: readonly PolicyDecision[]): PolicyDecision {
   if (decisions.length === 0) throw new RangeError("strictest() needs at least one decision");
@@ -97,11 +108,14 @@ export function decideAccess(input: Omit<PolicyInput, "limits" | "counters">): P
   const decisions: PolicyDecision[] = [modeDecision(capability.id, effect, capability.policy.approval)];
   const floor = EFFECTS.includes(effect) ? input.floor?.[effect as Effect] : undefined;
   if (floor) decisions.push(modeDecision(capability.id, effect, floor));
-  if (!mayUse(capability.policy.subjects, subject)) {
+  const subjects = capability.policy.subjects;
+  if (subjects && !mayUse(subjects, subject)) {
     decisions.push({
       verdict: "deny",
       reason: "NotASubject",
-      message: `${subject.user} may not use ${capability.id}: it is reserved for other users or groups`,
+      message:
+        `${subject.user} may not use ${capability.id}: its spec.policy.subjects admits only ` +
+        `${describePrincipals(subjects)}; ask the platform team to add you, or use another capability`,
     });
   }
   return strictest(decisions);

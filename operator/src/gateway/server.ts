@@ -21,6 +21,7 @@ import { GatehouseError, isGatehouseError } from "../core/errors.ts";
 import { invoke } from "../core/invoke.ts";
 import type { SessionCeilings } from "../core/limits.ts";
 import type { CoreDeps } from "../core/ports.ts";
+import { offeredCapabilities } from "../core/visibility.ts";
 import { answerOfApproval, isSettled, recordApprovalOutcome } from "../kube/approval-outcome.ts";
 import type { Caches } from "../kube/caches.ts";
 import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
@@ -114,21 +115,24 @@ export function buildGateway(deps: GatewayDeps) {
 
     v1.get("/v1/session", async (request): Promise<SessionView> => {
       const session = request.session;
-      const tools = visibleCapabilities(deps.caches, session.metadata.namespace, session.spec.capabilities)
-        .map((capability) => resolveCapability(deps.caches, capability))
-        .filter((c) => c.ready && !c.disabled)
-        .map((c) => ({
-          name: c.toolName,
-          description: deps.caches.capabilities.get(c.name, c.namespace)?.status?.description ?? c.id,
-          parameters: c.inputSchema,
-        }));
+      const subject = { user: session.spec.subject.user, groups: session.spec.subject.groups ?? [] };
+      const candidates = visibleCapabilities(
+        deps.caches,
+        session.metadata.namespace,
+        session.spec.capabilities,
+      ).map((capability) => resolveCapability(deps.caches, capability));
+      const tools = offeredCapabilities(candidates, subject).map((c) => ({
+        name: c.toolName,
+        description: deps.caches.capabilities.get(c.name, c.namespace)?.status?.description ?? c.id,
+        parameters: c.inputSchema,
+      }));
       const history = await deps.transcripts.list(session.metadata.uid, { limit: 100_000 });
       const limits = limitsOf(session, deps.ceilings);
       return {
         namespace: session.metadata.namespace,
         name: session.metadata.name,
         uid: session.metadata.uid,
-        subject: { user: session.spec.subject.user, groups: session.spec.subject.groups ?? [] },
+        subject,
         instructions: session.spec.instructions ?? "",
         messages: session.spec.messages,
         model: { name: session.spec.model.name },
