@@ -6,8 +6,8 @@
  *   - kube-proxy → a Service proxy for Service gatehouse-gateway on the bridge address
  *     (test/cluster/src/service-proxy.ts); the agents' GATEWAY_URL (value gateway.url) is its address;
  *   - a database reachable from pods → a forwarder from the bridge address to the Postgres server
- *     (test/cluster/src/host-forwarder.ts); the URLs go in through the chart's database Secret and
- *     extraEnv;
+ *     (test/cluster/src/host-forwarder.ts); both URLs go in through the chart's database Secrets
+ *     (database.url, database.operatorUrl);
  *   - the scripted model is on the bridge address, its port opened for the gateway's pods.
  * The fake APS, the model key, the database and the plant-a examples are environment.ts's.
  */
@@ -154,6 +154,7 @@ export async function startChartEnvironment(
       database: {
         // The owner login migrates at start; the operator's pools then use the operator role.
         url: viaForwarder(prepared.url, cluster.bridgeIP, databaseForwarder.port),
+        operatorUrl: viaForwarder(prepared.operatorUrl, cluster.bridgeIP, databaseForwarder.port),
       },
       gateway: { url: gatewayProxy.url },
       // The chart's default, gatehouse/agent:<appVersion>, is a registry's image; the local node runs :dev.
@@ -165,12 +166,6 @@ export async function startChartEnvironment(
       // the release adopts it but must not delete it on uninstall.
       serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } },
       audit: { checkpointIntervalSeconds: 1 },
-      extraEnv: [
-        {
-          name: "GATEHOUSE_OPERATOR_DATABASE_URL",
-          value: viaForwarder(prepared.operatorUrl, cluster.bridgeIP, databaseForwarder.port),
-        },
-      ],
       ...options.values,
     };
     const valuesPath = join(cluster.runDir, `chart-values-${database}.json`);

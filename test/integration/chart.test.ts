@@ -37,8 +37,11 @@ const one = (manifests: Manifest[], kind: string, name?: string): Manifest => {
 };
 const rulesOf = (m: Manifest) => m.rules as Array<Record<string, unknown>>;
 
-/** The operator container's environment with downward-API and Secret references resolved as a node would. */
-function resolvedEnv(deployment: Manifest, secretValue: string): NodeJS.ProcessEnv {
+/**
+ * The operator container's environment with downward-API and Secret references resolved as a node
+ * would: `secrets` maps `<Secret name>/<key>` to the value; a string is every key's value.
+ */
+function resolvedEnv(deployment: Manifest, secrets: string | Record<string, string>): NodeJS.ProcessEnv {
   const env = (deployment as unknown as V1Deployment).spec!.template.spec!.containers[0]!.env as V1EnvVar[];
   const out: NodeJS.ProcessEnv = {};
   for (const v of env) {
@@ -46,8 +49,12 @@ function resolvedEnv(deployment: Manifest, secretValue: string): NodeJS.ProcessE
     else if (v.valueFrom?.fieldRef?.fieldPath === "metadata.name") out[v.name] = "gatehouse-operator-abc12";
     else if (v.valueFrom?.fieldRef?.fieldPath === "metadata.namespace")
       out[v.name] = deployment.metadata.namespace;
-    else if (v.valueFrom?.secretKeyRef) out[v.name] = secretValue;
-    else throw new Error(`unexpected env ${v.name}`);
+    else if (v.valueFrom?.secretKeyRef) {
+      const ref = `${v.valueFrom.secretKeyRef.name}/${v.valueFrom.secretKeyRef.key}`;
+      const value = typeof secrets === "string" ? secrets : secrets[ref];
+      if (value === undefined) throw new Error(`env ${v.name} names Secret key ${ref}, which the test lacks`);
+      out[v.name] = value;
+    } else throw new Error(`unexpected env ${v.name}`);
   }
   return out;
 }
@@ -91,6 +98,8 @@ describe("values.schema.json", () => {
     ["gateway.port=70000", "/gateway/port"],
     ["replicas=2", "replicas"],
     ["grants.ttlSeconds=600", "/grants/ttlSeconds"],
+    ["database.operatorUrl=mysql://x", "/database/operatorUrl"],
+    ["database.operatorSecretName=Bad_Name", "/database/operatorSecretName"],
   ])("refuses --set %s and names %s", async (set, field) => {
     const result = await helm(["template", "gatehouse", CHART_DIR, "--set", set]);
     expect(result.code).not.toBe(0);
@@ -187,11 +196,16 @@ describe("what the chart renders", () => {
     expect(container.resources?.requests && container.resources.limits).toBeTruthy();
   });
 
-  it("configures the operator so that its own parser accepts it: gateway URL, leader election, DATABASE_URL", () => {
+  it("configures the operator so that its own parser accepts it: gateway URL, leader election, both database URLs", () => {
     const deployment = one(defaults, "Deployment");
-    const config = configFromEnvironment(resolvedEnv(deployment, "postgres://u:p@db:5432/gatehouse"));
+    const env = resolvedEnv(deployment, {
+      "gatehouse-database/url": "postgres://owner:p@db:5432/gatehouse",
+      "gatehouse-database-operator/url": "postgres://gatehouse_operator:p@db:5432/gatehouse",
+    });
+    const config = configFromEnvironment(env);
     expect(config.gatewayUrl).toBe("http://gatehouse-gateway.gatehouse-system.svc:8443");
-    expect(config.databaseUrl).toBe("postgres://u:p@db:5432/gatehouse");
+    expect(config.databaseUrl).toBe("postgres://owner:p@db:5432/gatehouse");
+    expect(env.GATEHOUSE_OPERATOR_DATABASE_URL).toBe("postgres://gatehouse_operator:p@db:5432/gatehouse");
     expect(config.leaderElection).toEqual({
       enabled: true,
       namespace: "gatehouse-system",
@@ -201,8 +215,37 @@ describe("what the chart renders", () => {
     expect(config.healthPort).toBe(8081);
     expect(config.agentImage).toBe("gatehouse/agent:0.1.0");
     expect(config.failpoints).toEqual([]);
-    const secret = one(defaults, "Secret", "gatehouse-database") as { stringData?: Record<string, string> };
-    expect(secret.stringData?.url).toMatch(/^postgres:\/\//);
+    const owner = one(defaults, "Secret", "gatehouse-database") as { stringData?: Record<string, string> };
+    expect(owner.stringData).toEqual({
+      url: "postgres://gatehouse:secret@postgres.databases.svc:5432/gatehouse",
+    });
+    const operator = one(defaults, "Secret", "gatehouse-database-operator") as {
+      stringData?: Record<string, string>;
+    };
+    expect(operator.stringData).toEqual({
+      url: "postgres://gatehouse_operator:secret@postgres.databases.svc:5432/gatehouse",
+    });
+  });
+
+  it("reads the operator role's URL from the Secret database.operatorSecretName names, and creates no Secret then", async () => {
+    const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
+    const env = resolvedEnv(one(external, "Deployment"), {
+      "prod-postgres/DATABASE_URL": "postgres://owner@db/gatehouse",
+      "prod-postgres-operator/GATEHOUSE_OPERATOR_DATABASE_URL": "postgres://gatehouse_operator@db/gatehouse",
+    });
+    expect(configFromEnvironment(env).databaseUrl).toBe("postgres://owner@db/gatehouse");
+    expect(env.GATEHOUSE_OPERATOR_DATABASE_URL).toBe("postgres://gatehouse_operator@db/gatehouse");
+    expect(find(external, "Secret")).toEqual([]);
+  });
+
+  it("sets no GATEHOUSE_OPERATOR_DATABASE_URL when neither operatorSecretName nor operatorUrl is given", async () => {
+    const ownerOnly = await renderChart({ setJson: { "database.url": "postgres://owner@db/gatehouse" } });
+    const env = resolvedEnv(one(ownerOnly, "Deployment"), {
+      "gatehouse-database/url": "postgres://owner@db/g",
+    });
+    expect(configFromEnvironment(env).databaseUrl).toBe("postgres://owner@db/g");
+    expect(env).not.toHaveProperty("GATEHOUSE_OPERATOR_DATABASE_URL");
+    expect(find(ownerOnly, "Secret").map((s) => s.metadata.name)).toEqual(["gatehouse-database"]);
   });
 
   it("passes model endpoints, ceilings and the approval floor through to the operator", async () => {

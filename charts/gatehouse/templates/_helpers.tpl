@@ -45,9 +45,19 @@ gatehouse.modelKeySecrets.
 {{- default (printf "http://%s.%s.svc:%d" (include "gatehouse.gatewayName" .) .Release.Namespace (int .Values.gateway.port)) .Values.gateway.url -}}
 {{- end }}
 
-{{/* Secret holding DATABASE_URL. */}}
+{{/* Secret holding DATABASE_URL (the database owner's URL). */}}
 {{- define "gatehouse.databaseSecretName" -}}
 {{- default (printf "%s-database" (include "gatehouse.prefix" .)) .Values.database.secretName -}}
+{{- end }}
+
+{{/* Secret holding GATEHOUSE_OPERATOR_DATABASE_URL (the operator role's URL); empty when neither
+operatorSecretName nor operatorUrl is set. */}}
+{{- define "gatehouse.operatorDatabaseSecretName" -}}
+{{- if .Values.database.operatorSecretName -}}
+{{- .Values.database.operatorSecretName -}}
+{{- else if .Values.database.operatorUrl -}}
+{{- printf "%s-database-operator" (include "gatehouse.prefix" .) -}}
+{{- end -}}
 {{- end }}
 
 {{/* The operator image. */}}
