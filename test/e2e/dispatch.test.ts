@@ -153,6 +153,30 @@ describe("an approved call", () => {
     expect(approval.status?.phase).toBe("Stale");
     expect(executed(approval)?.message).toMatch(/now at version 2; the call was approved for version 1/);
     expect(executed(approval)?.reason).toBe("TargetVersionMoved");
+    // The agent, repeating the call, hears why it did not run, not who approved it.
+    const repeated = await agent.invoke({
+      turn: 0,
+      position: 0,
+      tool: toolName(PUBLISH),
+      arguments: JSON.stringify({ planId: "week-21", version: 1 }),
+    });
+    expect(repeated.status).toBe("denied");
+    expect(repeated.content).toMatch(
+      /its approval is Stale \(TargetVersionMoved: plan week-21 is now at version 2; the call was approved for version 1\)/,
+    );
+    // And the Approval's Events say it went Stale.
+    const warned = await eventually("a TargetVersionMoved Event on the Approval", 30_000, async () => {
+      const events = await env.kubectl.json<{ items: Array<{ type: string; reason: string }> }>("admin", [
+        "get",
+        "events",
+        "-n",
+        namespace,
+        "--field-selector",
+        `involvedObject.name=${name},involvedObject.kind=Approval`,
+      ]);
+      return events.items.find((e) => e.reason === "TargetVersionMoved");
+    });
+    expect(warned.type).toBe("Warning");
     expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await counter.calls(PUBLISH)).toEqual([]);
     expect(await counter.effects(PUBLISH)).toEqual([]);

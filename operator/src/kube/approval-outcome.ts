@@ -12,16 +12,27 @@ import type { Approval } from "../api/kinds.ts";
 import { answerOfSettledApproval, SETTLED_PHASES, type SettledApproval } from "../core/approval-answer.ts";
 import type { ApprovalPhase, CoreDeps } from "../core/ports.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
+import { findCondition } from "./conditions.ts";
 
 /** True once the Approval will not change its outcome any more. */
 export function isSettled(approval: Approval): boolean {
   return SETTLED_PHASES.has((approval.status?.phase ?? "Pending") as ApprovalPhase);
 }
 
-/** The message of the Approval's `Executed` or `Decided` condition (why it ended as it did), if any. */
+/**
+ * Why the Approval ended as it did, if a condition says: once it was approved the dispatch decided, so
+ * its `Executed` condition as "Reason: message" (e.g. "TargetVersionMoved: plan w is now at version
+ * 6; …"); otherwise — a rejection, expiry or cancellation before any approval — the `Decided`
+ * condition's message. An `Executed` condition beside a Decided one that is not Approved is left from
+ * an earlier dispatch that found no approval (NotApproved), not the outcome.
+ */
 export function settlementMessageOf(approval: Approval): string | undefined {
-  const condition = approval.status?.conditions?.find((c) => c.type === "Executed" || c.type === "Decided");
-  return condition?.message || undefined;
+  const decided = findCondition(approval.status?.conditions, "Decided");
+  const executed = findCondition(approval.status?.conditions, "Executed");
+  if (executed && (!decided || decided.reason === "Approved")) {
+    return executed.message ? `${executed.reason}: ${executed.message}` : executed.reason;
+  }
+  return decided?.message || undefined;
 }
 
 function settledViewOf(approval: Approval): SettledApproval {

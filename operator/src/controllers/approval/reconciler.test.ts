@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../api/kinds.ts";
-import { lateDecisionMessage, lateDecisionsOf } from "./reconciler.ts";
+import { dispatchRefusedMessage, lateDecisionMessage, lateDecisionsOf } from "./reconciler.ts";
 
 function approval(decisions: Approval["spec"]["decisions"], observedDecisions?: number): Approval {
   return {
@@ -45,6 +45,19 @@ describe("late decisions", () => {
     );
     expect(message).toBe(
       "Decision Approve by carol (spec.decisions[1]) ignored: the Approval is already Rejected and takes no more decisions; nothing changed.",
+    );
+  });
+});
+
+describe("a dispatch that refuses an approved call", () => {
+  it("is described with the phase it leaves and the refusal's reason text", () => {
+    expect(
+      dispatchRefusedMessage(
+        "Stale",
+        "plan week-21 is now at version 6; the call was approved for version 5",
+      ),
+    ).toBe(
+      "The approved call was not run; the Approval is Stale: plan week-21 is now at version 6; the call was approved for version 5.",
     );
   });
 });

@@ -174,6 +174,11 @@ async function reportLateDecisions(
   return written;
 }
 
+/** The Event message when dispatch refuses an approved call for good, leaving it in `phase`. */
+export function dispatchRefusedMessage(phase: ApprovalPhase, message: string): string {
+  return `The approved call was not run; the Approval is ${phase}: ${message}.`;
+}
+
 /** Observes gatehouse_approval_decision_seconds: creation → now, when the phase first left Pending. */
 function observeDecided(
   deps: ApprovalDeps,
@@ -342,6 +347,10 @@ export async function reconcileApproval(
     log.info({ phase: result.phase, reason: result.reason }, `approval ${result.kind} at dispatch`);
   }
   await writeStatusIfChanged(deps.clients, APPROVAL, written, final);
+  if (result.kind === "refused" && isSettled({ ...approval, status: final })) {
+    // A deferral retries by itself; a refusal that settles it (Stale, Expired, Cancelled…) needs a human.
+    deps.events.warning(approval, result.reason, dispatchRefusedMessage(result.phase, result.message));
+  }
   await recordOutcome(deps, { ...approval, status: final }, now);
   return final.phase === "Executing" || result.kind === "deferred" ? { requeueAfterMs: 2_000 } : undefined;
 }
