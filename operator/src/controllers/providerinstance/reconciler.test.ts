@@ -44,3 +44,37 @@ describe("podProblemOf", () => {
     expect(podProblemOf([])).toBe("");
   });
 });
+
+describe("podProblemOf during a rollout", () => {
+  const pod = (name: string, hash: string, created: string, waiting: object) => ({
+    metadata: { name, labels: { "pod-template-hash": hash }, creationTimestamp: created },
+    status: { containerStatuses: [{ name: "provider", state: { waiting } }] },
+  });
+  const old = pod("prov-erp-5d9f-a", "5d9f", "2026-11-29T10:00:00Z", {
+    reason: "ImageNotInMap",
+    message: "image provider-erp:nope is not one of this node's",
+  });
+  const crashing = (name: string, created: string) =>
+    pod(name, "7c4b", created, { reason: "CrashLoopBackOff", message: "back-off 10s restarting" });
+
+  it("describes the newest ReplicaSet's pods, not an older one's still waiting beside them", () => {
+    const problem = podProblemOf([old, crashing("prov-erp-7c4b-x", "2026-11-29T10:05:00Z")] as never);
+    expect(problem).toBe(
+      " pod prov-erp-7c4b-x, container provider waits: CrashLoopBackOff (back-off 10s restarting).",
+    );
+  });
+
+  it("names each distinct reason once, from the newest pod that shows it", () => {
+    const pulling = pod("prov-erp-7c4b-z", "7c4b", "2026-11-29T10:04:00Z", { reason: "ImagePullBackOff" });
+    const problem = podProblemOf([
+      crashing("prov-erp-7c4b-x", "2026-11-29T10:05:00Z"),
+      pulling,
+      crashing("prov-erp-7c4b-y", "2026-11-29T10:06:00Z"),
+      old,
+    ] as never);
+    expect(problem).toBe(
+      " pod prov-erp-7c4b-y, container provider waits: CrashLoopBackOff (back-off 10s restarting)." +
+        " pod prov-erp-7c4b-z, container provider waits: ImagePullBackOff.",
+    );
+  });
+});

@@ -213,24 +213,54 @@ async function apply(clients: KubeClients, object: KubernetesObject): Promise<vo
   );
 }
 
+/** How many distinct problems the message names at most (one pod each). */
+const MAX_PROBLEMS = 3;
+
+/** Creation time of a pod in milliseconds (the cache may hold a Date or a string); 0 when unknown. */
+function createdAt(pod: V1Pod): number {
+  const created = pod.metadata?.creationTimestamp;
+  return created ? new Date(created).getTime() || 0 : 0;
+}
+
 /**
- * What keeps a provider's pods from being ready, as a sentence to append to the condition message:
- * the first container that waits (e.g. `ImagePullBackOff`, `ImageNotInMap`, `CrashLoopBackOff`) or
- * ended, with the kubelet's message; "" when no pod says anything (pure).
+ * The pods of the Deployment's current rollout, newest first: those of the ReplicaSet (label
+ * `pod-template-hash`) whose newest pod is the newest of all. Pods of an earlier rollout still running
+ * beside it (a rolling update waits for the new pods) are left out: their problems are fixed (pure).
+ */
+export function currentRolloutPods(pods: readonly V1Pod[]): V1Pod[] {
+  const newest = [...pods].sort((a, b) => createdAt(b) - createdAt(a));
+  const hash = (pod: V1Pod) => pod.metadata?.labels?.["pod-template-hash"] ?? "";
+  const current = newest[0] ? hash(newest[0]) : "";
+  return newest.filter((pod) => hash(pod) === current);
+}
+
+/**
+ * What keeps a provider's pods from being ready, as sentences to append to the condition message: for
+ * the pods of the current rollout (newest first), each distinct reason a container waits for (e.g.
+ * `ImagePullBackOff`, `ImageNotInMap`, `CrashLoopBackOff`) or ended with, once, naming the first pod
+ * that shows it, with the kubelet's message; "" when no pod says anything (pure).
  */
 export function podProblemOf(pods: readonly V1Pod[]): string {
-  for (const pod of pods) {
+  const problems = new Map<string, string>();
+  for (const pod of currentRolloutPods(pods)) {
     for (const container of pod.status?.containerStatuses ?? []) {
       const waiting = container.state?.waiting;
       const terminated = container.state?.terminated ?? container.lastState?.terminated;
       const name = `pod ${pod.metadata?.name}, container ${container.name}`;
       if (waiting?.reason && waiting.reason !== "ContainerCreating") {
-        return ` ${name} waits: ${waiting.reason}${waiting.message ? ` (${waiting.message.slice(0, 512)})` : ""}.`;
-      }
-      if (terminated) {
-        return ` ${name} ended: ${terminated.reason ?? "Error"}, exit code ${terminated.exitCode}.`;
+        if (!problems.has(waiting.reason)) {
+          problems.set(
+            waiting.reason,
+            ` ${name} waits: ${waiting.reason}${waiting.message ? ` (${waiting.message.slice(0, 512)})` : ""}.`,
+          );
+        }
+      } else if (terminated) {
+        const reason = terminated.reason ?? "Error";
+        if (!problems.has(reason)) {
+          problems.set(reason, ` ${name} ended: ${reason}, exit code ${terminated.exitCode}.`);
+        }
       }
     }
   }
-  return "";
+  return [...problems.values()].slice(0, MAX_PROBLEMS).join("");
 }
