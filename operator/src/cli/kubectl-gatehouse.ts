@@ -15,12 +15,13 @@
  * SelfSubjectReview; no flag sets it. Each subcommand lives in plugin/.
  *
  * Exit codes: 0 done; 1 refused by the API server or the gateway (its message printed), or a
- * broken audit chain; 2 usage error (the subcommand's usage printed). A closed stdout pipe
+ * broken audit chain; 2 usage error (the subcommand's usage printed) or a kubeconfig that cannot be
+ * used (which flag or variable named it, and what to do). A closed stdout pipe
  * (`… | head -2`) ends it quietly with 0.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { runAuditVerify } from "./plugin/audit.ts";
-import { connect } from "./plugin/connection.ts";
+import { connect, KubeconfigError } from "./plugin/connection.ts";
 import { apiMessageOf, decide } from "./plugin/decide.ts";
 import { endQuietlyWhenStdoutCloses, type Output, processOutput } from "./plugin/output.ts";
 import { listPending } from "./plugin/pending.ts";
@@ -120,7 +121,7 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
         positionalsExactly(positionals, 0, "");
         const v = values as { "all-namespaces"?: boolean; output?: string };
         return await listPending(
-          connect(flags),
+          connect(flags, env),
           {
             allNamespaces: v["all-namespaces"] === true,
             output: formatOf(v.output, ["table", "json"] as const),
@@ -137,7 +138,7 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
         }
         if ((v.reason ?? "").length > 1024) throw new UsageError("--reason may hold at most 1024 characters");
         return await decide(
-          connect(flags),
+          connect(flags, env),
           {
             name: name as string,
             verdict: command === "approve" ? "Approve" : "Reject",
@@ -151,7 +152,7 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
         const [session] = positionalsExactly(positionals, 1, "the AgentSession's name");
         const v = values as { gateway?: string; output?: string };
         return await printTranscript(
-          connect(flags),
+          connect(flags, env),
           {
             session: session as string,
             gateway: v.gateway ?? env.GATEHOUSE_GATEWAY_URL,
@@ -172,6 +173,10 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
       output.err(
         `kubectl-gatehouse: ${error.message}\n\n${usageOf(isCommand(command) ? command : undefined)}`,
       );
+      return EXIT.usage;
+    }
+    if (error instanceof KubeconfigError) {
+      output.err(`kubectl-gatehouse: ${error.message}`);
       return EXIT.usage;
     }
     output.err(`kubectl-gatehouse: ${apiMessageOf(error)}`);
