@@ -4,13 +4,19 @@
  * with the grant verifier's GATEHOUSE_JWKS_URL and GATEHOUSE_GRANT_AUDIENCE (the SDK's
  * `grantVerifierFromEnvironment`).
  */
-import { environmentUsage, GrantEnvironment, ServerEnvironment } from "@gatehouse/provider-sdk";
+import {
+  environmentUsage,
+  GrantEnvironment,
+  parseEnvironment,
+  ServerEnvironment,
+  setOnProviderInstance,
+} from "@gatehouse/provider-sdk";
 import { z } from "zod";
 
 /** Default APS user of the provider's own calls (status queries, target versions). */
 export const DEFAULT_APS_SERVICE_USER = "gatehouse";
 
-/** Parsed configuration; throws a ZodError naming the bad variable. */
+/** The provider's variables (parse them with {@link loadConfig}). */
 export const ApsProviderConfig = ServerEnvironment.extend({
   APS_URL: z.url().describe("base URL of the APS business system (required)"),
   APS_SERVICE_USER: z
@@ -36,7 +42,11 @@ export const USAGE = environmentUsage(
   [ApsProviderConfig, GrantEnvironment],
 );
 
-/** Reads the configuration from `env` (normally `process.env`). */
+/**
+ * Reads the configuration from `env` (normally `process.env`). Errors: throws an SDK `EnvironmentError`
+ * with one line per missing or bad variable, naming it and the fix, e.g. `APS_URL is required: set
+ * spec.config.APS_URL on the ProviderInstance (base URL of the APS business system)`.
+ */
 export function loadConfig(env: Record<string, string | undefined>): ApsProviderConfig {
-  return ApsProviderConfig.parse(env);
+  return parseEnvironment(ApsProviderConfig, env, setOnProviderInstance);
 }

@@ -4,10 +4,16 @@
  * with the grant verifier's GATEHOUSE_JWKS_URL and GATEHOUSE_GRANT_AUDIENCE (the SDK's
  * `grantVerifierFromEnvironment`).
  */
-import { environmentUsage, GrantEnvironment, ServerEnvironment } from "@gatehouse/provider-sdk";
+import {
+  environmentUsage,
+  GrantEnvironment,
+  parseEnvironment,
+  ServerEnvironment,
+  setOnProviderInstance,
+} from "@gatehouse/provider-sdk";
 import { z } from "zod";
 
-/** Parsed configuration; throws a ZodError naming the bad variable. */
+/** The provider's variables (parse them with {@link loadConfig}). */
 export const ErpProviderConfig = ServerEnvironment.extend({
   ERP_URL: z.url().describe("base URL of the ERP business system (required)"),
   HANDLER_TIMEOUT_MS: z.coerce
@@ -27,12 +33,10 @@ export const USAGE = environmentUsage(
 );
 
 /**
- * Reads the configuration from `env` (normally `process.env`). Throws an Error whose message lists each
- * bad variable and what it must be, e.g. `ERP_URL: Invalid URL`.
+ * Reads the configuration from `env` (normally `process.env`). Errors: throws an SDK `EnvironmentError`
+ * with one line per missing or bad variable, naming it and the fix, e.g. `ERP_URL is required: set
+ * spec.config.ERP_URL on the ProviderInstance (base URL of the ERP business system)`.
  */
 export function loadConfig(env: Record<string, string | undefined>): ErpProviderConfig {
-  const parsed = ErpProviderConfig.safeParse(env);
-  if (parsed.success) return parsed.data;
-  const lines = parsed.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
-  throw new Error(`invalid erp provider configuration:\n${lines.join("\n")}`, { cause: parsed.error });
+  return parseEnvironment(ErpProviderConfig, env, setOnProviderInstance);
 }

@@ -110,19 +110,33 @@ describe("erp provider process (src/main.ts)", () => {
     expect(code).toBe(0);
   });
 
-  it("refuses to start without the grant verification settings, naming them", async () => {
+  it("refuses to start without the grant verification settings, naming them, with exit code 1", async () => {
     erp = await startFakeErp({ host: "127.0.0.1", port: 0 });
     const { process: started, stderr } = run({ ERP_URL: erp.url, HOST: "127.0.0.1", PORT: "0" });
     const [code] = await once(started, "exit");
-    expect(code).not.toBe(0);
-    expect(stderr.join("")).toContain("GATEHOUSE_JWKS_URL: is not set");
-    expect(stderr.join("")).toContain("GATEHOUSE_GRANT_AUDIENCE: is not set");
+    expect(code).toBe(1);
+    expect(stderr.join("").trimEnd().split("\n")).toEqual([
+      expect.stringMatching(
+        /^GATEHOUSE_JWKS_URL is required: the operator sets it on every provider container/,
+      ),
+      expect.stringMatching(
+        /^GATEHOUSE_GRANT_AUDIENCE is required: the operator sets it on every provider container/,
+      ),
+    ]);
   });
 
-  it("exits at startup naming ERP_URL when it is missing", async () => {
-    const { process: started, stderr } = run({});
+  it("exits 1 at startup with one line per bad variable naming its fix, and no stack trace", async () => {
+    const keys = await operatorKeys();
+    const { process: started, stderr } = run({
+      PORT: "eighty",
+      GATEHOUSE_JWKS_URL: keys.jwksUrl,
+      GATEHOUSE_GRANT_AUDIENCE: AUDIENCE,
+    });
     const [code] = await once(started, "exit");
-    expect(code).not.toBe(0);
-    expect(stderr.join("")).toContain("ERP_URL");
+    expect(code).toBe(1);
+    expect(stderr.join("").trimEnd().split("\n")).toEqual([
+      "PORT is invalid (Invalid input: expected number, received NaN): set spec.config.PORT on the ProviderInstance (listen port)",
+      "ERP_URL is required: set spec.config.ERP_URL on the ProviderInstance (base URL of the ERP business system)",
+    ]);
   });
 });

@@ -2,6 +2,14 @@
 // The server helper is the separate entry `@gatehouse/provider-sdk/server`. The grant verifier is here
 // (jose only; its remote JWKS uses the global fetch), so a provider's main can build it from its environment.
 export * from "./contract.ts";
+export {
+  configureOrExit,
+  EnvironmentError,
+  environmentProblems,
+  type HowToSet,
+  parseEnvironment,
+  setOnProviderInstance,
+} from "./environment-problems.ts";
 export { environmentUsage, UNDOCUMENTED } from "./environment-usage.ts";
 export {
   GRANT_ENVIRONMENT,

@@ -317,16 +317,16 @@ describe("grantVerifierFromEnvironment", () => {
 
   it("throws naming each missing variable", () => {
     expect(() => grantVerifierFromEnvironment({})).toThrow(
-      /GATEHOUSE_JWKS_URL: is not set[\s\S]*GATEHOUSE_GRANT_AUDIENCE: is not set/,
+      /^GATEHOUSE_JWKS_URL is required: the operator sets it[^\n]*\nGATEHOUSE_GRANT_AUDIENCE is required: /,
     );
     expect(() => grantVerifierFromEnvironment({ GATEHOUSE_JWKS_URL: jwksUrl })).toThrow(
-      /GATEHOUSE_GRANT_AUDIENCE: is not set/,
+      /^GATEHOUSE_GRANT_AUDIENCE is required: the operator sets it on every provider container/,
     );
   });
 
   it("throws naming a variable that is set but wrong", () => {
     expect(() =>
       grantVerifierFromEnvironment({ GATEHOUSE_JWKS_URL: "not a url", GATEHOUSE_GRANT_AUDIENCE: AUDIENCE }),
-    ).toThrow(/GATEHOUSE_JWKS_URL: must be the operator's JWKS URL/);
+    ).toThrow(/^GATEHOUSE_JWKS_URL is invalid \(must be the operator's JWKS URL/);
   });
 });

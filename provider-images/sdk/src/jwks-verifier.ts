@@ -18,6 +18,7 @@
  */
 import { createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from "jose";
 import { z } from "zod";
+import { type HowToSet, parseEnvironment } from "./environment-problems.ts";
 import type { GrantedCall, GrantVerifier } from "./grant.ts";
 import { GrantRefusal } from "./grant.ts";
 import {
@@ -267,30 +268,25 @@ export const GrantEnvironment = z.object({
     .describe("this provider's grant audience <namespace>/<name> (required; set by the operator)"),
 });
 
+/** The grant variables are the operator's to set (the ProviderInstance controller), never the user's. */
+const setByTheOperator: HowToSet = () =>
+  "the operator sets it on every provider container it runs (DESIGN §5): run this provider through a ProviderInstance";
+
 /**
  * The verifier configured by the operator through the container's environment:
  * `GATEHOUSE_JWKS_URL` and `GATEHOUSE_GRANT_AUDIENCE` (set by the ProviderInstance controller on every
- * provider container). Throws an Error naming each missing or bad variable, so a provider started
- * without them refuses to start rather than accept any caller.
+ * provider container). Throws an `EnvironmentError` with one line per missing or bad variable
+ * (`environment-problems.ts`), so a provider started without them refuses to start rather than accept
+ * any caller.
  */
 export function grantVerifierFromEnvironment(
   env: Record<string, string | undefined>,
   options: Omit<JwksGrantVerifierOptions, "jwksUrl" | "audience"> = {},
 ): GrantVerifier {
-  const parsed = GrantEnvironment.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => {
-      const name = String(issue.path[0]);
-      return `  ${name}: ${env[name] === undefined ? "is not set; it " : ""}${issue.message}`;
-    });
-    throw new Error(
-      `the provider cannot verify grants (DESIGN §5); the operator sets these on provider containers:\n${lines.join("\n")}`,
-      { cause: parsed.error },
-    );
-  }
+  const parsed = parseEnvironment(GrantEnvironment, env, setByTheOperator);
   return jwksGrantVerifier({
     ...options,
-    jwksUrl: parsed.data[GRANT_ENVIRONMENT.jwksUrl],
-    audience: parsed.data[GRANT_ENVIRONMENT.audience],
+    jwksUrl: parsed[GRANT_ENVIRONMENT.jwksUrl],
+    audience: parsed[GRANT_ENVIRONMENT.audience],
   });
 }
