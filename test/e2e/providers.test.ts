@@ -260,4 +260,32 @@ describe("a Capability", () => {
     await readyReason("capability", "read", namespace, "Offered");
     await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
   });
+
+  it("says which spec.providerRef field to fix when the provider is missing or in another namespace", async () => {
+    // aps exists in NAMESPACE; the Capability asks for it in another namespace, which is not supported.
+    const crossing = {
+      ...capability(NAMESPACE, "aps-elsewhere", "aps", "aps.schedule.elsewhere"),
+      spec: { id: "aps.schedule.elsewhere", providerRef: { name: "aps", namespace: "plant-b" } },
+    };
+    await apply([crossing, capability(NAMESPACE, "erp-missing", "erp-nowhere", "erp.stock.read")]);
+    try {
+      const elsewhere = await readyReason("capability", "aps-elsewhere", NAMESPACE, "ProviderNotReady");
+      expect(condition(elsewhere, "Ready")?.message).toBe(
+        `spec.providerRef.namespace plant-b: a Capability can only use a ProviderInstance of its own namespace (${NAMESPACE}) for now; remove spec.providerRef.namespace or create the Capability in plant-b.`,
+      );
+      const missing = await readyReason("capability", "erp-missing", NAMESPACE, "ProviderNotReady");
+      expect(condition(missing, "Ready")?.message).toBe(
+        `spec.providerRef.name erp-nowhere: no ProviderInstance erp-nowhere in namespace ${NAMESPACE}; create it or fix the name.`,
+      );
+    } finally {
+      await env.kubectl.run("admin", [
+        "delete",
+        "capability",
+        "aps-elsewhere",
+        "erp-missing",
+        "-n",
+        NAMESPACE,
+      ]);
+    }
+  });
 });

@@ -58,11 +58,11 @@ export const UsersAndGroups = z.object({
 });
 export type UsersAndGroups = z.infer<typeof UsersAndGroups>;
 
-/** Reference to a ProviderInstance, optionally in another namespace. */
+/** Reference to a ProviderInstance (another namespace is not supported yet). */
 export const ProviderRef = z.object({
   name: Dns1123Label.describe("Name of the ProviderInstance."),
   namespace: Dns1123Label.optional().describe(
-    "Namespace of the ProviderInstance; defaults to this object's namespace. Another namespace works only where its allowedNamespaces admits this one.",
+    "Namespace of the ProviderInstance; defaults to this object's namespace. Another namespace is not supported yet: a Capability naming one stays Ready=False (ProviderNotReady); leave this unset.",
   ),
 });
 export type ProviderRef = z.infer<typeof ProviderRef>;

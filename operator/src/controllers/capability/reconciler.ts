@@ -36,6 +36,33 @@ export function providerOf(caches: Caches, capability: Capability): ProviderInst
   return caches.providers.get(ref.name, ref.namespace ?? capability.metadata.namespace);
 }
 
+/**
+ * Why `capability` cannot use `provider` (its spec.providerRef looked up in the cache), as a message
+ * naming the field and the fix; undefined when the provider is there and Ready. Cross-namespace
+ * providers (allowedNamespaces) are refused until they are supported, whether or not one exists (pure).
+ */
+export function providerProblemOf(
+  capability: Capability,
+  provider: ProviderInstance | undefined,
+): string | undefined {
+  const ref = capability.spec.providerRef;
+  const own = capability.metadata.namespace;
+  if (ref.namespace !== undefined && ref.namespace !== own) {
+    return `spec.providerRef.namespace ${ref.namespace}: a Capability can only use a ProviderInstance of its own namespace (${own}) for now; remove spec.providerRef.namespace or create the Capability in ${ref.namespace}.`;
+  }
+  if (!provider) {
+    return `spec.providerRef.name ${ref.name}: no ProviderInstance ${ref.name} in namespace ${own}; create it or fix the name.`;
+  }
+  if (provider.spec.disabled) {
+    return `ProviderInstance ${ref.name} is disabled (spec.disabled); unset it to offer this capability.`;
+  }
+  const providerReady = findCondition(provider.status?.conditions, "Ready");
+  if (providerReady?.status !== "True" || !provider.status?.endpoints?.[0]) {
+    return `ProviderInstance ${ref.name} is not Ready${providerReady ? ` (${providerReady.reason})` : ""}; see kubectl describe providerinstance ${ref.name} -n ${own}.`;
+  }
+  return undefined;
+}
+
 /** Reconciles one Capability. */
 export async function reconcileCapability(
   deps: CapabilityDeps,
@@ -57,18 +84,14 @@ export async function reconcileCapability(
   };
 
   const provider = providerOf(deps.caches, capability);
-  const providerReady = findCondition(provider?.status?.conditions, "Ready")?.status === "True";
+  const unusable = providerProblemOf(capability, provider);
   const endpoint = provider?.status?.endpoints?.[0];
-  if (!provider || !providerReady || !endpoint) {
-    const why = !provider
-      ? "does not exist"
-      : provider.spec.disabled
-        ? "is disabled (spec.disabled)"
-        : "is not Ready";
-    ready("ProviderNotReady", `ProviderInstance ${capability.spec.providerRef.name} ${why}.`);
-  } else if (provider.metadata.namespace !== namespace) {
-    // cross-namespace providers (allowedNamespaces) come with the API issue; refuse until then.
-    ready("ProviderNotReady", "Cross-namespace providers are not supported yet.");
+  if (unusable !== undefined || provider === undefined || endpoint === undefined) {
+    // providerProblemOf says why whenever the provider is missing or has no endpoint.
+    ready(
+      "ProviderNotReady",
+      unusable ?? `ProviderInstance ${capability.spec.providerRef.name} is not Ready.`,
+    );
   } else {
     try {
       const manifest = await deps.manifests.fetchManifest(endpoint);
