@@ -117,7 +117,9 @@ describe("audit checkpoints in the ConfigMap", () => {
     );
     expect(run.stdout).toMatch(/audit chain intact/);
     for (const checkpoint of checkpoints) {
-      expect(run.stdout).toContain(`checkpoint seq ${checkpoint.seq}: ok`);
+      expect(run.stdout).toContain(
+        `checkpoint seq ${checkpoint.seq} (ConfigMap ${OPERATOR_NAMESPACE}/${CONFIGMAP}): ok`,
+      );
     }
   });
 
@@ -133,7 +135,7 @@ describe("audit checkpoints in the ConfigMap", () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^AUDIT CHAIN BROKEN/m);
     expect(run.stdout).toContain(
-      `checkpoint seq ${target!.seq}: hash_mismatch — record ${target!.seq} hashes to`,
+      `checkpoint seq ${target!.seq} (ConfigMap ${OPERATOR_NAMESPACE}/${CONFIGMAP}): hash_mismatch — record ${target!.seq} hashes to`,
     );
     expect(run.stdout).toContain(`the checkpoint says ${forgedHash}: the chain was rewritten`);
     // The operator keeps the ConfigMap's entry rather than "repairing" the evidence.
@@ -148,7 +150,7 @@ describe("audit checkpoints in the ConfigMap", () => {
     const run = await runAuditCli(env);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain(
-      `checkpoint seq ${beyond.seq}: missing — checkpoint at seq ${beyond.seq} but the chain ends at seq ${head.seq}: records were removed`,
+      `checkpoint seq ${beyond.seq} (ConfigMap ${OPERATOR_NAMESPACE}/${CONFIGMAP}): missing — checkpoint at seq ${beyond.seq} but the chain ends at seq ${head.seq}: records were removed`,
     );
   });
 });

@@ -49,7 +49,7 @@ describe("gatehouse-audit verify", () => {
     const run = await gatehouseAudit(["verify"], db.operatorUrl);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^audit chain intact: 5 records from seq 1, head seq 5 /);
-    expect(run.stdout).toContain("checkpoint seq 5: ok");
+    expect(run.stdout).toContain("checkpoint seq 5 (Postgres audit_checkpoints): ok");
     expect(run.stderr).toBe(""); // not a terminal: no progress bar
   });
 

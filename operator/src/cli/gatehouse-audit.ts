@@ -54,9 +54,11 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
 
   let outside: AuditCheckpoint[] = [];
+  let outsideName: string | undefined;
   if (parsed.configMap) {
     const { kubeconfig, context, namespace } = parsed.configMap;
     const where = `ConfigMap ${namespace}/${CHECKPOINTS_CONFIGMAP}`;
+    outsideName = where;
     try {
       const api = loadKubeConfig(kubeconfig, context, "gatehouse-audit").makeApiClient(CoreV1Api);
       const read = await readCheckpointConfigMap(api, namespace);
@@ -87,7 +89,9 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       onProgress: (p) => bar.update(p.verified, Math.max(p.headSeq - p.fromSeq + 1, p.verified)),
     });
     bar.finish();
-    const text = parsed.json ? JSON.stringify(report, null, 2) : verifyReportLines(report).join("\n");
+    const text = parsed.json
+      ? JSON.stringify(report, null, 2)
+      : verifyReportLines(report, outsideName).join("\n");
     process.stdout.write(`${text}\n`);
     return report.ok ? EXIT.intact : EXIT.broken;
   } catch (error) {

@@ -4,8 +4,11 @@
  */
 import type { ChainVerifyReport } from "../store/audit-verify.ts";
 
-/** Lines describing `report`, the verdict first. */
-export function verifyReportLines(report: ChainVerifyReport): string[] {
+/**
+ * Lines describing `report`, the verdict first. `outsideName` names where the outside checkpoints came
+ * from (e.g. `ConfigMap gatehouse-system/gatehouse-audit-checkpoints`) in each checkpoint line.
+ */
+export function verifyReportLines(report: ChainVerifyReport, outsideName = "outside copy"): string[] {
   const range = report.records === 0 ? "no records" : `${report.records} records from seq ${report.fromSeq}`;
   const head = `head seq ${report.head.seq} (${report.head.hash.slice(0, 16)}…)`;
   const lines = [`${report.ok ? "audit chain intact" : "AUDIT CHAIN BROKEN"}: ${range}, ${head}`];
@@ -20,7 +23,8 @@ export function verifyReportLines(report: ChainVerifyReport): string[] {
     );
   }
   for (const check of report.checkpoints) {
-    lines.push(`checkpoint seq ${check.checkpoint.seq}: ${check.status} — ${check.message}`);
+    const source = check.source === "postgres" ? "Postgres audit_checkpoints" : outsideName;
+    lines.push(`checkpoint seq ${check.checkpoint.seq} (${source}): ${check.status} — ${check.message}`);
   }
   if (report.checkpoints.length === 0) lines.push("no checkpoint to compare the head with");
   return lines;

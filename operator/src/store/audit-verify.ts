@@ -13,6 +13,7 @@ import {
   type AuditVerifyReport,
   type ChainHead,
   ChainVerifier,
+  type CheckpointCheck,
   EMPTY_CHAIN_HEAD,
 } from "../core/audit.ts";
 import { GatehouseError } from "../core/errors.ts";
@@ -47,9 +48,16 @@ export interface VerifyOptions {
   onProgress?: (progress: VerifyProgress) => void;
 }
 
-/** The report of `core/audit.ts` plus the first seq verified. */
+/** A checkpoint comparison and where that checkpoint was kept. */
+export interface SourcedCheckpointCheck extends CheckpointCheck {
+  /** `postgres`: the last row of `audit_checkpoints`; `outside`: one of `options.checkpoints` (the ConfigMap copy). */
+  source: "postgres" | "outside";
+}
+
+/** The report of `core/audit.ts` plus the first seq verified, each checkpoint labelled with its source. */
 export interface ChainVerifyReport extends AuditVerifyReport {
   fromSeq: number;
+  checkpoints: SourcedCheckpointCheck[];
 }
 
 const DEFAULT_PAGE_SIZE = 5000;
@@ -105,7 +113,14 @@ export async function verifyAuditChain(
     options.onProgress?.({ fromSeq, headSeq, seq, verified });
     if (!full) break;
   }
-  return { ...verifier.finish(), fromSeq };
+  const report = verifier.finish();
+  const checkpoints = report.checkpoints.map(
+    (check): SourcedCheckpointCheck => ({
+      ...check,
+      source: check.checkpoint === last ? "postgres" : "outside",
+    }),
+  );
+  return { ...report, checkpoints, fromSeq };
 }
 
 /** The nearest record below `fromSeq` (its hash is the anchor), or the empty chain's head. */
