@@ -286,6 +286,21 @@ describe("the session lifecycle", () => {
     expect(reasons.filter((r) => r === "AgentPodFailed")).toHaveLength(2);
   });
 
+  it("fails a session whose spec.model.endpointRef names no endpoint, listing the ones there are", async () => {
+    const name = `no-endpoint-${randomBytes(3).toString("hex")}`;
+    await createAliceSession(env, NAMESPACE, name, {
+      model: { name: "scripted/answer", endpointRef: "nope" },
+      messages: [{ text: "Push next week's production plan back by one day." }],
+    });
+    const failed = await sessionInPhase(NAMESPACE, name, "Failed");
+    expect(failed.status?.conditions?.find((c) => c.type === "Failed")).toMatchObject({
+      reason: "ModelEndpointNotFound",
+      message: expect.stringMatching(
+        /^spec\.model\.endpointRef nope: the operator has no model endpoint of that name; it has \S.*chart value modelEndpoints/,
+      ),
+    });
+  });
+
   it("moves to Cancelled on spec.cancel and cancels the session's Pending Approval", async () => {
     const name = await createSession(NAMESPACE, "scripted/reference-story", "cancelled");
     const waiting = await sessionInPhase(NAMESPACE, name, "AwaitingApproval");

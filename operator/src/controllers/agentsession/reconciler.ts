@@ -37,7 +37,7 @@ import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
 import { MAX_SIDECARS, SIDECAR_BASE_PORT, sidecarProvidersFor, sidecarsFor } from "./sidecars.ts";
-import { isTerminal, statusFrom } from "./status.ts";
+import { isTerminal, modelEndpointNotFoundMessage, statusFrom } from "./status.ts";
 
 /** Reads what Postgres holds about a session. */
 export interface SessionRecords {
@@ -97,7 +97,7 @@ export async function reconcileAgentSession(
   if (!endpoint) {
     return fail(
       "ModelEndpointNotFound",
-      `No model endpoint ${session.spec.model.endpointRef ?? "(default)"} is configured in the operator.`,
+      modelEndpointNotFoundMessage(session.spec.model.endpointRef, deps.config.modelEndpoints),
     );
   }
   if (endpoint.models.length > 0 && !endpoint.models.includes(session.spec.model.name)) {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import { resumeDue } from "./reconciler.ts";
-import { phaseFrom, statusFrom } from "./status.ts";
+import { modelEndpointNotFoundMessage, phaseFrom, statusFrom } from "./status.ts";
 
 const session = {
   metadata: { name: "s", namespace: "n", uid: "u", generation: 1 },
@@ -166,5 +166,19 @@ describe("a pod released while awaiting approval", () => {
     expect(resumeDue(pod, released, 1, [decided])).toBe(false);
     expect(resumeDue(podIn("Running"), released, 0, [decided])).toBe(false);
     expect(resumeDue(pod, { ...released, finalAnswer: "done" }, 0, [decided])).toBe(false);
+  });
+});
+
+describe("modelEndpointNotFoundMessage", () => {
+  it("names spec.model.endpointRef, the endpoints the operator has and where they are configured", () => {
+    expect(modelEndpointNotFoundMessage("nope", [{ name: "openai" }, { name: "local" }])).toBe(
+      "spec.model.endpointRef nope: the operator has no model endpoint of that name; it has openai, local. Use one of them, or ask the platform team to add it to the chart value modelEndpoints (the operator's MODEL_ENDPOINTS).",
+    );
+  });
+
+  it("says when the operator has no model endpoint at all", () => {
+    expect(modelEndpointNotFoundMessage(undefined, [])).toBe(
+      "spec.model.endpointRef (unset): the operator has no model endpoint configured; the platform team configures them with the chart value modelEndpoints (the operator's MODEL_ENDPOINTS).",
+    );
   });
 });

@@ -17,6 +17,22 @@ function sentence(text: string): string {
   return /[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`;
 }
 
+/**
+ * The message of ModelEndpointNotFound: the field, the endpoints the operator has (by name), and where
+ * the platform configures them (the chart value `modelEndpoints`, the operator's MODEL_ENDPOINTS).
+ * Without `endpointRef` a session gets the default endpoint, so only an empty list misses it.
+ */
+export function modelEndpointNotFoundMessage(
+  endpointRef: string | undefined,
+  configured: readonly { name: string }[],
+): string {
+  const source = "the chart value modelEndpoints (the operator's MODEL_ENDPOINTS)";
+  if (configured.length === 0) {
+    return `spec.model.endpointRef ${endpointRef ?? "(unset)"}: the operator has no model endpoint configured; the platform team configures them with ${source}.`;
+  }
+  return `spec.model.endpointRef ${endpointRef}: the operator has no model endpoint of that name; it has ${configured.map((e) => e.name).join(", ")}. Use one of them, or ask the platform team to add it to ${source}.`;
+}
+
 /** True once the session can no longer change phase. */
 export function isTerminal(session: AgentSession): boolean {
   return isTerminalSessionPhase(session.status?.phase);
