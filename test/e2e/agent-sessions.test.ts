@@ -5,6 +5,7 @@
  * `spec.cancel`, and cancels its Pending Approvals before it may be deleted.
  */
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
@@ -356,6 +357,11 @@ describe("the session lifecycle", () => {
       const result = await env.kubectl.run("admin", ["get", "namespace", namespace]);
       return result.code !== 0 && /NotFound/.test(result.stderr) ? true : undefined;
     });
+    // Creating in the terminating namespace is refused (NamespaceTerminating): that is no error.
+    const errors = readFileSync(env.operatorLogPath, "utf8")
+      .split("\n")
+      .filter((line) => line.includes('"level":50') && line.includes(namespace));
+    expect(errors).toEqual([]);
   });
 });
 

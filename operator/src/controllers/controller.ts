@@ -3,11 +3,12 @@
  * call a level-triggered reconcile (controller-runtime's shape: sigs.k8s.io/controller-runtime
  * pkg/internal/controller). Errors are logged and retried with the queue's rate limiter; a write that
  * lost an optimistic-concurrency race (409 Conflict) is requeued quietly, since the informer will
- * bring the newer object; every outcome is counted in the metrics.
+ * bring the newer object; a create refused because the namespace is being deleted ends the reconcile
+ * quietly (the object goes with its namespace); every outcome is counted in the metrics.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { describeApiError, isConflict } from "../kube/client.ts";
+import { describeApiError, isConflict, isNamespaceTerminating } from "../kube/client.ts";
 import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { ReconcileResult } from "../kube/workqueue.ts";
 import { WorkQueue } from "../kube/workqueue.ts";
@@ -63,6 +64,11 @@ export class Controller {
         try {
           return await this.reconcile(namespace, name, reconcileLog);
         } catch (error) {
+          if (isNamespaceTerminating(error)) {
+            // Whatever it tried to create goes with the namespace, and so does the object: nothing to do.
+            reconcileLog.debug({ err: describeApiError(error) }, "namespace is being deleted; nothing to do");
+            return undefined;
+          }
           if (!isConflict(error)) throw error;
           reconcileLog.debug({ err: describeApiError(error) }, "conflict; requeued for the newer object");
           return { requeueAfterMs: CONFLICT_REQUEUE_MS };

@@ -1,8 +1,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ApiException } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { loadKubeConfig } from "./client.ts";
+import { isNamespaceTerminating, loadKubeConfig } from "./client.ts";
 
 afterEach(() => {
   vi.unstubAllEnvs();
@@ -30,5 +31,43 @@ describe("loadKubeConfig", () => {
     const headers: Record<string, string> = {};
     await config.applyToHTTPSOptions({ headers });
     expect(headers.Authorization).toBe("Bearer the-pod-token");
+  });
+});
+
+/** The 403 the NamespaceLifecycle admission plugin answers to a create in a namespace being deleted. */
+function namespaceTerminatingError(namespace: string): ApiException<string> {
+  const status = {
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    message: `networkpolicies "gatehouse-agent" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+    reason: "Forbidden",
+    details: {
+      name: "gatehouse-agent",
+      group: "networking.k8s.io",
+      kind: "networkpolicies",
+      causes: [
+        {
+          reason: "NamespaceTerminating",
+          message: `namespace ${namespace} is being terminated`,
+          field: "metadata.namespace",
+        },
+      ],
+    },
+    code: 403,
+  };
+  return new ApiException(403, "Forbidden", JSON.stringify(status), {});
+}
+
+describe("isNamespaceTerminating", () => {
+  it("recognises the API server's refusal to create in a namespace being deleted", () => {
+    expect(isNamespaceTerminating(namespaceTerminatingError("plant-b"))).toBe(true);
+  });
+
+  it("is false for any other refusal", () => {
+    const forbidden = JSON.stringify({ kind: "Status", reason: "Forbidden", code: 403, message: "RBAC" });
+    expect(isNamespaceTerminating(new ApiException(403, "Forbidden", forbidden, {}))).toBe(false);
+    expect(isNamespaceTerminating(new ApiException(409, "Conflict", "{}", {}))).toBe(false);
+    expect(isNamespaceTerminating(new Error("namespace plant-b is being terminated"))).toBe(false);
   });
 });

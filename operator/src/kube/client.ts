@@ -119,6 +119,22 @@ export function isConflict(error: unknown): boolean {
 }
 
 /**
+ * True when the API server refused a create because the namespace is being deleted: 403 with a
+ * metav1.Status cause of type NamespaceTerminating (the NamespaceLifecycle admission plugin,
+ * k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle; corev1.NamespaceTerminatingCause).
+ */
+export function isNamespaceTerminating(error: unknown): boolean {
+  if (!(error instanceof ApiException) || error.code !== 403) return false;
+  try {
+    // metav1.StatusCause serialises its Type as "reason".
+    const status = JSON.parse(String(error.body)) as { details?: { causes?: Array<{ reason?: string }> } };
+    return status.details?.causes?.some((c) => c.reason === "NamespaceTerminating") ?? false;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * A readable one-line description of a client-node error: `ApiException.body` is a string holding a
  * metav1.Status (NOTES.md), whose `reason` and `message` say what the API server refused.
  */
