@@ -18,7 +18,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createBuiltinRuntime } from "./engines/builtin/engine.ts";
 import { type AgentSessionView, createGatewayClient } from "./gateway-client.ts";
 import { gatewayToolExecutor } from "./gateway-tools.ts";
-import { runAgent } from "./run-agent.ts";
+import { EXIT_FINAL, runAgent } from "./run-agent.ts";
 
 /**
  * A small real gateway speaking the agent protocol: canned results for read and draft, `pending_approval`
@@ -192,10 +192,10 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function run(gatewayUrl: string) {
+function run(gatewayUrl: string, modelUrl = model.url) {
   const logger = pino({ level: "silent" });
   const client = createGatewayClient({ baseUrl: gatewayUrl, tokenFile, backoffMs: 10 });
-  const openai = new OpenAI({ baseURL: model.url, apiKey: "unused", maxRetries: 2 });
+  const openai = new OpenAI({ baseURL: modelUrl, apiKey: "unused", maxRetries: 2 });
   return runAgent({
     gateway: client,
     logger,
@@ -332,6 +332,28 @@ describe("agent runtime with the builtin engine", () => {
     expect(gateway.events).toEqual([
       expect.objectContaining({ kind: "error", text: expect.stringContaining("not_found") }),
     ]);
+  });
+});
+
+describe("a model endpoint that says a retry cannot succeed", () => {
+  it("ends the run final: one request, an error event naming it, exit 2 so the operator starts no new pod", async () => {
+    // The scripted model answers a script it cannot load with HTTP 500 and `x-should-retry: false`
+    // (test/fakes/src/model/server.ts): deterministic, as the fresh user's endpoint was.
+    const scriptsDir = path.join(dir, "scripts");
+    await mkdir(scriptsDir);
+    await writeFile(path.join(scriptsDir, "broken.yaml"), "steps: [{ wait: { calls: [] } }]\n");
+    const broken = await startScriptedModel({ host: "127.0.0.1", port: 0, scriptsDir });
+    try {
+      gateway = await startTestGateway({ model: "scripted/broken", tokenFile });
+      expect(await run(gateway.url, broken.url)).toBe(EXIT_FINAL);
+      const requests = broken.requests();
+      expect(requests.map((r) => [r.status, r.responseHeaders["x-should-retry"]])).toEqual([[500, "false"]]);
+      expect(gateway.events).toEqual([
+        expect.objectContaining({ kind: "error", text: expect.stringContaining("x-should-retry: false") }),
+      ]);
+    } finally {
+      await broken.close();
+    }
   });
 });
 

@@ -5,8 +5,9 @@
  *     it is in the transcript even when the pod is released during an approval wait);
  *   - the model's last answer → `final_answer` with its text and this pod's token usage → exit 0;
  *   - an engine or gateway error → `error` event (best effort) → exit 1, or exit 2 when the error is
- *     final — a limit reached, or the model endpoint refusing the request as such (4xx other than
- *     429) — so the operator does not start a pod that would meet the same refusal;
+ *     final — a limit reached, the model endpoint refusing the request as such (4xx other than 429),
+ *     or the endpoint saying a retry cannot succeed (`x-should-retry: false`, the engine's `final`) —
+ *     so the operator does not start a pod that would meet the same refusal;
  *   - approvals still undecided after `limits.holdPodForSeconds` → the run is aborted, the event
  *     `released` is posted, exit 0: the pod is released, the session stays AwaitingApproval, and a new
  *     pod resumes from the stored history once the Approval settles;
@@ -47,14 +48,17 @@ function errorText(error: unknown): { kind: string; message: string } {
   };
 }
 
-/** Runs the session once; resolves to the process exit code (0 or 1). Never throws. */
+/** Runs the session once; resolves to the process exit code (0, 1, or {@link EXIT_FINAL}). Never throws. */
 export async function runAgent(options: RunAgentOptions): Promise<number> {
   const { gateway, logger, signal } = options;
   let lastTurn = 0;
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
 
-  /** Posts the error (best effort) and gives the exit code: 2 when a new pod would fail the same way. */
-  async function reportError(kind: string, message: string): Promise<number> {
+  /**
+   * Posts the error (best effort) and gives the exit code: 2 when a new pod would fail the same way —
+   * the engine said so (`final`) or the kind is final.
+   */
+  async function reportError(kind: string, message: string, final = false): Promise<number> {
     logger.error({ kind, message }, "agent run failed");
     try {
       await gateway.postEvent({
@@ -66,7 +70,7 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
     } catch (error) {
       logger.error({ ...errorText(error) }, "could not report the error to the gateway");
     }
-    return FINAL_ERROR_KINDS.has(kind) ? EXIT_FINAL : 1;
+    return final || FINAL_ERROR_KINDS.has(kind) ? EXIT_FINAL : 1;
   }
 
   try {
@@ -123,7 +127,7 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
             log.info("stopped by signal; a new pod will resume the session");
             return 0;
           }
-          return await reportError(event.kind, event.message);
+          return await reportError(event.kind, event.message, event.final === true);
         }
       }
     } finally {

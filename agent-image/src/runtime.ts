@@ -63,7 +63,11 @@ export type RuntimeEvent =
       content: string;
     }
   | { type: "turn_end"; turn: number; text: string; toolCalls: number; final: boolean; usage: TokenUsage }
-  | { type: "error"; kind: string; message: string };
+  /**
+   * The run failed. `final: true` when the engine knows a new pod would meet the same failure (e.g. the
+   * model endpoint answered `x-should-retry: false`), whatever the kind; absent → by kind (run-agent.ts).
+   */
+  | { type: "error"; kind: string; message: string; final?: true };
 
 /** One tool call handed to the executor. */
 export interface ToolCallRequest {

@@ -251,10 +251,47 @@ describe("the builtin engine", () => {
       const client = new OpenAI({ baseURL: `${origin}/v1`, apiKey: "unused", maxRetries: 0 });
       const seen = await events("answer", fakeExecutor().executor, { client });
       expect(asked).toBe(1);
-      expect(seen.at(-1)).toEqual({ type: "error", kind: "limit_exceeded", message: reason });
+      expect(seen.at(-1)).toEqual({ type: "error", kind: "limit_exceeded", message: reason, final: true });
     } finally {
       await proxy.close();
     }
+  });
+
+  it("does not retry a 500 marked x-should-retry: false, and ends with a final error naming it", async () => {
+    const proxy = Fastify({ logger: false });
+    let asked = 0;
+    proxy.post("/v1/chat/completions", async (_request, reply) => {
+      asked += 1;
+      return reply
+        .code(500)
+        .header("x-should-retry", "false")
+        .send({ error: { message: "script is invalid", type: "server_error", code: null, param: null } });
+    });
+    const origin = await proxy.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const client = new OpenAI({ baseURL: `${origin}/v1`, apiKey: "unused", maxRetries: 0 });
+      const seen = await events("answer", fakeExecutor().executor, { client });
+      expect(asked).toBe(1);
+      expect(seen.at(-1)).toEqual({
+        type: "error",
+        kind: "unavailable",
+        message: expect.stringContaining("x-should-retry: false"),
+        final: true,
+      });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("ends a run that gave up on an unavailable endpoint with an error that is not final", async () => {
+    const { executor } = fakeExecutor();
+    const client = new OpenAI({ baseURL: "http://127.0.0.1:9/v1", apiKey: "unused", maxRetries: 0 });
+    const seen = await events("answer", executor, {
+      client,
+      retry: { ...defaultRetryPolicy, maxRetries: 1, baseDelayMs: 1 },
+    });
+    expect(seen.at(-1)).toMatchObject({ type: "error", kind: "unavailable" });
+    expect(seen.at(-1)).not.toHaveProperty("final");
   });
 
   it("stops at maxTurns, counting the answers of the history", async () => {

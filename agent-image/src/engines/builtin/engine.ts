@@ -7,7 +7,8 @@
  *     arguments (`messages.ts`), so the next request is valid and each call id has one tool message;
  *     calls that need approval are all proposed before the engine waits for the first decision;
  *   - failed model requests are retried as `retry.ts` decides (429/5xx/connection failures with backoff
- *     and jitter honouring Retry-After; no other 4xx); the SDK client must have `maxRetries: 0`; the
+ *     and jitter honouring Retry-After; no other 4xx, nor `x-should-retry: false`, which also makes
+ *     the error final: no new pod either); the SDK client must have `maxRetries: 0`; the
  *     model proxy's token-budget refusal ends the run at once with kind `limit_exceeded` and its message;
  *   - stops at `maxTurns` model answers over the whole session (history included); once the session
  *     has made `maxToolCalls` calls the model is asked with `tool_choice: "none"`, and calling a tool
@@ -31,7 +32,7 @@ import type {
 } from "../../runtime.ts";
 import { emptyAnswer, type MergedAnswer, mergeChunk, toolCallsOf } from "./delta-merge.ts";
 import { assistantMessage, chatTools, replayConversation } from "./messages.ts";
-import { defaultRetryPolicy, failureOf, type RetryPolicy, retryDecision } from "./retry.ts";
+import { defaultRetryPolicy, failureOf, isFinalFailure, type RetryPolicy, retryDecision } from "./retry.ts";
 
 /** Options of the builtin engine. `client` carries baseURL, key and timeout, and `maxRetries: 0`. */
 export interface BuiltinRuntimeOptions {
@@ -47,14 +48,19 @@ export interface BuiltinRuntimeOptions {
   logger: Logger;
 }
 
-/** A model request that failed for good: `kind` from the shared list, the SDK error as `cause`. */
+/**
+ * A model request that failed for good: `kind` from the shared list, the SDK error as `cause`, and
+ * `final` when no new pod could succeed either (`retry.ts` `isFinalFailure`).
+ */
 export class ModelRequestError extends Error {
   readonly kind: string;
+  readonly final: boolean;
 
-  constructor(kind: string, message: string, options?: { cause?: unknown }) {
+  constructor(kind: string, message: string, options?: { cause?: unknown; final?: boolean }) {
     super(message, options);
     this.name = "ModelRequestError";
     this.kind = kind;
+    this.final = options?.final ?? false;
   }
 }
 
@@ -72,8 +78,8 @@ function kindOfStatus(status: number): string {
   return "internal";
 }
 
-/** The error a model request ends the run with, after `why` it was not retried. */
-function modelRequestError(error: unknown, why: string): ModelRequestError {
+/** The error a model request ends the run with, after `why` it was not retried; `final` as `isFinalFailure`. */
+function modelRequestError(error: unknown, why: string, final: boolean): ModelRequestError {
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof OpenAI.APIConnectionTimeoutError)
     return new ModelRequestError("timeout", `model request timed out (${why})`, { cause: error });
@@ -84,6 +90,7 @@ function modelRequestError(error: unknown, why: string): ModelRequestError {
   if (error instanceof OpenAI.APIError && typeof error.status === "number") {
     return new ModelRequestError(kindOfStatus(error.status), `model endpoint answered ${message} (${why})`, {
       cause: error,
+      final,
     });
   }
   return new ModelRequestError("internal", `model request failed (${why}): ${message}`, { cause: error });
@@ -94,7 +101,13 @@ function errorEvent(error: unknown, signal: AbortSignal): RuntimeEvent {
   if (signal.aborted) return { type: "error", kind: "aborted", message: "the run was aborted" };
   const message = error instanceof Error ? error.message : String(error);
   const kind = (error as { kind?: unknown }).kind;
-  return { type: "error", kind: typeof kind === "string" ? kind : "internal", message };
+  const final = error instanceof ModelRequestError && error.final;
+  return {
+    type: "error",
+    kind: typeof kind === "string" ? kind : "internal",
+    message,
+    ...(final ? { final } : {}),
+  };
 }
 
 /** The builtin engine. */
@@ -217,8 +230,8 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
           ? { retry: false as const, why: "the stream broke after text was shown" }
           : retryDecision(failure, attempt, retryPolicy);
         if (failure.kind === "budget")
-          throw new ModelRequestError("limit_exceeded", failure.message, { cause: error });
-        if (!decision.retry) throw modelRequestError(error, decision.why);
+          throw new ModelRequestError("limit_exceeded", failure.message, { cause: error, final: true });
+        if (!decision.retry) throw modelRequestError(error, decision.why, isFinalFailure(failure));
         logger.warn(
           {
             turn,

@@ -1,6 +1,13 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { defaultRetryPolicy, failureOf, type ModelFailure, retryAfterMsOf, retryDecision } from "./retry.ts";
+import {
+  defaultRetryPolicy,
+  failureOf,
+  isFinalFailure,
+  type ModelFailure,
+  retryAfterMsOf,
+  retryDecision,
+} from "./retry.ts";
 
 const status = (
   code: number,
@@ -81,6 +88,30 @@ describe("retryDecision", () => {
 
   it("does not retry what is not a model endpoint failure", () => {
     expect(retryDecision({ kind: "other" }, 1)).toMatchObject({ retry: false });
+  });
+});
+
+describe("isFinalFailure", () => {
+  it.each<[string, ModelFailure, boolean]>([
+    ["a 500 the endpoint marks x-should-retry: false", status(500, { shouldRetry: false }), true],
+    ["a 429 the endpoint marks x-should-retry: false", status(429, { shouldRetry: false }), true],
+    ["a 400", status(400), true],
+    ["a 404 even with x-should-retry: true", status(404, { shouldRetry: true }), true],
+    ["the token-budget refusal", { kind: "budget", message: "used up" }, true],
+    ["a 500 without retry advice", status(500), false],
+    ["a 503 with x-should-retry: true", status(503, { shouldRetry: true }), false],
+    ["a 429 with Retry-After", status(429, { retryAfterMs: 1000 }), false],
+    ["a connection failure", { kind: "connection" }, false],
+    ["a timeout", { kind: "timeout" }, false],
+    ["anything else", { kind: "other" }, false],
+  ])("calls %s final: %s", (_what, failure, final) => {
+    expect(isFinalFailure(failure)).toBe(final);
+  });
+
+  it("is final for every failure that a retry decision refuses on the endpoint's word, never for giving up", () => {
+    expect(retryDecision(status(500, { shouldRetry: false }), 1).retry).toBe(false);
+    expect(retryDecision(status(500), defaultRetryPolicy.maxRetries + 1).retry).toBe(false);
+    expect(isFinalFailure(status(500))).toBe(false);
   });
 });
 

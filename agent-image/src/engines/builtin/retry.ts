@@ -4,7 +4,8 @@
  * is honoured — never retried earlier than the endpoint asked; other 4xx answers are not retried, nor
  * is an answer carrying `x-should-retry: false`, nor the model proxy's token-budget refusal
  * (`BUDGET_EXCEEDED` in the agent protocol: final for the whole session). Pure: the
- * engine classifies the error once (`failureOf`) and asks `retryDecision` per attempt.
+ * engine classifies the error once (`failureOf`), asks `retryDecision` per attempt, and marks the
+ * error that ends the run final when `isFinalFailure` says no new pod could do better.
  *
  * The backoff follows openai-node's `calculateDefaultRetryTimeoutMillis` (0.5 s doubling to 8 s, up to
  * 25% less for jitter); the engine does its own retries (the SDK client runs with `maxRetries: 0`)
@@ -87,6 +88,21 @@ export function failureOf(error: unknown): ModelFailure {
     };
   }
   return { kind: "other" };
+}
+
+/**
+ * True when `failure` is final: no later request — from this pod or a new one — can succeed, so the
+ * run ends for good (`run-agent.ts` exits `EXIT_FINAL` and the operator starts no new pod). That is a
+ * 4xx other than 429 (the request itself is refused), any status whose answer carries
+ * `x-should-retry: false` (the endpoint knows a retry cannot succeed, e.g. a deterministic 500), and
+ * the token-budget refusal. Overload, connection failures and timeouts are not final, nor is giving up
+ * after `maxRetries`: a later pod may find the endpoint back.
+ */
+export function isFinalFailure(failure: ModelFailure): boolean {
+  if (failure.kind === "budget") return true;
+  if (failure.kind !== "status") return false;
+  const transient = failure.status === 429 || failure.status >= 500;
+  return !transient || failure.shouldRetry === false;
 }
 
 /**
