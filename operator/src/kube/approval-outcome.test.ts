@@ -5,7 +5,12 @@ import { createInMemoryWorld } from "../core/in-memory-ports.ts";
 import { answerOfApproval, settlementMessageOf } from "./approval-outcome.ts";
 
 const T = "2026-11-29T10:00:00Z";
-const condition = (type: string, status: string, reason: string, message: string): Condition => ({
+const condition = (
+  type: string,
+  status: Condition["status"],
+  reason: string,
+  message: string,
+): Condition => ({
   type,
   status,
   reason,
