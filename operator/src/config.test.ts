@@ -46,6 +46,21 @@ describe("operator configuration", () => {
     expect(() => configFromEnvironment({ [variable]: value })).toThrow(variable);
   });
 
+  it("names each bad variable on its own line with where to set it, never echoing the value", () => {
+    let message = "";
+    try {
+      configFromEnvironment({ GATEWAY_PORT: "http", PROVIDER_DEADLINE_MS: "soon" });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    const lines = message.split("\n");
+    expect(lines.map((line) => line.split(" ")[0]).sort()).toEqual(["GATEWAY_PORT", "PROVIDER_DEADLINE_MS"]);
+    for (const line of lines) {
+      expect(line).toMatch(/^[A-Z_]+ is invalid \(.+\): set [A-Z_]+ in the operator container's environment/);
+      expect(line).not.toContain("soon");
+    }
+  });
+
   it("reads model endpoints with the Secret of their key; the default serves sessions without endpointRef", () => {
     const config = configFromEnvironment({
       MODEL_ENDPOINTS: JSON.stringify([

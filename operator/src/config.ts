@@ -4,7 +4,7 @@
  * them all ({@link USAGE}).
  */
 import { hostname } from "node:os";
-import { type Effect, environmentUsage } from "@gatehouse/provider-sdk";
+import { type Effect, environmentProblems, environmentUsage, type HowToSet } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
@@ -324,11 +324,23 @@ export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-/** Parses the environment; throws a {@link ConfigError} naming each bad variable and why. */
+/** Where the operator's variables come from: its container's environment, which the chart fills from its values. */
+const setInOperatorEnvironment: HowToSet = (name) =>
+  `set ${name} in the operator container's environment, with Helm through its chart value or extraEnv`;
+
+/**
+ * Parses the environment. Errors: throws a {@link ConfigError} with one line per bad variable naming
+ * it, why and where to set it (the SDK's `environmentProblems`, as the providers print theirs).
+ */
 export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
   const result = Environment.safeParse(env);
   if (!result.success) {
-    throw new ConfigError(`invalid operator configuration:\n${z.prettifyError(result.error)}`);
+    throw new ConfigError(
+      environmentProblems(result.error, Environment, env, setInOperatorEnvironment).join("\n"),
+      {
+        cause: result.error,
+      },
+    );
   }
   const parsed = result.data;
   return {
