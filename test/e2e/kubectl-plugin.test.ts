@@ -189,7 +189,8 @@ describe("an Approval alice's session is waiting for", () => {
     expect(run.stdout).toContain(
       `approval.gatehouse.dev/${approved.approval}: Approve by carol appended as spec.decisions[0]`,
     );
-    expect(run.stdout).toMatch(/^phase: (Approved|Executing|Succeeded) \(1\/1 approvals\)$/m);
+    // It waits for the call to settle and prints the Executed condition.
+    expect(run.stdout).toMatch(/^phase: Succeeded \(1\/1 approvals\) — Executed Succeeded: /m);
 
     const settled = await approvalPast(env, NAMESPACE, approved.approval, DISPATCHING);
     expect(settled.status?.phase).toBe("Succeeded");
@@ -229,7 +230,7 @@ describe("a rejection", () => {
     const run = await plugin("carol", ["reject", rejected.approval, "-n", NAMESPACE, "--reason", REASON]);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^phase: Rejected \(0\/1 approvals\)$/m);
+    expect(run.stdout).toMatch(/^phase: Rejected \(0\/1 approvals\) — Decided \w+: /m);
     const approval = await getApproval(env, NAMESPACE, rejected.approval);
     expect(approval.spec.decisions).toEqual([{ approver: "carol", verdict: "Reject", reason: REASON }]);
     expect(approval.status?.phase).toBe("Rejected");
@@ -259,7 +260,7 @@ describe("two approvers deciding at once", () => {
     const runs = await Promise.all(
       ["carol", "alice"].map(async (user) => ({
         user,
-        run: await plugin(user, ["approve", approval, "-n", NAMESPACE, "--wait", "0"]),
+        run: await plugin(user, ["approve", approval, "-n", NAMESPACE, "--wait=false"]),
       })),
     );
     const settled = await approvalPast(env, NAMESPACE, approval, DISPATCHING);
@@ -351,5 +352,53 @@ describe("audit verify", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^ConfigMap gatehouse-system\/gatehouse-audit-checkpoints: \d+ checkpoints/m);
     expect(run.stdout).toMatch(/^audit chain intact: \d+ records from seq 1/m);
+  });
+});
+
+describe("an approval whose call goes Stale at dispatch", () => {
+  /** Sets spec.disabled of ProviderInstance aps and waits until the operator reports it (Ready). */
+  async function setApsDisabled(disabled: boolean): Promise<void> {
+    await env.kubectl.ok("admin", [
+      "patch",
+      "providerinstance",
+      "aps",
+      "-n",
+      NAMESPACE,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { disabled: disabled ? true : null } }),
+    ]);
+    await eventually(
+      `ProviderInstance aps to be Ready=${disabled ? "False Disabled" : "True"}`,
+      120_000,
+      async () => {
+        const provider = await env.kubectl.json<{
+          status?: { conditions?: Array<{ type: string; status: string; reason: string }> };
+        }>("admin", ["get", "providerinstance", "aps", "-n", NAMESPACE]);
+        const ready = provider.status?.conditions?.find((c) => c.type === "Ready");
+        return (disabled ? ready?.reason === "Disabled" : ready?.status === "True") ? true : undefined;
+      },
+    );
+  }
+
+  afterAll(async () => {
+    await setApsDisabled(false);
+  }, 180_000);
+
+  it("reports the Stale phase with the Executed condition's reason and message, and exits 1", async () => {
+    const { approval } = await proposedPublish("plugin-stale");
+    await setApsDisabled(true);
+    const run = await plugin("carol", ["approve", approval, "-n", NAMESPACE]);
+    expect(run.stdout).toContain(
+      `approval.gatehouse.dev/${approval}: Approve by carol appended as spec.decisions[0]`,
+    );
+    expect(run.stdout).toMatch(
+      /^phase: Stale \(1\/1 approvals\) — Executed Disabled: aps\.schedule\.publish or its provider is disabled$/m,
+    );
+    expect(run.stderr).toBe(
+      `kubectl-gatehouse: Approval ${approval} is Stale: the call you approved did not run or did not succeed\n`,
+    );
+    expect(run.code).toBe(1);
+    expect((await getApproval(env, NAMESPACE, approval)).status?.phase).toBe("Stale");
   });
 });

@@ -3,8 +3,8 @@
  * `kubectl gatehouse` — the approver's kubectl plugin (issue 10 §3, DESIGN §1):
  *
  *   kubectl gatehouse pending [-A] [-o table|json]
- *   kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS]
- *   kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS]
+ *   kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS|false]
+ *   kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS|false]
  *   kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json]
  *   kubectl gatehouse audit verify [--from SEQ] [--json]
  *   … [--kubeconfig FILE] [--context NAME] [-n NS] [-h]
@@ -14,10 +14,11 @@
  * the connection flags are parsed here. The caller's identity is the API server's answer to a
  * SelfSubjectReview; no flag sets it. Each subcommand lives in plugin/.
  *
- * Exit codes: 0 done; 1 refused by the API server or the gateway (its message printed), or a
- * broken audit chain; 2 usage error (the subcommand's usage printed) or a kubeconfig that cannot be
- * used (which flag or variable named it, and what to do). A closed stdout pipe
- * (`… | head -2`) ends it quietly with 0.
+ * Exit codes: 0 done; 1 refused by the API server or the gateway (its message printed), an
+ * approved call that did not run or did not succeed (Stale, Failed, Unknown, Expired, Cancelled;
+ * plugin/decide.ts exitCodeOf), or a broken audit chain; 2 usage error (the subcommand's usage
+ * printed) or a kubeconfig that cannot be used (which flag or variable named it, and what to do). A
+ * closed stdout pipe (`… | head -2`) ends it quietly with 0.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { runAuditVerify } from "./plugin/audit.ts";
@@ -78,10 +79,14 @@ function positionalsExactly(positionals: string[], count: number, what: string):
   return rest;
 }
 
+/** `--wait`: whole seconds, `true` (the default 30) or `false` (0: do not wait). */
 function waitSecondsOf(text: string | undefined): number {
-  if (text === undefined) return 30;
+  if (text === undefined || text === "true") return 30;
+  if (text === "false") return 0;
   if (!/^\d+$/.test(text))
-    throw new UsageError(`--wait must be a whole number of seconds, not ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `--wait must be a whole number of seconds, true or false, not ${JSON.stringify(text)}`,
+    );
   return Number(text);
 }
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { decisionPatchOf } from "./decide.ts";
+import type { ApprovalPhase } from "../../api/approval.ts";
+import type { Approval } from "../../api/kinds.ts";
+import { decisionPatchOf, exitCodeOf, isSettled, phaseLine } from "./decide.ts";
 
 describe("the decision patch", () => {
   it("tests the decisions as read, then appends one entry at the end", () => {
@@ -14,5 +16,73 @@ describe("the decision patch", () => {
         value: { approver: "carol", verdict: "Reject", reason: "press-1 is booked" },
       },
     ]);
+  });
+});
+
+/** An Approval of one required vote in `phase`, with `conditions` and `observedDecisions`. */
+function approvalIn(
+  phase: ApprovalPhase,
+  observedDecisions: number,
+  conditions: Array<{ type: string; status: "True" | "False"; reason: string; message: string }> = [],
+): Approval {
+  return {
+    apiVersion: "gatehouse.dev/v1alpha1",
+    kind: "Approval",
+    metadata: { name: "apr-1", namespace: "plant-a" },
+    spec: { requiredApprovals: 1, decisions: [] },
+    status: {
+      phase,
+      observedDecisions,
+      approvals: phase === "Rejected" || phase === "Pending" ? 0 : 1,
+      conditions: conditions.map((c) => ({ ...c, lastTransitionTime: "2026-01-01T00:00:00Z" })),
+    },
+  } as unknown as Approval;
+}
+
+describe("settling an Approval after a decision", () => {
+  it("keeps waiting while it is Approved or Executing, or Pending without the decision counted", () => {
+    expect(isSettled(approvalIn("Approved", 1), 0)).toBe(false);
+    expect(isSettled(approvalIn("Executing", 1), 0)).toBe(false);
+    expect(isSettled(approvalIn("Pending", 0), 0)).toBe(false);
+  });
+
+  it("is settled in a final phase, or Pending with the decision counted (waiting for more votes)", () => {
+    for (const phase of [
+      "Succeeded",
+      "Failed",
+      "Unknown",
+      "Stale",
+      "Rejected",
+      "Expired",
+      "Cancelled",
+    ] as const) {
+      expect(isSettled(approvalIn(phase, 1), 0), phase).toBe(true);
+    }
+    expect(isSettled(approvalIn("Pending", 1), 0)).toBe(true);
+  });
+
+  it("exits 1 when the approved call did not run or did not succeed, else 0", () => {
+    for (const phase of ["Stale", "Failed", "Unknown", "Expired", "Cancelled", "Rejected"] as const) {
+      expect(exitCodeOf("Approve", approvalIn(phase, 1)), phase).toBe(1);
+    }
+    expect(exitCodeOf("Approve", approvalIn("Succeeded", 1))).toBe(0);
+    expect(exitCodeOf("Approve", approvalIn("Pending", 1))).toBe(0);
+    expect(exitCodeOf("Reject", approvalIn("Rejected", 1))).toBe(0);
+  });
+
+  it("prints the Executed condition's reason and message before the Decided one", () => {
+    const stale = approvalIn("Stale", 1, [
+      { type: "Decided", status: "True", reason: "Approved", message: "1 of 1 approvals" },
+      { type: "Executed", status: "False", reason: "Disabled", message: "aps.schedule.publish is disabled" },
+    ]);
+    expect(phaseLine(stale, 0, 30)).toBe(
+      "phase: Stale (1/1 approvals) — Executed Disabled: aps.schedule.publish is disabled",
+    );
+  });
+
+  it("says when the Approval is not settled yet and how to follow it", () => {
+    expect(phaseLine(approvalIn("Executing", 1), 0, 30)).toBe(
+      "phase: Executing (1/1 approvals) (not settled after 30 s; follow it with kubectl get approval apr-1 -n plant-a -w)",
+    );
   });
 });

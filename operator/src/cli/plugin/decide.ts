@@ -6,10 +6,12 @@
  * The patch first `test`s `/spec/decisions` against the list this command read (RFC 6902 §4.6), so
  * the decision is appended to exactly the state the approver was shown. When another approver
  * appended in between, the test fails (422) and the command reads again and retries; an `add` at
- * `-` never overwrites an entry either way. Then it waits for the operator to evaluate the decision
- * (status.observedDecisions or the phase moving on) and prints the phase.
+ * `-` never overwrites an entry either way. Then it waits (bounded) until the operator has settled
+ * the Approval — a final phase, or still Pending after counting the decision — and prints the phase
+ * with the reason and message of its Executed condition (else its Decided condition).
  */
 import { ApiException, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { ApprovalPhase } from "../../api/approval.ts";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../../api/kinds.ts";
 import { type Connection, whoAmI } from "./connection.ts";
 import type { Output } from "./output.ts";
@@ -100,14 +102,48 @@ export interface DecideOptions {
   name: string;
   verdict: DecisionEntry["verdict"];
   reason?: string | undefined;
-  /** Seconds to wait for the operator to evaluate the decision; 0: do not wait. */
+  /** Seconds to wait for the operator to settle the Approval; 0: do not wait. */
   waitSeconds: number;
 }
 
+/** Phases after which an Approval changes no more. */
+const FINAL_PHASES: ReadonlySet<ApprovalPhase> = new Set([
+  "Succeeded",
+  "Failed",
+  "Unknown",
+  "Stale",
+  "Rejected",
+  "Expired",
+  "Cancelled",
+]);
+
 /**
- * Appends the caller's decision and reports the outcome on `output`. Returns the exit code: 0 when
- * the decision was appended, 1 when the API server refused it (its message is printed: admission
- * names the rule, RBAC the missing verb) or the Approval cannot be read.
+ * True when the operator has settled the Approval as far as decision `index` goes: a final phase, or
+ * still Pending with the decision counted (status.observedDecisions > index), waiting for more votes.
+ * Approved and Executing are on their way to a final phase.
+ */
+export function isSettled(approval: Approval, index: number): boolean {
+  const phase = approval.status?.phase ?? "Pending";
+  if (FINAL_PHASES.has(phase)) return true;
+  return phase === "Pending" && (approval.status?.observedDecisions ?? 0) > index;
+}
+
+/**
+ * The exit code of a decision appended to `approval` as it was last read: 1 when the call did not run
+ * or did not succeed (Stale, Failed, Unknown, Expired, Cancelled; and Rejected after an Approve),
+ * else 0 (Succeeded, Rejected after a Reject, Pending for more votes, or not settled yet).
+ */
+export function exitCodeOf(verdict: DecisionEntry["verdict"], approval: Approval): number {
+  const phase = approval.status?.phase ?? "Pending";
+  if (phase === "Rejected") return verdict === "Approve" ? EXIT.refused : EXIT.ok;
+  return FINAL_PHASES.has(phase) && phase !== "Succeeded" ? EXIT.refused : EXIT.ok;
+}
+
+/**
+ * Appends the caller's decision, waits for the operator to settle the Approval (at most
+ * `waitSeconds`), and reports the outcome on `output`. Returns the exit code: {@link exitCodeOf} the
+ * Approval, or 1 when the API server refused the decision (its message is printed: admission names
+ * the rule, RBAC the missing verb) or the Approval cannot be read.
  */
 export async function decide(
   connection: Connection,
@@ -156,9 +192,16 @@ export async function decide(
     output.out(
       `${where}: ${options.verdict} by ${me.username} appended as spec.decisions[${index}] in namespace ${connection.namespace}`,
     );
-    const evaluated = await evaluatedApproval(connection, options.name, index, options.waitSeconds);
-    output.out(phaseLine(evaluated.approval, evaluated.observed));
-    return EXIT.ok;
+    const approval = await settledApproval(connection, options.name, index, options.waitSeconds);
+    output.out(phaseLine(approval, index, options.waitSeconds));
+    const code = exitCodeOf(options.verdict, approval);
+    if (code !== EXIT.ok) {
+      const call = options.verdict === "Approve" ? "the call you approved" : "the call";
+      output.err(
+        `kubectl-gatehouse: Approval ${options.name} is ${approval.status?.phase}: ${call} did not run or did not succeed`,
+      );
+    }
+    return code;
   } catch (error) {
     output.err(
       `kubectl-gatehouse: ${options.verdict.toLowerCase()} ${options.name} refused: ${apiMessageOf(error)}`,
@@ -167,30 +210,38 @@ export async function decide(
   }
 }
 
-/**
- * The Approval once the operator has evaluated decision `index` (status.observedDecisions > index,
- * or the phase left Pending), or as it is after `waitSeconds`.
- */
-async function evaluatedApproval(
+/** The Approval once {@link isSettled} for decision `index`, or as it is after `waitSeconds`. */
+async function settledApproval(
   connection: Connection,
   name: string,
   index: number,
   waitSeconds: number,
-): Promise<{ approval: Approval; observed: boolean }> {
+): Promise<Approval> {
   const deadline = Date.now() + waitSeconds * 1000;
   for (;;) {
     const approval = await getApproval(connection, name);
-    const phase = approval.status?.phase ?? "Pending";
-    const observed = phase !== "Pending" || (approval.status?.observedDecisions ?? 0) > index;
-    if (observed || Date.now() >= deadline) return { approval, observed };
+    if (isSettled(approval, index) || Date.now() >= deadline) return approval;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
 
-/** `phase: Approved (1/1 approvals)`, noting when the operator has not evaluated the decision yet. */
-function phaseLine(approval: Approval, observed: boolean): string {
+/**
+ * `phase: Stale (1/1 approvals) — Executed Disabled: aps.schedule.publish or its provider is disabled`:
+ * the phase, the votes, and the Executed condition (else the Decided one); when the Approval is not
+ * settled yet, says so and how to follow it.
+ */
+export function phaseLine(approval: Approval, index: number, waitSeconds: number): string {
   const phase = approval.status?.phase ?? "Pending";
   const votes = `${approval.status?.approvals ?? 0}/${approval.spec.requiredApprovals} approvals`;
-  const note = observed ? "" : " — the operator has not evaluated the decision yet";
-  return `phase: ${phase} (${votes})${note}`;
+  const conditions = approval.status?.conditions ?? [];
+  const condition =
+    conditions.find((c) => c.type === "Executed") ?? conditions.find((c) => c.type === "Decided");
+  const why = condition ? ` — ${condition.type} ${condition.reason}: ${condition.message}` : "";
+  let note = "";
+  if (!isSettled(approval, index)) {
+    const evaluated = phase !== "Pending" || (approval.status?.observedDecisions ?? 0) > index;
+    const state = evaluated ? "not settled" : "the operator has not evaluated the decision";
+    note = ` (${state} after ${waitSeconds} s; follow it with kubectl get approval ${approval.metadata.name} -n ${approval.metadata.namespace} -w)`;
+  }
+  return `phase: ${phase} (${votes})${why}${note}`;
 }

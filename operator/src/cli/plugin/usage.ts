@@ -50,25 +50,34 @@ user, self-approval).
 
 ${CONNECTION_FLAGS}`,
 
-  approve: `Usage: kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS] [connection flags]
+  approve: `Usage: kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS|false] [connection flags]
 
 Appends {"approver": <you>, "verdict": "Approve"} to spec.decisions of Approval NAME with a JSON patch
-guarded by a test of the decisions you read, then prints the phase the operator moves it to. If the
-API server refuses (admission names the rule, e.g. decision-approver), prints its message, exits 1.
+guarded by a test of the decisions you read, then waits until the operator has settled it — Succeeded,
+Failed, Unknown, Stale, Rejected, Expired or Cancelled, or still Pending for more approvals — and
+prints that phase with the reason and message of its Executed condition (else its Decided one).
+
+Exit codes: 0 Succeeded, or Pending for more approvals (also when --wait ends before it settles);
+1 Stale, Failed, Unknown, Expired, Cancelled or Rejected (the call did not run or did not succeed), or
+the API server refused the decision (its message printed: admission names the rule, e.g.
+decision-approver); 2 usage or kubeconfig error.
 
       --reason TEXT         why (stored in the decision; at most 1024 characters)
-      --wait SECONDS        how long to wait for the operator to evaluate the decision (default 30; 0: no wait)
+      --wait SECONDS        how long to wait for the settled phase (default 30; 0 or false: no wait)
 
 ${CONNECTION_FLAGS}`,
 
-  reject: `Usage: kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS] [connection flags]
+  reject: `Usage: kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS|false] [connection flags]
 
 Appends {"approver": <you>, "verdict": "Reject", "reason": TEXT} to spec.decisions of Approval NAME,
-then prints the phase. The agent is told "rejected by <you>: TEXT". A requester may always reject
-their own call. If the API server refuses, prints its message and exits 1.
+then waits until the operator has settled it and prints the phase. The agent is told "rejected by
+<you>: TEXT". A requester may always reject their own call.
+
+Exit codes: 0 Rejected (or not settled when --wait ends); 1 Stale, Failed, Unknown, Expired or
+Cancelled, or the API server refused the decision (its message printed); 2 usage or kubeconfig error.
 
       --reason TEXT         why (required; at most 1024 characters)
-      --wait SECONDS        how long to wait for the operator to evaluate the decision (default 30; 0: no wait)
+      --wait SECONDS        how long to wait for the settled phase (default 30; 0 or false: no wait)
 
 ${CONNECTION_FLAGS}`,
 
