@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
-import { eventually, playReferenceStory, runAuditCli } from "./story.ts";
+import { eventually, forgetEarlierCheckpoints, playReferenceStory, runAuditCli } from "./story.ts";
 
 const OPERATOR_NAMESPACE = "gatehouse-system";
 const CONFIGMAP = "gatehouse-audit-checkpoints";
@@ -65,15 +65,7 @@ async function chainHead(): Promise<{ seq: number; hash: string }> {
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
-  // This database is new; checkpoints of an earlier environment's chain on this cluster are not its own.
-  await env.kubectl.ok("admin", [
-    "delete",
-    "configmap",
-    CONFIGMAP,
-    "-n",
-    OPERATOR_NAMESPACE,
-    "--ignore-not-found",
-  ]);
+  await forgetEarlierCheckpoints(env.kubectl);
   await env.kubectl.ok("admin", [
     "delete",
     "agentsession",

@@ -10,7 +10,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
-import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/checkpoint-configmap.ts";
 import {
   type ChartEnvironment,
   GATEWAY_SERVICE,
@@ -23,7 +22,7 @@ import {
 import { clusterInfo } from "./cluster-info.ts";
 import { installApi, NAMESPACE, REPO_ROOT } from "./environment.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
-import { eventually, playReferenceStory, type StoryReport } from "./story.ts";
+import { eventually, forgetEarlierCheckpoints, playReferenceStory, type StoryReport } from "./story.ts";
 
 let env: ChartEnvironment;
 let report: StoryReport;
@@ -73,15 +72,7 @@ beforeAll(async () => {
     kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath),
   );
   env = await startChartEnvironment(cluster);
-  // The checkpoints of an earlier database's chain on this shared cluster are not this story's.
-  await env.kubectl.ok("admin", [
-    "delete",
-    "configmap",
-    CHECKPOINTS_CONFIGMAP,
-    "-n",
-    OPERATOR_NAMESPACE,
-    "--ignore-not-found",
-  ]);
+  await forgetEarlierCheckpoints(env.kubectl);
   report = await playReferenceStory(env, silent);
 }, 1_200_000);
 

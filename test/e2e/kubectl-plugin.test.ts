@@ -22,7 +22,7 @@ import { clusterInfo } from "./cluster-info.ts";
 import { approvalPast, DISPATCHING, getApproval } from "./core-approvals.ts";
 import { type Environment, NAMESPACE, REPO_ROOT, startEnvironment } from "./environment.ts";
 import { type RuntimeSession, startSession } from "./runtime-sessions.ts";
-import { eventually, pendingApprovalOf } from "./story.ts";
+import { eventually, forgetEarlierCheckpoints, pendingApprovalOf } from "./story.ts";
 
 const PLUGIN = join(REPO_ROOT, "operator/src/cli/kubectl-gatehouse.ts");
 const MODEL = "scripted/reference-story";
@@ -72,15 +72,7 @@ async function proposedPublish(prefix: string): Promise<{ session: RuntimeSessio
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
-  // The cluster is shared by the e2e files: checkpoints of an earlier database's chain are not ours.
-  await env.kubectl.ok("admin", [
-    "delete",
-    "configmap",
-    CHECKPOINTS_CONFIGMAP,
-    "-n",
-    OPERATOR_NAMESPACE,
-    "--ignore-not-found",
-  ]);
+  await forgetEarlierCheckpoints(env.kubectl);
 }, 900_000);
 
 afterAll(async () => {

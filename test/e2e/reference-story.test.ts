@@ -6,13 +6,12 @@
  * path (examples.test.ts checks only that the examples apply and are admitted).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
-import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/checkpoint-configmap.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import {
   decisionPatch,
   eventually,
+  forgetEarlierCheckpoints,
   pendingApprovalOf,
   playReferenceStory,
   type StoryReport,
@@ -25,16 +24,7 @@ const silent = { say: () => {}, command: () => {} };
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
-  // The cluster is shared by the e2e files: the checkpoints of an earlier database's chain are not this
-  // story's (the story itself clears an earlier push-plan and its pods).
-  await env.kubectl.ok("admin", [
-    "delete",
-    "configmap",
-    CHECKPOINTS_CONFIGMAP,
-    "-n",
-    OPERATOR_NAMESPACE,
-    "--ignore-not-found",
-  ]);
+  await forgetEarlierCheckpoints(env.kubectl);
   report = await playReferenceStory(env, silent);
 }, 900_000);
 

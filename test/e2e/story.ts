@@ -22,7 +22,7 @@ import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import type { BaseEnvironment as Environment } from "./environment.ts";
 import { NAMESPACE, REPO_ROOT } from "./environment.ts";
 import { EXAMPLE_SESSIONS_DIR } from "./examples.ts";
-import type { KubectlResult } from "./kubectl.ts";
+import type { Kubectl, KubectlResult } from "./kubectl.ts";
 
 /** How the story shows what it does. */
 export interface StoryOutput {
@@ -580,4 +580,19 @@ export async function playReferenceStory(
   const bob = await playBobStory(env, out, options);
   const audit = await verifyAuditStep(env, out);
   return { alice, bob, audit };
+}
+
+/**
+ * Deletes ConfigMap gatehouse-audit-checkpoints: the e2e files share one cluster, and each starts a new
+ * database whose chain the checkpoints of an earlier file's database would not match.
+ */
+export async function forgetEarlierCheckpoints(kubectl: Pick<Kubectl, "ok">): Promise<void> {
+  await kubectl.ok("admin", [
+    "delete",
+    "configmap",
+    CHECKPOINTS_CONFIGMAP,
+    "-n",
+    OPERATOR_NAMESPACE,
+    "--ignore-not-found",
+  ]);
 }
