@@ -252,6 +252,36 @@ describe("an Approval found under the derived name", () => {
     expect(world.providerCalls).toHaveLength(0);
   });
 
+  it("while its execution runs, answers a repeat by waiting on the Approval, not with 'being executed'", async () => {
+    const world = worldWith();
+    const approval = await approved(world);
+    const stored = [...world.approvals.values()][0]!;
+    stored.phase = "Executing";
+    let answerProvider!: () => void;
+    world.providerBehaviour = () =>
+      new Promise((resolve) => {
+        answerProvider = () =>
+          resolve({ kind: "answered", response: { status: "succeeded", result: { v: 4 } } });
+      });
+    const dispatch = executeApproved(world.deps, { approval, session });
+    await expect.poll(() => world.providerCalls.length).toBe(1);
+    expect([...world.executions.values()][0]!.state).toBe("started");
+
+    const during = await invoke(world.deps, session, call());
+    expect(during).toMatchObject({
+      decision: "repeated",
+      answer: { status: "pending_approval", approval: { name: stored.request.name } },
+    });
+
+    answerProvider();
+    expect(await dispatch).toMatchObject({ kind: "executed" });
+    stored.phase = "Succeeded";
+    const after = await invoke(world.deps, session, call());
+    expect(after).toMatchObject({ decision: "repeated", answer: { status: "succeeded" } });
+    expect(after.answer.content).toContain('"v":4');
+    expect(world.providerCalls).toHaveLength(1);
+  });
+
   it("once executed, answers a repeat with the receipt", async () => {
     const world = worldWith();
     const approval = await approved(world);

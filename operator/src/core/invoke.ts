@@ -127,19 +127,25 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
 
   // 2. Identity: a repeated call returns the state of the first one.
   const existing = await deps.executions.get(identity.executionId);
-  if (existing) {
+  const approval =
+    existing?.state === "started" || !existing
+      ? await deps.approvals.get(session.namespace, identity.approvalName, session.uid)
+      : undefined;
+  const ours =
+    approval?.ownedBySession === true &&
+    approval.identity.executionId === identity.executionId &&
+    approval.identity.sessionUid === session.uid &&
+    approval.identity.capabilityId === capabilityId &&
+    approval.identity.argumentsDigest === identityDigestOf(call.arguments);
+  // An approved call being dispatched right now (a resumed pod re-invoking it while the approval
+  // controller executes it) is answered from its Approval: pending until the receipt is recorded, so
+  // the agent waits for the outcome instead of taking "being executed" as the call's result.
+  if (existing && !(existing.state === "started" && ours)) {
     const current = await recoverExecution(deps, existing);
     await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
     return { answer: answerOfExecution(deps, current), consumed: NOTHING, decision: "repeated" };
   }
-  const approval = await deps.approvals.get(session.namespace, identity.approvalName, session.uid);
   if (approval) {
-    const ours =
-      approval.ownedBySession &&
-      approval.identity.executionId === identity.executionId &&
-      approval.identity.sessionUid === session.uid &&
-      approval.identity.capabilityId === capabilityId &&
-      approval.identity.argumentsDigest === identityDigestOf(call.arguments);
     if (!ours) return conflict(deps, session, identity, call.tool, audit);
     await audit(AuditKind.repeated, "success", {
       tool: call.tool,
