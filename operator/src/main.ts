@@ -7,6 +7,7 @@
  * fatal error, 2 on a bad configuration.
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { ConfigError, configFromEnvironment, endpointFor, type OperatorConfig, USAGE } from "./config.ts";
@@ -110,6 +111,7 @@ const grants = grantSigner({ signingKey: grantKeys.signingKey, ttlSeconds: confi
 
 const core: CoreDeps = {
   clock: { nowMicros: () => Date.now() * 1000 },
+  timer: { sleep: async (ms) => void (await sleep(ms)) },
   catalog: cacheCatalog(caches),
   identities: secretIdentityResolver(clients),
   approvals: kubeApprovalPort(clients, caches, now),

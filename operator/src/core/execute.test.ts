@@ -227,6 +227,48 @@ describe("dispatch of an approved call", () => {
   });
 });
 
+describe("a call repeated while its first invoke is still executing", () => {
+  const read = testCapability({ id: "aps.schedule.read", idempotency: "key" });
+  const readCall = call({ tool: "aps_schedule_read", arguments: "{}" });
+
+  it("waits for the first invoke and answers with its receipt, calling the provider once", async () => {
+    const world = worldWith(read);
+    let answerProvider!: () => void;
+    world.providerBehaviour = () =>
+      new Promise((resolve) => {
+        answerProvider = () =>
+          resolve({ kind: "answered", response: { status: "succeeded", result: { n: 7 } } });
+      });
+    const first = invoke(world.deps, session, readCall);
+    await expect.poll(() => world.providerCalls.length).toBe(1);
+    const repeat = invoke(world.deps, session, readCall);
+    await expect.poll(() => world.sleeps).toBeGreaterThan(0);
+    answerProvider();
+    expect((await first).answer).toMatchObject({ status: "succeeded" });
+    const repeated = await repeat;
+    expect(repeated).toMatchObject({ decision: "repeated", answer: { status: "succeeded" } });
+    expect(repeated.answer.content).toContain('"n":7');
+    expect(world.providerCalls).toHaveLength(1);
+  });
+
+  it("takes the execution over once its lease ends without an outcome, and settles it by key", async () => {
+    const world = worldWith(read);
+    world.providerBehaviour = () => new Promise(() => {});
+    void invoke(world.deps, session, readCall);
+    await expect.poll(() => world.providerCalls.length).toBe(1);
+    world.providerBehaviour = () => ({
+      kind: "answered",
+      response: { status: "succeeded", result: { n: 8 } },
+    });
+    const repeated = await invoke(world.deps, session, readCall);
+    expect(repeated).toMatchObject({ decision: "repeated", answer: { status: "succeeded" } });
+    const key = world.providerCalls[0]!.request.idempotencyKey;
+    expect(key).toEqual(expect.any(String));
+    expect(world.providerCalls.map((c) => c.request.idempotencyKey)).toEqual([key, key]);
+    expect(auditPayloads(world, AuditKind.executionRecovering)).toHaveLength(1);
+  });
+});
+
 describe("an Approval found under the derived name", () => {
   it("is ours when it records this very call, and the repeat waits for it", async () => {
     const world = worldWith();

@@ -55,6 +55,8 @@ export interface InMemoryWorld {
   audit: AuditEntry[];
   providerCalls: ProviderCall[];
   statusCalls: string[];
+  /** How often Core waited on the timer (each wait advances `now` by its milliseconds). */
+  sleeps: number;
   /** What the provider does with a call; default: succeed with `{ ok: true }`. */
   providerBehaviour: (call: ProviderCall) => ProviderCallOutcome | Promise<ProviderCallOutcome>;
   /** What the status endpoint says; default: not found. */
@@ -109,6 +111,7 @@ export function createInMemoryWorld(
     audit: [],
     providerCalls: [],
     statusCalls: [],
+    sleeps: 0,
     targetVersions: new Map(),
     providerBehaviour: () => ({ kind: "answered", response: { status: "succeeded", result: { ok: true } } }),
     statusBehaviour: (idempotencyKey) => ({
@@ -236,6 +239,14 @@ export function createInMemoryWorld(
   const silent = () => {};
   world.deps = {
     clock: { nowMicros: () => world.now.micros },
+    timer: {
+      // Simulated time: advance the clock, then let other work (a held provider call) run.
+      async sleep(ms) {
+        world.sleeps += 1;
+        world.now.micros += ms * 1000;
+        await new Promise((resolve) => setImmediate(resolve));
+      },
+    },
     catalog,
     identities: {
       async resolve(_provider: ProviderRef, subject: Subject): Promise<IdentityBinding> {

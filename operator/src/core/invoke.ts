@@ -47,7 +47,7 @@ import type {
   ResolvedCapability,
   SessionContext,
 } from "./ports.ts";
-import { recoverExecution } from "./recovery.ts";
+import { outcomeOfExecution } from "./recovery.ts";
 import { capabilityIdOf } from "./tool-names.ts";
 
 export { executeApproved } from "./execute-approved.ts";
@@ -78,7 +78,8 @@ const NOTHING: Consumption = { toolCalls: 0, writes: 0 };
 
 /**
  * Decides and, when allowed, executes one tool call (DESIGN §4 steps 2–10, in that order):
- *  2. execution identity; an existing execution or Approval for it → its state, nothing new;
+ *  2. execution identity; an existing execution or Approval for it → its state, nothing new (a
+ *     repeat of a call still executing waits for its outcome, or for its Approval when it has one);
  *  3. resolve the tool to a visible, enabled, ready Capability;
  *  4. strict I-JSON + schema validation → `invalid_arguments` (audited, nothing else);
  *  5. identity binding when the provider requires it;
@@ -141,7 +142,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   // controller executes it) is answered from its Approval: pending until the receipt is recorded, so
   // the agent waits for the outcome instead of taking "being executed" as the call's result.
   if (existing && !(existing.state === "started" && ours)) {
-    const current = await recoverExecution(deps, existing);
+    const current = await outcomeOfExecution(deps, existing);
     await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
     return { answer: answerOfExecution(deps, current), consumed: NOTHING, decision: "repeated" };
   }

@@ -28,6 +28,12 @@ export interface Clock {
   nowMicros(): number;
 }
 
+/** Waiting inside Core: real time in the operator, simulated time (the test clock advances) in tests. */
+export interface Timer {
+  /** Resolves after `ms` milliseconds. */
+  sleep(ms: number): Promise<void>;
+}
+
 /** The subset of a pino logger Core uses (a pino `Logger` satisfies it). No argument values: digests. */
 export interface CoreLogger {
   info(fields: object, message: string): void;
@@ -488,6 +494,7 @@ export type Failpoint = "after-claim" | "after-provider-call";
 /** Everything Core needs; build once per process and pass to `invoke` / `executeApproved`. */
 export interface CoreDeps {
   clock: Clock;
+  timer: Timer;
   catalog: CapabilityCatalog;
   identities: IdentityResolver;
   approvals: ApprovalPort;

@@ -68,6 +68,29 @@ export async function recoverExecution(deps: CoreDeps, execution: ExecutionRecor
   return settled;
 }
 
+/** How often a repeated call polls an execution another caller is finishing, in ms. */
+const OUTCOME_POLL_MS = 250;
+
+/**
+ * The outcome of `execution` as a repeated call should report it: while the row is `started` under a
+ * live lease (another caller is executing it, e.g. the invoke of a killed agent pod that the gateway is
+ * still finishing), polls it every 250 ms; once the lease has ended, settles it as
+ * {@link recoverExecution} does. So a repeat answers with the first call's receipt, not with "being
+ * executed". Waits at most until the lease ends (`leaseMsOf`: the provider deadlines plus the grace).
+ * Errors: as {@link recoverExecution}.
+ */
+export async function outcomeOfExecution(
+  deps: CoreDeps,
+  execution: ExecutionRecord,
+): Promise<ExecutionRecord> {
+  let current = execution;
+  while (current.state === "started" && current.leaseUntilMicros >= deps.clock.nowMicros()) {
+    await deps.timer.sleep(OUTCOME_POLL_MS);
+    current = (await deps.executions.get(current.id)) ?? current;
+  }
+  return recoverExecution(deps, current);
+}
+
 /**
  * One sweep: recovers up to `limit` `started` rows whose lease ended. Returns how many it looked at.
  * The leader runs it periodically, so rows of Auto calls whose agent never repeated them are settled
