@@ -4,13 +4,16 @@
  * binds AgentSessions to their subject, and the persona ClusterRoles grant what DESIGN §7 says.
  * Every request is made as the named user through that user's kubeconfig context.
  */
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import type { z } from "zod";
 import { AgentSessionSpec } from "../../operator/src/api/agentsession.ts";
 import { ApprovalSpec } from "../../operator/src/api/approval.ts";
 import { CapabilitySpec } from "../../operator/src/api/capability.ts";
+import { AGENT_SESSION, GROUP, VERSION } from "../../operator/src/api/kinds.ts";
 import { ProviderInstanceSpec } from "../../operator/src/api/providerinstance.ts";
 import { toolNameOf } from "../../operator/src/core/tool-names.ts";
+import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import {
   approvalSpec,
@@ -396,6 +399,66 @@ describe("AgentSession admission", () => {
       expect(after.spec.cancel).toBe(true);
       expect(after.spec.instructions).toBe("");
       expect(after.spec.messages).toHaveLength(messagesBefore.length);
+    });
+
+    it("refuses alice appending a message once spec.cancel is set: it would never be answered", async () => {
+      const before = await messages();
+      expectRefused(
+        await append("alice", "Publish it after all."),
+        /session-ended: AgentSession .* is cancelled and runs no more turns.*; create a new AgentSession to go on/,
+      );
+      expect(await messages()).toEqual(before);
+    });
+  });
+
+  describe("on alice's ended sessions", () => {
+    /** A session of alice's whose status the operator has set to `phase`; returns its name. */
+    async function sessionIn(phase: string): Promise<string> {
+      const name = uniqueName(phase.toLowerCase());
+      await kubectl.ok(
+        "alice",
+        ["create", "-f", "-"],
+        manifest("AgentSession", ns, name, sessionSpec("alice")),
+      );
+      // As the operator writes status: a merge patch of agentsessions/status, the one verb its role
+      // grants there (kubectl patch would GET the status first, which it may not).
+      const operator = makeClients(loadKubeConfig(cluster.kubeconfigPath, OPERATOR));
+      await operator.custom.patchNamespacedCustomObjectStatus(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace: ns,
+          plural: AGENT_SESSION.plural,
+          name,
+          body: { status: { phase } },
+        },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      return name;
+    }
+    const append = (name: string) =>
+      patchAs(kubectl, "alice", "agentsession", ns, name, "json", [
+        { op: "add", path: "/spec/messages/-", value: { text: "And the week after?" } },
+      ]);
+
+    it("accepts a message appended to a Completed session: that continues it", async () => {
+      const result = await append(await sessionIn("Completed"));
+      expect(result.stderr).toBe("");
+    });
+
+    it("refuses a message appended to a Failed session, naming the phase and the way on", async () => {
+      expectRefused(
+        await append(await sessionIn("Failed")),
+        /session-ended: AgentSession failed-\S+ is Failed and runs no more turns, so a message appended to it would never be answered; create a new AgentSession to go on/,
+      );
+    });
+
+    it("still lets alice edit the metadata of her Failed session", async () => {
+      const name = await sessionIn("Failed");
+      const labelled = await patchAs(kubectl, "alice", "agentsession", ns, name, "merge", {
+        metadata: { labels: { reviewed: "yes" } },
+      });
+      expect(labelled.stderr).toBe("");
     });
   });
 });

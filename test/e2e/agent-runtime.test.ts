@@ -326,3 +326,59 @@ describe("limits", () => {
     expect(conversationRequests(env, session.text).every((request) => request.step === 0)).toBe(true);
   });
 });
+
+describe("a Completed session whose subject appends a message", () => {
+  const FIRST = "Nothing to change; the plan stands.";
+  const SECOND = "The week after stands too; nothing to change there either.";
+  const FOLLOW_UP = "And the week after that?";
+
+  it("goes back to work: a new agent pod answers the message from the stored conversation, then the session completes again", async () => {
+    const session = await startSession(env, "continued", "scripted/two-answers");
+    const first = await sessionInPhase(env, session.name, ["Completed"]);
+    expect(first.status?.result).toBe(FIRST);
+    expect(first.status?.continuations).toBeUndefined();
+
+    await env.kubectl.ok("alice", [
+      "patch",
+      "agentsession",
+      session.name,
+      "-n",
+      NAMESPACE,
+      "--type",
+      "json",
+      "-p",
+      JSON.stringify([{ op: "add", path: "/spec/messages/-", value: { text: FOLLOW_UP } }]),
+    ]);
+    const second = await eventually(
+      `session ${session.name} to complete its continuation`,
+      180_000,
+      async () => {
+        const current = await sessionOf(env, session.name);
+        return current.status?.phase === "Completed" && current.status.continuations === 1
+          ? current
+          : undefined;
+      },
+    );
+    expect(second.status?.result).toBe(SECOND);
+    expect(second.status?.podName).toBe(`${session.name}-agent-1-m1`);
+    expect(second.status?.conditions?.find((c) => c.type === "Complete")).toMatchObject({
+      status: "True",
+      reason: "AnswerPosted",
+    });
+    expect(Date.parse(second.status!.runStartTime!)).toBeGreaterThanOrEqual(
+      Date.parse(first.status!.startTime!),
+    );
+
+    // The continuation's one model request holds the whole conversation: task, first answer, follow-up.
+    const next = requestAtStep(session, 1);
+    const said = next
+      .chat!.messages.filter((m) => m.role === "user" || m.role === "assistant")
+      .map((m) => [m.role, m.content]);
+    expect(said).toEqual([
+      ["user", session.text],
+      ["assistant", FIRST],
+      ["user", FOLLOW_UP],
+    ]);
+    expect(conversationRequests(env, session.text).map((r) => r.step)).toEqual([0, 1]);
+  });
+});

@@ -31,6 +31,9 @@ export interface SessionObject {
     podName?: string;
     podUID?: string;
     attempt?: number;
+    continuations?: number;
+    runStartTime?: string;
+    startTime?: string;
     podFailures?: Array<{ podName: string; reason: string; exitCode?: number }>;
     usage?: { inputTokens: number; outputTokens: number };
     conditions?: Array<{ type: string; status: string; reason: string; message: string }>;

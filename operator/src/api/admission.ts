@@ -195,7 +195,7 @@ const SPEC_BUT_CANCEL_UNCHANGED = Object.keys(AgentSessionSpec.shape)
 const SESSION_UPDATE: PolicyDefinition = {
   name: "gatehouse-agentsession-update",
   description:
-    "Only the subject changes a session (appends a message, cancels, edits its metadata); a holder of the custom verb cancel on agentsessions may set spec.cancel and nothing else.",
+    "Only the subject changes a session (appends a message, cancels, edits its metadata); a holder of the custom verb cancel on agentsessions may set spec.cancel and nothing else. A Failed or Cancelled session takes no more messages.",
   operations: ["UPDATE"],
   resources: ["agentsessions"],
   matchConditions: [
@@ -209,6 +209,12 @@ const SESSION_UPDATE: PolicyDefinition = {
     { name: "isSubject", expression: `${USER} == oldObject.spec.subject.user` },
     { name: "specChanged", expression: "object.spec != oldObject.spec" },
     { name: "onlyCancelChanged", expression: SPEC_BUT_CANCEL_UNCHANGED },
+    {
+      // Failed and Cancelled are final; a Completed session continues when a message is appended.
+      name: "ended",
+      expression:
+        "(has(oldObject.spec.cancel) && oldObject.spec.cancel) || (has(oldObject.status) && has(oldObject.status.phase) && oldObject.status.phase in ['Failed', 'Cancelled'])",
+    },
   ],
   // `authorizer` is available to expressions but not to messageExpressions, so the cancel-verb check
   // has a validation of its own.
@@ -222,6 +228,11 @@ const SESSION_UPDATE: PolicyDefinition = {
       expression: `!variables.specChanged || variables.isSubject || !variables.onlyCancelChanged || authorizer.group('${GROUP}').resource('agentsessions').namespace(object.metadata.namespace).name(object.metadata.name).check('cancel').allowed()`,
       messageExpression: `'session-cancel: ' + ${USER} + ' may set spec.cancel of AgentSession ' + object.metadata.name + ' only with the RBAC verb cancel on agentsessions (granted by gatehouse-platform)'`,
       reason: "Forbidden",
+    },
+    {
+      expression: "!variables.ended || size(object.spec.messages) == size(oldObject.spec.messages)",
+      messageExpression: `'session-ended: AgentSession ' + object.metadata.name + ' is ' + (has(oldObject.status) && has(oldObject.status.phase) ? oldObject.status.phase : 'cancelled') + ' and runs no more turns, so a message appended to it would never be answered; create a new AgentSession to go on'`,
+      reason: "Invalid",
     },
     {
       // Labels, finalizers and ownerReferences steer controllers and the garbage collector: an

@@ -113,6 +113,20 @@ export const AgentSessionStatus = z.object({
     .describe(
       "How often the session was resumed by a new pod after its pod was released while awaiting approval.",
     ),
+  continuations: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      "How often a new agent pod was started to answer messages appended after the agent's final answer.",
+    ),
+  runStartTime: z
+    .string()
+    .optional()
+    .describe(
+      "When the current run began: the session's start, or the continuation that answers appended messages. spec.limits.timeoutSeconds counts from here.",
+    ),
   podFailures: z
     .array(
       z.object({

@@ -29,6 +29,7 @@ describe("sessionRecordOf", () => {
       releases: 0,
       usage: { inputTokens: 10, outputTokens: 4 },
       finalAnswer: "done",
+      finalAnswers: 1,
     });
   });
 

@@ -25,7 +25,10 @@ export interface TranscriptEvent {
 
 /** Counters and outcome of a session from its transcript. */
 export interface SessionRecord {
+  /** The latest final answer the agent posted. */
   finalAnswer?: string;
+  /** How many final answers the agent posted: one per message of `spec.messages` it answered. */
+  finalAnswers: number;
   agentError?: string;
   turns: number;
   toolCalls: number;
@@ -63,6 +66,7 @@ export interface SessionRecordState {
 /** The state of a session with no events. */
 export const EMPTY_SESSION_RECORD_STATE: SessionRecordState = {
   record: {
+    finalAnswers: 0,
     turns: 0,
     toolCalls: 0,
     writes: 0,
@@ -113,6 +117,7 @@ export function foldEvents(
     }
     if (event.kind === "final_answer" && event.source === "agent" && typeof event.payload.text === "string") {
       record.finalAnswer = event.payload.text;
+      record.finalAnswers++;
     }
     if (event.kind === "released" && event.source === "agent") record.releases++;
     if (event.kind === "error" && event.source === "agent" && typeof event.payload.text === "string") {

@@ -7,6 +7,11 @@ import type { Condition } from "../api/common.ts";
 /** The condition to set; lastTransitionTime is filled in. */
 export type ConditionInput = Omit<Condition, "lastTransitionTime">;
 
+/** `now` as a metav1.Time: RFC 3339 in whole seconds (`2026-12-01T16:00:00Z`). */
+export function metaTimeOf(now: Date): string {
+  return now.toISOString().replace(/\.\d+Z$/, "Z");
+}
+
 /** Returns a new list with `input` set, keeping the old transition time when the status did not change. */
 export function setCondition(
   conditions: Condition[] | undefined,
@@ -16,9 +21,7 @@ export function setCondition(
   const list = conditions ?? [];
   const existing = list.find((c) => c.type === input.type);
   const lastTransitionTime =
-    existing && existing.status === input.status
-      ? existing.lastTransitionTime
-      : now.toISOString().replace(/\.\d+Z$/, "Z");
+    existing && existing.status === input.status ? existing.lastTransitionTime : metaTimeOf(now);
   const next: Condition = { ...input, lastTransitionTime };
   return [...list.filter((c) => c.type !== input.type), next].sort((a, b) => a.type.localeCompare(b.type));
 }

@@ -39,10 +39,15 @@ export function modelBaseUrlOf(gatewayUrl: string): string {
 
 /**
  * Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next)
- * after `resumes` resumptions (a pod released while awaiting approval is followed by `-<resumes>`).
+ * after `resumes` resumptions (a pod released while awaiting approval is followed by `-<resumes>`) and
+ * `continuations` (a pod that answers appended messages adds `-m<continuations>`). At most 253
+ * characters: the session's name is cut to 236 (230 for a continuation, which adds a suffix).
  */
-export function agentPodName(session: AgentSession, attempt = 1, resumes = 0): string {
-  return `${session.metadata.name.slice(0, 236)}-agent-${attempt}${resumes > 0 ? `-${resumes}` : ""}`;
+export function agentPodName(session: AgentSession, attempt = 1, resumes = 0, continuations = 0): string {
+  const resumed = resumes > 0 ? `-${resumes}` : "";
+  const continued = continuations > 0 ? `-m${continuations}` : "";
+  const base = session.metadata.name.slice(0, continuations > 0 ? 230 : 236);
+  return `${base}-agent-${attempt}${resumed}${continued}`;
 }
 
 /** The desired agent pod of run `attempt` after `resumes` resumptions. */
@@ -51,12 +56,13 @@ export function agentPodFor(
   attempt: number,
   settings: AgentPodSettings,
   resumes = 0,
+  continuations = 0,
 ): V1Pod {
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
-      name: agentPodName(session, attempt, resumes),
+      name: agentPodName(session, attempt, resumes, continuations),
       namespace: session.metadata.namespace,
       labels: {
         ...MANAGED_BY,

@@ -3,8 +3,9 @@
  *   session = cache.get(key)                    ; gone → owner references delete the pod
  *   deleting → once no Approval of it is Pending, remove the finalizer
  *   no finalizer → add it
- *   terminal → nothing to do
+ *   terminal → nothing to do, unless messages were appended to a Completed session → continue it
  *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
+ *   pod answered and more messages wait         → record continuations+1 (next pass creates its pod)
  *   ensure the namespace's agent ServiceAccount and NetworkPolicy
  *   cancelled → delete the pod
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
@@ -29,7 +30,7 @@ import type { SessionRecord } from "../../core/session-record.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { isConflict, isNotFound } from "../../kube/client.ts";
-import { setCondition } from "../../kube/conditions.ts";
+import { metaTimeOf, setCondition } from "../../kube/conditions.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
 import { limitsOf } from "../../kube/session-context.ts";
@@ -37,7 +38,7 @@ import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
 import { MAX_SIDECARS, SIDECAR_BASE_PORT, sidecarProvidersFor, sidecarsFor } from "./sidecars.ts";
-import { isTerminal, modelEndpointNotFoundMessage, statusFrom } from "./status.ts";
+import { allAnswered, isTerminal, modelEndpointNotFoundMessage, runAnswered, statusFrom } from "./status.ts";
 
 /** Reads what Postgres holds about a session. */
 export interface SessionRecords {
@@ -74,7 +75,7 @@ export async function reconcileAgentSession(
     await addFinalizer(deps.clients, AGENT_SESSION, session, SESSION_FINALIZER);
     return { requeueAfterMs: 0 }; // the next pass works on the version that carries it
   }
-  if (isTerminal(session)) return undefined;
+  if (isTerminal(session)) return continueIfAppended(deps, session, log);
   const now = deps.now();
 
   /** Ends the session Failed with `reason` (for what no retry can fix). */
@@ -109,7 +110,11 @@ export async function reconcileAgentSession(
 
   const attempt = session.status?.attempt ?? 1;
   const resumes = session.status?.resumes ?? 0;
-  let pod: V1Pod | undefined = deps.caches.pods.get(agentPodName(session, attempt, resumes), namespace);
+  const continuations = session.status?.continuations ?? 0;
+  let pod: V1Pod | undefined = deps.caches.pods.get(
+    agentPodName(session, attempt, resumes, continuations),
+    namespace,
+  );
   // A pod under our deterministic name that this session does not control was made by someone else:
   // adopting it would let its token act as the session (DESIGN §7). Refuse it.
   if (pod && !controlledBy(pod, session)) {
@@ -120,10 +125,14 @@ export async function reconcileAgentSession(
   const record = await deps.records.recordOf(session.metadata.uid);
   const retry =
     pod && !session.spec.cancel
-      ? retryDecision(pod, record, attempt, deps.config.agentPodRetries, now)
+      ? retryDecision(pod, record, attempt, deps.config.agentPodRetries, now, runAnswered(session, record))
       : undefined;
   if (retry?.kind === "wait") return { requeueAfterMs: retry.afterMs };
-  if (!session.spec.cancel && pod && resumeDue(pod, record, resumes, approvalsOf(deps.caches, session))) {
+  if (
+    !session.spec.cancel &&
+    pod &&
+    resumeDue(pod, record, resumes, approvalsOf(deps.caches, session), runAnswered(session, record))
+  ) {
     // Record the resumption before creating its pod: a crash in between re-creates the same name.
     await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
       ...session.status,
@@ -135,6 +144,17 @@ export async function reconcileAgentSession(
       "AgentResuming",
       `Every Approval the released pod ${pod.metadata?.name} waited for is decided; starting a new agent pod.`,
     );
+    return { requeueAfterMs: 0 };
+  }
+  if (!session.spec.cancel && pod && continuationDue(pod, session, record)) {
+    // Record the continuation before creating its pod: a crash in between re-creates the same name.
+    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
+      ...session.status,
+      continuations: continuations + 1,
+      runStartTime: metaTimeOf(now),
+    });
+    log.info({ answered: record.finalAnswers, continuations: continuations + 1 }, "continuing");
+    deps.events.normal(session, "SessionContinued", continuedMessage(session, record));
     return { requeueAfterMs: 0 };
   }
   if (retry?.kind === "replace") {
@@ -167,7 +187,8 @@ export async function reconcileAgentSession(
       deps.config.gatewayPort,
       deps.config.operatorNamespace,
     );
-    const started = session.status?.startTime ? Date.parse(session.status.startTime) : now.getTime();
+    const runStart = session.status?.runStartTime ?? session.status?.startTime;
+    const started = runStart ? Date.parse(runStart) : now.getTime();
     const timeout = limitsOf(session, deps.config.sessionCeilings).timeoutSeconds;
     const desired = agentPodFor(
       session,
@@ -180,6 +201,7 @@ export async function reconcileAgentSession(
         sidecars: sidecarsFor(sidecarProvidersFor(deps.caches, session), deps.config.gatewayUrl),
       },
       resumes,
+      continuations,
     );
     pod = await createPod(deps.clients, desired);
     if (!controlledBy(pod, session)) return fail("PodNameTaken", foreignPodMessage(pod));
@@ -235,8 +257,9 @@ const RETRY_MAX_MS = 60_000;
 
 /**
  * Whether the failed pod of `attempt` is replaced: not when it did not fail, ran out of time
- * (DeadlineExceeded: the session's timeout is over), the agent already answered, the token budget is
- * used up, or `retries` are used up (the session then fails); otherwise after RETRY_BASE_MS × 2^(attempt-1) from the pod's end.
+ * (DeadlineExceeded: the session's timeout is over), the agent already answered (`answered`: the
+ * current run posted its final answer), the token budget is used up, or `retries` are used up (the
+ * session then fails); otherwise after RETRY_BASE_MS × 2^(attempt-1) from the pod's end.
  */
 export function retryDecision(
   pod: V1Pod,
@@ -244,14 +267,13 @@ export function retryDecision(
   attempt: number,
   retries: number,
   now: Date,
+  answered: boolean,
 ): { kind: "replace" } | { kind: "wait"; afterMs: number } | undefined {
   if (pod.status?.phase !== "Failed" || pod.status.reason === "DeadlineExceeded") return undefined;
   // Exit code 2: the agent says its failure is final (a limit, a model refusal); a new pod would repeat it.
   if (pod.status.containerStatuses?.[0]?.state?.terminated?.exitCode === AGENT_EXIT_FINAL) return undefined;
   // A new pod would meet the same refusal of the model proxy: the token budget stays used up.
-  if (record.finalAnswer !== undefined || record.budgetExceeded !== undefined || attempt > retries) {
-    return undefined;
-  }
+  if (answered || record.budgetExceeded !== undefined || attempt > retries) return undefined;
   const finished = pod.status.containerStatuses?.[0]?.state?.terminated?.finishedAt;
   const endedAt = finished ? new Date(finished).getTime() : now.getTime();
   const dueAt = endedAt + Math.min(RETRY_BASE_MS * 2 ** (attempt - 1), RETRY_MAX_MS);
@@ -277,18 +299,91 @@ const UNSETTLED = new Set(["Pending", "Approved", "Executing"]);
 
 /**
  * True when `pod` ended after posting `released` (record.releases counts it, `resumes` those already
- * answered by a new pod) and none of the session's Approvals is still undecided or running: the
- * decisions it waited for are in, so a new pod resumes the conversation from the stored history.
+ * answered by a new pod), the run has not `answered` yet, and none of the session's Approvals is still
+ * undecided or running: the decisions it waited for are in, so a new pod resumes the conversation
+ * from the stored history.
  */
 export function resumeDue(
   pod: V1Pod,
   record: SessionRecord,
   resumes: number,
   approvals: readonly Approval[],
+  answered: boolean,
 ): boolean {
-  if (pod.status?.phase !== "Succeeded" || record.finalAnswer !== undefined) return false;
+  if (pod.status?.phase !== "Succeeded" || answered) return false;
   if (record.releases <= resumes) return false;
   return !approvals.some((a) => UNSETTLED.has(a.status?.phase ?? "Pending"));
+}
+
+/**
+ * True when `pod` ended after its run posted the final answer and `spec.messages` holds messages the
+ * agent has not answered (appended while it ran): a new pod continues the conversation with the next.
+ */
+export function continuationDue(pod: V1Pod, session: AgentSession, record: SessionRecord): boolean {
+  return pod.status?.phase === "Succeeded" && runAnswered(session, record) && !allAnswered(session, record);
+}
+
+/** The Event message of a continuation. */
+function continuedMessage(session: AgentSession, record: SessionRecord): string {
+  const total = session.spec.messages.length;
+  return `The agent answered ${record.finalAnswers} of ${total} messages; starting a new agent pod for message ${record.finalAnswers + 1}.`;
+}
+
+/**
+ * A Completed session whose spec changed since it completed (metadata.generation past
+ * status.observedGeneration): when messages were appended that the agent has not answered, it goes
+ * back to Pending with continuations+1 and a new runStartTime, and the next pass starts the pod that
+ * answers them (DESIGN §2: "appending starts a turn"). Otherwise, and for Failed and Cancelled
+ * sessions, nothing changes.
+ */
+async function continueIfAppended(
+  deps: AgentSessionDeps,
+  session: AgentSession,
+  log: Logger,
+): Promise<ReconcileResult> {
+  const status = session.status ?? {};
+  const generation = session.metadata.generation;
+  if (status.phase !== "Completed" || session.spec.cancel) return undefined;
+  if (generation === undefined || (status.observedGeneration ?? 0) >= generation) return undefined;
+  const record = await deps.records.recordOf(session.metadata.uid);
+  if (allAnswered(session, record)) {
+    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
+      ...status,
+      observedGeneration: generation,
+    });
+    return undefined;
+  }
+  const now = deps.now();
+  const message = continuedMessage(session, record);
+  let conditions = setCondition(
+    status.conditions,
+    { type: "Complete", status: "False", reason: "MessageAppended", message, observedGeneration: generation },
+    now,
+  );
+  conditions = setCondition(
+    conditions,
+    {
+      type: "Progressing",
+      status: "True",
+      reason: "MessageAppended",
+      message,
+      observedGeneration: generation,
+    },
+    now,
+  );
+  const { completionTime: _completed, ...open } = status;
+  await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
+    ...open,
+    phase: "Pending",
+    observedGeneration: generation,
+    conditions,
+    continuations: (status.continuations ?? 0) + 1,
+    runStartTime: metaTimeOf(now),
+  });
+  log.info({ answered: record.finalAnswers, messages: session.spec.messages.length }, "continuing");
+  deps.events.normal(session, "SessionContinued", message);
+  // Our own status write does not queue the session again (manager.ts), so ask for the next pass.
+  return { requeueAfterMs: 0 };
 }
 
 /**

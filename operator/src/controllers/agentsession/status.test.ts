@@ -2,7 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
-import { resumeDue } from "./reconciler.ts";
+import { agentPodName } from "./pod.ts";
+import { continuationDue, resumeDue } from "./reconciler.ts";
 import { modelEndpointNotFoundMessage, phaseFrom, statusFrom } from "./status.ts";
 
 const session = {
@@ -10,6 +11,7 @@ const session = {
   spec: { subject: { user: "alice", groups: [] }, model: { name: "m" }, messages: [{ text: "t" }] },
 } as unknown as AgentSession;
 const empty: SessionRecord = {
+  finalAnswers: 0,
   turns: 0,
   toolCalls: 0,
   writes: 0,
@@ -35,9 +37,9 @@ describe("phaseFrom", () => {
   });
 
   it("is Completed only with a posted answer, and Failed when the agent exits without one", () => {
-    expect(phaseFrom(session, podIn("Succeeded"), [], { ...empty, finalAnswer: "done" }).phase).toBe(
-      "Completed",
-    );
+    expect(
+      phaseFrom(session, podIn("Succeeded"), [], { ...empty, finalAnswer: "done", finalAnswers: 1 }).phase,
+    ).toBe("Completed");
     expect(phaseFrom(session, podIn("Succeeded"), [], empty)).toMatchObject({
       phase: "Failed",
       reason: "NoAnswer",
@@ -55,9 +57,10 @@ describe("phaseFrom", () => {
       message: "Token budget exhausted: this session used 12 of its 10 tokens.",
     });
     expect(phaseFrom(session, podIn("Running"), [], record).phase).toBe("Running");
-    expect(phaseFrom(session, podIn("Succeeded"), [], { ...record, finalAnswer: "stopped" }).phase).toBe(
-      "Completed",
-    );
+    expect(
+      phaseFrom(session, podIn("Succeeded"), [], { ...record, finalAnswer: "stopped", finalAnswers: 1 })
+        .phase,
+    ).toBe("Completed");
   });
 
   it("reports a pod past its deadline as TimedOut", () => {
@@ -90,7 +93,7 @@ describe("statusFrom", () => {
       session,
       podIn("Succeeded"),
       [],
-      { ...empty, finalAnswer: "published v2" },
+      { ...empty, finalAnswer: "published v2", finalAnswers: 1 },
       new Date("2026-11-29T10:01:00Z"),
     );
     expect(done).toMatchObject({
@@ -161,11 +164,55 @@ describe("a pod released while awaiting approval", () => {
 
   it("is resumed only when every Approval is settled, and once per release", () => {
     const pod = podIn("Succeeded");
-    expect(resumeDue(pod, released, 0, [waiting])).toBe(false);
-    expect(resumeDue(pod, released, 0, [decided])).toBe(true);
-    expect(resumeDue(pod, released, 1, [decided])).toBe(false);
-    expect(resumeDue(podIn("Running"), released, 0, [decided])).toBe(false);
-    expect(resumeDue(pod, { ...released, finalAnswer: "done" }, 0, [decided])).toBe(false);
+    expect(resumeDue(pod, released, 0, [waiting], false)).toBe(false);
+    expect(resumeDue(pod, released, 0, [decided], false)).toBe(true);
+    expect(resumeDue(pod, released, 1, [decided], false)).toBe(false);
+    expect(resumeDue(podIn("Running"), released, 0, [decided], false)).toBe(false);
+    expect(resumeDue(pod, released, 0, [decided], true)).toBe(false);
+  });
+});
+
+describe("a message appended after the agent's final answer", () => {
+  const twoMessages = {
+    ...session,
+    spec: { ...session.spec, messages: [{ text: "t" }, { text: "and then?" }] },
+  } as AgentSession;
+  const continued = { ...twoMessages, status: { continuations: 1 } } as AgentSession;
+  const first = { ...empty, finalAnswer: "one", finalAnswers: 1 };
+  const second = { ...empty, finalAnswer: "two", finalAnswers: 2 };
+
+  it("keeps the session open once the run answered and another message waits, and starts a continuation", () => {
+    expect(phaseFrom(twoMessages, podIn("Succeeded"), [], first)).toMatchObject({
+      phase: "Pending",
+      reason: "MessageAppended",
+      message: "The agent answered 1 of 2 messages; a new agent pod answers the next.",
+    });
+    expect(continuationDue(podIn("Succeeded"), twoMessages, first)).toBe(true);
+    expect(continuationDue(podIn("Running"), twoMessages, first)).toBe(false);
+    expect(continuationDue(podIn("Succeeded"), twoMessages, empty)).toBe(false);
+  });
+
+  it("is Pending while the continuation's pod starts, Completed once every message has its answer", () => {
+    expect(phaseFrom(continued, undefined, [], first).phase).toBe("Pending");
+    expect(phaseFrom(continued, podIn("Running"), [], first).phase).toBe("Running");
+    expect(phaseFrom(continued, podIn("Succeeded"), [], second).phase).toBe("Completed");
+    expect(continuationDue(podIn("Succeeded"), continued, second)).toBe(false);
+  });
+
+  it("fails a continuation whose pod exits without answering, instead of starting another", () => {
+    expect(phaseFrom(continued, podIn("Succeeded"), [], first)).toMatchObject({
+      phase: "Failed",
+      reason: "NoAnswer",
+    });
+    expect(continuationDue(podIn("Succeeded"), continued, first)).toBe(false);
+  });
+
+  it("names the continuation's pod apart from every earlier one, within 253 characters", () => {
+    expect(agentPodName(session, 1, 0, 1)).toBe("s-agent-1-m1");
+    expect(agentPodName(session, 2, 1, 3)).toBe("s-agent-2-1-m3");
+    const long = { ...session, metadata: { ...session.metadata, name: "a".repeat(253) } } as AgentSession;
+    expect(agentPodName(long, 16, 9999, 9999).length).toBeLessThanOrEqual(253);
+    expect(agentPodName(long, 16, 9999).length).toBeLessThanOrEqual(253);
   });
 });
 

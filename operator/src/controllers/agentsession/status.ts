@@ -6,7 +6,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { isTerminalSessionPhase, type SessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
-import { setCondition } from "../../kube/conditions.ts";
+import { metaTimeOf, setCondition } from "../../kube/conditions.ts";
 
 const RESULT_LIMIT = 16_384;
 /** status.pendingApprovals lists at most this many names (the CRD's maxItems); the rest are in the cluster. */
@@ -33,7 +33,21 @@ export function modelEndpointNotFoundMessage(
   return `spec.model.endpointRef ${endpointRef}: the operator has no model endpoint of that name; it has ${configured.map((e) => e.name).join(", ")}. Use one of them, or ask the platform team to add it to ${source}.`;
 }
 
-/** True once the session can no longer change phase. */
+/**
+ * True once the current run posted its final answer. Each run answers one message: the first run
+ * message 1, continuation `c` (status.continuations) message `c + 1` (DESIGN §2: appending a message
+ * starts a turn).
+ */
+export function runAnswered(session: AgentSession, record: SessionRecord): boolean {
+  return record.finalAnswers > (session.status?.continuations ?? 0);
+}
+
+/** True when the agent posted a final answer to every message of `spec.messages`. */
+export function allAnswered(session: AgentSession, record: SessionRecord): boolean {
+  return record.finalAnswers >= session.spec.messages.length;
+}
+
+/** True once the session can no longer change phase (a Completed one continues when a message is appended). */
 export function isTerminal(session: AgentSession): boolean {
   return isTerminalSessionPhase(session.status?.phase);
 }
@@ -47,7 +61,11 @@ export function phaseFrom(
 ): { phase: SessionPhase; reason: string; message: string } {
   if (session.spec.cancel) return { phase: "Cancelled", reason: "Cancelled", message: "spec.cancel is set." };
   const podPhase = pod?.status?.phase;
-  if (record.finalAnswer !== undefined && (podPhase === "Succeeded" || podPhase === undefined)) {
+  if (
+    record.finalAnswer !== undefined &&
+    allAnswered(session, record) &&
+    (podPhase === "Succeeded" || podPhase === undefined)
+  ) {
     return { phase: "Completed", reason: "AnswerPosted", message: "The agent posted its final answer." };
   }
   if ((podPhase === "Failed" || podPhase === "Succeeded") && record.budgetExceeded !== undefined) {
@@ -82,6 +100,13 @@ export function phaseFrom(
           reason: "Resuming",
           message: "The decision was made; a new agent pod resumes the session.",
         };
+  }
+  if (podPhase === "Succeeded" && runAnswered(session, record)) {
+    return {
+      phase: "Pending",
+      reason: "MessageAppended",
+      message: `The agent answered ${record.finalAnswers} of ${session.spec.messages.length} messages; a new agent pod answers the next.`,
+    };
   }
   if (podPhase === "Succeeded") {
     return {
@@ -118,7 +143,7 @@ export function statusFrom(
   // An ended session waits for nothing: its Pending Approvals are being cancelled (SessionEnded).
   const pending = terminal ? [] : undecided;
   const generation = session.metadata.generation;
-  const stamp = now.toISOString().replace(/\.\d+Z$/, "Z");
+  const stamp = metaTimeOf(now);
   let conditions = setCondition(
     session.status?.conditions,
     {
