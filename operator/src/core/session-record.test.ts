@@ -33,6 +33,22 @@ describe("sessionRecordOf", () => {
     });
   });
 
+  it("counts final answers by turn: a final_answer posted twice (a retried POST) answers one message", () => {
+    const answer = (seq: number, turn: number) => ({
+      seq,
+      source: "agent" as const,
+      kind: "final_answer",
+      payload: { turn, text: `answer ${turn}` },
+    });
+    const record = sessionRecordOf([answer(1, 0), answer(2, 0), answer(3, 1)]);
+    expect(record).toMatchObject({ finalAnswers: 2, finalAnswer: "answer 1" });
+    const split = foldEvents(foldEvents(EMPTY_SESSION_RECORD_STATE, [answer(1, 0)]), [
+      answer(2, 0),
+      answer(3, 1),
+    ]);
+    expect(split.record).toEqual(record);
+  });
+
   it("counts only the usage the model proxy metered, never what the agent reports", () => {
     const record = sessionRecordOf([
       { seq: 1, source: "core", kind: "usage", payload: { inputTokens: 100, outputTokens: 20 } },

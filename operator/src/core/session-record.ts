@@ -27,7 +27,10 @@ export interface TranscriptEvent {
 export interface SessionRecord {
   /** The latest final answer the agent posted. */
   finalAnswer?: string;
-  /** How many final answers the agent posted: one per message of `spec.messages` it answered. */
+  /**
+   * How many turns the agent ended with a final answer: one per message of `spec.messages` it
+   * answered. Counted by turn, so a `final_answer` posted twice (a retried POST) counts once.
+   */
   finalAnswers: number;
   agentError?: string;
   turns: number;
@@ -59,6 +62,8 @@ function numberOf(value: unknown): number {
 export interface SessionRecordState {
   record: SessionRecord;
   attemptedWrites: ReadonlySet<string>;
+  /** The turns that ended with a final answer. */
+  finalTurns: ReadonlySet<number>;
   /** Seq of the last event folded in (0 for none). */
   lastSeq: number;
 }
@@ -75,6 +80,7 @@ export const EMPTY_SESSION_RECORD_STATE: SessionRecordState = {
     usage: { inputTokens: 0, outputTokens: 0 },
   },
   attemptedWrites: new Set(),
+  finalTurns: new Set(),
   lastSeq: 0,
 };
 
@@ -91,6 +97,7 @@ export function foldEvents(
 ): SessionRecordState {
   const record: SessionRecord = { ...state.record, usage: { ...state.record.usage } };
   const attempted = new Set(state.attemptedWrites);
+  const finalTurns = new Set(state.finalTurns);
   let lastSeq = state.lastSeq;
   for (const event of events) {
     if (event.seq <= lastSeq) continue;
@@ -117,7 +124,7 @@ export function foldEvents(
     }
     if (event.kind === "final_answer" && event.source === "agent" && typeof event.payload.text === "string") {
       record.finalAnswer = event.payload.text;
-      record.finalAnswers++;
+      finalTurns.add(numberOf(event.payload.turn));
     }
     if (event.kind === "released" && event.source === "agent") record.releases++;
     if (event.kind === "error" && event.source === "agent" && typeof event.payload.text === "string") {
@@ -125,7 +132,8 @@ export function foldEvents(
     }
   }
   record.writeAttempts = attempted.size;
-  return { record, attemptedWrites: attempted, lastSeq };
+  record.finalAnswers = finalTurns.size;
+  return { record, attemptedWrites: attempted, finalTurns, lastSeq };
 }
 
 /** Folds all of a session's transcript events (in seq order) into a SessionRecord. */
