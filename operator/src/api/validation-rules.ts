@@ -83,7 +83,8 @@ export const APPROVAL_SPEC_RULES: CelRule[] = [
 export const AGENT_SESSION_SPEC_RULES: CelRule[] = [
   {
     rule: unchanged(AgentSessionSpec.shape, "subject"),
-    message: "spec.subject is immutable: the session acts for the user who created it",
+    message:
+      "spec.subject is immutable: the session acts for the user who created it; to act for someone else, that person creates their own AgentSession",
     fieldPath: ".subject",
     reason: "FieldValueForbidden",
   },
