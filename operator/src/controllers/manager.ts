@@ -23,6 +23,7 @@ import { reconcileApproval } from "./approval/reconciler.ts";
 import { reconcileCapability } from "./capability/reconciler.ts";
 import { Controller } from "./controller.ts";
 import { startExecutionRecovery } from "./execution-recovery.ts";
+import { manifestsWithGrace } from "./manifest-grace.ts";
 import { reconcileProviderInstance } from "./providerinstance/reconciler.ts";
 
 export interface ManagerDeps {
@@ -85,7 +86,16 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   const events = eventRecorder(managerDeps.clients.core, "gatehouse-operator", managerDeps.log);
   const deps = { ...managerDeps, events };
   const { caches, log } = deps;
-  const manifests = { fetchManifest: deps.fetchManifest };
+  const manifests = manifestsWithGrace(
+    { fetchManifest: deps.fetchManifest },
+    {
+      onStale: (endpoint, error, failingForMs) =>
+        log.warn(
+          { endpoint, err: String(error), failingForMs },
+          "provider manifest fetch failed; keeping its last good manifest for now",
+        ),
+    },
+  );
   const records = {
     recordOf: (uid: string) => deps.records.recordOf(uid),
   };
