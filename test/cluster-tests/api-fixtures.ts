@@ -3,7 +3,10 @@
  * RoleBindings, and valid objects of each kind to start from.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { expect } from "vitest";
+import { GROUP, VERSION } from "../../operator/src/api/kinds.ts";
+import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
 
 export { installApi } from "../e2e/environment.ts";
 
@@ -11,6 +14,25 @@ import type { Kubectl, KubectlResult } from "../e2e/kubectl.ts";
 import { decisionPatch } from "../e2e/story.ts";
 
 export const OPERATOR = "gatehouse-operator";
+
+/**
+ * Sets `status` of the Gatehouse object `plural/name` as the operator writes it: a merge patch of the
+ * status subresource through the operator's own credentials, the one verb its role grants there
+ * (`kubectl patch` would GET the status first, which it may not). Errors: the API server's refusal.
+ */
+export async function patchStatusAsOperator(
+  kubeconfigPath: string,
+  plural: string,
+  namespace: string,
+  name: string,
+  status: Record<string, unknown>,
+): Promise<void> {
+  const operator = makeClients(loadKubeConfig(kubeconfigPath, OPERATOR));
+  await operator.custom.patchNamespacedCustomObjectStatus(
+    { group: GROUP, version: VERSION, namespace, plural, name, body: { status } },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
+}
 
 /**
  * A fresh namespace where alice and bob are session users and approvers, carol (group `approvers`)

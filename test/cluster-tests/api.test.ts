@@ -4,16 +4,14 @@
  * binds AgentSessions to their subject, and the persona ClusterRoles grant what DESIGN §7 says.
  * Every request is made as the named user through that user's kubeconfig context.
  */
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import type { z } from "zod";
 import { AgentSessionSpec } from "../../operator/src/api/agentsession.ts";
 import { ApprovalSpec } from "../../operator/src/api/approval.ts";
 import { CapabilitySpec } from "../../operator/src/api/capability.ts";
-import { AGENT_SESSION, GROUP, VERSION } from "../../operator/src/api/kinds.ts";
+import { AGENT_SESSION } from "../../operator/src/api/kinds.ts";
 import { ProviderInstanceSpec } from "../../operator/src/api/providerinstance.ts";
 import { toolNameOf } from "../../operator/src/core/tool-names.ts";
-import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import {
   approvalSpec,
@@ -24,6 +22,7 @@ import {
   manifest,
   OPERATOR,
   patchAs,
+  patchStatusAsOperator,
   personaNamespace,
   providerSpec,
   sessionSpec,
@@ -420,20 +419,7 @@ describe("AgentSession admission", () => {
         ["create", "-f", "-"],
         manifest("AgentSession", ns, name, sessionSpec("alice")),
       );
-      // As the operator writes status: a merge patch of agentsessions/status, the one verb its role
-      // grants there (kubectl patch would GET the status first, which it may not).
-      const operator = makeClients(loadKubeConfig(cluster.kubeconfigPath, OPERATOR));
-      await operator.custom.patchNamespacedCustomObjectStatus(
-        {
-          group: GROUP,
-          version: VERSION,
-          namespace: ns,
-          plural: AGENT_SESSION.plural,
-          name,
-          body: { status: { phase } },
-        },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      );
+      await patchStatusAsOperator(cluster.kubeconfigPath, AGENT_SESSION.plural, ns, name, { phase });
       return name;
     }
     const append = (name: string) =>

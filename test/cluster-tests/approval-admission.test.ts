@@ -4,10 +4,9 @@
  * object unchanged (same resourceVersion). Approvals are created through the operator's identity; no
  * operator process runs here, so nothing but the requests below touches them.
  */
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { DECISION_POLICY } from "../../operator/src/api/admission.ts";
-import { APPROVAL, GROUP, VERSION } from "../../operator/src/api/kinds.ts";
+import { APPROVAL } from "../../operator/src/api/kinds.ts";
 import { decisionRulesEnforced } from "../../operator/src/kube/admission-guard.ts";
 import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
@@ -21,6 +20,7 @@ import {
   manifest,
   OPERATOR,
   patchAs,
+  patchStatusAsOperator,
   personaNamespace,
   sessionSpec,
   uniqueName,
@@ -160,20 +160,7 @@ describe("Approval updates the API server refuses", () => {
 
   it("refuses a decision once the operator set the phase to Rejected", async () => {
     const name = await createApproval();
-    // As the operator writes status: a merge patch of approvals/status, the one verb its role grants
-    // there (kubectl patch would GET approvals/status first, which it may not).
-    const operatorClients = makeClients(loadKubeConfig(cluster.kubeconfigPath, OPERATOR));
-    await operatorClients.custom.patchNamespacedCustomObjectStatus(
-      {
-        group: GROUP,
-        version: VERSION,
-        namespace: ns,
-        plural: APPROVAL.plural,
-        name,
-        body: { status: { phase: "Rejected" } },
-      },
-      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-    );
+    await patchStatusAsOperator(cluster.kubeconfigPath, APPROVAL.plural, ns, name, { phase: "Rejected" });
     await refusedAndUnchanged(
       name,
       () => patch("carol", name, "json", decisionPatch("carol", "Approve")),
