@@ -404,7 +404,7 @@ describe("AgentSession admission", () => {
       const before = await messages();
       expectRefused(
         await append("alice", "Publish it after all."),
-        /session-ended: AgentSession .* is cancelled and runs no more turns.*; create a new AgentSession to go on/,
+        /session-ended: spec\.messages of AgentSession .* takes no more messages: spec\.cancel is set, so it runs no more turns.*; create a new AgentSession to go on/,
       );
       expect(await messages()).toEqual(before);
     });
@@ -435,7 +435,7 @@ describe("AgentSession admission", () => {
     it("refuses a message appended to a Failed session, naming the phase and the way on", async () => {
       expectRefused(
         await append(await sessionIn("Failed")),
-        /session-ended: AgentSession failed-\S+ is Failed and runs no more turns, so a message appended to it would never be answered; create a new AgentSession to go on/,
+        /session-ended: spec\.messages of AgentSession failed-\S+ takes no more messages: it is Failed, so it runs no more turns and a message appended to it would never be answered; create a new AgentSession to go on/,
       );
     });
 

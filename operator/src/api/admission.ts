@@ -231,7 +231,7 @@ const SESSION_UPDATE: PolicyDefinition = {
     },
     {
       expression: "!variables.ended || size(object.spec.messages) == size(oldObject.spec.messages)",
-      messageExpression: `'session-ended: AgentSession ' + object.metadata.name + ' is ' + (has(oldObject.status) && has(oldObject.status.phase) ? oldObject.status.phase : 'cancelled') + ' and runs no more turns, so a message appended to it would never be answered; create a new AgentSession to go on'`,
+      messageExpression: `'session-ended: spec.messages of AgentSession ' + object.metadata.name + ' takes no more messages: ' + (has(oldObject.spec.cancel) && oldObject.spec.cancel ? 'spec.cancel is set' : 'it is ' + oldObject.status.phase) + ', so it runs no more turns and a message appended to it would never be answered; create a new AgentSession to go on'`,
       reason: "Invalid",
     },
     {

@@ -5,8 +5,9 @@
 import type { ChainVerifyReport } from "../store/audit-verify.ts";
 
 /**
- * Lines describing `report`, the verdict first. `outsideName` names where the outside checkpoints came
- * from (e.g. `ConfigMap gatehouse-system/gatehouse-audit-checkpoints`) in each checkpoint line.
+ * Lines describing `report`, the verdict first, checkpoint lines by seq. `outsideName` names where the
+ * outside checkpoints came from (e.g. `ConfigMap gatehouse-system/gatehouse-audit-checkpoints`) in each
+ * checkpoint line.
  */
 export function verifyReportLines(report: ChainVerifyReport, outsideName = "outside copy"): string[] {
   const range = report.records === 0 ? "no records" : `${report.records} records from seq ${report.fromSeq}`;
@@ -22,7 +23,13 @@ export function verifyReportLines(report: ChainVerifyReport, outsideName = "outs
       gap.from === gap.to ? `gap: seq ${gap.from} is missing` : `gap: seq ${gap.from}..${gap.to} are missing`,
     );
   }
-  for (const check of report.checkpoints) {
+  // In seq order, Postgres's own before the outside copy's at the same seq.
+  const ordered = [...report.checkpoints].sort(
+    (a, b) =>
+      a.checkpoint.seq - b.checkpoint.seq ||
+      Number(a.source !== "postgres") - Number(b.source !== "postgres"),
+  );
+  for (const check of ordered) {
     const source = check.source === "postgres" ? "Postgres audit_checkpoints" : outsideName;
     lines.push(`checkpoint seq ${check.checkpoint.seq} (${source}): ${check.status} — ${check.message}`);
   }

@@ -88,7 +88,10 @@ function modelRequestError(error: unknown, why: string, final: boolean): ModelRe
       cause: error,
     });
   if (error instanceof OpenAI.APIError && typeof error.status === "number") {
-    return new ModelRequestError(kindOfStatus(error.status), `model endpoint answered ${message} (${why})`, {
+    // The SDK's message is "<status> <body>"; the status is named once, the body after a colon.
+    const body = message.startsWith(`${error.status} `) ? message.slice(`${error.status} `.length) : message;
+    const said = `model endpoint answered HTTP ${error.status}: ${body} (${why})`;
+    return new ModelRequestError(kindOfStatus(error.status), said, {
       cause: error,
       final,
     });

@@ -83,8 +83,9 @@ ${CONNECTION_FLAGS}`,
 
   transcript: `Usage: kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json] [connection flags]
 
-Prints the transcript of AgentSession SESSION — user messages, tool calls, Core's results, approval
-outcomes, the final answer — which lives in Postgres, never in etcd. It is read from the operator's
+Prints the transcript of AgentSession SESSION — tool calls, Core's results, approval outcomes, the
+final answers — which lives in Postgres, never in etcd. (The user's messages are the session's
+spec.messages: kubectl get ags SESSION -o jsonpath='{.spec.messages}'.) It is read from the operator's
 gateway with your kubeconfig credential (a bearer token); the gateway lets you read it exactly when
 RBAC lets you get that AgentSession.
 

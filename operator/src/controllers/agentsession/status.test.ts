@@ -207,6 +207,30 @@ describe("a message appended after the agent's final answer", () => {
     expect(continuationDue(podIn("Succeeded"), continued, first)).toBe(false);
   });
 
+  it("once a continuation fails, its Complete condition says why instead of 'continuing'", () => {
+    const reopened = {
+      ...continued,
+      status: {
+        continuations: 1,
+        conditions: [
+          {
+            type: "Complete",
+            status: "False",
+            reason: "MessageAppended",
+            message: "starting a new agent pod for message 2",
+            lastTransitionTime: "2026-12-01T10:00:00Z",
+          },
+        ],
+      },
+    } as AgentSession;
+    const failed = statusFrom(reopened, podIn("Succeeded"), [], first, new Date("2026-12-01T10:01:00Z"));
+    expect(failed.phase).toBe("Failed");
+    expect(failed.conditions?.find((c) => c.type === "Complete")).toMatchObject({
+      status: "False",
+      reason: "NoAnswer",
+    });
+  });
+
   it("names the continuation's pod apart from every earlier one, within 253 characters", () => {
     expect(agentPodName(session, 1, 0, 1)).toBe("s-agent-1-m1");
     expect(agentPodName(session, 2, 1, 3)).toBe("s-agent-2-1-m3");

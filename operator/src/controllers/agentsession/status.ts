@@ -6,7 +6,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { isTerminalSessionPhase, type SessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
-import { metaTimeOf, setCondition } from "../../kube/conditions.ts";
+import { findCondition, metaTimeOf, setCondition } from "../../kube/conditions.ts";
 
 const RESULT_LIMIT = 16_384;
 /** status.pendingApprovals lists at most this many names (the CRD's maxItems); the rest are in the cluster. */
@@ -201,6 +201,14 @@ export function statusFrom(
       },
       now,
     );
+    // A continued session that then ends otherwise keeps no stale "continuing" message in Complete.
+    if (phase !== "Completed" && findCondition(conditions, "Complete")) {
+      conditions = setCondition(
+        conditions,
+        { type: "Complete", status: "False", reason, message, observedGeneration: generation },
+        now,
+      );
+    }
   }
   return {
     ...session.status,
