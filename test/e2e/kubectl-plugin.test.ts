@@ -13,16 +13,13 @@ import { join } from "node:path";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GROUP, VERSION } from "../../operator/src/api/kinds.ts";
-import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { decisionPatchOf, isUnappliedPatch } from "../../operator/src/cli/plugin/decide.ts";
-import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/checkpoint-configmap.ts";
 import { loadKubeConfig } from "../../operator/src/kube/client.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { approvalPast, DISPATCHING, getApproval } from "./core-approvals.ts";
 import { type Environment, NAMESPACE, REPO_ROOT, startEnvironment } from "./environment.ts";
 import { type RuntimeSession, startSession } from "./runtime-sessions.ts";
-import { eventually, forgetEarlierCheckpoints, pendingApprovalOf } from "./story.ts";
+import { checkpointsReachHead, eventually, forgetEarlierCheckpoints, pendingApprovalOf } from "./story.ts";
 
 const PLUGIN = join(REPO_ROOT, "operator/src/cli/kubectl-gatehouse.ts");
 const MODEL = "scripted/reference-story";
@@ -323,22 +320,7 @@ describe("the transcript through the gateway", () => {
 
 describe("audit verify", () => {
   it("runs gatehouse-audit verify against the database and the ConfigMap's checkpoints", async () => {
-    const audit = createPostgresAuditLog(env.pool);
-    await eventually("the ConfigMap to hold the chain's head", 60_000, async () => {
-      const head = await audit.head();
-      const got = await env.kubectl.run("admin", [
-        "get",
-        "configmap",
-        CHECKPOINTS_CONFIGMAP,
-        "-n",
-        OPERATOR_NAMESPACE,
-        "-o",
-        "jsonpath={.data.checkpoints\\.json}",
-      ]);
-      const seqs =
-        got.code === 0 ? (JSON.parse(got.stdout || "[]") as Array<{ seq: number }>).map((c) => c.seq) : [];
-      return seqs.at(-1) === head.seq ? true : undefined;
-    });
+    await checkpointsReachHead(env);
     const run = await plugin("admin", ["audit", "verify"], { DATABASE_URL: env.databaseUrl });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);

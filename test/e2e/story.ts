@@ -510,6 +510,19 @@ async function configMapCheckpointSeqs(env: Environment): Promise<number[] | und
 }
 
 /**
+ * Waits (≤ 60 s; the operator checkpoints every AUDIT_CHECKPOINT_INTERVAL_SECONDS) until the newest
+ * checkpoint in the ConfigMap is the audit chain's head. Errors: the wait's timeout.
+ */
+export async function checkpointsReachHead(env: Environment): Promise<void> {
+  const audit = createPostgresAuditLog(env.pool);
+  await eventually("the ConfigMap to hold the chain's head", 60_000, async () => {
+    const head = await audit.head();
+    const seqs = await configMapCheckpointSeqs(env);
+    return seqs && seqs.at(-1) === head.seq ? true : undefined;
+  });
+}
+
+/**
  * The audit step: waits (≤ 60 s; the operator checkpoints every AUDIT_CHECKPOINT_INTERVAL_SECONDS)
  * until the ConfigMap's newest checkpoint is the chain's head, then runs `gatehouse-audit verify`
  * against the database and that ConfigMap.
@@ -518,12 +531,7 @@ export async function verifyAuditStep(env: Environment, out: StoryOutput): Promi
   out.say(
     "7. The hash-chained audit log in Postgres verifies: every hash recomputed from the stored bytes, and the head matched against the checkpoints the operator keeps outside Postgres.",
   );
-  const audit = createPostgresAuditLog(env.pool);
-  await eventually("the ConfigMap to hold the chain's head", 60_000, async () => {
-    const head = await audit.head();
-    const seqs = await configMapCheckpointSeqs(env);
-    return seqs && seqs.at(-1) === head.seq ? true : undefined;
-  });
+  await checkpointsReachHead(env);
   out.command(
     await env.kubectl.ok("admin", ["get", "configmap", CHECKPOINTS_CONFIGMAP, "-n", OPERATOR_NAMESPACE]),
   );
