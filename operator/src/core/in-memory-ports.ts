@@ -5,7 +5,7 @@
  * Postgres or an API server.
  */
 import type { InvokeRequest, Subject } from "@gatehouse/provider-sdk";
-import type { JsonObject } from "./canonical.ts";
+import { canonicalJson, type JsonObject, sha256Hex } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
 import type {
   ApprovalDecision,
@@ -53,6 +53,8 @@ export interface InMemoryWorld {
   executions: Map<string, ExecutionRecord>;
   approvals: Map<string, StoredApproval>;
   audit: AuditEntry[];
+  /** Decides whether appending `entry` fails (default: never), e.g. to lose one `execution.finished`. */
+  auditFails: (entry: AuditEntry) => boolean;
   providerCalls: ProviderCall[];
   statusCalls: string[];
   /** How often Core waited on the timer (each wait advances `now` by its milliseconds). */
@@ -109,6 +111,7 @@ export function createInMemoryWorld(
     executions: new Map(),
     approvals: new Map(),
     audit: [],
+    auditFails: () => false,
     providerCalls: [],
     statusCalls: [],
     sleeps: 0,
@@ -275,13 +278,24 @@ export function createInMemoryWorld(
     },
     audit: {
       async append(entry) {
+        if (world.auditFails(entry)) throw new GatehouseError("unavailable", "the audit log is unavailable");
         world.audit.push(structuredClone(entry));
-        return { seq: world.audit.length };
+        return sealed(world.audit.length - 1);
+      },
+      async recordsOf(executionId) {
+        return world.audit.flatMap((entry, index) =>
+          entry.executionId === executionId ? [{ ...structuredClone(entry), ...sealed(index) }] : [],
+        );
       },
     },
     logger: { info: silent, warn: silent, error: silent },
     config: { ...testCoreConfig, ...options.config },
   };
+  // The chain position of world.audit[index]: a stand-in hash that differs per record, for references.
+  const sealed = (index: number) => ({
+    seq: index + 1,
+    hash: sha256Hex(`${index}:${canonicalJson(world.audit[index] as unknown as JsonObject)}`),
+  });
   return world;
 }
 

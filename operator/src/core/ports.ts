@@ -433,10 +433,24 @@ export interface AuditEntry {
 /** The outcome vocabulary of audit records (DMTF CADF, DSP0262 "outcome"). */
 export type AuditOutcome = "success" | "failure" | "pending" | "unknown";
 
-/** Appends to the tamper-evident audit chain (backed by Postgres `audit_log`). */
+/** Where an appended record sits in the chain: its sequence number (1-based) and hash (lower-case hex). */
+export interface AppendedRecord {
+  seq: number;
+  hash: string;
+}
+
+/** A record read back from the chain: where it sits and what it says. */
+export interface ChainedRecord extends AuditEntry, AppendedRecord {}
+
+/** Appends to and reads from the tamper-evident audit chain (backed by Postgres `audit_log`). */
 export interface AuditLog {
-  /** Appends `entry`; resolves once it is durable. Returns its sequence number (1-based). */
-  append(entry: AuditEntry): Promise<{ seq: number }>;
+  /** Appends `entry`; resolves once it is durable. */
+  append(entry: AuditEntry): Promise<AppendedRecord>;
+  /**
+   * Every record whose `executionId` is `executionId`, ascending by seq: one proposed call's history
+   * (its request, decisions, end, execution). Errors: the store's.
+   */
+  recordsOf(executionId: string): Promise<ChainedRecord[]>;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -8,14 +8,14 @@
  * A failed transaction rejects exactly the appends it carried (none of them is stored); the batcher
  * carries on with the next batch.
  */
-import type { AuditEntry } from "../core/ports.ts";
+import type { AppendedRecord, AuditEntry } from "../core/ports.ts";
 
 /** Writes `entries` in one transaction and returns their seqs (see `audit-append.ts`). */
-export type BatchWriter = (entries: AuditEntry[]) => Promise<Array<{ seq: number }>>;
+export type BatchWriter = (entries: AuditEntry[]) => Promise<AppendedRecord[]>;
 
 interface Pending {
   entry: AuditEntry;
-  resolve: (value: { seq: number }) => void;
+  resolve: (value: AppendedRecord) => void;
   reject: (error: unknown) => void;
 }
 
@@ -34,7 +34,7 @@ export class AppendBatcher {
   }
 
   /** Queues `entry`; resolves with its seq once its transaction committed, rejects if it failed. */
-  append(entry: AuditEntry): Promise<{ seq: number }> {
+  append(entry: AuditEntry): Promise<AppendedRecord> {
     return new Promise((resolve, reject) => {
       this.queue.push({ entry, resolve, reject });
       if (!this.flushing) void this.flush();
@@ -49,7 +49,7 @@ export class AppendBatcher {
         try {
           const seqs = await this.write(batch.map((p) => p.entry));
           batch.forEach((p, i) => {
-            p.resolve(seqs[i] as { seq: number });
+            p.resolve(seqs[i] as AppendedRecord);
           });
         } catch (error) {
           for (const p of batch) p.reject(error);

@@ -12,8 +12,14 @@
  * being returned to the pool, so the next append starts on a healthy one and re-reads the head.
  */
 import type pg from "pg";
-import { type ChainHead, EMPTY_CHAIN_HEAD, type SealedAuditRecord, sealAuditRecord } from "../core/audit.ts";
-import type { AuditEntry } from "../core/ports.ts";
+import {
+  type ChainHead,
+  EMPTY_CHAIN_HEAD,
+  type SealedAuditRecord,
+  sealAuditRecord,
+  toHex,
+} from "../core/audit.ts";
+import type { AppendedRecord, AuditEntry } from "../core/ports.ts";
 import { AUDIT_COLUMN_LIST, AUDIT_COLUMNS, auditRowValues } from "./audit-row.ts";
 import { toBytes, toSafeInteger } from "./sql-values.ts";
 
@@ -28,13 +34,13 @@ export const MAX_ROWS_PER_INSERT = Math.floor(65_535 / AUDIT_COLUMNS.length);
 
 /**
  * Appends `entries` (in order, at least one, at most {@link MAX_ROWS_PER_INSERT}) after the current
- * head in one transaction on a connection from `pool`. Returns their seqs. Entries must have passed
+ * head in one transaction on a connection from `pool`. Returns their seqs and hashes. Entries must have passed
  * `assertEncodable`. Errors: pg errors (the transaction is rolled back and nothing is appended).
  */
 export async function appendInOneTransaction(
   pool: pg.Pool,
   entries: readonly AuditEntry[],
-): Promise<Array<{ seq: number }>> {
+): Promise<AppendedRecord[]> {
   const client = await pool.connect();
   // A broken connection emits "error" outside any query; without a listener that would crash the process.
   let broken: Error | undefined;
@@ -55,7 +61,7 @@ export async function appendInOneTransaction(
     }
     await client.query(insertStatement(records.length), records.flatMap(auditRowValues));
     await client.query("COMMIT");
-    return records.map((r) => ({ seq: r.seq }));
+    return records.map((r) => ({ seq: r.seq, hash: toHex(r.hash) }));
   } catch (error) {
     try {
       await client.query("ROLLBACK");

@@ -10,9 +10,9 @@
  * transactions.
  */
 import type pg from "pg";
-import { type AuditCheckpoint, assertEncodable, toHex } from "../core/audit.ts";
+import { type AuditCheckpoint, assertEncodable, decodeAuditRecord, toHex } from "../core/audit.ts";
 import { GatehouseError } from "../core/errors.ts";
-import type { AuditEntry, AuditLog, Clock } from "../core/ports.ts";
+import type { AppendedRecord, AuditEntry, AuditLog, ChainedRecord, Clock } from "../core/ports.ts";
 import { AppendBatcher } from "./append-batcher.ts";
 import { appendInOneTransaction, MAX_ROWS_PER_INSERT, readHead } from "./audit-append.ts";
 import { readLastCheckpoint, writeCheckpoint } from "./audit-checkpoints.ts";
@@ -29,7 +29,7 @@ export interface PostgresAuditLog extends AuditLog {
    * benchmarks) and returns their seqs. Errors: `invalid_arguments` for more than
    * {@link MAX_ROWS_PER_INSERT} entries or an entry that cannot be stored; pg errors.
    */
-  appendBatch(entries: AuditEntry[]): Promise<Array<{ seq: number }>>;
+  appendBatch(entries: AuditEntry[]): Promise<AppendedRecord[]>;
   /** The current head: seq (0 when empty) and hash as hex (genesis hash when empty). */
   head(): Promise<{ seq: number; hash: string }>;
   /** Stores a checkpoint of the current head (idempotent per seq) and returns it. */
@@ -84,6 +84,17 @@ export function createPostgresAuditLog(
     lastCheckpoint: () => readLastCheckpoint(pool),
 
     verify: (verifyOptions) => verifyAuditChain(pool, verifyOptions),
+
+    async recordsOf(executionId) {
+      const result = await pool.query(
+        `SELECT ${AUDIT_COLUMN_LIST} FROM audit_log WHERE execution_id = $1 ORDER BY seq`,
+        [executionId],
+      );
+      return result.rows.map((row): ChainedRecord => {
+        const sealed = sealedFromRow(row);
+        return { ...decodeAuditRecord(sealed.canonical).entry, seq: sealed.seq, hash: toHex(sealed.hash) };
+      });
+    },
 
     async read(readOptions = {}) {
       const params: unknown[] = [readOptions.afterSeq ?? 0, readOptions.limit ?? 100];
