@@ -162,7 +162,7 @@ const startLeading = () => {
     metrics,
     now,
     fetchManifest,
-    decisionRulesEnforced: admission.enforced,
+    decisionRules: admission.verdict,
   });
 };
 elector = config.leaderElection.enabled

@@ -10,7 +10,7 @@ import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { OperatorConfig } from "../config.ts";
-import type { CoreDeps } from "../core/ports.ts";
+import type { CoreDeps, DecisionRulesVerdict } from "../core/ports.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
 import { eventRecorder } from "../kube/events.ts";
@@ -39,7 +39,7 @@ export interface ManagerDeps {
   now: () => Date;
   fetchManifest: (endpoint: string) => Promise<Manifest>;
   /** Whether admission enforces the Approval decision rules (kube/admission-guard.ts). */
-  decisionRulesEnforced: () => boolean;
+  decisionRules: () => DecisionRulesVerdict;
 }
 
 /**

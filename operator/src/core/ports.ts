@@ -505,6 +505,13 @@ export interface CoreConfig {
  */
 export type Failpoint = "after-claim" | "after-provider-call";
 
+/**
+ * Whether the API server is verified to enforce the Approval decision rules (the admission policies
+ * and bindings as the chart renders them). While not, no decision counts and nothing is dispatched;
+ * `message` says what is missing or different.
+ */
+export type DecisionRulesVerdict = { enforced: true } | { enforced: false; message: string };
+
 /** Everything Core needs; build once per process and pass to `invoke` / `executeApproved`. */
 export interface CoreDeps {
   clock: Clock;

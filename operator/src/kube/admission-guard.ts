@@ -7,6 +7,7 @@
  */
 import type { Logger } from "pino";
 import { DECISION_POLICY } from "../api/admission.ts";
+import type { DecisionRulesVerdict } from "../core/ports.ts";
 import { describeApiError, isNotFound, type KubeClients } from "./client.ts";
 
 /** How often the guard re-reads the policy and binding, in milliseconds. */
@@ -32,6 +33,8 @@ export async function decisionRulesEnforced(clients: KubeClients): Promise<boole
 /** A periodically refreshed answer of {@link decisionRulesEnforced}; false until the first check succeeds. */
 export interface AdmissionGuard {
   enforced(): boolean;
+  /** The last check's verdict, with what is missing or different when not enforced. */
+  verdict(): DecisionRulesVerdict;
   stop(): void;
 }
 
@@ -62,5 +65,12 @@ export async function startAdmissionGuard(clients: KubeClients, log: Logger): Pr
   await check();
   const timer = setInterval(() => void check(), ADMISSION_RECHECK_MS);
   timer.unref();
-  return { enforced: () => enforced, stop: () => clearInterval(timer) };
+  return {
+    enforced: () => enforced,
+    verdict: () =>
+      enforced
+        ? { enforced: true }
+        : { enforced: false, message: `admission policy or binding ${DECISION_POLICY} is missing` },
+    stop: () => clearInterval(timer),
+  };
 }

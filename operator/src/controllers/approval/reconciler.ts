@@ -24,7 +24,7 @@ import { evaluateApproval } from "../../core/approvals.ts";
 import { AuditKind } from "../../core/audit.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
-import type { ApprovalPhase, CoreDeps, ExecutionRecord } from "../../core/ports.ts";
+import type { ApprovalPhase, CoreDeps, DecisionRulesVerdict, ExecutionRecord } from "../../core/ports.ts";
 import { isSettled, recordApprovalOutcome } from "../../kube/approval-outcome.ts";
 import { requestOf } from "../../kube/approvals.ts";
 import type { Caches } from "../../kube/caches.ts";
@@ -46,7 +46,7 @@ export interface ApprovalDeps {
   now: () => Date;
   events: EventRecorder;
   /** Whether admission enforces the decision rules (kube/admission-guard.ts); if not, fail closed. */
-  decisionRulesEnforced: () => boolean;
+  decisionRules: () => DecisionRulesVerdict;
   metrics?: Pick<OperatorMetrics, "approvalDecided">;
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;
@@ -266,7 +266,7 @@ export async function reconcileApproval(
       requiredApprovals: approval.spec.requiredApprovals,
       allowSelfApproval: approval.spec.allowSelfApproval,
       requester: approval.spec.requester,
-      ...(deps.decisionRulesEnforced() ? {} : { groupsOf: () => [] }),
+      ...(deps.decisionRules().enforced ? {} : { groupsOf: () => [] }),
     });
     status.approvals = evaluation.approvals;
     status.ignoredDecisions = evaluation.ignored.map((i) => ({ approver: i.approver, reason: i.reason }));
