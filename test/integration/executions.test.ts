@@ -4,6 +4,7 @@ import type { NewExecution } from "../../operator/src/core/ports.ts";
 import { sessionRecordOf } from "../../operator/src/core/session-record.ts";
 import { createPool } from "../../operator/src/store/connection.ts";
 import { createPostgresExecutionStore } from "../../operator/src/store/executions.ts";
+import { migrate } from "../../operator/src/store/migrate.ts";
 import { sessionRecords } from "../../operator/src/store/session-records.ts";
 import { createPostgresTranscriptStore } from "../../operator/src/store/transcripts.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
@@ -187,6 +188,126 @@ describe("executions in Postgres", () => {
         kind: "not_found",
       },
     );
+  });
+});
+
+describe("the finish outbox of executions in Postgres", () => {
+  let db: FreshDatabase;
+  beforeAll(async () => {
+    db = await freshDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  async function finished(state: "succeeded" | "failed" | "unknown" = "succeeded") {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    await store.recordReceipt(row.id, { state, atMicros: row.atMicros + 1 });
+    return { store, row };
+  }
+
+  it("lets a finished row record the audit seq of its finish once, and never change it", async () => {
+    const { store, row } = await finished();
+    expect((await store.get(row.id))?.finishAuditSeq).toBeUndefined();
+    expect(await store.markFinishAudited(row.id, 7)).toBe(true);
+    expect(await store.markFinishAudited(row.id, 8)).toBe(false);
+    await expect(
+      db.operator.query("UPDATE executions SET finish_audit_seq = 8 WHERE id = $1", [row.id]),
+    ).rejects.toThrow(`execution ${row.id}: its finish is already in the audit chain at seq 7`);
+    await expect(
+      db.operator.query("UPDATE executions SET finish_audit_seq = NULL WHERE id = $1", [row.id]),
+    ).rejects.toThrow(`execution ${row.id}: its finish is already in the audit chain at seq 7`);
+    expect(await store.get(row.id)).toMatchObject({ state: "succeeded", finishAuditSeq: 7 });
+  });
+
+  it("refuses any other change to a finished row, even together with its audit seq", async () => {
+    const { store, row } = await finished();
+    await expect(
+      db.operator.query("UPDATE executions SET finish_audit_seq = 3, state = 'failed' WHERE id = $1", [
+        row.id,
+      ]),
+    ).rejects.toThrow(`execution ${row.id}: illegal state transition succeeded -> failed`);
+    await expect(
+      db.operator.query("UPDATE executions SET finish_audit_seq = 3, message = 'edited' WHERE id = $1", [
+        row.id,
+      ]),
+    ).rejects.toThrow(`execution ${row.id}: illegal state transition succeeded -> succeeded`);
+    const stored = await store.get(row.id);
+    expect(stored).toMatchObject({ state: "succeeded" });
+    expect(stored?.message).toBeUndefined();
+    expect(stored?.finishAuditSeq).toBeUndefined();
+  });
+
+  it("gives a started row no audit seq: it has no finish yet", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    expect(await store.markFinishAudited(row.id, 4)).toBe(false);
+    await expect(
+      db.operator.query("UPDATE executions SET finish_audit_seq = 4 WHERE id = $1", [row.id]),
+    ).rejects.toThrow(`execution ${row.id}: a new state's finish is not in the audit chain yet`);
+    expect((await store.get(row.id))?.finishAuditSeq).toBeUndefined();
+  });
+
+  it("starts a row that leaves unknown for a definite outcome again without an audit seq", async () => {
+    const { store, row } = await finished("unknown");
+    expect(await store.markFinishAudited(row.id, 5)).toBe(true);
+    await store.recordReceipt(row.id, { state: "succeeded", atMicros: row.atMicros + 2 });
+    const resolved = await store.get(row.id);
+    expect(resolved).toMatchObject({ state: "succeeded" });
+    expect(resolved?.finishAuditSeq).toBeUndefined();
+    expect(await store.markFinishAudited(row.id, 9)).toBe(true);
+    expect((await store.get(row.id))?.finishAuditSeq).toBe(9);
+  });
+
+  it("lists the finished rows without an audit seq that finished before the given time, oldest first", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const early = newExecution({ atMicros: 1_000 });
+    const later = newExecution({ atMicros: 1_000 });
+    const marked = newExecution({ atMicros: 1_000 });
+    const started = newExecution({ atMicros: 1_000 });
+    for (const row of [early, later, marked, started]) await store.claim(row);
+    await store.recordReceipt(later.id, { state: "failed", atMicros: 3_000 });
+    await store.recordReceipt(early.id, { state: "succeeded", atMicros: 2_000 });
+    await store.recordReceipt(marked.id, { state: "succeeded", atMicros: 2_000 });
+    await store.markFinishAudited(marked.id, 1);
+
+    const ids = (before: number) =>
+      store.listUnauditedFinishes(before, 10).then((rows) => rows.map((r) => r.id));
+    expect(await ids(4_000)).toEqual([early.id, later.id]);
+    expect(await ids(3_000)).toEqual([early.id]);
+    expect(await store.listUnauditedFinishes(4_000, 1)).toHaveLength(1);
+  });
+});
+
+describe("migrating executions to the finish outbox", () => {
+  let db: FreshDatabase;
+  beforeAll(async () => {
+    db = await freshDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("gives rows finished before the migration audit seq 0 and leaves started rows without one", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const [succeeded, unknown, started] = [newExecution(), newExecution(), newExecution()];
+    for (const row of [succeeded, unknown, started]) await store.claim(row);
+    await store.recordReceipt(succeeded.id, { state: "succeeded", atMicros: succeeded.atMicros + 1 });
+    await store.recordReceipt(unknown.id, { state: "unknown", atMicros: unknown.atMicros + 1 });
+
+    expect(await migrate(db.url, { direction: "down", count: 1 })).toEqual(["0006_finish_outbox"]);
+    expect(await migrate(db.url)).toEqual(["0006_finish_outbox"]);
+
+    expect((await store.get(succeeded.id))?.finishAuditSeq).toBe(0);
+    expect((await store.get(unknown.id))?.finishAuditSeq).toBe(0);
+    expect((await store.get(started.id))?.finishAuditSeq).toBeUndefined();
+    expect(await store.listUnauditedFinishes(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+    await expect(
+      db.operator.query("UPDATE executions SET state = 'failed' WHERE id = $1", [succeeded.id]),
+    ).rejects.toThrow(`execution ${succeeded.id}: illegal state transition succeeded -> failed`);
   });
 });
 

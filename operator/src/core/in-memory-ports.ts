@@ -167,6 +167,7 @@ export function createInMemoryWorld(
       if (outcome.receipt) record.receipt = outcome.receipt;
       if (outcome.errorKind) record.errorKind = outcome.errorKind;
       if (outcome.message) record.message = outcome.message;
+      delete record.finishAuditSeq;
       return { recorded: true, execution: structuredClone(record) };
     },
     async takeOverExpired(id, leaseUntilMicros, nowMicros) {
@@ -180,6 +181,24 @@ export function createInMemoryWorld(
       return [...world.executions.values()]
         .filter((e) => e.state === "started" && e.leaseUntilMicros < nowMicros)
         .sort((a, b) => a.leaseUntilMicros - b.leaseUntilMicros)
+        .slice(0, limit)
+        .map((e) => structuredClone(e));
+    },
+    async markFinishAudited(id, seq) {
+      const record = world.executions.get(id);
+      if (!record || record.state === "started" || record.finishAuditSeq !== undefined) return false;
+      record.finishAuditSeq = seq;
+      return true;
+    },
+    async listUnauditedFinishes(finishedBeforeMicros, limit) {
+      return [...world.executions.values()]
+        .filter(
+          (e) =>
+            e.state !== "started" &&
+            e.finishAuditSeq === undefined &&
+            e.updatedAtMicros < finishedBeforeMicros,
+        )
+        .sort((a, b) => a.updatedAtMicros - b.updatedAtMicros)
         .slice(0, limit)
         .map((e) => structuredClone(e));
     },

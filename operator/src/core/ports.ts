@@ -305,7 +305,13 @@ export interface ExecutionRecord extends NewExecution {
   /** Why the row is failed/unknown when no receipt explains it (timeout, lease expired, …). */
   message?: string;
   createdAtMicros: number;
+  /** When the row last changed; for a finished row, when its outcome was recorded. */
   updatedAtMicros: number;
+  /**
+   * The audit seq of this finish's `execution.finished` record once it is in the chain; absent while
+   * it is not (and always while `started`); 0 for rows finished before the finish outbox existed.
+   */
+  finishAuditSeq?: number;
 }
 
 /** A final or unknown outcome to record on a claimed row. */
@@ -329,7 +335,8 @@ export interface ExecutionStore {
   /**
    * Records an outcome. Allowed transitions: started → succeeded|failed|unknown, unknown →
    * succeeded|failed (a later status query resolved it). Anything else leaves the row unchanged and
-   * returns `recorded: false` with the current row. Errors: throws `not_found` for an unknown id.
+   * returns `recorded: false` with the current row. A recorded outcome is a new finish, not yet in the
+   * audit chain: `finishAuditSeq` is cleared. Errors: throws `not_found` for an unknown id.
    */
   recordReceipt(
     id: string,
@@ -347,6 +354,16 @@ export interface ExecutionStore {
   ): Promise<ExecutionRecord | undefined>;
   /** Up to `limit` `started` rows whose lease ended before `nowMicros`, the longest expired first. */
   listExpired(nowMicros: number, limit: number): Promise<ExecutionRecord[]>;
+  /**
+   * Records that the row's current finish is in the audit chain at `seq` (the finish outbox). Sets
+   * `finishAuditSeq` only on a finished row that has none; returns false (and changes nothing) otherwise.
+   */
+  markFinishAudited(id: string, seq: number): Promise<boolean>;
+  /**
+   * Up to `limit` finished rows whose finish is not in the audit chain (no `finishAuditSeq`) and was
+   * recorded before `finishedBeforeMicros`, the oldest finish first.
+   */
+  listUnauditedFinishes(finishedBeforeMicros: number, limit: number): Promise<ExecutionRecord[]>;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import type {
   ExecutionStore,
   NewExecution,
 } from "../core/ports.ts";
-import { toOptionalString, toSafeInteger } from "./sql-values.ts";
+import { toOptionalSafeInteger, toOptionalString, toSafeInteger } from "./sql-values.ts";
 
 /** The Postgres execution store: the port plus lookups used by the gateway and controllers. */
 export interface PostgresExecutionStore extends ExecutionStore {
@@ -24,7 +24,7 @@ export interface PostgresExecutionStore extends ExecutionStore {
 
 const COLUMNS = `id, idempotency_key, session_uid, session_namespace, session_name, capability,
   provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
-  receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us`;
+  receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us, finish_audit_seq`;
 
 /** A Postgres-backed execution store on `pool` (connect as `gatehouse_operator` in production). */
 export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionStore {
@@ -96,7 +96,8 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
     async recordReceipt(id: string, outcome: ExecutionOutcome) {
       const updated = await pool.query(
         `UPDATE executions
-            SET state = $2, receipt = $3, error_kind = $4, message = $5, updated_at_us = $6
+            SET state = $2, receipt = $3, error_kind = $4, message = $5, updated_at_us = $6,
+                finish_audit_seq = NULL
           WHERE id = $1
             AND (state = 'started' OR (state = 'unknown' AND $2 IN ('succeeded', 'failed')))
           RETURNING ${COLUMNS}`,
@@ -131,6 +132,25 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
         `SELECT ${COLUMNS} FROM executions WHERE state = 'started' AND lease_until_us < $1
           ORDER BY lease_until_us, id LIMIT $2`,
         [nowMicros, limit],
+      );
+      return result.rows.map(recordFromRow);
+    },
+
+    async markFinishAudited(id, seq) {
+      const result = await pool.query(
+        `UPDATE executions SET finish_audit_seq = $2
+          WHERE id = $1 AND state <> 'started' AND finish_audit_seq IS NULL`,
+        [id, seq],
+      );
+      return result.rowCount === 1;
+    },
+
+    async listUnauditedFinishes(finishedBeforeMicros, limit) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions
+          WHERE finish_audit_seq IS NULL AND state <> 'started' AND updated_at_us < $1
+          ORDER BY updated_at_us, id LIMIT $2`,
+        [finishedBeforeMicros, limit],
       );
       return result.rows.map(recordFromRow);
     },
@@ -170,5 +190,7 @@ function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
     record.errorKind = ErrorKind.parse(row.error_kind);
   const message = toOptionalString(row.message);
   if (message !== undefined) record.message = message;
+  const finishAuditSeq = toOptionalSafeInteger(row.finish_audit_seq, "finish_audit_seq");
+  if (finishAuditSeq !== undefined) record.finishAuditSeq = finishAuditSeq;
   return record;
 }
