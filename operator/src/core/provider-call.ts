@@ -12,7 +12,14 @@
 import type { ErrorKind, Idempotency, InvokeRequest, InvokeResponse } from "@gatehouse/provider-sdk";
 import { AuditKind, auditOutcomeOf } from "./audit.ts";
 import { canonicalDigest, type JsonObject } from "./canonical.ts";
-import type { CoreConfig, CoreDeps, ExecutionOutcome, ExecutionRecord, ProviderRef } from "./ports.ts";
+import type {
+  AppendedRecord,
+  CoreConfig,
+  CoreDeps,
+  ExecutionOutcome,
+  ExecutionRecord,
+  ProviderRef,
+} from "./ports.ts";
 
 /** Provider-reported kinds that mean nobody knows whether the effect happened. */
 const UNKNOWN_KINDS: readonly ErrorKind[] = ["timeout", "unknown_outcome"];
@@ -144,8 +151,10 @@ export interface FinishContext {
 }
 
 /**
- * Records `outcome` on the row, audits `execution.finished` and counts it. Returns the row as stored
- * and whether this call recorded it (false when someone else finished the row first).
+ * Records `outcome` on the row, audits `execution.finished`, marks the row's finish as in the chain
+ * and counts it. Returns the row as stored and whether this call recorded it (false when someone else
+ * finished the row first). A finish whose append fails stays unmarked on the row, and the leader's
+ * sweep appends it late (`appendMissingFinishes` in `recovery.ts`).
  * Errors: throws when Postgres or the audit log fail.
  */
 export async function finishExecution(
@@ -157,15 +166,25 @@ export async function finishExecution(
 ): Promise<{ execution: ExecutionRecord; recorded: boolean }> {
   const { recorded, execution } = await deps.executions.recordReceipt(executionId, outcome);
   if (recorded) {
-    await deps.audit.append({
-      kind: AuditKind.executionFinished,
-      actor: context.actor,
-      outcome: auditOutcomeOf(execution.state),
-      sessionUid,
-      executionId,
-      atMicros: deps.clock.nowMicros(),
-      payload: finishedPayload(execution, context.attemptsMade),
-    });
+    let appended: AppendedRecord;
+    try {
+      appended = await deps.audit.append({
+        kind: AuditKind.executionFinished,
+        actor: context.actor,
+        outcome: auditOutcomeOf(execution.state),
+        sessionUid,
+        executionId,
+        atMicros: deps.clock.nowMicros(),
+        payload: finishedPayload(execution, context.attemptsMade),
+      });
+    } catch (error) {
+      deps.logger.error(
+        { executionId, capability: context.capability, state: execution.state, err: String(error) },
+        "execution finished but its audit record could not be appended; the recovery sweep appends it later",
+      );
+      throw error;
+    }
+    await markFinishAudited(deps, executionId, appended.seq);
     if (execution.state !== "started") deps.metrics?.executionFinished(execution.state, execution.errorKind);
   }
   deps.logger.info(
@@ -181,7 +200,28 @@ export async function finishExecution(
   return { execution, recorded };
 }
 
-function finishedPayload(execution: ExecutionRecord, attempts: number): JsonObject {
+/**
+ * Marks the row's finish as in the chain at `seq`. Never throws: the record is in the chain and the
+ * outcome is stored, so a failed mark only leaves the row for the sweep, which finds the record in
+ * the chain and marks it then.
+ */
+export async function markFinishAudited(deps: CoreDeps, executionId: string, seq: number): Promise<void> {
+  try {
+    await deps.executions.markFinishAudited(executionId, seq);
+  } catch (error) {
+    deps.logger.warn(
+      { executionId, seq, err: String(error) },
+      "could not mark the execution's finish as audited; the recovery sweep marks it later",
+    );
+  }
+}
+
+/**
+ * The payload of `execution.finished` for `execution`: `{state, attempts, errorKind?, message?,
+ * resultDigest?, evidence?}`. `attempts` is how many invokes were sent, null when nobody counted
+ * (a finish appended late from the row, which does not keep it).
+ */
+export function finishedPayload(execution: ExecutionRecord, attempts: number | null): JsonObject {
   const payload: JsonObject = { state: execution.state, attempts };
   if (execution.errorKind) payload.errorKind = execution.errorKind;
   if (execution.message) payload.message = execution.message;

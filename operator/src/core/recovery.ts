@@ -8,10 +8,18 @@
  *     business system answer a repeated key with the first outcome), then the status query;
  *   - `idempotency: none`: never invoke again; only ask the status endpoint; unresolved → `unknown`,
  *     which a human settles.
+ * The same sweep empties the finish outbox: a finish recorded on its row whose `execution.finished`
+ * append failed is appended late, so no outcome is missing from the audit chain for good.
  */
-import { AuditKind } from "./audit.ts";
+import { AuditKind, auditOutcomeOf } from "./audit.ts";
 import type { CoreDeps, ExecutionRecord } from "./ports.ts";
-import { callProvider, finishExecution, invokeAttemptsOf, leaseMsOf } from "./provider-call.ts";
+import {
+  callProvider,
+  finishExecution,
+  finishedPayload,
+  invokeAttemptsOf,
+  leaseMsOf,
+} from "./provider-call.ts";
 import { toolNameOf } from "./tool-names.ts";
 
 /**
@@ -106,4 +114,60 @@ export async function recoverExpiredExecutions(deps: CoreDeps, limit = 20): Prom
     }
   }
   return expired.length;
+}
+
+/**
+ * How long after a finish was recorded the sweep waits before appending its missing `execution.finished`,
+ * in milliseconds. The normal path appends within milliseconds of the receipt; a minute keeps the sweep
+ * from racing an append still in flight (which would put the finish into the chain twice).
+ */
+export const LATE_FINISH_GRACE_MS = 60_000;
+
+/**
+ * One sweep of the finish outbox: for up to `limit` finished rows whose `execution.finished` is not in
+ * the audit chain and that finished more than {@link LATE_FINISH_GRACE_MS} ago, appends it late
+ * (payload.late = true) — or, when the chain already holds it (the append succeeded but the row was
+ * not marked), only marks the row. Returns how many rows it looked at.
+ * Errors: one row's failure is logged and does not stop the sweep (the row stays for the next one).
+ */
+export async function appendMissingFinishes(deps: CoreDeps, limit = 20): Promise<number> {
+  const finishedBefore = deps.clock.nowMicros() - LATE_FINISH_GRACE_MS * 1000;
+  const unaudited = await deps.executions.listUnauditedFinishes(finishedBefore, limit);
+  for (const execution of unaudited) {
+    try {
+      await appendMissingFinish(deps, execution);
+    } catch (error) {
+      deps.logger.error(
+        { executionId: execution.id, err: String(error) },
+        "appending a missing execution.finished failed",
+      );
+    }
+  }
+  return unaudited.length;
+}
+
+async function appendMissingFinish(deps: CoreDeps, execution: ExecutionRecord): Promise<void> {
+  // A row that went unknown → succeeded|failed has two finishes; only one of its own state is this one.
+  const chained = (await deps.audit.recordsOf(execution.id)).findLast(
+    (record) => record.kind === AuditKind.executionFinished && record.payload.state === execution.state,
+  );
+  if (chained) {
+    await deps.executions.markFinishAudited(execution.id, chained.seq);
+    return;
+  }
+  const appended = await deps.audit.append({
+    kind: AuditKind.executionFinished,
+    actor: "gatehouse",
+    outcome: auditOutcomeOf(execution.state),
+    sessionUid: execution.session.uid,
+    executionId: execution.id,
+    atMicros: deps.clock.nowMicros(),
+    payload: { ...finishedPayload(execution, null), late: true },
+  });
+  await deps.executions.markFinishAudited(execution.id, appended.seq);
+  if (execution.state !== "started") deps.metrics?.executionFinished(execution.state, execution.errorKind);
+  deps.logger.warn(
+    { executionId: execution.id, state: execution.state, seq: appended.seq },
+    "appended a missing execution.finished late",
+  );
 }
