@@ -38,6 +38,8 @@ export interface ApprovalEvaluationInput {
   requester: Subject;
   /** The groups of a user, when known (else see the header on group membership). */
   groupsOf?: (user: string) => readonly string[] | undefined;
+  /** Decisions (by index) that never count, with the reason shown for each. */
+  excluded?: ReadonlyMap<number, string>;
 }
 
 /** Result of {@link evaluateApproval}. */
@@ -66,6 +68,11 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
     const ignore = (reason: string) => ignored.push({ index, approver, reason });
     if (outcome !== "Pending") {
       ignore(`the approval was already ${outcome.toLowerCase()}`);
+      continue;
+    }
+    const excluded = input.excluded?.get(index);
+    if (excluded !== undefined) {
+      ignore(excluded);
       continue;
     }
     if (seen.has(approver)) {

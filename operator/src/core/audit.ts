@@ -21,8 +21,17 @@ export const AuditKind = {
   approvalRequested: "approval.requested",
   approvalConflict: "approval.conflict",
   approvalRefused: "approval.refused",
+  // An Approval's lifecycle (core/approval-lifecycle.ts): each decision observed, then one end.
+  approvalDecided: "approval.decided",
+  approvalApproved: "approval.approved",
+  approvalRejected: "approval.rejected",
+  approvalExpired: "approval.expired",
   approvalCancelled: "approval.cancelled",
+  approvalStale: "approval.stale",
+  approvalFailed: "approval.failed",
   decisionIgnored: "approval.decision_ignored",
+  /** Appended once by the migration to this version: requests before it have no recorded end. */
+  lifecycleMarker: "audit.lifecycle_marker",
   executionStarted: "execution.started",
   executionFinished: "execution.finished",
   executionRecovering: "execution.recovering",

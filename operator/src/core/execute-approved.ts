@@ -9,20 +9,40 @@
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import { answerFromExecution } from "./answer.ts";
-import { evaluateApproval } from "./approvals.ts";
+import {
+  approvalKeyOf,
+  backfillApproved,
+  END_KIND_OF_PHASE,
+  evaluateRecorded,
+  lifecycleEntry,
+  phaseOfEnd,
+  readHistory,
+  recordRef,
+} from "./approval-lifecycle.ts";
 import { AuditKind } from "./audit.ts";
 import { canonicalJson, sha256Hex } from "./canonical.ts";
 import { execute } from "./execute.ts";
 import { idempotencyKeyOf } from "./execution-identity.ts";
 import { parseIJsonObject } from "./i-json.ts";
 import { decideAccess } from "./policy.ts";
-import type { ApprovalPhase, ApprovalView, CoreDeps, ExecutionRecord, SessionContext } from "./ports.ts";
+import type {
+  AppendedRecord,
+  ApprovalPhase,
+  ApprovalView,
+  ChainedRecord,
+  CoreDeps,
+  DecisionRulesVerdict,
+  ExecutionRecord,
+  SessionContext,
+} from "./ports.ts";
 import { recoverExecution } from "./recovery.ts";
 
 /** Input of {@link executeApproved}. `session` is absent when the AgentSession is gone. */
 export interface ExecuteApprovedInput {
   approval: ApprovalView;
   session?: SessionContext | undefined;
+  /** Whether admission is verified to enforce the decision rules; while not, nothing is dispatched. */
+  rules: DecisionRulesVerdict;
 }
 
 /**
@@ -41,6 +61,16 @@ export type ExecuteApprovedResult =
  * Re-checks and executes an Approved Approval. Errors: throws only when a dependency fails
  * (Postgres, audit, API server); the caller retries — the execution id makes that safe.
  */
+/** The refusal an end record already in the chain settled: nothing more is appended. */
+function refusedBy(end: ChainedRecord): ExecuteApprovedResult {
+  return {
+    kind: "refused",
+    phase: phaseOfEnd(end),
+    reason: String(end.payload.reason ?? "Ended"),
+    message: String(end.payload.message ?? `the audit chain records ${end.kind} at seq ${end.seq}`),
+  };
+}
+
 export async function executeApproved(
   deps: CoreDeps,
   input: ExecuteApprovedInput,
@@ -55,17 +85,8 @@ export async function executeApproved(
       sessionUid: request.sessionRef.uid,
       executionId: request.executionId,
       atMicros: deps.clock.nowMicros(),
-      payload: { approval: `${request.namespace}/${request.name}`, ...payload },
+      payload: { approval: approvalKeyOf(approval), ...payload },
     });
-  const refuse = async (
-    phase: ApprovalPhase,
-    reason: string,
-    message: string,
-  ): Promise<ExecuteApprovedResult> => {
-    await audit(AuditKind.approvalRefused, { phase, reason, message });
-    return { kind: "refused", phase, reason, message };
-  };
-
   const found = await deps.executions.get(request.executionId);
   if (found) {
     const existing = await recoverExecution(deps, found);
@@ -76,24 +97,55 @@ export async function executeApproved(
       executedNow: false,
     };
   }
+  if (!input.rules.enforced) {
+    return {
+      kind: "deferred",
+      phase: "Approved",
+      reason: "DecisionRulesNotEnforced",
+      message: `not dispatched while admission does not enforce the decision rules: ${input.rules.message}`,
+    };
+  }
 
-  const evaluation = evaluateApproval({
-    decisions: approval.decisions,
-    approvers: request.approvers,
-    requiredApprovals: request.requiredApprovals,
-    allowSelfApproval: request.allowSelfApproval,
-    requester: request.requester,
-  });
+  // The chain, not the status, says whether and by whom it was approved (core/approval-lifecycle.ts).
+  const history = await readHistory(deps, approval);
+  if (history.dispatchEnd) return refusedBy(history.dispatchEnd);
+  if (history.end && history.end.kind !== AuditKind.approvalApproved) return refusedBy(history.end);
+  const evaluation = evaluateRecorded(approval, history);
+  const refuseUnrecorded = (phase: ApprovalPhase, reason: string, message: string) =>
+    audit(AuditKind.approvalRefused, { phase, reason, message }).then(
+      (): ExecuteApprovedResult => ({ kind: "refused", phase, reason, message }),
+    );
   if (evaluation.outcome === "Rejected") {
-    return refuse("Rejected", "Rejected", `rejected by ${evaluation.rejectedBy}`);
+    return refuseUnrecorded("Rejected", "Rejected", `rejected by ${evaluation.rejectedBy}`);
   }
   if (evaluation.outcome !== "Approved") {
-    return refuse(
+    return refuseUnrecorded(
       "Pending",
       "NotApproved",
       `${evaluation.approvals} of ${request.requiredApprovals} approvals counted`,
     );
   }
+  // Approved by an earlier version, which recorded no decision: record it before anything runs.
+  const approved: AppendedRecord = history.end ?? (await backfillApproved(deps, approval, evaluation));
+
+  /** Refuses the approved call for good: the end of its dispatch, citing the approval record. */
+  const refuse = async (
+    phase: ApprovalPhase,
+    reason: string,
+    message: string,
+  ): Promise<ExecuteApprovedResult> => {
+    const kind = END_KIND_OF_PHASE[phase] ?? AuditKind.approvalRefused;
+    await deps.audit.append(
+      lifecycleEntry(deps, approval, kind, "gatehouse", "failure", {
+        phase,
+        reason,
+        message,
+        atDispatch: true,
+        approvalRecord: recordRef(approved),
+      }),
+    );
+    return { kind: "refused", phase, reason, message };
+  };
 
   const expiresAtMicros = Date.parse(request.expiresAt) * 1000;
   if (!Number.isFinite(expiresAtMicros) || deps.clock.nowMicros() > expiresAtMicros) {
@@ -190,6 +242,7 @@ export async function executeApproved(
     argumentsCanonical: request.arguments,
     argumentsDigest: request.argumentsDigest,
     approvalName: request.name,
+    approvalRecord: approved,
     actor: request.requester.user,
   });
   return { kind: "executed", ...result };

@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { InvokeCall } from "../api/agent-protocol.ts";
 import { AuditKind } from "./audit.ts";
-import { auditPayloads, createInMemoryWorld, type InMemoryWorld, testCapability } from "./in-memory-ports.ts";
+import {
+  auditPayloads,
+  createInMemoryWorld,
+  type InMemoryWorld,
+  RULES_ENFORCED,
+  testCapability,
+} from "./in-memory-ports.ts";
 import { executeApproved, invoke } from "./invoke.ts";
 import type { ApprovalView, SessionContext } from "./ports.ts";
 import { recoverExpiredExecutions } from "./recovery.ts";
@@ -184,7 +190,11 @@ describe("recovery of an execution whose claimer died", () => {
 describe("dispatch of an approved call", () => {
   it("executes when the target is still at the proposed version", async () => {
     const world = worldWith();
-    const result = await executeApproved(world.deps, { approval: await approved(world), session });
+    const result = await executeApproved(world.deps, {
+      approval: await approved(world),
+      session,
+      rules: RULES_ENFORCED,
+    });
     expect(result).toMatchObject({ kind: "executed", execution: { state: "succeeded" } });
     expect(world.providerCalls).toHaveLength(1);
   });
@@ -194,7 +204,7 @@ describe("dispatch of an approved call", () => {
     const approval = await approved(world);
     expect(approval.request.target).toEqual({ kind: "plan", id: "P-7", version: "3" });
     world.targetVersions.set("plan/P-7", "4");
-    const result = await executeApproved(world.deps, { approval, session });
+    const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
     expect(result).toMatchObject({ kind: "refused", phase: "Stale", reason: "TargetVersionMoved" });
     expect(world.providerCalls).toHaveLength(0);
   });
@@ -203,7 +213,7 @@ describe("dispatch of an approved call", () => {
     const world = worldWith();
     const approval = await approved(world);
     world.targetVersions.clear();
-    const result = await executeApproved(world.deps, { approval, session });
+    const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
     expect(result).toMatchObject({ kind: "refused", phase: "Stale", reason: "TargetGone" });
   });
 
@@ -211,7 +221,7 @@ describe("dispatch of an approved call", () => {
     const world = worldWith();
     const approval = await approved(world);
     world.capabilities[0] = { ...publish, disabled: true };
-    const result = await executeApproved(world.deps, { approval, session });
+    const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
     expect(result).toMatchObject({ kind: "refused", phase: "Stale", reason: "Disabled" });
     expect(world.providerCalls).toHaveLength(0);
   });
@@ -220,7 +230,7 @@ describe("dispatch of an approved call", () => {
     const world = worldWith();
     const approval = await approved(world);
     const results = await Promise.all(
-      [1, 2, 3].map(() => executeApproved(world.deps, { approval, session })),
+      [1, 2, 3].map(() => executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED })),
     );
     expect(results.every((r) => r.kind === "executed")).toBe(true);
     expect(world.providerCalls).toHaveLength(1);
@@ -305,7 +315,7 @@ describe("an Approval found under the derived name", () => {
         answerProvider = () =>
           resolve({ kind: "answered", response: { status: "succeeded", result: { v: 4 } } });
       });
-    const dispatch = executeApproved(world.deps, { approval, session });
+    const dispatch = executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
     await expect.poll(() => world.providerCalls.length).toBe(1);
     expect([...world.executions.values()][0]!.state).toBe("started");
 
@@ -327,7 +337,9 @@ describe("an Approval found under the derived name", () => {
   it("once executed, answers a repeat with the receipt", async () => {
     const world = worldWith();
     const approval = await approved(world);
-    expect(await executeApproved(world.deps, { approval, session })).toMatchObject({ kind: "executed" });
+    expect(await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED })).toMatchObject({
+      kind: "executed",
+    });
     [...world.approvals.values()][0]!.phase = "Succeeded";
     const repeat = await invoke(world.deps, session, call());
     expect(repeat).toMatchObject({ decision: "repeated", answer: { status: "succeeded" } });

@@ -15,7 +15,7 @@ import { AuditKind } from "./audit.ts";
 import type { JsonObject } from "./canonical.ts";
 import { sha256Hex } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
-import type { CoreDeps, ExecutionRecord, ResolvedCapability } from "./ports.ts";
+import type { AppendedRecord, CoreDeps, ExecutionRecord, ResolvedCapability } from "./ports.ts";
 import { callProvider, finishExecution, invokeAttemptsOf, leaseMsOf } from "./provider-call.ts";
 import { recoverExecution } from "./recovery.ts";
 
@@ -33,6 +33,8 @@ export interface ExecutionPlan {
   /** sha256 hex of `argumentsCanonical`, as computed when the call was validated (or approved). */
   argumentsDigest: string;
   approvalName?: string;
+  /** The `approval.approved` record this execution carries out (seq and hash), for an approved call. */
+  approvalRecord?: AppendedRecord;
   /** Audit actor. */
   actor: string;
 }
@@ -131,6 +133,9 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
         argumentsDigest: plan.argumentsDigest,
         idempotencyKey: plan.idempotencyKey,
         approval: plan.approvalName ?? null,
+        ...(plan.approvalRecord
+          ? { approvalRecord: { seq: plan.approvalRecord.seq, hash: plan.approvalRecord.hash } }
+          : {}),
       },
     });
   } catch (error) {
