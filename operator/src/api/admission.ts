@@ -15,7 +15,7 @@
 import { AgentSessionSpec } from "./agentsession.ts";
 import { GROUP } from "./kinds.ts";
 import { unchanged } from "./validation-rules.ts";
-import { GARBAGE_COLLECTOR_USERNAME, OPERATOR_USERNAME } from "./well-known.ts";
+import { APPROVAL_FINALIZER, GARBAGE_COLLECTOR_USERNAME, OPERATOR_USERNAME } from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
 
@@ -129,7 +129,9 @@ const APPROVAL_DECIDE: PolicyDefinition = {
     },
     {
       expression: `!oldObject.spec.decisions.exists(d, d.approver == ${USER})`,
-      messageExpression: `'decision-once: ' + ${USER} + ' has already decided Approval ' + object.metadata.name + '; each user decides once'`,
+      // Names the decision already recorded, so whoever re-submits sees what stands; at most 32
+      // decisions (the CRD's maxItems) bound the cost.
+      messageExpression: `'decision-once: ' + ${USER} + ' has already decided Approval ' + object.metadata.name + ': ' + oldObject.spec.decisions.transformList(i, d, d.approver == ${USER}, d.verdict + ' (spec.decisions[' + string(i) + '])')[0] + '; each user decides once'`,
       reason: "Forbidden",
     },
     {
@@ -141,6 +143,26 @@ const APPROVAL_DECIDE: PolicyDefinition = {
     {
       expression: SAME_METADATA,
       messageExpression: `'decision-metadata: ' + ${USER} + ' may only append a decision; the labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' belong to the operator (client-side kubectl apply adds an annotation: use kubectl patch --type json)'`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
+/** `metadata.finalizers` of `o` without the operator's own Approval finalizer. */
+const OTHER_FINALIZERS = (o: string) =>
+  `(has(${o}.metadata.finalizers) ? ${o}.metadata.finalizers : []).filter(f, f != '${APPROVAL_FINALIZER}')`;
+
+const APPROVAL_OPERATOR: PolicyDefinition = {
+  name: "gatehouse-approval-operator",
+  description:
+    "The operator changes an Approval (outside its status) only to add or remove its own finalizer: decisions are people's, and the rest is immutable.",
+  operations: ["UPDATE"],
+  resources: ["approvals"],
+  matchConditions: [{ name: "the-operator", expression: `${USER} == ${OPERATOR}` }],
+  validations: [
+    {
+      expression: `object.spec == oldObject.spec && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")} && ${sameMetadata("ownerReferences", "[]")} && ${OTHER_FINALIZERS("object")} == ${OTHER_FINALIZERS("oldObject")}`,
+      messageExpression: `'approval-operator: the operator may only add or remove the finalizer ${APPROVAL_FINALIZER} of Approval ' + object.metadata.name + '; its spec, decisions and other metadata are not the operator\'s to change'`,
       reason: "Forbidden",
     },
   ],
@@ -248,6 +270,7 @@ const SESSION_UPDATE: PolicyDefinition = {
 export const POLICIES: readonly PolicyDefinition[] = [
   APPROVAL_CREATE,
   APPROVAL_DECIDE,
+  APPROVAL_OPERATOR,
   STATUS,
   SESSION_CREATE,
   SESSION_UPDATE,

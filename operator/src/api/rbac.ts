@@ -92,8 +92,9 @@ export const OPERATOR_RULES: Rule[] = [
   // The informers (kube/caches.ts); Approvals are also read and created one by one (kube/approvals.ts).
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
-  // Finalizer of AgentSessions (metadata only; admission lets no one else touch it).
-  { apiGroups: [GROUP], resources: ["agentsessions"], verbs: ["patch"] },
+  // Finalizers of AgentSessions and Approvals (metadata only; admission lets no one else touch them,
+  // and lets the operator change nothing else of an Approval: gatehouse-approval-operator).
+  { apiGroups: [GROUP], resources: ["agentsessions", "approvals"], verbs: ["patch"] },
   { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["patch"] },
   { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "create", "delete"] },
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },

@@ -18,6 +18,11 @@ export const PROVIDER_LABEL = "gatehouse.dev/provider";
 export const IDENTITY_BINDING_LABEL = "gatehouse.dev/identity-binding";
 /** Finalizer on every AgentSession: its Pending Approvals are Cancelled before it goes. */
 export const SESSION_FINALIZER = "gatehouse.dev/cancel-approvals";
+/**
+ * Finalizer on every Approval: before it goes, the operator records in the audit chain the decisions
+ * it holds and how it ended (a Pending one deleted ends Cancelled), so no request is left without an end.
+ */
+export const APPROVAL_FINALIZER = "gatehouse.dev/audit-lifecycle";
 /** The NetworkPolicy that confines agent pods in each session namespace (egress: gateway and DNS only). */
 export const AGENT_NETWORK_POLICY = "gatehouse-agent";
 /** Label of the operator's pods, which serve the gateway (the agent NetworkPolicy allows egress to them). */

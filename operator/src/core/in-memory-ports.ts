@@ -9,6 +9,7 @@ import { canonicalJson, type JsonObject, sha256Hex } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
 import type {
   ApprovalDecision,
+  DecisionRulesVerdict,
   ApprovalHandle,
   ApprovalPhase,
   ApprovalPort,
@@ -66,6 +67,9 @@ export interface InMemoryWorld {
   /** Current versions of business objects by `kind/id` (absent → not found). */
   targetVersions: Map<string, string>;
 }
+
+/** The decision rules as verified enforced by admission. */
+export const RULES_ENFORCED: DecisionRulesVerdict = { enforced: true };
 
 /** Test configuration: short deadlines, 2 attempts, 1 KiB results, 1 h approvals. */
 export const testCoreConfig: CoreConfig = {

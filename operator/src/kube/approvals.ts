@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from "node:util";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Approval } from "../api/kinds.ts";
 import { API_VERSION, APPROVAL, GROUP, VERSION } from "../api/kinds.ts";
-import { MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
+import { APPROVAL_FINALIZER, MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { ApprovalHandle, ApprovalPhase, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
 import { settlementMessageOf } from "./approval-outcome.ts";
 import type { Caches } from "./caches.ts";
@@ -112,6 +112,7 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
           namespace: request.namespace,
           uid: "",
           labels: { ...MANAGED_BY, [SESSION_UID_LABEL]: request.sessionRef.uid },
+          finalizers: [APPROVAL_FINALIZER],
           ownerReferences: [
             {
               apiVersion: API_VERSION,

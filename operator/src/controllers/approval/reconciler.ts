@@ -20,17 +20,25 @@ import { isTerminalSessionPhase } from "../../api/agentsession.ts";
 import type { Decision } from "../../api/approval.ts";
 import type { Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
-import { evaluateApproval } from "../../core/approvals.ts";
+import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
+import { decideApproval, endApproval, endUndispatched } from "../../core/approval-lifecycle.ts";
 import { AuditKind } from "../../core/audit.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
-import type { ApprovalPhase, CoreDeps, DecisionRulesVerdict, ExecutionRecord } from "../../core/ports.ts";
+import type {
+  ApprovalPhase,
+  ApprovalView,
+  CoreDeps,
+  DecisionRulesVerdict,
+  ExecutionRecord,
+} from "../../core/ports.ts";
 import { isSettled, recordApprovalOutcome } from "../../kube/approval-outcome.ts";
 import { requestOf } from "../../kube/approvals.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import type { EventRecorder } from "../../kube/events.ts";
+import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
 import type { OperatorMetrics } from "../../kube/metrics.ts";
 import { sessionContextOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
@@ -190,6 +198,81 @@ function observeDecided(
   if (!Number.isNaN(created)) deps.metrics?.approvalDecided(outcome, now.getTime() - created);
 }
 
+/** How long a Pending Approval waits before the rules' verification is looked at again. */
+const RULES_RECHECK_MS = 5_000;
+
+/** The condition saying whether admission is verified to enforce the decision rules. */
+function rulesCondition(rules: DecisionRulesVerdict, generation: number | undefined) {
+  return rules.enforced
+    ? {
+        type: "DecisionRulesEnforced",
+        status: "True" as const,
+        reason: "Enforced",
+        message: "The API server enforces the decision rules as the chart renders them.",
+        observedGeneration: generation,
+      }
+    : {
+        type: "DecisionRulesEnforced",
+        status: "False" as const,
+        reason: "DecisionRulesNotEnforced",
+        message: `No decision counts and nothing runs until admission enforces the decision rules: ${rules.message}.`,
+        observedGeneration: generation,
+      };
+}
+
+/** The Approval as Core reads it. */
+function viewOf(approval: Approval): ApprovalView {
+  return {
+    request: requestOf(approval),
+    decisions: approval.spec.decisions,
+    phase: approval.status?.phase ?? "Pending",
+  };
+}
+
+/**
+ * An Approval being deleted: a Pending one ends Cancelled (ApprovalDeleted) after its decisions are
+ * recorded; an approved one that never started ends its dispatch the same way; then the finalizer
+ * goes. Core appends only what the chain does not hold yet, so a repeat is harmless.
+ */
+async function finalizeApproval(
+  deps: ApprovalDeps,
+  approval: Approval,
+  rules: DecisionRulesVerdict,
+  now: Date,
+  log: Logger,
+): Promise<ReconcileResult> {
+  if (!hasFinalizer(approval, APPROVAL_FINALIZER)) return undefined;
+  const { namespace, name } = approval.metadata;
+  const phase = approval.status?.phase ?? "Pending";
+  const message = `Approval ${name} was deleted before ${phase === "Pending" ? "it was decided" : "its call started"}; the proposed call will not run.`;
+  if (phase === "Pending") {
+    await endApproval(deps.core, {
+      approval: viewOf(approval),
+      rules,
+      phase: "Cancelled",
+      reason: "ApprovalDeleted",
+      message,
+    });
+    const status: Status = {
+      ...approval.status,
+      phase: "Cancelled",
+      observedDecisions: approval.spec.decisions.length,
+      conditions: setCondition(
+        approval.status?.conditions,
+        { type: "Decided", status: "True", reason: "ApprovalDeleted", message },
+        now,
+      ),
+    };
+    await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+    deps.events.normal(approval, "Cancelled", message);
+  } else if (phase === "Approved" || phase === "Executing") {
+    await endUndispatched(deps.core, viewOf(approval), "ApprovalDeleted", message);
+  }
+  await removeFinalizer(deps.clients, APPROVAL, approval, APPROVAL_FINALIZER);
+  log.info({ namespace, name, phase }, "approval deleted; its lifecycle is in the audit chain");
+  return undefined;
+}
+
 /** Reconciles one Approval. */
 export async function reconcileApproval(
   deps: ApprovalDeps,
@@ -198,9 +281,13 @@ export async function reconcileApproval(
   log: Logger,
 ): Promise<ReconcileResult> {
   const cached = deps.caches.approvals.get(name, namespace);
-  if (!cached || cached.metadata.deletionTimestamp) return undefined;
-  let approval: Approval = cached;
+  if (!cached) return undefined;
   const now = deps.now();
+  const rules = deps.decisionRules();
+  if (cached.metadata.deletionTimestamp) return finalizeApproval(deps, cached, rules, now, log);
+  // Approvals created by an earlier version have no finalizer yet.
+  await addFinalizer(deps.clients, APPROVAL, cached, APPROVAL_FINALIZER);
+  let approval: Approval = cached;
   const generation = approval.metadata.generation;
   const status: Status = { ...approval.status, observedGeneration: generation };
   const phase: ApprovalPhase = approval.status?.phase ?? "Pending";
@@ -218,6 +305,9 @@ export async function reconcileApproval(
       now,
     );
   };
+  if (!rules.enforced || status.conditions?.some((c) => c.type === "DecisionRulesEnforced")) {
+    status.conditions = setCondition(status.conditions, rulesCondition(rules, generation), now);
+  }
 
   const sessionObject = deps.caches.sessions
     .list(namespace)
@@ -238,17 +328,15 @@ export async function reconcileApproval(
           ? "was cancelled"
           : `ended ${sessionObject.status?.phase}`;
     const message = `AgentSession ${approval.spec.sessionRef.name} ${why}; the proposed call will not run.`;
+    await endApproval(deps.core, {
+      approval: viewOf(approval),
+      rules,
+      phase: "Cancelled",
+      reason: "SessionEnded",
+      message,
+    });
     setPhase("Cancelled", "SessionEnded", message);
     status.observedDecisions = approval.spec.decisions.length;
-    await deps.core.audit.append({
-      kind: AuditKind.approvalCancelled,
-      actor: "gatehouse",
-      outcome: "failure",
-      sessionUid: approval.spec.sessionRef.uid,
-      executionId: approval.spec.executionId,
-      atMicros: now.getTime() * 1000,
-      payload: { approval: `${namespace}/${name}`, reason: "SessionEnded", message },
-    });
     await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
     log.info({ reason: "SessionEnded" }, "pending approval cancelled");
     deps.events.normal(approval, "Cancelled", message);
@@ -256,39 +344,36 @@ export async function reconcileApproval(
   }
 
   if (phase === "Pending") {
-    // Group membership of a decision's author is known only to admission (request.userInfo.groups):
-    // while the gatehouse-approval-decide policy is in force it checked that when the decision was
-    // appended, so no groupsOf is passed. Without it, fail closed: nobody counts through a group.
-    // Names, counts and self-approval are re-checked either way.
-    const evaluation = evaluateApproval({
-      decisions: approval.spec.decisions,
-      approvers: approval.spec.approvers,
-      requiredApprovals: approval.spec.requiredApprovals,
-      allowSelfApproval: approval.spec.allowSelfApproval,
-      requester: approval.spec.requester,
-      ...(deps.decisionRules().enforced ? {} : { groupsOf: () => [] }),
-    });
-    status.approvals = evaluation.approvals;
-    status.ignoredDecisions = evaluation.ignored.map((i) => ({ approver: i.approver, reason: i.reason }));
+    // Core observes the decisions, records each in the audit chain and settles the phase there first
+    // (core/approval-lifecycle.ts); the status follows what the chain holds.
+    const decided = await decideApproval(deps.core, { approval: viewOf(approval), rules });
+    status.approvals = decided.evaluation.approvals;
+    status.ignoredDecisions = decided.evaluation.ignored.map((i) => ({
+      approver: i.approver,
+      reason: i.reason,
+    }));
     status.observedDecisions = approval.spec.decisions.length;
-    if (evaluation.outcome === "Rejected") {
-      setPhase("Rejected", "Rejected", `Rejected by ${evaluation.rejectedBy}.`);
-    } else if (evaluation.outcome === "Approved") {
-      setPhase("Approved", "Approved", `Approved by ${evaluation.approvedBy.join(", ")}.`);
-    } else if (Date.parse(approval.spec.expiresAt) <= now.getTime()) {
-      setPhase("Expired", "Expired", `No decision before ${approval.spec.expiresAt}.`);
-    } else {
+    if (!("end" in decided)) {
+      const counted = `${decided.evaluation.approvals} of ${approval.spec.requiredApprovals} approvals.`;
       setPhase(
         "Pending",
-        "AwaitingDecision",
-        `${evaluation.approvals} of ${approval.spec.requiredApprovals} approvals.`,
+        rules.enforced ? "AwaitingDecision" : "DecisionRulesNotEnforced",
+        rules.enforced
+          ? counted
+          : `${counted} No decision counts until admission enforces the decision rules.`,
       );
       await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
-      return { requeueAfterMs: Math.max(1_000, Date.parse(approval.spec.expiresAt) - now.getTime()) };
+      const untilExpiry = Math.max(1_000, Date.parse(approval.spec.expiresAt) - now.getTime());
+      return { requeueAfterMs: rules.enforced ? untilExpiry : Math.min(untilExpiry, RULES_RECHECK_MS) };
     }
-    if (status.phase === "Rejected" || status.phase === "Expired") {
+    setPhase(decided.phase, decided.phase, decided.message);
+    if (decided.phase !== "Approved") {
       await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
-      observeDecided(deps, approval, status.phase, now);
+      if (decided.phase === "Rejected" || decided.phase === "Expired") {
+        observeDecided(deps, approval, decided.phase, now);
+        const say = decided.phase === "Rejected" ? deps.events.normal : deps.events.warning;
+        say(approval, decided.phase, `${decided.message} The proposed call will not run.`);
+      }
       await recordOutcome(deps, { ...approval, status }, now);
       return undefined;
     }
@@ -311,8 +396,9 @@ export async function reconcileApproval(
     ? sessionContextOf(sessionObject, await deps.records.recordOf(sessionObject.metadata.uid), deps.ceilings)
     : undefined;
   const result = await executeApproved(deps.core, {
-    approval: { request: requestOf(approval), decisions: approval.spec.decisions, phase: "Approved" },
+    approval: { ...viewOf(approval), phase: "Approved" },
     ...(session ? { session } : {}),
+    rules,
   });
   const final: Status = { ...status };
   if (result.kind === "executed") {
