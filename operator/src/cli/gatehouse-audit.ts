@@ -1,17 +1,23 @@
 #!/usr/bin/env node
 /**
- * `gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]`
- * — verifies the audit chain in the Postgres named by `DATABASE_URL` (DESIGN §6): every hash
- * recomputed from the stored bytes, every link, every column against the hashed bytes, sequence gaps,
- * and the head against the last checkpoint. With `--kubeconfig`, `--context` or `--namespace` it also
- * compares the chain with every checkpoint kept outside Postgres, in the ConfigMap
- * `gatehouse-audit-checkpoints` of the operator's namespace (default gatehouse-system; the kubeconfig
- * defaults to $KUBECONFIG, else ~/.kube/config). A progress bar is drawn on stderr when it is a
- * terminal; the verdict goes to stdout (`--json`: the whole report).
+ * `gatehouse-audit` — reads the audit chain in the Postgres named by `DATABASE_URL` (DESIGN §6).
  *
+ * `gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]`
+ * verifies the chain: every hash recomputed from the stored bytes, every link, every column against
+ * the hashed bytes, sequence gaps, and the head against the last checkpoint. With `--kubeconfig`,
+ * `--context` or `--namespace` it also compares the chain with every checkpoint kept outside Postgres,
+ * in the ConfigMap `gatehouse-audit-checkpoints` of the operator's namespace (default
+ * gatehouse-system; the kubeconfig defaults to $KUBECONFIG, else ~/.kube/config). A progress bar is
+ * drawn on stderr when it is a terminal; the verdict goes to stdout (`--json`: the whole report).
  * Exit codes: 0 the chain is intact; 1 it is broken (tampering or loss detected); 2 usage error,
  * missing `DATABASE_URL`, the database or the ConfigMap could not be read (a ConfigMap asked for
  * but absent is such an error: there is nothing to compare with).
+ *
+ * `gatehouse-audit show --approval NAME [--namespace NS] [--json]` prints one Approval's whole
+ * history from the chain alone — request, decisions, outcome, execution — also after its session and
+ * the Approval are deleted (`cli/approval-history.ts`). Here `--namespace` is the Approval's; without
+ * it every namespace's Approval NAME is shown, each headed by its namespace. Exit codes: 0 printed;
+ * 1 no record names that Approval; 2 usage error, missing `DATABASE_URL`, the database could not be read.
  *
  * `DATABASE_URL` needs SELECT on `audit_log` and `audit_checkpoints` (the operator role has it); the
  * kubeconfig's user needs `get` on that ConfigMap.
@@ -21,18 +27,25 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import type { AuditCheckpoint } from "../core/audit.ts";
 import { CHECKPOINTS_CONFIGMAP, readCheckpointConfigMap } from "../kube/checkpoint-configmap.ts";
 import { describeApiError, loadKubeConfig } from "../kube/client.ts";
+import { executionIdPrefixOf, readApprovalRecords } from "../store/approval-records.ts";
 import { createPostgresAuditLog } from "../store/audit-log.ts";
 import { createPool } from "../store/connection.ts";
+import { approvalHistoryLines, approvalHistoryOf } from "./approval-history.ts";
 import { ProgressBar } from "./progress-bar.ts";
 import { verifyReportLines } from "./verify-report-text.ts";
 
-const USAGE =
-  "usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]   (reads DATABASE_URL)";
+const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]
+       gatehouse-audit show --approval NAME [--namespace NS] [--json]
+(both read DATABASE_URL)
+  verify   recompute the audit chain and compare its head with the checkpoints; --namespace is the
+           operator's (the ConfigMap gatehouse-audit-checkpoints there; default gatehouse-system)
+  show     print Approval NAME's history from the chain alone: request, decisions, outcome, execution;
+           --namespace is the Approval's (default: every namespace with an Approval of that name)`;
 
 /** The operator's namespace when `--namespace` is not given (config.ts's default). */
 const DEFAULT_NAMESPACE = "gatehouse-system";
 
-/** Exit codes of the command. */
+/** Exit codes of the command (`show`: 0 printed, 1 no record names the Approval). */
 const EXIT = { intact: 0, broken: 1, error: 2 } as const;
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -52,6 +65,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     process.stderr.write(`gatehouse-audit: DATABASE_URL is not set\n${USAGE}\n`);
     return EXIT.error;
   }
+  if (parsed.show) return showApproval(url, parsed.show);
 
   let outside: AuditCheckpoint[] = [];
   let outsideName: string | undefined;
@@ -106,6 +120,43 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
 }
 
+/** Prints the history of the Approval `show` names; resolves with the exit code. */
+async function showApproval(url: string, show: ShowCommand): Promise<number> {
+  const pool = createPool(url, { max: 2 });
+  try {
+    const found = await readApprovalRecords(pool, show);
+    if (found.histories.length === 0) {
+      const where = show.namespace !== undefined ? ` in namespace ${show.namespace}` : " in any namespace";
+      process.stderr.write(
+        `gatehouse-audit: no audit records name Approval ${show.name}${where}; check the name ` +
+          "(kubectl gatehouse pending -A, or the agent's pending_approval answer) and that DATABASE_URL is the operator's database\n",
+      );
+      return EXIT.broken;
+    }
+    const histories = found.histories.map((h) => approvalHistoryOf(h, found.lifecycleMarkerSeq));
+    const text = show.json
+      ? JSON.stringify({ histories }, null, 2)
+      : histories.map((h) => approvalHistoryLines(h).join("\n")).join("\n\n");
+    process.stdout.write(`${text}\n`);
+    return EXIT.intact;
+  } catch (error) {
+    const where = new URL(url).host || "DATABASE_URL";
+    process.stderr.write(
+      `gatehouse-audit: cannot read the audit log at ${where}: ${(error as Error).message}\n`,
+    );
+    return EXIT.error;
+  } finally {
+    await pool.end();
+  }
+}
+
+/** `show`: which Approval, and how to print it. */
+interface ShowCommand {
+  name: string;
+  namespace?: string;
+  json: boolean;
+}
+
 /** Where the ConfigMap's checkpoints are read from. */
 interface ConfigMapSource {
   kubeconfig?: string;
@@ -114,14 +165,15 @@ interface ConfigMapSource {
 }
 
 /**
- * Parses `verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]`.
- * Errors: throws with a message for anything else.
+ * Parses `verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]` and
+ * `show --approval NAME [--namespace NS] [--json]`. Errors: throws with a message for anything else.
  */
 function parseCommand(argv: string[]): {
   help: boolean;
   fromSeq: number;
   json: boolean;
   configMap?: ConfigMapSource;
+  show?: ShowCommand;
 } {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -132,15 +184,19 @@ function parseCommand(argv: string[]): {
       kubeconfig: { type: "string" },
       context: { type: "string" },
       namespace: { type: "string", short: "n" },
+      approval: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
   if (values.help) return { help: true, fromSeq: 1, json: false };
-  if (positionals.length !== 1 || positionals[0] !== "verify") {
+  const command = positionals[0];
+  if (positionals.length !== 1 || (command !== "verify" && command !== "show")) {
     throw new Error(
       positionals.length === 0 ? "missing command" : `unknown command ${positionals.join(" ")}`,
     );
   }
+  if (command === "show") return { help: false, fromSeq: 1, json: values.json, show: showCommandOf(values) };
+  if (values.approval !== undefined) throw new Error("--approval belongs to show, not verify");
   const fromSeq = values.from === undefined ? 1 : Number(values.from);
   if (!/^\d+$/.test(values.from ?? "1") || !Number.isSafeInteger(fromSeq) || fromSeq < 1) {
     throw new Error(`--from must be a positive integer, not ${JSON.stringify(values.from)}`);
@@ -155,6 +211,32 @@ function parseCommand(argv: string[]): {
       }
     : undefined;
   return { help: false, fromSeq, json: values.json, ...(configMap ? { configMap } : {}) };
+}
+
+/** `show`'s flags. Errors: throws for a missing or malformed `--approval` and for `verify`'s flags. */
+function showCommandOf(values: {
+  approval?: string | undefined;
+  namespace?: string | undefined;
+  json: boolean;
+  from?: string | undefined;
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+}): ShowCommand {
+  const foreign = (["from", "kubeconfig", "context"] as const).find((flag) => values[flag] !== undefined);
+  if (foreign) throw new Error(`--${foreign} belongs to verify, not show`);
+  const name = values.approval;
+  if (name === undefined || name === "") throw new Error("show needs --approval NAME");
+  if (executionIdPrefixOf(name) === undefined) {
+    throw new Error(
+      `${JSON.stringify(name)} is not the name of an Approval Gatehouse creates: apr- and 20 hex digits (the first of its execution id)`,
+    );
+  }
+  if (values.namespace === "") throw new Error("--namespace must not be empty");
+  return {
+    name,
+    ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
+    json: values.json,
+  };
 }
 
 process.exitCode = await main(process.argv.slice(2), process.env);

@@ -1,0 +1,118 @@
+/**
+ * One Approval's records, found in the audit chain alone (after its session and the Approval are
+ * gone). An Approval is named `apr-<first 20 hex of the execution id>` (core/execution-identity.ts),
+ * so its executions are the ids with that prefix whose `approval.requested` (or `approval.conflict`)
+ * record names it; every record of those executions is its history.
+ *
+ * The prefix is read as a range on `execution_id` (`>= prefix AND < prefix || 'g'`), which the index
+ * `audit_log_by_execution` serves whatever the database's collation; a `LIKE 'prefix%'` alone would
+ * be indexable only under the C collation.
+ */
+import type pg from "pg";
+import { AuditKind, decodeAuditRecord } from "../core/audit.ts";
+import type { AuditEntry, ChainedRecord } from "../core/ports.ts";
+import { createPostgresAuditLog } from "./audit-log.ts";
+import { AUDIT_COLUMN_LIST, sealedFromRow } from "./audit-row.ts";
+
+/** The record appended when the database was migrated to audited Approval lifecycles. */
+export const LIFECYCLE_MARKER_KIND = "audit.lifecycle_marker";
+
+/** The records that say which Approval an execution asked for. */
+const NAMING_KINDS = [AuditKind.approvalRequested, AuditKind.approvalConflict];
+
+/** Number of hex digits of the execution id in an Approval's name. */
+const NAME_PREFIX_LENGTH = 20;
+
+/** Which Approval to look for; without `namespace`, every namespace's Approval of that name. */
+export interface ApprovalRef {
+  name: string;
+  namespace?: string | undefined;
+}
+
+/** One execution's records for Approval `namespace/name`, ascending by seq. */
+export interface ApprovalRecords {
+  namespace: string;
+  name: string;
+  executionId: string;
+  records: ChainedRecord[];
+}
+
+/** What the chain holds for an Approval name. */
+export interface ApprovalRecordsFound {
+  /** One entry per (namespace, execution), by namespace then first seq; empty when nothing names it. */
+  histories: ApprovalRecords[];
+  /** Seq of the `audit.lifecycle_marker` record: requests before it predate audited decisions. */
+  lifecycleMarkerSeq?: number;
+}
+
+/** The execution id prefix of Approval name `apr-<20 hex>`, or undefined for any other name. */
+export function executionIdPrefixOf(approvalName: string): string | undefined {
+  const match = new RegExp(`^apr-([0-9a-f]{${NAME_PREFIX_LENGTH}})$`).exec(approvalName);
+  return match?.[1];
+}
+
+/**
+ * The namespace of the Approval a naming record names, when it names `name`: `payload.approval` is
+ * `namespace/name`, or (records of earlier versions) the bare name, the namespace then being the
+ * session's (`payload.session` = `namespace/session`).
+ */
+export function namespaceNamedBy(record: AuditEntry, name: string): string | undefined {
+  const approval = record.payload.approval;
+  if (typeof approval !== "string") return undefined;
+  const slash = approval.indexOf("/");
+  if (slash > 0) return approval.slice(slash + 1) === name ? approval.slice(0, slash) : undefined;
+  if (approval !== name) return undefined;
+  const session = record.payload.session;
+  if (typeof session !== "string" || session.indexOf("/") <= 0) return undefined;
+  return session.slice(0, session.indexOf("/"));
+}
+
+/**
+ * Finds the records of Approval `ref` on `pool` (needs SELECT on `audit_log`). A name that is not
+ * `apr-<20 hex>` names no Approval Gatehouse created: nothing is found.
+ * Errors: pg errors; `internal` for a row that cannot be decoded.
+ */
+export async function readApprovalRecords(pool: pg.Pool, ref: ApprovalRef): Promise<ApprovalRecordsFound> {
+  const marker = await pool.query<{ seq: string }>(
+    "SELECT seq FROM audit_log WHERE kind = $1 ORDER BY seq LIMIT 1",
+    [LIFECYCLE_MARKER_KIND],
+  );
+  const lifecycleMarkerSeq = marker.rows[0] ? Number(marker.rows[0].seq) : undefined;
+  const found: ApprovalRecordsFound = {
+    histories: [],
+    ...(lifecycleMarkerSeq !== undefined ? { lifecycleMarkerSeq } : {}),
+  };
+  const prefix = executionIdPrefixOf(ref.name);
+  if (prefix === undefined) return found;
+
+  const naming = await pool.query(
+    `SELECT ${AUDIT_COLUMN_LIST} FROM audit_log
+      WHERE execution_id >= $1 AND execution_id < $2 AND execution_id LIKE $3 AND kind = ANY($4)
+      ORDER BY seq`,
+    [prefix, `${prefix}g`, `${prefix}%`, NAMING_KINDS],
+  );
+  const namespaces = new Map<string, string>();
+  for (const row of naming.rows) {
+    const sealed = sealedFromRow(row);
+    if (sealed.executionId === null || namespaces.has(sealed.executionId)) continue;
+    const namespace = namespaceNamedBy(decodeAuditRecord(sealed.canonical).entry, ref.name);
+    if (namespace === undefined || (ref.namespace !== undefined && namespace !== ref.namespace)) continue;
+    namespaces.set(sealed.executionId, namespace);
+  }
+
+  const log = createPostgresAuditLog(pool);
+  for (const [executionId, namespace] of namespaces) {
+    found.histories.push({
+      namespace,
+      name: ref.name,
+      executionId,
+      records: await log.recordsOf(executionId),
+    });
+  }
+  found.histories.sort(
+    (a, b) =>
+      (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0) ||
+      (a.records[0]?.seq ?? 0) - (b.records[0]?.seq ?? 0),
+  );
+  return found;
+}
