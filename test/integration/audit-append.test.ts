@@ -200,7 +200,10 @@ describe("appending to the audit chain", () => {
       blocker.release();
     }
 
-    expect(await log.append(auditEntry(5))).toEqual({ seq: 4 });
+    expect(await log.append(auditEntry(5))).toMatchObject({
+      seq: 4,
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(await log.verify()).toMatchObject({ ok: true, records: 4, gaps: [] });
   });
 });

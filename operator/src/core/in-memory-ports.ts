@@ -9,7 +9,6 @@ import { canonicalJson, type JsonObject, sha256Hex } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
 import type {
   ApprovalDecision,
-  DecisionRulesVerdict,
   ApprovalHandle,
   ApprovalPhase,
   ApprovalPort,
@@ -18,6 +17,7 @@ import type {
   CapabilityCatalog,
   CoreConfig,
   CoreDeps,
+  DecisionRulesVerdict,
   ExecutionRecord,
   ExecutionStore,
   IdentityBinding,
