@@ -18,7 +18,7 @@ DECLARE
 BEGIN
   PERFORM pg_advisory_xact_lock(1195463749, 1);
   SELECT seq, hash INTO head_seq, head_hash FROM audit_log ORDER BY seq DESC LIMIT 1;
-  IF head_seq IS NULL THEN
+  IF head_seq IS NULL OR EXISTS (SELECT 1 FROM audit_log WHERE kind = 'audit.lifecycle_marker') THEN
     RETURN;
   END IF;
   at_micros := floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;

@@ -1,0 +1,67 @@
+/**
+ * The upgrade to audited Approval lifecycles (migration 0005): a chain holding requests of an earlier
+ * version gets one marker record after them, chained like any other, so "every request has an end"
+ * is checked from there on; a fresh chain gets none (nothing before it is exempt).
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AuditKind } from "../../operator/src/core/audit.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { migrate } from "../../operator/src/store/migrate.ts";
+import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
+
+let db: FreshDatabase;
+
+beforeEach(async () => {
+  db = await freshDatabase();
+});
+
+afterEach(async () => {
+  await db.drop();
+});
+
+function requested(n: number) {
+  return {
+    kind: AuditKind.approvalRequested,
+    actor: "alice",
+    outcome: "pending" as const,
+    sessionUid: "uid-1",
+    executionId: `${String(n).repeat(40)}`.slice(0, 40),
+    atMicros: 1_700_000_000_000_000 + n,
+    payload: { approval: `plant-a/apr-${n}` },
+  };
+}
+
+describe("migrating a chain written by an earlier version", () => {
+  it("appends one verifiable marker after the earlier requests", async () => {
+    expect(await migrate(db.url, { direction: "down", count: 2 })).toEqual([
+      "0006_finish_outbox",
+      "0005_approval_lifecycle",
+    ]);
+    const log = createPostgresAuditLog(db.operator);
+    await log.appendBatch([requested(1), requested(2)]);
+    await migrate(db.url);
+    const records = await log.read();
+    expect(records.map((r) => [r.seq, r.kind])).toEqual([
+      [1, AuditKind.approvalRequested],
+      [2, AuditKind.approvalRequested],
+      [3, AuditKind.lifecycleMarker],
+    ]);
+    expect(await log.verify()).toMatchObject({ ok: true, records: 3, badRows: 0 });
+    // Migrating again (down and up) adds no second marker; later appends chain after it.
+    await migrate(db.url, { direction: "down", count: 2 });
+    await migrate(db.url);
+    await log.append(requested(3));
+    expect((await log.read()).map((r) => r.kind)).toEqual([
+      AuditKind.approvalRequested,
+      AuditKind.approvalRequested,
+      AuditKind.lifecycleMarker,
+      AuditKind.approvalRequested,
+    ]);
+    expect(await log.verify()).toMatchObject({ ok: true, records: 4 });
+  });
+
+  it("appends no marker to a fresh chain", async () => {
+    const log = createPostgresAuditLog(db.operator);
+    expect(await log.head()).toMatchObject({ seq: 0 });
+  });
+});
