@@ -1,6 +1,7 @@
 /**
  * `gatehouse-audit show --approval NAME` against a real Postgres: one Approval's history read back
- * from the chain alone (no session, no Approval object), in every namespace or one, and its exit codes.
+ * from the chain alone (no session, no Approval object), in every namespace or one, and its exit codes;
+ * and `kubectl gatehouse audit show NAME`, which runs it.
  */
 import { execFile } from "node:child_process";
 import { join } from "node:path";
@@ -11,13 +12,14 @@ import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 
 const CLI = join(import.meta.dirname, "../../operator/src/cli/gatehouse-audit.ts");
+const PLUGIN = join(import.meta.dirname, "../../operator/src/cli/kubectl-gatehouse.ts");
 
-function gatehouseAudit(args: string[], databaseUrl: string | undefined) {
+function gatehouseAudit(args: string[], databaseUrl: string | undefined, cli = CLI) {
   const env = { ...process.env };
   delete env.DATABASE_URL;
   if (databaseUrl !== undefined) env.DATABASE_URL = databaseUrl;
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env }, (error, stdout, stderr) => {
+    execFile(process.execPath, [cli, ...args], { env }, (error, stdout, stderr) => {
       resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
     });
   });
@@ -242,5 +244,49 @@ describe("gatehouse-audit show", () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(message);
     expect(run.stderr).toContain("gatehouse-audit show --approval NAME [--namespace NS] [--json]");
+  });
+});
+
+describe("kubectl gatehouse audit show", () => {
+  const plugin = (args: string[]) => gatehouseAudit(["audit", "show", ...args], db.operatorUrl, PLUGIN);
+
+  it("prints what gatehouse-audit show prints, for the Approval in -n's namespace", async () => {
+    const [viaPlugin, direct] = await Promise.all([
+      plugin([NAME, "-n", "team-a"]),
+      gatehouseAudit(["show", "--approval", NAME, "--namespace", "team-a"], db.operatorUrl),
+    ]);
+    expect(viaPlugin.code).toBe(0);
+    expect(viaPlugin.stdout).toBe(direct.stdout);
+    expect(viaPlugin.stdout).toContain('decision 1 by bob: Approve "checked the schedule" — counted');
+    expect(viaPlugin.stdout).toContain("execution finished: succeeded");
+  });
+
+  it("prints JSON with -o json", async () => {
+    const run = await plugin([NAME, "-o", "json"]);
+    expect(run.code).toBe(0);
+    expect(
+      JSON.parse(run.stdout).histories.map((h: { approval: { namespace: string } }) => h.approval.namespace),
+    ).toEqual(["team-a", "team-b"]);
+  });
+
+  it("exits 1 when no record names the Approval", async () => {
+    const run = await plugin(["apr-00000000000000000000"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("no audit records name Approval apr-00000000000000000000 in any namespace");
+  });
+
+  it.each([
+    ["NAME is missing", [], /missing the Approval's NAME/],
+    ["the output format is unknown", [NAME, "-o", "yaml"], /--output must be one of text, json/],
+    [
+      "a kubeconfig is given",
+      [NAME, "--context", "kind"],
+      /audit show reads only DATABASE_URL; it takes no --context/,
+    ],
+  ])("exits 2 with the usage when %s", async (_, args, message) => {
+    const run = await plugin(args);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr).toContain("kubectl gatehouse audit show NAME [-n NS] [-o text|json]");
   });
 });

@@ -7,6 +7,7 @@
  *   kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS|false]
  *   kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json]
  *   kubectl gatehouse audit verify [--from SEQ] [--json]
+ *   kubectl gatehouse audit show NAME [-n NS] [-o text|json]
  *   … [--kubeconfig FILE] [--context NAME] [-n NS] [-h]
  *
  * kubectl finds it on PATH as `kubectl-gatehouse` (bin/kubectl-gatehouse runs this file with the
@@ -16,12 +17,13 @@
  *
  * Exit codes: 0 done; 1 refused by the API server or the gateway (its message printed), an
  * approved call that did not run or did not succeed (Stale, Failed, Unknown, Expired, Cancelled;
- * plugin/decide.ts exitCodeOf), or a broken audit chain; 2 usage error (the subcommand's usage
+ * plugin/decide.ts exitCodeOf), a broken audit chain, or no audit record naming the Approval asked
+ * for; 2 usage error (the subcommand's usage
  * printed) or a kubeconfig that cannot be used (which flag or variable named it, and what to do). A
  * closed stdout pipe (`… | head -2`) ends it quietly with 0.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
-import { runAuditVerify } from "./plugin/audit.ts";
+import { runAuditShow, runAuditVerify } from "./plugin/audit.ts";
 import { connect, KubeconfigError } from "./plugin/connection.ts";
 import { apiMessageOf, decide } from "./plugin/decide.ts";
 import { endQuietlyWhenStdoutCloses, type Output, processOutput } from "./plugin/output.ts";
@@ -44,7 +46,7 @@ const FLAGS = {
   approve: DECISION,
   reject: DECISION,
   transcript: { gateway: { type: "string" }, output: { type: "string", short: "o" } },
-  audit: { from: { type: "string" }, json: { type: "boolean" } },
+  audit: { from: { type: "string" }, json: { type: "boolean" }, output: { type: "string", short: "o" } },
 } as const satisfies Record<string, ParseArgsOptionsConfig>;
 
 type Command = keyof typeof FLAGS;
@@ -167,9 +169,28 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
         );
       }
       case "audit": {
-        const [sub] = positionalsExactly(positionals, 1, "the audit command (verify)");
-        if (sub !== "verify") throw new UsageError(`unknown audit command ${JSON.stringify(sub)}`);
-        const v = values as { from?: string; json?: boolean };
+        const sub = positionals[1];
+        const v = values as { from?: string; json?: boolean; output?: string };
+        if (sub === "show") {
+          const [, name] = positionalsExactly(positionals, 2, "the Approval's NAME");
+          const foreign = [
+            ...(v.from !== undefined ? ["--from"] : []),
+            ...(v.json !== undefined ? ["--json (use -o json)"] : []),
+            ...(flags.kubeconfig !== undefined ? ["--kubeconfig"] : []),
+            ...(flags.context !== undefined ? ["--context"] : []),
+          ];
+          if (foreign.length > 0) {
+            throw new UsageError(`audit show reads only DATABASE_URL; it takes no ${foreign.join(", ")}`);
+          }
+          return await runAuditShow({
+            name: name as string,
+            namespace: flags.namespace,
+            output: formatOf(v.output, ["text", "json"] as const),
+          });
+        }
+        const [only] = positionalsExactly(positionals, 1, "the audit command (verify or show)");
+        if (only !== "verify") throw new UsageError(`unknown audit command ${JSON.stringify(only)}`);
+        if (v.output !== undefined) throw new UsageError("audit verify takes --json, not -o");
         return await runAuditVerify({ ...flags, from: v.from, json: v.json === true });
       }
     }

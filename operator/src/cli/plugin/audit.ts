@@ -1,7 +1,7 @@
 /**
- * `audit verify`: runs the audit CLI, `operator/src/cli/gatehouse-audit.ts verify`, with the same
- * Node, the plugin's connection flags and its own flags — the CLI is reused whole (its checks, its
- * report text and its exit codes), not copied. It reads DATABASE_URL from the environment.
+ * `audit verify` and `audit show`: run the audit CLI, `operator/src/cli/gatehouse-audit.ts`, with the
+ * same Node and the plugin's flags turned into its own — the CLI is reused whole (its checks, its
+ * text and its exit codes), not copied. It reads DATABASE_URL from the environment.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -18,6 +18,15 @@ export interface AuditOptions {
   json: boolean;
 }
 
+/** What `audit show` forwards. */
+export interface AuditShowOptions {
+  /** The Approval's name (`apr-<20 hex>`). */
+  name: string;
+  /** The Approval's namespace; without it, every namespace's Approval of that name. */
+  namespace?: string | undefined;
+  output: "text" | "json";
+}
+
 /** The audit CLI's arguments for `options`; the ConfigMap is always compared with (a namespace is always given). */
 export function auditArguments(options: AuditOptions): string[] {
   return [
@@ -31,10 +40,30 @@ export function auditArguments(options: AuditOptions): string[] {
   ];
 }
 
-/** Runs the audit CLI with stdio inherited; resolves with its exit code. */
+/** The audit CLI's arguments for `audit show`. */
+export function auditShowArguments(options: AuditShowOptions): string[] {
+  return [
+    "show",
+    "--approval",
+    options.name,
+    ...(options.namespace ? ["--namespace", options.namespace] : []),
+    ...(options.output === "json" ? ["--json"] : []),
+  ];
+}
+
+/** Runs `gatehouse-audit verify` with stdio inherited; resolves with its exit code. */
 export function runAuditVerify(options: AuditOptions): Promise<number> {
+  return runAuditCli(auditArguments(options));
+}
+
+/** Runs `gatehouse-audit show` with stdio inherited; resolves with its exit code (0 printed, 1 not found, 2 error). */
+export function runAuditShow(options: AuditShowOptions): Promise<number> {
+  return runAuditCli(auditShowArguments(options));
+}
+
+function runAuditCli(args: string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [AUDIT_CLI, ...auditArguments(options)], { stdio: "inherit" });
+    const child = spawn(process.execPath, [AUDIT_CLI, ...args], { stdio: "inherit" });
     child.once("error", reject);
     child.once("exit", (code, signal) => resolve(code ?? (signal ? 128 : 1)));
   });

@@ -29,6 +29,7 @@ Commands:
   reject NAME --reason     append your Reject decision to Approval NAME (a reason is required)
   transcript SESSION       print the transcript of AgentSession SESSION (from Postgres, via the gateway)
   audit verify             verify the audit chain (gatehouse-audit verify)
+  audit show NAME          print Approval NAME's history from the audit chain (gatehouse-audit show)
 
 You are whoever the API server says your credential is (kubectl auth whoami): the decision's approver
 is that user, and no flag changes it. Admission checks every decision (crds/admission-policies.yaml).
@@ -97,14 +98,27 @@ RBAC lets you get that AgentSession.
 ${CONNECTION_FLAGS}`,
 
   audit: `Usage: kubectl gatehouse audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [-n NS]
+       kubectl gatehouse audit show NAME [-n NS] [-o text|json]
 
-Runs gatehouse-audit verify (operator/src/cli/gatehouse-audit.ts): recomputes the audit chain in the
-Postgres of $DATABASE_URL and compares its head with the checkpoints in ConfigMap
-gatehouse-audit-checkpoints, read with your kubeconfig. Here -n is the operator's namespace (default
-gatehouse-system). Exit codes: 0 intact, 1 broken, 2 usage or read error.
+Both read the Postgres of $DATABASE_URL (SELECT on the audit tables; the operator role has it).
+
+audit verify runs gatehouse-audit verify (operator/src/cli/gatehouse-audit.ts): recomputes the audit
+chain and compares its head with the checkpoints in ConfigMap gatehouse-audit-checkpoints, read with
+your kubeconfig. Here -n is the operator's namespace (default gatehouse-system). Exit codes: 0 intact,
+1 broken, 2 usage or read error.
 
       --from SEQ            start at sequence number SEQ
-      --json                the whole report as JSON`,
+      --json                the whole report as JSON
+
+audit show runs gatehouse-audit show: prints Approval NAME's whole history from the audit chain alone —
+who requested it (arguments digest, target and version, approvers, expiry), each decision (approver,
+verdict, reason, counted or why not), how it ended, and the execution (started, recovering, finished
+with its state, receipt evidence and result digest), each line with its seq and time — also after the
+session and the Approval are deleted. Here -n is the Approval's namespace (default: every namespace
+with an Approval of that name, each headed by its namespace); no kubeconfig is read. Exit codes: 0
+printed, 1 no audit record names the Approval, 2 usage or read error.
+
+  -o, --output FORMAT       text (default) or json`,
 };
 
 /** The usage text of `command` (the plugin's own for an unknown one). */
