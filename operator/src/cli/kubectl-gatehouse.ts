@@ -18,9 +18,8 @@
  * Exit codes: 0 done; 1 refused by the API server or the gateway (its message printed), an
  * approved call that did not run or did not succeed (Stale, Failed, Unknown, Expired, Cancelled;
  * plugin/decide.ts exitCodeOf), a broken audit chain, or no audit record naming the Approval asked
- * for; 2 usage error (the subcommand's usage
- * printed) or a kubeconfig that cannot be used (which flag or variable named it, and what to do). A
- * closed stdout pipe (`… | head -2`) ends it quietly with 0.
+ * for; 2 usage error (the subcommand's usage printed) or a kubeconfig that cannot be used (which flag
+ * or variable named it, and what to do). A closed stdout pipe (`… | head -2`) ends it quietly with 0.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { runAuditShow, runAuditVerify } from "./plugin/audit.ts";
