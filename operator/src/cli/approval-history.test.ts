@@ -108,7 +108,7 @@ describe("approvalHistoryLines", () => {
         decisions: [{ index: 0, approver: "bob", verdict: "Approve" }],
         approvedBy: ["bob"],
       }),
-      "approved (Approved, Approved): approved by bob; approved by bob",
+      "approved (Approved): approved by bob",
     ],
     [
       "a backfilled approved record",
@@ -117,7 +117,7 @@ describe("approvalHistoryLines", () => {
         approvedBy: ["bob"],
         backfilled: true,
       }),
-      "approved (Approved); approved by bob (written at dispatch: decided by an earlier version of Gatehouse)",
+      "approved (Approved): approved by bob (written at dispatch: decided by an earlier version of Gatehouse)",
     ],
     [
       "the rejected record",
@@ -127,7 +127,7 @@ describe("approvalHistoryLines", () => {
         message: "rejected by carol: wrong week",
         rejectedBy: "carol",
       }),
-      "rejected (Rejected, Rejected): rejected by carol: wrong week; rejected by carol",
+      "rejected (Rejected): rejected by carol: wrong week",
     ],
     [
       "a refusal for good at dispatch",
@@ -220,6 +220,13 @@ describe("approvalHistoryLines", () => {
     ],
   ])("prints %s", (_, one, line) => {
     expect(steps([one])[0]).toBe(line);
+  });
+
+  it("says an execution that started has no finish recorded yet", () => {
+    const lines = approvalHistoryLines(
+      history([requested(1), record(2, "execution.started", "alice", "pending", {})], 50),
+    );
+    expect(lines[1]).toBe("  no end of the decision recorded, execution started, no finish recorded");
   });
 
   it("says a request written before decisions were audited has no decision records", () => {

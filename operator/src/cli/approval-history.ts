@@ -259,9 +259,14 @@ export function approvalHistoryLines(history: ApprovalHistory): string[] {
     history.session !== undefined
       ? `, session ${history.session}${history.sessionUid ? ` (uid ${history.sessionUid})` : ""}`
       : "";
+  const started = history.events.some((e) => e.step === "execution_started");
   const outcome = [
     history.phase !== undefined ? `Approval ${history.phase}` : "no end of the decision recorded",
-    history.executionState !== undefined ? `execution ${history.executionState}` : "not executed",
+    history.executionState !== undefined
+      ? `execution ${history.executionState}`
+      : started
+        ? "execution started, no finish recorded"
+        : "not executed",
   ].join(", ");
   const width = String(history.events.at(-1)?.seq ?? 0).length;
   return [
@@ -318,7 +323,9 @@ function describe(event: HistoryEvent): string {
       const backfilled = event.backfilled
         ? " (written at dispatch: decided by an earlier version of Gatehouse)"
         : "";
-      return `${verbOf(event.kind)}${because(event)}${by.length ? `; ${by.join("; ")}` : ""}${backfilled}`;
+      // The message says who decided, for people; the lists say it when there is no message.
+      const who = !event.message && by.length ? `: ${by.join("; ")}` : "";
+      return `${verbOf(event.kind)}${because(event)}${who}${backfilled}`;
     }
     case "not_run":
       return `not run, ${verbOf(event.kind)} at dispatch${because(event)}${recordRef(event.approvalRecord)}`;
@@ -362,7 +369,7 @@ function because(event: {
   reason?: string | undefined;
   message?: string | undefined;
 }): string {
-  const labels = [event.phase, event.reason].filter((l): l is string => !!l);
+  const labels = [event.phase, event.reason].filter((l, i, all): l is string => !!l && all.indexOf(l) === i);
   return `${labels.length ? ` (${labels.join(", ")})` : ""}${event.message ? `: ${event.message}` : ""}`;
 }
 
