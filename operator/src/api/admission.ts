@@ -162,7 +162,7 @@ const APPROVAL_OPERATOR: PolicyDefinition = {
   validations: [
     {
       expression: `object.spec == oldObject.spec && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")} && ${sameMetadata("ownerReferences", "[]")} && ${OTHER_FINALIZERS("object")} == ${OTHER_FINALIZERS("oldObject")}`,
-      messageExpression: `'approval-operator: the operator may only add or remove the finalizer ${APPROVAL_FINALIZER} of Approval ' + object.metadata.name + '; its spec, decisions and other metadata are not the operator\'s to change'`,
+      messageExpression: `'approval-operator: the operator may only add or remove the finalizer ${APPROVAL_FINALIZER} of Approval ' + object.metadata.name + '; its spec, decisions and other metadata are not the operator\\'s to change'`,
       reason: "Forbidden",
     },
   ],
