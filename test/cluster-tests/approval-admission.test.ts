@@ -86,13 +86,28 @@ describe("Approval updates the API server refuses", () => {
     );
   });
 
-  it("refuses a second decision by the same user", async () => {
+  it("refuses a second decision by the same user, naming the decision already recorded", async () => {
     const name = await createApproval({ requiredApprovals: 2 });
     await decide(kubectl, "alice", ns, name, "Approve");
     await refusedAndUnchanged(
       name,
       () => patch("alice", name, "json", decisionPatch("alice", "Approve")),
-      /decision-once: alice has already decided Approval/,
+      new RegExp(
+        `decision-once: alice has already decided Approval ${name}: Approve \\(spec\\.decisions\\[0\\]\\); each user decides once`,
+      ),
+    );
+  });
+
+  it("refuses an approval after one's own rejection, naming the rejection and where it is", async () => {
+    const name = await createApproval({ requiredApprovals: 3 });
+    await decide(kubectl, "alice", ns, name, "Approve");
+    await decide(kubectl, "carol", ns, name, "Reject", "press 1 is booked");
+    await refusedAndUnchanged(
+      name,
+      () => patch("carol", name, "json", decisionPatch("carol", "Approve")),
+      new RegExp(
+        `decision-once: carol has already decided Approval ${name}: Reject \\(spec\\.decisions\\[1\\]\\)`,
+      ),
     );
   });
 
@@ -301,16 +316,134 @@ describe("system components", () => {
     ]);
     expect(approval.metadata.ownerReferences ?? []).toEqual([]);
   });
+});
 
-  it("tells the operator whether the decision rules are enforced, and fails closed without them", async () => {
-    const operatorClients = makeClients(loadKubeConfig(cluster.kubeconfigPath, OPERATOR));
-    expect(await decisionRulesEnforced(operatorClients)).toBe(true);
-    await kubectl.ok("admin", ["delete", "validatingadmissionpolicybinding", DECISION_POLICY]);
+describe("the operator's admission guard", () => {
+  const operatorClients = () => makeClients(loadKubeConfig(cluster.kubeconfigPath, OPERATOR));
+  const BINDING = "validatingadmissionpolicybinding";
+  const POLICY = "validatingadmissionpolicy";
+
+  /** What a cluster admin would do to get around the decision rules: an edit of the decide policy or binding. */
+  interface Tamper {
+    kind: typeof BINDING | typeof POLICY;
+    type: "json" | "merge";
+    body: unknown;
+    message: string;
+  }
+
+  /** `admin` changes the decide policy or binding as `tamper` says. */
+  async function tamperWith(tamper: Tamper): Promise<void> {
+    const body = JSON.stringify(tamper.body);
+    await kubectl.ok("admin", ["patch", tamper.kind, DECISION_POLICY, "--type", tamper.type, "-p", body]);
+  }
+
+  /**
+   * Puts the decide policy and binding back as crds/ has them. They are deleted first: a server-side
+   * apply leaves alone the fields another manager added (an objectSelector set by kubectl patch).
+   */
+  async function restore(): Promise<void> {
+    await kubectl.ok("admin", ["delete", BINDING, DECISION_POLICY, "--ignore-not-found"]);
+    await kubectl.ok("admin", ["delete", POLICY, DECISION_POLICY, "--ignore-not-found"]);
+    await installApi(kubectl);
+  }
+
+  /** bob, who is no approver, appends his Approve; resolves once the API server lets it through. */
+  async function bobsDecisionLands(name: string): Promise<void> {
+    await eventually("bob's decision to get through", 30_000, async () =>
+      (await patch("bob", name, "json", decisionPatch("bob", "Approve"))).code === 0 ? true : undefined,
+    );
+    expect((await read(name)).spec.decisions).toEqual([{ approver: "bob", verdict: "Approve" }]);
+  }
+
+  it("finds every Approval policy and binding installed as the chart renders them for its user", async () => {
+    expect(await decisionRulesEnforced(operatorClients())).toEqual({ enforced: true });
+  });
+
+  it("reports the decide binding missing when it is deleted, and enforced once it is back", async () => {
+    await kubectl.ok("admin", ["delete", BINDING, DECISION_POLICY]);
     try {
-      expect(await decisionRulesEnforced(operatorClients)).toBe(false);
+      expect(await decisionRulesEnforced(operatorClients())).toEqual({
+        enforced: false,
+        message: `ValidatingAdmissionPolicyBinding ${DECISION_POLICY} is missing`,
+      });
     } finally {
-      await installApi(kubectl);
+      await restore();
     }
-    expect(await decisionRulesEnforced(operatorClients)).toBe(true);
+    expect(await decisionRulesEnforced(operatorClients())).toEqual({ enforced: true });
+  });
+
+  it.each<[string, Tamper]>([
+    [
+      "a binding that only warns",
+      {
+        kind: BINDING,
+        type: "merge",
+        body: { spec: { validationActions: ["Warn"] } },
+        message: `ValidatingAdmissionPolicyBinding ${DECISION_POLICY}: validationActions is [Warn], the chart renders [Deny]`,
+      },
+    ],
+    [
+      "a binding whose objectSelector matches nothing",
+      {
+        kind: BINDING,
+        type: "merge",
+        body: { spec: { matchResources: { objectSelector: { matchLabels: { "example.com/never": "x" } } } } },
+        message: `ValidatingAdmissionPolicyBinding ${DECISION_POLICY}: matchResources.objectSelector is {"matchLabels":{"example.com/never":"x"}}, the chart renders {}`,
+      },
+    ],
+    [
+      "a policy whose namespaceSelector matches only labelled namespaces",
+      {
+        kind: POLICY,
+        type: "merge",
+        body: {
+          spec: {
+            matchConstraints: { namespaceSelector: { matchLabels: { "example.com/audited": "true" } } },
+          },
+        },
+        message: `ValidatingAdmissionPolicy ${DECISION_POLICY}: matchConstraints.namespaceSelector is {"matchLabels":{"example.com/audited":"true"}}, the chart renders {}`,
+      },
+    ],
+    [
+      "a policy whose approver rule was edited to pass everyone",
+      {
+        kind: POLICY,
+        type: "json",
+        body: [{ op: "replace", path: "/spec/validations/3/expression", value: "true" }],
+        message: `ValidatingAdmissionPolicy ${DECISION_POLICY}: validations[3].expression is "true", the chart renders "variables.added != 1 || variables.isApprover`,
+      },
+    ],
+  ])(
+    "counts %s as not enforced, though bob's decision gets through; restored, enforced again",
+    async (_case, tamper) => {
+      const name = await createApproval();
+      await tamperWith(tamper);
+      try {
+        await bobsDecisionLands(name);
+        const verdict = await decisionRulesEnforced(operatorClients());
+        expect(verdict.enforced).toBe(false);
+        expect(verdict.enforced ? "" : verdict.message).toContain(tamper.message);
+      } finally {
+        await restore();
+      }
+      expect(await decisionRulesEnforced(operatorClients())).toEqual({ enforced: true });
+      const again = await createApproval();
+      await eventually("the restored rules to refuse bob", 30_000, async () => {
+        const run = await patch("bob", again, "json", decisionPatch("bob", "Approve"));
+        return run.code !== 0 && /decision-approver: bob/.test(run.stderr) ? true : undefined;
+      });
+      expect((await read(again)).spec.decisions).toEqual([]);
+    },
+  );
+
+  it("counts policies rendered for another operator user as not enforced", async () => {
+    const verdict = await decisionRulesEnforced(
+      operatorClients(),
+      "system:serviceaccount:elsewhere:gatehouse",
+    );
+    expect(verdict.enforced).toBe(false);
+    expect(verdict.enforced ? "" : verdict.message).toMatch(
+      /ValidatingAdmissionPolicy gatehouse-approval-create: validations\[0\]\.expression is "request\.userInfo\.username == 'system:serviceaccount:gatehouse-system:gatehouse-operator'", the chart renders "request\.userInfo\.username == 'system:serviceaccount:elsewhere:gatehouse'"/,
+    );
   });
 });

@@ -1,36 +1,92 @@
 /**
  * Whether the API server enforces the decision rules of Approvals. A decision names only its author;
  * that the author is in an approver group is known to admission alone (`request.userInfo.groups`), so
- * the Approval reconciler trusts group membership only while the `gatehouse-approval-decide`
- * ValidatingAdmissionPolicy and a Deny binding of it exist. Without them it fails closed: only
- * approvers named in `spec.approvers.users` count.
+ * the Approval reconciler trusts group membership only while every ValidatingAdmissionPolicy that
+ * protects Approvals, and its binding, is installed exactly as the chart renders it for this operator
+ * (kube/admission-drift.ts). Otherwise it fails closed: only approvers named in `spec.approvers.users`
+ * count.
  */
+import type {
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
+} from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { DECISION_POLICY } from "../api/admission.ts";
 import type { DecisionRulesVerdict } from "../core/ports.ts";
+import {
+  admissionDrift,
+  type InstalledAdmission,
+  type RenderedAdmission,
+  renderedApprovalAdmission,
+} from "./admission-drift.ts";
 import { describeApiError, isNotFound, type KubeClients } from "./client.ts";
 
-/** How often the guard re-reads the policy and binding, in milliseconds. */
+/** How often the guard re-reads the policies and bindings, in milliseconds. */
 export const ADMISSION_RECHECK_MS = 30_000;
 
 /**
- * Reads the decision policy and its binding. Resolves true when both exist and the binding's
- * validationActions include Deny; false when either is missing. Throws on any other API error.
+ * The operator's user name as the API server authenticates it (SelfSubjectReview). The policies
+ * compare `request.userInfo.username` with the name they render, so the name that matters is the one
+ * the API server sees — which a configured value can only restate, and get wrong (a Deployment's
+ * serviceAccountName, a kubeconfig context). Asking the server also catches a policy that exempts
+ * some other user as "the operator". Errors: client-node's; no user in the answer.
  */
-export async function decisionRulesEnforced(clients: KubeClients): Promise<boolean> {
+export async function operatorUsername(clients: KubeClients): Promise<string> {
+  const review = await clients.authentication.createSelfSubjectReview({
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+  });
+  const username = review.status?.userInfo?.username;
+  if (!username) throw new Error("the API server's SelfSubjectReview names no user");
+  return username;
+}
+
+/** `read()`, or undefined when the API server answers 404. */
+async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {
   try {
-    await clients.admission.readValidatingAdmissionPolicy({ name: DECISION_POLICY });
-    const binding = await clients.admission.readValidatingAdmissionPolicyBinding({ name: DECISION_POLICY });
-    return (
-      binding.spec?.policyName === DECISION_POLICY && (binding.spec.validationActions ?? []).includes("Deny")
-    );
+    return await read();
   } catch (error) {
-    if (isNotFound(error)) return false;
+    if (isNotFound(error)) return undefined;
     throw error;
   }
 }
 
-/** A periodically refreshed answer of {@link decisionRulesEnforced}; false until the first check succeeds. */
+/** The installed policies and bindings of the names `rendered` has. Errors: any API error but 404. */
+export async function installedAdmission(
+  clients: KubeClients,
+  rendered: RenderedAdmission,
+): Promise<InstalledAdmission> {
+  const policies = new Map<string, V1ValidatingAdmissionPolicy>();
+  const bindings = new Map<string, V1ValidatingAdmissionPolicyBinding>();
+  for (const { metadata } of rendered.policies) {
+    const name = metadata?.name ?? "";
+    const found = await unlessNotFound(() => clients.admission.readValidatingAdmissionPolicy({ name }));
+    if (found) policies.set(name, found);
+  }
+  for (const { metadata } of rendered.bindings) {
+    const name = metadata?.name ?? "";
+    const found = await unlessNotFound(() =>
+      clients.admission.readValidatingAdmissionPolicyBinding({ name }),
+    );
+    if (found) bindings.set(name, found);
+  }
+  return { policies, bindings };
+}
+
+/**
+ * Reads every policy and binding that protects Approvals and compares them with what the chart renders
+ * for `operator` (default: asked of the API server, {@link operatorUsername}). Enforced when all are
+ * installed as rendered; otherwise the message names each one missing or different. Throws on any API
+ * error but 404.
+ */
+export async function decisionRulesEnforced(
+  clients: KubeClients,
+  operator?: string,
+): Promise<DecisionRulesVerdict> {
+  const rendered = renderedApprovalAdmission(operator ?? (await operatorUsername(clients)));
+  const drift = admissionDrift(rendered, await installedAdmission(clients, rendered));
+  return drift.length === 0 ? { enforced: true } : { enforced: false, message: drift.join("; ") };
+}
+
+/** A periodically refreshed answer of {@link decisionRulesEnforced}; not enforced until the first check succeeds. */
 export interface AdmissionGuard {
   enforced(): boolean;
   /** The last check's verdict, with what is missing or different when not enforced. */
@@ -38,39 +94,38 @@ export interface AdmissionGuard {
   stop(): void;
 }
 
-/** Checks now and every {@link ADMISSION_RECHECK_MS}; logs each change (an error when not enforced). */
+/** Checks now and every {@link ADMISSION_RECHECK_MS}; logs each change (an error while not enforced). */
 export async function startAdmissionGuard(clients: KubeClients, log: Logger): Promise<AdmissionGuard> {
-  let enforced = false;
+  let verdict: DecisionRulesVerdict = {
+    enforced: false,
+    message: "the Approval admission policies have not been read yet",
+  };
+  let operator: string | undefined;
   const check = async () => {
     try {
-      const now = await decisionRulesEnforced(clients);
-      if (now !== enforced || !now) {
-        const fields = { policy: DECISION_POLICY, enforced: now };
-        if (now) log.info(fields, "the API server enforces the Approval decision rules");
-        else
-          log.error(
-            fields,
-            "admission policy or binding missing: counting only approvers named in spec.approvers.users",
-          );
+      operator ??= await operatorUsername(clients);
+      const now = await decisionRulesEnforced(clients, operator);
+      if (now.enforced && !verdict.enforced) {
+        log.info({ operator }, "the API server enforces the Approval decision rules");
+      } else if (!now.enforced) {
+        log.error(
+          { operator, drift: now.message },
+          "Approval admission policies are not installed as the chart renders them: counting only approvers named in spec.approvers.users",
+        );
       }
-      enforced = now;
+      verdict = now;
     } catch (error) {
-      enforced = false;
-      log.error(
-        { err: describeApiError(error) },
-        "could not read the Approval admission policy; failing closed",
-      );
+      const message = `could not read the Approval admission policies: ${describeApiError(error)}`;
+      verdict = { enforced: false, message };
+      log.error({ err: describeApiError(error) }, `${message}; failing closed`);
     }
   };
   await check();
   const timer = setInterval(() => void check(), ADMISSION_RECHECK_MS);
   timer.unref();
   return {
-    enforced: () => enforced,
-    verdict: () =>
-      enforced
-        ? { enforced: true }
-        : { enforced: false, message: `admission policy or binding ${DECISION_POLICY} is missing` },
+    enforced: () => verdict.enforced,
+    verdict: () => verdict,
     stop: () => clearInterval(timer),
   };
 }
