@@ -236,12 +236,13 @@ function viewOf(approval: Approval): ApprovalView {
  */
 async function finalizeApproval(
   deps: ApprovalDeps,
-  approval: Approval,
+  deleted: Approval,
   rules: DecisionRulesVerdict,
   now: Date,
   log: Logger,
 ): Promise<ReconcileResult> {
-  if (!hasFinalizer(approval, APPROVAL_FINALIZER)) return undefined;
+  if (!hasFinalizer(deleted, APPROVAL_FINALIZER)) return undefined;
+  let approval = deleted;
   const { namespace, name } = approval.metadata;
   const phase = approval.status?.phase ?? "Pending";
   const message = `Approval ${name} was deleted before ${phase === "Pending" ? "it was decided" : "its call started"}; the proposed call will not run.`;
@@ -263,7 +264,8 @@ async function finalizeApproval(
         now,
       ),
     };
-    await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
+    // The status write moves the resourceVersion: the finalizer is removed from what it returned.
+    approval = (await writeStatusIfChanged(deps.clients, APPROVAL, approval, status)) ?? approval;
     deps.events.normal(approval, "Cancelled", message);
   } else if (phase === "Approved" || phase === "Executing") {
     await endUndispatched(deps.core, viewOf(approval), "ApprovalDeleted", message);
@@ -285,8 +287,11 @@ export async function reconcileApproval(
   const now = deps.now();
   const rules = deps.decisionRules();
   if (cached.metadata.deletionTimestamp) return finalizeApproval(deps, cached, rules, now, log);
-  // Approvals created by an earlier version have no finalizer yet.
-  await addFinalizer(deps.clients, APPROVAL, cached, APPROVAL_FINALIZER);
+  // Approvals created by an earlier version have no finalizer yet; the update queues it again.
+  if (!hasFinalizer(cached, APPROVAL_FINALIZER)) {
+    await addFinalizer(deps.clients, APPROVAL, cached, APPROVAL_FINALIZER);
+    return { requeueAfterMs: 500 };
+  }
   let approval: Approval = cached;
   const generation = approval.metadata.generation;
   const status: Status = { ...approval.status, observedGeneration: generation };

@@ -1,0 +1,397 @@
+/**
+ * Who decided is evidence (DESIGN §6 "Approval lifecycle"), on the real control plane and Postgres:
+ * every Approval's request, decisions and end are in the audit chain, readable after the Approval and
+ * its session are gone. Each test is named after the hole it closes. The last one deletes the example
+ * namespace, so it runs last.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
+import { decodeAuditRecord } from "../../operator/src/core/audit.ts";
+import { clusterInfo } from "./cluster-info.ts";
+import {
+  type Environment,
+  NAMESPACE,
+  type OperatorReplica,
+  REPO_ROOT,
+  startEnvironment,
+} from "./environment.ts";
+import { decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
+
+const DECISION_BINDING = "gatehouse-approval-decide";
+
+interface ApprovalObject {
+  metadata: { name: string; finalizers?: string[] };
+  spec: { executionId: string; decisions: Array<{ approver: string; verdict: string }> };
+  status?: {
+    phase?: string;
+    conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+  };
+}
+
+interface ChainRecord {
+  seq: number;
+  hash: string;
+  kind: string;
+  actor: string;
+  outcome: string | null;
+  payload: Record<string, unknown>;
+}
+
+let env: Environment;
+/** The operator replica running now (tests restart it). */
+let operator: OperatorReplica;
+const suffix = Date.now().toString(36);
+
+/** alice asks for the reference story's publish; resolves with the session uid and its Pending Approval. */
+async function proposedPublish(name: string): Promise<{ sessionUid: string; approval: ApprovalObject }> {
+  const session = {
+    apiVersion: "gatehouse.dev/v1alpha1",
+    kind: "AgentSession",
+    metadata: { name, namespace: NAMESPACE },
+    spec: {
+      subject: { user: "alice" },
+      model: { name: "scripted/reference-story" },
+      messages: [{ text: "Push next week's production plan back by one day." }],
+    },
+  };
+  await env.kubectl.ok("alice", ["create", "-f", "-"], JSON.stringify(session));
+  const sessionUid = (
+    await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])
+  ).stdout;
+  const approval = (await pendingApprovalOf(env, sessionUid)) as unknown as ApprovalObject;
+  return { sessionUid, approval };
+}
+
+async function getApproval(name: string): Promise<ApprovalObject | undefined> {
+  const run = await env.kubectl.run("admin", ["get", "approval", name, "-n", NAMESPACE, "-o", "json"]);
+  return run.code === 0 ? (JSON.parse(run.stdout) as ApprovalObject) : undefined;
+}
+
+async function approvalInPhase(name: string, phase: string, timeoutMs = 240_000): Promise<ApprovalObject> {
+  return await eventually(`Approval ${name} to be ${phase}`, timeoutMs, async () => {
+    const current = await getApproval(name);
+    return current?.status?.phase === phase ? current : undefined;
+  });
+}
+
+async function decide(user: string, approval: string, verdict: "Approve" | "Reject", reason?: string) {
+  await env.kubectl.ok(user, [
+    "patch",
+    "approval",
+    approval,
+    "-n",
+    NAMESPACE,
+    "--type",
+    "json",
+    "-p",
+    decisionPatch(user, verdict, reason),
+  ]);
+}
+
+/** The chain's records of one call (by execution id), decoded from the hashed bytes. */
+async function chainOf(executionId: string): Promise<ChainRecord[]> {
+  const rows = await env.pool.query<{ seq: string; hash: Buffer; canonical: Buffer }>(
+    "SELECT seq, hash, canonical FROM audit_log WHERE execution_id = $1 ORDER BY seq",
+    [executionId],
+  );
+  return rows.rows.map((row) => {
+    const { entry } = decodeAuditRecord(row.canonical);
+    return {
+      seq: Number(row.seq),
+      hash: row.hash.toString("hex"),
+      kind: entry.kind,
+      actor: entry.actor,
+      outcome: entry.outcome ?? null,
+      payload: entry.payload,
+    };
+  });
+}
+
+function kindsOf(records: ChainRecord[]): string[] {
+  return records.map((r) => r.kind);
+}
+
+async function eventsOf(approval: string, reason: string) {
+  const list = await env.kubectl.json<{ items: Array<{ type: string; reason: string; message: string }> }>(
+    "admin",
+    [
+      "get",
+      "events",
+      "-n",
+      NAMESPACE,
+      "--field-selector",
+      `involvedObject.name=${approval},reason=${reason}`,
+    ],
+  );
+  return list.items;
+}
+
+async function restoreAdmission(): Promise<void> {
+  await env.kubectl.ok("admin", [
+    "apply",
+    "--server-side",
+    "--force-conflicts",
+    "-f",
+    join(REPO_ROOT, "crds", "admission-policies.yaml"),
+  ]);
+}
+
+/** Runs `gatehouse-audit show --approval NAME` against the environment's database. */
+function auditShow(approval: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [join(REPO_ROOT, "operator/src/cli/gatehouse-audit.ts"), "show", "--approval", approval],
+      { env: { ...process.env, DATABASE_URL: env.databaseUrl } },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  env = await startEnvironment(clusterInfo());
+  operator = env.operator;
+}, 600_000);
+
+afterAll(async () => {
+  if (env) await restoreAdmission().catch(() => {});
+  await env?.stop();
+});
+
+describe("an Approval's lifecycle in the audit chain", () => {
+  it("still names who approved a write after the session and its Approval are deleted", async () => {
+    const { approval } = await proposedPublish(`lifecycle-story-${suffix}`);
+    const name = approval.metadata.name;
+    expect(approval.metadata.finalizers).toContain(APPROVAL_FINALIZER);
+    await decide("alice", name, "Approve", "checked the shifted plan");
+    await approvalInPhase(name, "Succeeded");
+    await env.kubectl.ok("admin", ["delete", "ags", `lifecycle-story-${suffix}`, "-n", NAMESPACE]);
+    await eventually(`Approval ${name} to be gone`, 120_000, async () =>
+      (await getApproval(name)) === undefined ? true : undefined,
+    );
+
+    const chain = await chainOf(approval.spec.executionId);
+    expect(kindsOf(chain)).toEqual([
+      "approval.requested",
+      "approval.decided",
+      "approval.approved",
+      "execution.started",
+      "execution.finished",
+    ]);
+    const [requested, decided, approved, started] = chain;
+    expect(requested?.actor).toBe("alice");
+    expect(decided).toMatchObject({
+      actor: "alice",
+      outcome: "success",
+      payload: { approver: "alice", verdict: "Approve", reason: "checked the shifted plan", counted: true },
+    });
+    expect(approved?.payload).toMatchObject({ phase: "Approved", approvedBy: ["alice"] });
+    expect(started?.payload.approvalRecord).toEqual({ seq: approved?.seq, hash: approved?.hash });
+
+    const shown = await auditShow(name);
+    expect(shown.stderr).toBe("");
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("alice");
+    expect(shown.stdout).toMatch(/Approve/);
+    expect(shown.stdout).toMatch(/succeeded/);
+  });
+
+  it("records a rejection with its approver and reason, and says so in an Event", async () => {
+    const { approval } = await proposedPublish(`lifecycle-reject-${suffix}`);
+    const name = approval.metadata.name;
+    await decide("alice", name, "Reject", "not this week");
+    await approvalInPhase(name, "Rejected");
+    const chain = await chainOf(approval.spec.executionId);
+    expect(kindsOf(chain)).toEqual(["approval.requested", "approval.decided", "approval.rejected"]);
+    expect(chain[2]?.payload).toMatchObject({ phase: "Rejected", rejectedBy: "alice" });
+    const events = await eventually("a Rejected Event", 60_000, async () => {
+      const found = await eventsOf(name, "Rejected");
+      return found.length > 0 ? found : undefined;
+    });
+    expect(events[0]?.message).toContain("Rejected by alice");
+  });
+
+  it("records an expiry, and says so in an Event", async () => {
+    const restoreTtl = JSON.stringify({ spec: { policy: { ttlSeconds: 1800 } } });
+    await env.kubectl.ok("admin", [
+      "patch",
+      "capability",
+      "aps-schedule-publish",
+      "-n",
+      NAMESPACE,
+      "--type",
+      "merge",
+      "-p",
+      JSON.stringify({ spec: { policy: { ttlSeconds: 5 } } }),
+    ]);
+    try {
+      const { approval } = await proposedPublish(`lifecycle-expire-${suffix}`);
+      const name = approval.metadata.name;
+      await approvalInPhase(name, "Expired", 60_000);
+      const chain = await chainOf(approval.spec.executionId);
+      expect(kindsOf(chain)).toEqual(["approval.requested", "approval.expired"]);
+      expect(chain[1]).toMatchObject({ outcome: "failure", payload: { phase: "Expired", decisions: [] } });
+      const events = await eventually("an Expired Event", 60_000, async () => {
+        const found = await eventsOf(name, "Expired");
+        return found.length > 0 ? found : undefined;
+      });
+      expect(events[0]).toMatchObject({ type: "Warning" });
+    } finally {
+      await env.kubectl.ok("admin", [
+        "patch",
+        "capability",
+        "aps-schedule-publish",
+        "-n",
+        NAMESPACE,
+        "--type",
+        "merge",
+        "-p",
+        restoreTtl,
+      ]);
+    }
+  });
+
+  it("counts no forged decision and runs nothing while the decision binding is deleted, and never counts it after", async () => {
+    const { approval } = await proposedPublish(`lifecycle-forged-${suffix}`);
+    const name = approval.metadata.name;
+    const publishes = env.aps.publishes().length;
+    await env.kubectl.ok("admin", ["delete", "validatingadmissionpolicybinding", DECISION_BINDING]);
+    try {
+      // bob (a planner, who may patch Approvals) appends a decision in alice's name.
+      await eventually("the API server to take a forged decision", 60_000, async () => {
+        const run = await env.kubectl.run("bob", [
+          "patch",
+          "approval",
+          name,
+          "-n",
+          NAMESPACE,
+          "--type",
+          "json",
+          "-p",
+          decisionPatch("alice", "Approve"),
+        ]);
+        return run.code === 0 ? true : undefined;
+      });
+      const held = await eventually("the DecisionRulesEnforced=False condition", 90_000, async () => {
+        const current = await getApproval(name);
+        const condition = current?.status?.conditions?.find((c) => c.type === "DecisionRulesEnforced");
+        return condition?.status === "False" ? { current, condition } : undefined;
+      });
+      expect(held.condition.reason).toBe("DecisionRulesNotEnforced");
+      expect(held.condition.message).toContain(DECISION_BINDING);
+      expect(held.current?.status?.phase).toBe("Pending");
+      const decided = await eventually("the forged decision's record", 60_000, async () => {
+        const found = (await chainOf(approval.spec.executionId)).find((r) => r.kind === "approval.decided");
+        return found;
+      });
+      expect(decided).toMatchObject({ actor: "alice", payload: { counted: false, rulesEnforced: false } });
+    } finally {
+      await restoreAdmission();
+    }
+    // The binding is back: the forged decision still does not count, and nothing ran.
+    await eventually("the DecisionRulesEnforced=True condition", 90_000, async () => {
+      const condition = (await getApproval(name))?.status?.conditions?.find(
+        (c) => c.type === "DecisionRulesEnforced",
+      );
+      return condition?.status === "True" ? true : undefined;
+    });
+    expect((await getApproval(name))?.status?.phase).toBe("Pending");
+    expect(env.aps.publishes().length).toBe(publishes);
+    // carol, in the approvers group, decides for real.
+    await eventually("admission to take carol's decision", 60_000, async () => {
+      const run = await env.kubectl.run("carol", [
+        "patch",
+        "approval",
+        name,
+        "-n",
+        NAMESPACE,
+        "--type",
+        "json",
+        "-p",
+        decisionPatch("carol", "Approve"),
+      ]);
+      return run.code === 0 ? true : undefined;
+    });
+    await approvalInPhase(name, "Succeeded");
+    const approved = (await chainOf(approval.spec.executionId)).find((r) => r.kind === "approval.approved");
+    expect(approved?.payload).toMatchObject({ approvedBy: ["carol"] });
+    expect(env.aps.publishes().length).toBe(publishes + 1);
+  });
+
+  it("backfills the approval record of an Approval an earlier version approved, before running it", async () => {
+    const { approval } = await proposedPublish(`lifecycle-upgrade-${suffix}`);
+    const name = approval.metadata.name;
+    await operator.kill("SIGKILL");
+    // What an earlier version leaves: alice's decision, the phase Approved, no finalizer, no records.
+    await decide("alice", name, "Approve");
+    await env.kubectl.ok("gatehouse-operator", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      NAMESPACE,
+      "--subresource",
+      "status",
+      "--type",
+      "merge",
+      "-p",
+      JSON.stringify({ status: { phase: "Approved" } }),
+    ]);
+    await env.kubectl.ok("gatehouse-operator", [
+      "patch",
+      "approval",
+      name,
+      "-n",
+      NAMESPACE,
+      "--type",
+      "json",
+      "-p",
+      JSON.stringify([{ op: "remove", path: "/metadata/finalizers" }]),
+    ]);
+    expect(kindsOf(await chainOf(approval.spec.executionId))).toEqual(["approval.requested"]);
+    operator = await env.startReplica("after-upgrade");
+    const done = await approvalInPhase(name, "Succeeded");
+    expect(done.metadata.finalizers).toContain(APPROVAL_FINALIZER);
+    const chain = await chainOf(approval.spec.executionId);
+    expect(kindsOf(chain)).toEqual([
+      "approval.requested",
+      "approval.approved",
+      "execution.started",
+      "execution.finished",
+    ]);
+    expect(chain[1]?.payload).toMatchObject({ backfilled: true, approvedBy: ["alice"] });
+    expect(chain[2]?.payload.approvalRecord).toEqual({ seq: chain[1]?.seq, hash: chain[1]?.hash });
+  });
+
+  it("records the end of a Pending Approval whose namespace was deleted while the operator was down", async () => {
+    const { approval } = await proposedPublish(`lifecycle-namespace-${suffix}`);
+    const name = approval.metadata.name;
+    await operator.kill("SIGKILL");
+    await env.kubectl.ok("admin", ["delete", "namespace", NAMESPACE, "--wait=false"]);
+    // The namespace controller deletes the Approval; its finalizer keeps it until an operator is back.
+    await eventually("the Approval to be marked for deletion", 60_000, async () => {
+      const run = await env.kubectl.run("admin", ["get", "approval", name, "-n", NAMESPACE, "-o", "json"]);
+      const current =
+        run.code === 0 ? (JSON.parse(run.stdout) as { metadata: { deletionTimestamp?: string } }) : undefined;
+      return current?.metadata.deletionTimestamp ? true : undefined;
+    });
+    operator = await env.startReplica("after-namespace-delete");
+    await eventually(`namespace ${NAMESPACE} to be gone`, 240_000, async () => {
+      const run = await env.kubectl.run("admin", ["get", "namespace", NAMESPACE]);
+      return run.code !== 0 ? true : undefined;
+    });
+    const chain = await chainOf(approval.spec.executionId);
+    expect(kindsOf(chain)).toEqual(["approval.requested", "approval.cancelled"]);
+    expect(chain[1]?.payload).toMatchObject({ reason: "ApprovalDeleted", phase: "Cancelled" });
+  });
+});
