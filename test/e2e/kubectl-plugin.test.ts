@@ -193,10 +193,20 @@ describe("an Approval alice's session is waiting for", () => {
     expect(env.aps.publishes().filter((p) => p.user === "alice")).toHaveLength(publishesBefore + 1);
   });
 
-  it("takes no second decision: carol's repeated approval is refused by admission", async () => {
+  it("takes no second decision: carol's repeated approval sends nothing, reports her decision and the run, and exits 0", async () => {
+    const before = await getApproval(env, NAMESPACE, approved.approval);
     const run = await plugin("carol", ["approve", approved.approval, "-n", NAMESPACE]);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/decision-closed: Approval \S+ is \w+ and takes no more decisions/);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      `approval.gatehouse.dev/${approved.approval}: Approve by carol is already recorded (spec.decisions[0]); nothing sent`,
+    );
+    expect(run.stdout).toMatch(
+      /^phase: Succeeded \(1\/1 approvals\) — Executed Succeeded: .*; execution: succeeded$/m,
+    );
+    expect((await getApproval(env, NAMESPACE, approved.approval)).spec.decisions).toEqual(
+      before.spec.decisions,
+    );
   });
 });
 
@@ -223,6 +233,16 @@ describe("a rejection", () => {
     const approval = await getApproval(env, NAMESPACE, rejected.approval);
     expect(approval.spec.decisions).toEqual([{ approver: "carol", verdict: "Reject", reason: REASON }]);
     expect(approval.status?.phase).toBe("Rejected");
+  });
+
+  it("is not turned into an approval by carol: approve after her own reject exits 1 saying what is recorded", async () => {
+    const run = await plugin("carol", ["approve", rejected.approval, "-n", NAMESPACE]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `kubectl-gatehouse: approve ${rejected.approval} refused: carol has already decided Approval ${rejected.approval}: Reject (spec.decisions[0], reason: ${REASON}); each user decides once`,
+    );
+    const approval = await getApproval(env, NAMESPACE, rejected.approval);
+    expect(approval.spec.decisions).toEqual([{ approver: "carol", verdict: "Reject", reason: REASON }]);
   });
 
   it("reaches the session's transcript as 'rejected by carol: …', which alice reads with the plugin", async () => {

@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
 import type { ApprovalPhase } from "../../api/approval.ts";
 import type { Approval } from "../../api/kinds.ts";
-import { decisionPatchOf, exitCodeOf, isSettled, phaseLine } from "./decide.ts";
+import {
+  decisionPatchOf,
+  exitCodeOf,
+  isSettled,
+  phaseLine,
+  recordedDecisionOf,
+  repeatedDecisionReport,
+} from "./decide.ts";
 
 describe("the decision patch", () => {
   it("tests the decisions as read, then appends one entry at the end", () => {
@@ -83,6 +90,61 @@ describe("settling an Approval after a decision", () => {
   it("says when the Approval is not settled yet and how to follow it", () => {
     expect(phaseLine(approvalIn("Executing", 1), 0, 30)).toBe(
       "phase: Executing (1/1 approvals) (not settled after 30 s; follow it with kubectl get approval apr-1 -n plant-a -w)",
+    );
+  });
+});
+
+describe("a decision asked for again by someone who has decided", () => {
+  /** A Succeeded Approval alice approved and carol rejected, whose call ran. */
+  function decided(): Approval {
+    const approval = approvalIn("Succeeded", 2, [
+      { type: "Executed", status: "True", reason: "Succeeded", message: "published plan-1" },
+    ]);
+    approval.spec.decisions = [
+      { approver: "alice", verdict: "Approve" },
+      { approver: "carol", verdict: "Reject", reason: "press 1 is booked" },
+    ];
+    approval.status = { ...approval.status, execution: { id: "e-1", state: "succeeded" } };
+    return approval;
+  }
+
+  it("finds the caller's own recorded decision and where it is, and nothing for someone else", () => {
+    expect(recordedDecisionOf(decided(), "carol")).toEqual({
+      index: 1,
+      decision: { approver: "carol", verdict: "Reject", reason: "press 1 is booked" },
+    });
+    expect(recordedDecisionOf(decided(), "bob")).toBeUndefined();
+  });
+
+  it("with the same verdict, reports the recorded decision, the phase and the execution, and exits 0", () => {
+    const approval = decided();
+    const recorded = recordedDecisionOf(approval, "alice");
+    expect(recorded && repeatedDecisionReport(approval, recorded, "Approve")).toEqual({
+      out: [
+        "approval.gatehouse.dev/apr-1: Approve by alice is already recorded (spec.decisions[0]); nothing sent",
+        "phase: Succeeded (1/1 approvals) — Executed Succeeded: published plan-1; execution: succeeded",
+      ],
+      err: [],
+      code: 0,
+    });
+  });
+
+  it("with the other verdict, says what is recorded and exits 1", () => {
+    const approval = decided();
+    const recorded = recordedDecisionOf(approval, "carol");
+    const report = recorded && repeatedDecisionReport(approval, recorded, "Approve");
+    expect(report?.code).toBe(1);
+    expect(report?.err).toEqual([
+      "kubectl-gatehouse: approve apr-1 refused: carol has already decided Approval apr-1: Reject (spec.decisions[1], reason: press 1 is booked); each user decides once",
+    ]);
+  });
+
+  it("says the execution has not started while the Approval still waits for votes", () => {
+    const approval = approvalIn("Pending", 1);
+    approval.spec.decisions = [{ approver: "carol", verdict: "Approve" }];
+    const recorded = recordedDecisionOf(approval, "carol");
+    expect(recorded && repeatedDecisionReport(approval, recorded, "Approve").out[1]).toBe(
+      "phase: Pending (0/1 approvals); execution: not started",
     );
   });
 });

@@ -9,6 +9,10 @@
  * `-` never overwrites an entry either way. Then it waits (bounded) until the operator has settled
  * the Approval — a final phase, or still Pending after counting the decision — and prints the phase
  * with the reason and message of its Executed condition (else its Decided condition).
+ *
+ * A caller who has decided the Approval already sends nothing (each user decides once): the same
+ * verdict again reports the recorded decision and how far the Approval got, and exits 0; the other
+ * verdict says what is recorded and exits 1.
  */
 import { ApiException, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { ApprovalPhase } from "../../api/approval.ts";
@@ -128,6 +132,56 @@ export function isSettled(approval: Approval, index: number): boolean {
   return phase === "Pending" && (approval.status?.observedDecisions ?? 0) > index;
 }
 
+/** The caller's decision already in `approval`'s spec.decisions, with its index; undefined if none. */
+export function recordedDecisionOf(
+  approval: Approval,
+  username: string,
+): { index: number; decision: DecisionEntry } | undefined {
+  const index = approval.spec.decisions.findIndex((d) => d.approver === username);
+  const decision = approval.spec.decisions[index];
+  return decision ? { index, decision } : undefined;
+}
+
+/** What {@link decide} prints and returns instead of a second patch: lines for stdout and stderr, and the exit code. */
+export interface RepeatReport {
+  out: string[];
+  err: string[];
+  code: number;
+}
+
+/**
+ * The report of `verdict` asked again by a caller whose decision `recorded` is already in `approval`:
+ * the same verdict is done already (exit 0, the recorded decision, the phase and the execution's
+ * state); the other verdict cannot replace it (exit 1, saying what is recorded).
+ */
+export function repeatedDecisionReport(
+  approval: Approval,
+  recorded: { index: number; decision: DecisionEntry },
+  verdict: DecisionEntry["verdict"],
+): RepeatReport {
+  const { index, decision } = recorded;
+  const name = approval.metadata.name;
+  const reason = decision.reason ? `, reason: ${decision.reason}` : "";
+  const state = `${phaseSummary(approval)}; execution: ${approval.status?.execution?.state ?? "not started"}`;
+  if (decision.verdict === verdict) {
+    return {
+      out: [
+        `approval.${GROUP}/${name}: ${decision.verdict} by ${decision.approver} is already recorded (spec.decisions[${index}]${reason}); nothing sent`,
+        state,
+      ],
+      err: [],
+      code: EXIT.ok,
+    };
+  }
+  return {
+    out: [state],
+    err: [
+      `kubectl-gatehouse: ${verdict.toLowerCase()} ${name} refused: ${decision.approver} has already decided Approval ${name}: ${decision.verdict} (spec.decisions[${index}]${reason}); each user decides once`,
+    ],
+    code: EXIT.refused,
+  };
+}
+
 /**
  * The exit code of a decision appended to `approval` as it was last read: 1 when the call did not run
  * or did not succeed (Stale, Failed, Unknown, Expired, Cancelled; and Rejected after an Approve),
@@ -143,7 +197,8 @@ export function exitCodeOf(verdict: DecisionEntry["verdict"], approval: Approval
  * Appends the caller's decision, waits for the operator to settle the Approval (at most
  * `waitSeconds`), and reports the outcome on `output`. Returns the exit code: {@link exitCodeOf} the
  * Approval, or 1 when the API server refused the decision (its message is printed: admission names
- * the rule, RBAC the missing verb) or the Approval cannot be read.
+ * the rule, RBAC the missing verb) or the Approval cannot be read. When the caller's decision is
+ * already recorded, sends nothing and returns {@link repeatedDecisionReport}'s code.
  */
 export async function decide(
   connection: Connection,
@@ -162,6 +217,13 @@ export async function decide(
     let previous: string | undefined;
     for (let attempt = 1; index < 0; attempt++) {
       const approval = await getApproval(connection, options.name);
+      const recorded = recordedDecisionOf(approval, me.username);
+      if (recorded) {
+        const report = repeatedDecisionReport(approval, recorded, options.verdict);
+        for (const line of report.out) output.out(line);
+        for (const line of report.err) output.err(line);
+        return report.code;
+      }
       const seen = approval.spec.decisions;
       try {
         await connection.custom.patchNamespacedCustomObject(
@@ -232,16 +294,22 @@ async function settledApproval(
  */
 export function phaseLine(approval: Approval, index: number, waitSeconds: number): string {
   const phase = approval.status?.phase ?? "Pending";
-  const votes = `${approval.status?.approvals ?? 0}/${approval.spec.requiredApprovals} approvals`;
-  const conditions = approval.status?.conditions ?? [];
-  const condition =
-    conditions.find((c) => c.type === "Executed") ?? conditions.find((c) => c.type === "Decided");
-  const why = condition ? ` — ${condition.type} ${condition.reason}: ${condition.message}` : "";
   let note = "";
   if (!isSettled(approval, index)) {
     const evaluated = phase !== "Pending" || (approval.status?.observedDecisions ?? 0) > index;
     const state = evaluated ? "not settled" : "the operator has not evaluated the decision";
     note = ` (${state} after ${waitSeconds} s; follow it with kubectl get approval ${approval.metadata.name} -n ${approval.metadata.namespace} -w)`;
   }
-  return `phase: ${phase} (${votes})${why}${note}`;
+  return `${phaseSummary(approval)}${note}`;
+}
+
+/** `phase: Stale (1/1 approvals) — Executed Disabled: …`: the phase, the votes, the Executed (else Decided) condition. */
+function phaseSummary(approval: Approval): string {
+  const phase = approval.status?.phase ?? "Pending";
+  const votes = `${approval.status?.approvals ?? 0}/${approval.spec.requiredApprovals} approvals`;
+  const conditions = approval.status?.conditions ?? [];
+  const condition =
+    conditions.find((c) => c.type === "Executed") ?? conditions.find((c) => c.type === "Decided");
+  const why = condition ? ` — ${condition.type} ${condition.reason}: ${condition.message}` : "";
+  return `phase: ${phase} (${votes})${why}`;
 }
