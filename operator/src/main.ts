@@ -162,7 +162,7 @@ const startLeading = () => {
     metrics,
     now,
     fetchManifest,
-    decisionRules: admission.verdict,
+    decisionRules: admission.current,
   });
 };
 elector = config.leaderElection.enabled

@@ -1,7 +1,8 @@
 /**
  * Who decided is evidence (DESIGN §6 "Approval lifecycle"), on the real control plane and Postgres:
  * every Approval's request, decisions and end are in the audit chain, readable after the Approval and
- * its session are gone. Each test is named after the hole it closes. The last one deletes the example
+ * its session are gone. Each test is named after the hole it closes (an expiry's record and Event are
+ * checked by dispatch.test.ts, which waits out a short ttl anyway). The last one deletes the example
  * namespace, so it runs last.
  */
 import { spawn } from "node:child_process";
@@ -9,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
 import { decodeAuditRecord } from "../../operator/src/core/audit.ts";
+import { patchStatusAsOperator } from "../cluster-tests/api-fixtures.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import {
   type Environment,
@@ -221,46 +223,6 @@ describe("an Approval's lifecycle in the audit chain", () => {
     expect(events[0]?.message).toContain("Rejected by alice");
   });
 
-  it("records an expiry, and says so in an Event", async () => {
-    const restoreTtl = JSON.stringify({ spec: { policy: { ttlSeconds: 1800 } } });
-    await env.kubectl.ok("admin", [
-      "patch",
-      "capability",
-      "aps-schedule-publish",
-      "-n",
-      NAMESPACE,
-      "--type",
-      "merge",
-      "-p",
-      JSON.stringify({ spec: { policy: { ttlSeconds: 5 } } }),
-    ]);
-    try {
-      const { approval } = await proposedPublish(`lifecycle-expire-${suffix}`);
-      const name = approval.metadata.name;
-      await approvalInPhase(name, "Expired", 60_000);
-      const chain = await chainOf(approval.spec.executionId);
-      expect(kindsOf(chain)).toEqual(["approval.requested", "approval.expired"]);
-      expect(chain[1]).toMatchObject({ outcome: "failure", payload: { phase: "Expired", decisions: [] } });
-      const events = await eventually("an Expired Event", 60_000, async () => {
-        const found = await eventsOf(name, "Expired");
-        return found.length > 0 ? found : undefined;
-      });
-      expect(events[0]).toMatchObject({ type: "Warning" });
-    } finally {
-      await env.kubectl.ok("admin", [
-        "patch",
-        "capability",
-        "aps-schedule-publish",
-        "-n",
-        NAMESPACE,
-        "--type",
-        "merge",
-        "-p",
-        restoreTtl,
-      ]);
-    }
-  });
-
   it("counts no forged decision and runs nothing while the decision binding is deleted, and never counts it after", async () => {
     const { approval } = await proposedPublish(`lifecycle-forged-${suffix}`);
     const name = approval.metadata.name;
@@ -334,19 +296,11 @@ describe("an Approval's lifecycle in the audit chain", () => {
     await operator.kill("SIGKILL");
     // What an earlier version leaves: alice's decision, the phase Approved, no finalizer, no records.
     await decide("alice", name, "Approve");
-    await env.kubectl.ok("gatehouse-operator", [
-      "patch",
-      "approval",
-      name,
-      "-n",
-      NAMESPACE,
-      "--subresource",
-      "status",
-      "--type",
-      "merge",
-      "-p",
-      JSON.stringify({ status: { phase: "Approved" } }),
-    ]);
+    await patchStatusAsOperator(env.cluster.kubeconfigPath, "approvals", NAMESPACE, name, {
+      phase: "Approved",
+      approvals: 1,
+      observedDecisions: 1,
+    });
     await env.kubectl.ok("gatehouse-operator", [
       "patch",
       "approval",

@@ -17,7 +17,7 @@ import {
   decide,
 } from "./core-approvals.ts";
 import { deployCounter, type Ledger, toolName } from "./core-counter.ts";
-import { executionsOfSession } from "./core-records.ts";
+import { auditOfExecution, executionsOfSession } from "./core-records.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
@@ -197,6 +197,20 @@ describe("an approved call", () => {
     expect(approval.spec.decisions).toEqual([]);
     expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await counter.calls(EXPIRING)).toEqual([]);
+    // The expiry is evidence: its record in the audit chain, and an Event on the Approval.
+    const audit = await auditOfExecution(env.pool, approval.spec.executionId);
+    expect(audit.map((r) => r.kind)).toEqual(["approval.requested", "approval.expired"]);
+    expect(audit[1]).toMatchObject({ outcome: "failure", payload: { phase: "Expired", decisions: [] } });
+    const events = await env.kubectl.json<{ items: Array<{ type: string; message: string }> }>("admin", [
+      "get",
+      "events",
+      "-n",
+      namespace,
+      "--field-selector",
+      `involvedObject.name=${name},reason=Expired`,
+    ]);
+    expect(events.items).toEqual([expect.objectContaining({ type: "Warning" })]);
+    expect(events.items[0]?.message).toMatch(/No decision before .* The proposed call will not run\./);
   });
 });
 

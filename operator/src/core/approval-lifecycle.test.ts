@@ -182,6 +182,30 @@ describe("the decisions and the end of an Approval in the audit chain", () => {
     });
   });
 
+  it("ends the dispatch of an Approval approved in the chain whose status never said so, when its session ends", async () => {
+    const world = worldWithPublish();
+    const approval = await proposed(world, [{ approver: "carol", verdict: "Approve" }]);
+    await decideApproval(world.deps, { approval, rules: RULES_ENFORCED });
+    // The operator stopped before writing Approved; the session ended meanwhile.
+    await endApproval(world.deps, {
+      approval,
+      rules: RULES_ENFORCED,
+      phase: "Cancelled",
+      reason: "SessionEnded",
+      message: "the session ended",
+    });
+    expect(kinds(world)).toEqual([
+      AuditKind.approvalRequested,
+      AuditKind.approvalDecided,
+      AuditKind.approvalApproved,
+      AuditKind.approvalCancelled,
+    ]);
+    expect(recordsOfKind(world, AuditKind.approvalCancelled)[0]?.payload).toMatchObject({
+      atDispatch: true,
+      reason: "SessionEnded",
+    });
+  });
+
   it("ignores records of another Approval that shares the execution id", () => {
     const history = historyOf(
       [

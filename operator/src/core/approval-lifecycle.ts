@@ -197,11 +197,18 @@ export interface EndApprovalInput {
 /**
  * Ends an Approval that will not be decided — its session ended, the Approval was deleted while
  * Pending, or it conflicts with the call — after recording the decisions it holds. Returns the end
- * record (the existing one when the chain already has an end). Errors: the audit log's.
+ * record (the existing one when the chain already has an end; when that end is an approval whose
+ * dispatch never started, the dispatch is ended instead). Errors: the audit log's.
  */
 export async function endApproval(deps: CoreDeps, input: EndApprovalInput): Promise<AppendedRecord> {
   const history = await readHistory(deps, input.approval);
-  if (history.end) return { seq: history.end.seq, hash: history.end.hash };
+  if (history.end) {
+    // Approved in the chain, but the status never said so (a crash between the two): its dispatch ends here.
+    if (history.end.kind === AuditKind.approvalApproved) {
+      await endUndispatched(deps, input.approval, input.reason, input.message);
+    }
+    return { seq: history.end.seq, hash: history.end.hash };
+  }
   const evaluation = await recordDecisions(deps, input.approval, history, input.rules);
   const result = await settled(deps, input.approval, evaluation, input.phase, input.reason, input.message);
   return result.end;

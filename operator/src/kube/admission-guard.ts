@@ -24,6 +24,12 @@ import { describeApiError, isNotFound, type KubeClients } from "./client.ts";
 export const ADMISSION_RECHECK_MS = 30_000;
 
 /**
+ * How old a verdict {@link AdmissionGuard.current} may answer with. Approvals are decided by what it
+ * says, so a binding deleted a moment ago must not count for the 30 s until the periodic check.
+ */
+export const ADMISSION_FRESH_MS = 2_000;
+
+/**
  * The operator's user name as the API server authenticates it (SelfSubjectReview). The policies
  * compare `request.userInfo.username` with the name they render, so the name that matters is the one
  * the API server sees — which a configured value can only restate, and get wrong (a Deployment's
@@ -91,6 +97,8 @@ export interface AdmissionGuard {
   enforced(): boolean;
   /** The last check's verdict, with what is missing or different when not enforced. */
   verdict(): DecisionRulesVerdict;
+  /** A verdict at most {@link ADMISSION_FRESH_MS} old: checks again when the last one is older (one check at a time). */
+  current(): Promise<DecisionRulesVerdict>;
   stop(): void;
 }
 
@@ -101,7 +109,10 @@ export async function startAdmissionGuard(clients: KubeClients, log: Logger): Pr
     message: "the Approval admission policies have not been read yet",
   };
   let operator: string | undefined;
+  let checkedAt = 0;
+  let running: Promise<void> | undefined;
   const check = async () => {
+    const started = Date.now();
     try {
       operator ??= await operatorUsername(clients);
       const now = await decisionRulesEnforced(clients, operator);
@@ -114,18 +125,30 @@ export async function startAdmissionGuard(clients: KubeClients, log: Logger): Pr
         );
       }
       verdict = now;
+      checkedAt = started;
     } catch (error) {
       const message = `could not read the Approval admission policies: ${describeApiError(error)}`;
       verdict = { enforced: false, message };
+      checkedAt = started;
       log.error({ err: describeApiError(error) }, `${message}; failing closed`);
     }
   };
-  await check();
-  const timer = setInterval(() => void check(), ADMISSION_RECHECK_MS);
+  const checkOnce = () => {
+    running ??= check().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  await checkOnce();
+  const timer = setInterval(() => void checkOnce(), ADMISSION_RECHECK_MS);
   timer.unref();
   return {
     enforced: () => verdict.enforced,
     verdict: () => verdict,
+    async current() {
+      if (Date.now() - checkedAt > ADMISSION_FRESH_MS) await checkOnce();
+      return verdict;
+    },
     stop: () => clearInterval(timer),
   };
 }

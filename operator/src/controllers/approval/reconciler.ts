@@ -54,7 +54,7 @@ export interface ApprovalDeps {
   now: () => Date;
   events: EventRecorder;
   /** Whether admission enforces the decision rules (kube/admission-guard.ts); if not, fail closed. */
-  decisionRules: () => DecisionRulesVerdict;
+  decisionRules: () => Promise<DecisionRulesVerdict>;
   metrics?: Pick<OperatorMetrics, "approvalDecided">;
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;
@@ -285,7 +285,7 @@ export async function reconcileApproval(
   const cached = deps.caches.approvals.get(name, namespace);
   if (!cached) return undefined;
   const now = deps.now();
-  const rules = deps.decisionRules();
+  const rules = await deps.decisionRules();
   if (cached.metadata.deletionTimestamp) return finalizeApproval(deps, cached, rules, now, log);
   // Approvals created by an earlier version have no finalizer yet; the update queues it again.
   if (!hasFinalizer(cached, APPROVAL_FINALIZER)) {
