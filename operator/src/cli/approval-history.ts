@@ -8,31 +8,14 @@
  * this version does not know is kept as `other` with its payload, so a newer chain still reads.
  */
 import { z } from "zod";
+import { END_KINDS } from "../core/approval-lifecycle.ts";
 import { AuditKind } from "../core/audit.ts";
 import type { JsonObject } from "../core/canonical.ts";
 import type { AuditOutcome, ChainedRecord } from "../core/ports.ts";
 import type { ApprovalRecords } from "../store/approval-records.ts";
 
-/** Kinds of the decision lifecycle (not in core's AuditKind yet). */
-const LifecycleKind = {
-  decided: "approval.decided",
-  approved: "approval.approved",
-  rejected: "approval.rejected",
-  expired: "approval.expired",
-  cancelled: "approval.cancelled",
-  failed: "approval.failed",
-  stale: "approval.stale",
-} as const;
-
 /** The kinds that end an Approval's decision, or (with `payload.atDispatch`) refuse its dispatch for good. */
-const ENDING_KINDS: ReadonlySet<string> = new Set([
-  LifecycleKind.approved,
-  LifecycleKind.rejected,
-  LifecycleKind.expired,
-  LifecycleKind.cancelled,
-  LifecycleKind.failed,
-  LifecycleKind.stale,
-]);
+const ENDING_KINDS: ReadonlySet<string> = END_KINDS;
 
 const text = z.string();
 const count = z.number().int();
@@ -177,7 +160,7 @@ export function stepOf(record: ChainedRecord): HistoryStep {
   switch (kind) {
     case AuditKind.approvalRequested:
       return as(requestedPayload, (p) => ({ step: "requested", ...p }));
-    case LifecycleKind.decided:
+    case AuditKind.approvalDecided:
       return as(decidedPayload, (p) => ({ step: "decision", ...p }));
     case AuditKind.decisionIgnored:
       return as(ignoredPayload, (p) => ({ step: "decision_ignored", ...p }));

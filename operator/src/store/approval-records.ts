@@ -15,7 +15,7 @@ import { createPostgresAuditLog } from "./audit-log.ts";
 import { AUDIT_COLUMN_LIST, sealedFromRow } from "./audit-row.ts";
 
 /** The record appended when the database was migrated to audited Approval lifecycles. */
-export const LIFECYCLE_MARKER_KIND = "audit.lifecycle_marker";
+export const LIFECYCLE_MARKER_KIND = AuditKind.lifecycleMarker;
 
 /** The records that say which Approval an execution asked for. */
 const NAMING_KINDS = [AuditKind.approvalRequested, AuditKind.approvalConflict];
