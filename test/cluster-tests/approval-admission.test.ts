@@ -7,6 +7,7 @@
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { DECISION_POLICY } from "../../operator/src/api/admission.ts";
 import { APPROVAL } from "../../operator/src/api/kinds.ts";
+import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
 import { decisionRulesEnforced } from "../../operator/src/kube/admission-guard.ts";
 import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
@@ -245,6 +246,53 @@ describe("Approval updates the API server refuses", () => {
       () => patch("alice", name, "merge", renamed),
       /spec\.arguments is immutable/,
     );
+  });
+});
+
+describe("the operator's Approval finalizer", () => {
+  /** An Approval as the operator creates it: with its finalizer. */
+  async function finalizedApproval(): Promise<string> {
+    const name = await createApproval();
+    const added = await patch(OPERATOR, name, "merge", { metadata: { finalizers: [APPROVAL_FINALIZER] } });
+    expect(added.code, added.stderr).toBe(0);
+    return name;
+  }
+  const removeFinalizers = [{ op: "remove", path: "/metadata/finalizers" }];
+
+  it("refuses removing it to an approver without the release verb on approvals", async () => {
+    const name = await finalizedApproval();
+    await refusedAndUnchanged(name, () => patch("carol", name, "json", removeFinalizers), /decision-/);
+  });
+
+  it("refuses the operator any change of an Approval but that finalizer", async () => {
+    const name = await finalizedApproval();
+    await refusedAndUnchanged(
+      name,
+      () =>
+        patch(OPERATOR, name, "json", [
+          { op: "add", path: "/spec/decisions/-", value: { approver: "carol", verdict: "Approve" } },
+        ]),
+      /approval-operator: the operator may only add or remove the finalizer gatehouse\.dev\/audit-lifecycle/,
+    );
+    await refusedAndUnchanged(
+      name,
+      () => patch(OPERATOR, name, "merge", { metadata: { labels: { extra: "x" } } }),
+      /approval-operator/,
+    );
+  });
+
+  it("lets a cluster admin (who holds the release verb) remove it by hand", async () => {
+    const name = await finalizedApproval();
+    const removed = await patch("admin", name, "json", removeFinalizers);
+    expect(removed.code, removed.stderr).toBe(0);
+    const after = await kubectl.json<{ metadata: { finalizers?: string[] } }>("admin", [
+      "get",
+      "approval",
+      name,
+      "-n",
+      ns,
+    ]);
+    expect(after.metadata.finalizers ?? []).toEqual([]);
   });
 });
 

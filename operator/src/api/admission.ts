@@ -62,6 +62,20 @@ const SAME_METADATA = [
  */
 const GARBAGE_COLLECTION = `${USER} == ${GARBAGE_COLLECTOR} && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")}`;
 
+/** `metadata.finalizers` of `o` without the operator's own Approval finalizer. */
+const OTHER_FINALIZERS = (o: string) =>
+  `(has(${o}.metadata.finalizers) ? ${o}.metadata.finalizers : []).filter(f, f != '${APPROVAL_FINALIZER}')`;
+
+/** Nothing of an Approval changes but the operator's own finalizer (added or removed). */
+const ONLY_OWN_FINALIZER_CHANGED = `object.spec == oldObject.spec && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")} && ${sameMetadata("ownerReferences", "[]")} && ${OTHER_FINALIZERS("object")} == ${OTHER_FINALIZERS("oldObject")}`;
+
+/**
+ * The custom RBAC verb on approvals that lets a person remove the operator's finalizer by hand (when
+ * no operator will ever run again); cluster-admin holds it through `*`. The chain then shows that
+ * Approval's request without an end.
+ */
+export const RELEASE_VERB = "release";
+
 const APPROVAL_CREATE: PolicyDefinition = {
   name: "gatehouse-approval-create",
   description: "Approvals are created only by the Gatehouse operator, so nobody can pre-create one.",
@@ -90,6 +104,10 @@ const APPROVAL_DECIDE: PolicyDefinition = {
     {
       name: "not-garbage-collection",
       expression: `!(${GARBAGE_COLLECTION} && object.spec.decisions == oldObject.spec.decisions)`,
+    },
+    {
+      name: "not-a-finalizer-release",
+      expression: `!(${ONLY_OWN_FINALIZER_CHANGED} && authorizer.group('${GROUP}').resource('approvals').namespace(object.metadata.namespace).name(object.metadata.name).check('${RELEASE_VERB}').allowed())`,
     },
   ],
   variables: [
@@ -148,10 +166,6 @@ const APPROVAL_DECIDE: PolicyDefinition = {
   ],
 };
 
-/** `metadata.finalizers` of `o` without the operator's own Approval finalizer. */
-const OTHER_FINALIZERS = (o: string) =>
-  `(has(${o}.metadata.finalizers) ? ${o}.metadata.finalizers : []).filter(f, f != '${APPROVAL_FINALIZER}')`;
-
 const APPROVAL_OPERATOR: PolicyDefinition = {
   name: "gatehouse-approval-operator",
   description:
@@ -161,7 +175,7 @@ const APPROVAL_OPERATOR: PolicyDefinition = {
   matchConditions: [{ name: "the-operator", expression: `${USER} == ${OPERATOR}` }],
   validations: [
     {
-      expression: `object.spec == oldObject.spec && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")} && ${sameMetadata("ownerReferences", "[]")} && ${OTHER_FINALIZERS("object")} == ${OTHER_FINALIZERS("oldObject")}`,
+      expression: ONLY_OWN_FINALIZER_CHANGED,
       messageExpression: `'approval-operator: the operator may only add or remove the finalizer ${APPROVAL_FINALIZER} of Approval ' + object.metadata.name + '; its spec, decisions and other metadata are not the operator\\'s to change'`,
       reason: "Forbidden",
     },

@@ -1,10 +1,10 @@
 /**
  * Whether the API server enforces the decision rules of Approvals. A decision names only its author;
  * that the author is in an approver group is known to admission alone (`request.userInfo.groups`), so
- * the Approval reconciler trusts group membership only while every ValidatingAdmissionPolicy that
- * protects Approvals, and its binding, is installed exactly as the chart renders it for this operator
- * (kube/admission-drift.ts). Otherwise it fails closed: only approvers named in `spec.approvers.users`
- * count.
+ * the operator trusts decisions only while every ValidatingAdmissionPolicy that protects Approvals,
+ * and its binding, is installed exactly as the chart renders it for this operator
+ * (kube/admission-drift.ts). Otherwise it fails closed: no decision counts (one first observed then
+ * never does) and no approved call is dispatched (core/approval-lifecycle.ts, core/execute-approved.ts).
  */
 import type {
   V1ValidatingAdmissionPolicy,
@@ -62,18 +62,21 @@ export async function installedAdmission(
 ): Promise<InstalledAdmission> {
   const policies = new Map<string, V1ValidatingAdmissionPolicy>();
   const bindings = new Map<string, V1ValidatingAdmissionPolicyBinding>();
-  for (const { metadata } of rendered.policies) {
-    const name = metadata?.name ?? "";
-    const found = await unlessNotFound(() => clients.admission.readValidatingAdmissionPolicy({ name }));
-    if (found) policies.set(name, found);
-  }
-  for (const { metadata } of rendered.bindings) {
-    const name = metadata?.name ?? "";
-    const found = await unlessNotFound(() =>
-      clients.admission.readValidatingAdmissionPolicyBinding({ name }),
-    );
-    if (found) bindings.set(name, found);
-  }
+  // One round trip's time for all of them: reconciles wait on a fresh verdict.
+  await Promise.all([
+    ...rendered.policies.map(async ({ metadata }) => {
+      const name = metadata?.name ?? "";
+      const found = await unlessNotFound(() => clients.admission.readValidatingAdmissionPolicy({ name }));
+      if (found) policies.set(name, found);
+    }),
+    ...rendered.bindings.map(async ({ metadata }) => {
+      const name = metadata?.name ?? "";
+      const found = await unlessNotFound(() =>
+        clients.admission.readValidatingAdmissionPolicyBinding({ name }),
+      );
+      if (found) bindings.set(name, found);
+    }),
+  ]);
   return { policies, bindings };
 }
 
@@ -118,19 +121,21 @@ export async function startAdmissionGuard(clients: KubeClients, log: Logger): Pr
       const now = await decisionRulesEnforced(clients, operator);
       if (now.enforced && !verdict.enforced) {
         log.info({ operator }, "the API server enforces the Approval decision rules");
-      } else if (!now.enforced) {
+      } else if (!now.enforced && (verdict.enforced || verdict.message !== now.message)) {
+        // Once per change: a fresh verdict is asked for on every reconcile.
         log.error(
           { operator, drift: now.message },
-          "Approval admission policies are not installed as the chart renders them: counting only approvers named in spec.approvers.users",
+          "Approval admission policies are not installed as the chart renders them: no decision counts and nothing is dispatched",
         );
       }
       verdict = now;
       checkedAt = started;
     } catch (error) {
       const message = `could not read the Approval admission policies: ${describeApiError(error)}`;
+      const changed = verdict.enforced || verdict.message !== message;
       verdict = { enforced: false, message };
       checkedAt = started;
-      log.error({ err: describeApiError(error) }, `${message}; failing closed`);
+      if (changed) log.error({ err: describeApiError(error) }, `${message}; failing closed`);
     }
   };
   const checkOnce = () => {
