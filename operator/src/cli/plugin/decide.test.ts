@@ -139,6 +139,23 @@ describe("a decision asked for again by someone who has decided", () => {
     ]);
   });
 
+  it("says a decision recorded in the caller's name that did not count is not done, and exits 1", () => {
+    const approval = approvalIn("Pending", 1);
+    approval.spec.decisions = [{ approver: "alice", verdict: "Approve" }];
+    approval.status = {
+      ...approval.status,
+      ignoredDecisions: [
+        { approver: "alice", reason: "observed while admission did not enforce the decision rules" },
+      ],
+    };
+    const recorded = recordedDecisionOf(approval, "alice");
+    const report = recorded && repeatedDecisionReport(approval, recorded, "Approve");
+    expect(report?.code).toBe(1);
+    expect(report?.err[0]).toMatch(
+      /the decision recorded in your name \(spec\.decisions\[0\]: Approve\) did not count: observed while admission did not enforce the decision rules/,
+    );
+  });
+
   it("says the execution has not started while the Approval still waits for votes", () => {
     const approval = approvalIn("Pending", 1);
     approval.spec.decisions = [{ approver: "carol", verdict: "Approve" }];

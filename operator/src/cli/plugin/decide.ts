@@ -152,7 +152,8 @@ export interface RepeatReport {
 /**
  * The report of `verdict` asked again by a caller whose decision `recorded` is already in `approval`:
  * the same verdict is done already (exit 0, the recorded decision, the phase and the execution's
- * state); the other verdict cannot replace it (exit 1, saying what is recorded).
+ * state); the other verdict cannot replace it (exit 1, saying what is recorded); a recorded decision
+ * the operator did not count is not done either (exit 1, saying why it did not count).
  */
 export function repeatedDecisionReport(
   approval: Approval,
@@ -163,6 +164,18 @@ export function repeatedDecisionReport(
   const name = approval.metadata.name;
   const reason = decision.reason ? `, reason: ${decision.reason}` : "";
   const state = `${phaseSummary(approval)}; execution: ${approval.status?.execution?.state ?? "not started"}`;
+  // A decision in the caller's name that the operator did not count (e.g. appended by someone else
+  // while admission did not enforce the rules) is not the caller's decision done: say so, exit 1.
+  const uncounted = approval.status?.ignoredDecisions?.find((i) => i.approver === decision.approver);
+  if (uncounted) {
+    return {
+      out: [state],
+      err: [
+        `kubectl-gatehouse: ${verdict.toLowerCase()} ${name}: the decision recorded in your name (spec.decisions[${index}]: ${decision.verdict}) did not count: ${uncounted.reason}; each user decides once, so ask another approver`,
+      ],
+      code: EXIT.refused,
+    };
+  }
   if (decision.verdict === verdict) {
     return {
       out: [

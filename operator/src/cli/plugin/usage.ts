@@ -61,7 +61,9 @@ prints that phase with the reason and message of its Executed condition (else it
 Exit codes: 0 Succeeded, or Pending for more approvals (also when --wait ends before it settles);
 1 Stale, Failed, Unknown, Expired, Cancelled or Rejected (the call did not run or did not succeed), or
 the API server refused the decision (its message printed: admission names the rule, e.g.
-decision-approver); 2 usage or kubeconfig error.
+decision-approver); 2 usage or kubeconfig error. Asked again after your Approve is recorded, it
+sends nothing: 0 with the recorded decision, the phase and the execution's state; 1 when what is
+recorded in your name is a Reject, or did not count (the reason is printed).
 
       --reason TEXT         why (stored in the decision; at most 1024 characters)
       --wait SECONDS        how long to wait for the settled phase (default 30; 0 or false: no wait)
