@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `kubectl gatehouse` — the approver's kubectl plugin (issue 10 §3, DESIGN §1):
+ * `kubectl gatehouse` — the approver's kubectl plugin (DESIGN §1):
  *
  *   kubectl gatehouse pending [-A] [-o table|json]
  *   kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS|false]
