@@ -9,7 +9,8 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
-import { decodeAuditRecord } from "../../operator/src/core/audit.ts";
+import type { ChainedRecord } from "../../operator/src/core/ports.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { patchStatusAsOperator } from "../cluster-tests/api-fixtures.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import {
@@ -30,15 +31,6 @@ interface ApprovalObject {
     phase?: string;
     conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
   };
-}
-
-interface ChainRecord {
-  seq: number;
-  hash: string;
-  kind: string;
-  actor: string;
-  outcome: string | null;
-  payload: Record<string, unknown>;
 }
 
 let env: Environment;
@@ -92,26 +84,12 @@ async function decide(user: string, approval: string, verdict: "Approve" | "Reje
   ]);
 }
 
-/** The chain's records of one call (by execution id), decoded from the hashed bytes. */
-async function chainOf(executionId: string): Promise<ChainRecord[]> {
-  const rows = await env.pool.query<{ seq: string; hash: Buffer; canonical: Buffer }>(
-    "SELECT seq, hash, canonical FROM audit_log WHERE execution_id = $1 ORDER BY seq",
-    [executionId],
-  );
-  return rows.rows.map((row) => {
-    const { entry } = decodeAuditRecord(row.canonical);
-    return {
-      seq: Number(row.seq),
-      hash: row.hash.toString("hex"),
-      kind: entry.kind,
-      actor: entry.actor,
-      outcome: entry.outcome ?? null,
-      payload: entry.payload,
-    };
-  });
+/** The chain's records of one call, read back as Core reads them (AuditLog.recordsOf). */
+async function chainOf(executionId: string): Promise<ChainedRecord[]> {
+  return await createPostgresAuditLog(env.pool).recordsOf(executionId);
 }
 
-function kindsOf(records: ChainRecord[]): string[] {
+function kindsOf(records: ChainedRecord[]): string[] {
   return records.map((r) => r.kind);
 }
 
