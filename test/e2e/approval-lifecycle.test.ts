@@ -5,7 +5,6 @@
  * checked by dispatch.test.ts, which waits out a short ttl anyway). The last one deletes the example
  * namespace, so it runs last.
  */
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
@@ -20,7 +19,7 @@ import {
   REPO_ROOT,
   startEnvironment,
 } from "./environment.ts";
-import { decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
+import { decisionPatch, eventually, pendingApprovalOf, runGatehouseAudit } from "./story.ts";
 
 const DECISION_BINDING = "gatehouse-approval-decide";
 
@@ -118,26 +117,6 @@ async function restoreAdmission(): Promise<void> {
   ]);
 }
 
-/** Runs `gatehouse-audit show --approval NAME` against the environment's database. */
-function auditShow(approval: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [join(REPO_ROOT, "operator/src/cli/gatehouse-audit.ts"), "show", "--approval", approval],
-      { env: { ...process.env, DATABASE_URL: env.databaseUrl } },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
-  });
-}
-
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo());
   operator = env.operator;
@@ -178,7 +157,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
     expect(approved?.payload).toMatchObject({ phase: "Approved", approvedBy: ["alice"] });
     expect(started?.payload.approvalRecord).toEqual({ seq: approved?.seq, hash: approved?.hash });
 
-    const shown = await auditShow(name);
+    const shown = await runGatehouseAudit(env, ["show", "--approval", name]);
     expect(shown.stderr).toBe("");
     expect(shown.code).toBe(0);
     expect(shown.stdout).toContain("alice");
@@ -303,12 +282,35 @@ describe("an Approval's lifecycle in the audit chain", () => {
     ]);
     expect(chain[1]?.payload).toMatchObject({ backfilled: true, approvedBy: ["alice"] });
     expect(chain[2]?.payload.approvalRecord).toEqual({ seq: chain[1]?.seq, hash: chain[1]?.hash });
+    // Every request of this file so far has its end in the chain.
+    const lifecycle = await runGatehouseAudit(env, [
+      "lifecycle",
+      "--kubeconfig",
+      env.cluster.kubeconfigPath,
+      "--context",
+      "admin",
+    ]);
+    expect(lifecycle.stdout).toMatch(/^every Approval request has an end in the chain$/m);
+    expect(lifecycle.code).toBe(0);
   });
 
   it("records the end of a Pending Approval whose namespace was deleted while the operator was down", async () => {
     const { approval } = await proposedPublish(`lifecycle-namespace-${suffix}`);
     const name = approval.metadata.name;
+    const { approval: released } = await proposedPublish(`lifecycle-released-${suffix}`);
     await operator.kill("SIGKILL");
+    // The escape when no operator will run again: a cluster admin removes one finalizer by hand.
+    await env.kubectl.ok("admin", [
+      "patch",
+      "approval",
+      released.metadata.name,
+      "-n",
+      NAMESPACE,
+      "--type",
+      "json",
+      "-p",
+      JSON.stringify([{ op: "remove", path: "/metadata/finalizers" }]),
+    ]);
     await env.kubectl.ok("admin", ["delete", "namespace", NAMESPACE, "--wait=false"]);
     // The namespace controller deletes the Approval; its finalizer keeps it until an operator is back.
     await eventually("the Approval to be marked for deletion", 60_000, async () => {
@@ -325,5 +327,22 @@ describe("an Approval's lifecycle in the audit chain", () => {
     const chain = await chainOf(approval.spec.executionId);
     expect(kindsOf(chain)).toEqual(["approval.requested", "approval.cancelled"]);
     expect(chain[1]?.payload).toMatchObject({ reason: "ApprovalDeleted", phase: "Cancelled" });
+
+    // The chain shows the one released by hand as a request without an end, and only that one.
+    expect(kindsOf(await chainOf(released.spec.executionId))).toEqual(["approval.requested"]);
+    const lifecycle = await runGatehouseAudit(env, [
+      "lifecycle",
+      "--kubeconfig",
+      env.cluster.kubeconfigPath,
+      "--context",
+      "admin",
+    ]);
+    expect(lifecycle.stderr).toBe("");
+    expect(lifecycle.code).toBe(1);
+    expect(lifecycle.stdout).toContain(
+      `Approval ${NAMESPACE}/${released.metadata.name} (execution ${released.spec.executionId}) has no end in the chain and is gone from the cluster`,
+    );
+    expect(lifecycle.stdout).not.toContain(name);
+    expect(lifecycle.stdout).toMatch(/^1 Approval request without an end/m);
   });
 });

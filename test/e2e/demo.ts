@@ -41,7 +41,7 @@ function realEndpoint(
 
 /** Each thing the story must have shown, with whether it did. */
 function checksOf(report: StoryReport): Array<[string, boolean]> {
-  const { alice, bob, audit } = report;
+  const { alice, bob, audit, evidence } = report;
   const waitedThenCompleted = (phases: string[]) =>
     phases.includes("AwaitingApproval") &&
     phases.at(-1) === "Completed" &&
@@ -69,6 +69,7 @@ function checksOf(report: StoryReport): Array<[string, boolean]> {
       bob.result.length > 0 && waitedThenCompleted(bob.sessionPhases),
     ],
     ["the audit chain verifies against the ConfigMap's checkpoints", audit.ok && audit.checkpoints > 0],
+    ["the audit chain alone names alice as the approver of the publish that ran", evidence.namesApprover],
   ];
 }
 

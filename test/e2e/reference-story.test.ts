@@ -148,6 +148,12 @@ describe("the audit log", () => {
     );
     expect(executions.rowCount).toBe(2);
   });
+
+  it("names alice as the approver of her publish, read back from the chain alone", () => {
+    expect(report.evidence.cli.stderr).toBe("");
+    expect(report.evidence.namesApprover).toBe(true);
+    expect(report.evidence.cli.stdout).toContain(`Approval plant-a/${report.alice.approvalName}`);
+  });
 });
 
 describe("a decision from someone who is not an approver", () => {

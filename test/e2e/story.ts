@@ -81,11 +81,20 @@ export interface AuditPart {
   cli: KubectlResult;
 }
 
+/** The evidence step: alice's Approval as `gatehouse-audit show` reads it from the chain alone. */
+export interface EvidencePart {
+  /** The CLI's exit code and output. */
+  cli: KubectlResult;
+  /** Whether it names alice's decision as counted, the approval and the succeeded execution. */
+  namesApprover: boolean;
+}
+
 /** What the story observed. */
 export interface StoryReport {
   alice: SessionPart;
   bob: SessionPart;
   audit: AuditPart;
+  evidence: EvidencePart;
 }
 
 interface ApprovalObject {
@@ -467,8 +476,7 @@ async function playRequest(
 
 /** Runs `gatehouse-audit verify` against the environment's database, comparing with the ConfigMap. */
 export function runAuditCli(env: Environment): Promise<KubectlResult> {
-  const args = [
-    relative(REPO_ROOT, AUDIT_CLI),
+  return runGatehouseAudit(env, [
     "verify",
     "--kubeconfig",
     env.cluster.kubeconfigPath,
@@ -476,7 +484,12 @@ export function runAuditCli(env: Environment): Promise<KubectlResult> {
     "admin",
     "--namespace",
     OPERATOR_NAMESPACE,
-  ];
+  ]);
+}
+
+/** Runs `gatehouse-audit ARGS…` against the environment's database. */
+export function runGatehouseAudit(env: Environment, command: string[]): Promise<KubectlResult> {
+  const args = [relative(REPO_ROOT, AUDIT_CLI), ...command];
   return new Promise((resolve) => {
     execFile(
       process.execPath,
@@ -578,7 +591,30 @@ export function playBobStory(
   });
 }
 
-/** Plays the whole story: alice's request, bob's request, then the audit. */
+/**
+ * The evidence step: `gatehouse-audit show` prints alice's Approval — her request, her decision, the
+ * approval, the execution and its receipt — from the audit chain alone, as it would after the session
+ * and the Approval are deleted.
+ */
+export async function showEvidenceStep(
+  env: Environment,
+  out: StoryOutput,
+  alice: SessionPart,
+): Promise<EvidencePart> {
+  out.say(
+    "8. Who decided is evidence: the chain alone says who asked, who approved and what ran, also after the session and its Approval are deleted.",
+  );
+  const cli = await runGatehouseAudit(env, ["show", "--approval", alice.approvalName]);
+  out.command(cli);
+  const namesApprover =
+    cli.code === 0 &&
+    /decision 0 by alice: Approve.* — counted/.test(cli.stdout) &&
+    /approved \(Approved\)/.test(cli.stdout) &&
+    /execution finished: succeeded/.test(cli.stdout);
+  return { cli, namesApprover };
+}
+
+/** Plays the whole story: alice's request, bob's request, then the audit and the evidence of who decided. */
 export async function playReferenceStory(
   env: Environment,
   out: StoryOutput,
@@ -587,7 +623,8 @@ export async function playReferenceStory(
   const alice = await playAliceStory(env, out, options);
   const bob = await playBobStory(env, out, options);
   const audit = await verifyAuditStep(env, out);
-  return { alice, bob, audit };
+  const evidence = await showEvidenceStep(env, out, alice);
+  return { alice, bob, audit, evidence };
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AuditKind } from "../../operator/src/core/audit.ts";
+import { readOpenRequests } from "../../operator/src/store/approval-records.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
@@ -27,7 +28,7 @@ function requested(n: number) {
     sessionUid: "uid-1",
     executionId: `${String(n).repeat(40)}`.slice(0, 40),
     atMicros: 1_700_000_000_000_000 + n,
-    payload: { approval: `plant-a/apr-${n}` },
+    payload: { approval: `apr-${n}`, session: "plant-a/s1" },
   };
 }
 
@@ -58,6 +59,28 @@ describe("migrating a chain written by an earlier version", () => {
       AuditKind.approvalRequested,
     ]);
     expect(await log.verify()).toMatchObject({ ok: true, records: 4 });
+  });
+
+  it("lists the requests after the marker that have no end, once each", async () => {
+    await migrate(db.url, { direction: "down", count: 2 });
+    const log = createPostgresAuditLog(db.operator);
+    await log.append(requested(1));
+    await migrate(db.url);
+    const recordOf = (n: number, kind: string) => ({ ...requested(n), kind, actor: "gatehouse" });
+    await log.appendBatch([
+      requested(2),
+      recordOf(2, AuditKind.approvalApproved),
+      requested(3),
+      requested(3),
+      requested(4),
+      recordOf(4, AuditKind.approvalDecided),
+    ]);
+    const found = await readOpenRequests(db.operator);
+    expect(found.lifecycleMarkerSeq).toBe(2);
+    expect(found.open.map((o) => [o.seq, o.namespace, o.name])).toEqual([
+      [5, "plant-a", "apr-3"],
+      [7, "plant-a", "apr-4"],
+    ]);
   });
 
   it("appends no marker to a fresh chain", async () => {

@@ -19,28 +19,44 @@
  * it every namespace's Approval NAME is shown, each headed by its namespace. Exit codes: 0 printed;
  * 1 no record names that Approval; 2 usage error, missing `DATABASE_URL`, the database could not be read.
  *
+ * `gatehouse-audit lifecycle [--kubeconfig FILE] [--context NAME] [--json]` checks that no Approval
+ * request is left without an end: every `approval.requested` after the lifecycle marker has its end in
+ * the chain, or its Approval is still in the cluster (`cli/lifecycle-report.ts`). Exit codes: 0 every
+ * request has an end or a live Approval; 1 some end is lost (each is named); 2 usage error, missing
+ * `DATABASE_URL`, the database or the API server could not be read.
+ *
  * `DATABASE_URL` needs SELECT on `audit_log` and `audit_checkpoints` (the operator role has it); the
- * kubeconfig's user needs `get` on that ConfigMap.
+ * kubeconfig's user needs `get` on that ConfigMap (verify) or on approvals (lifecycle).
  */
 import { parseArgs } from "node:util";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { APPROVAL, type Approval, GROUP, VERSION } from "../api/kinds.ts";
 import type { AuditCheckpoint } from "../core/audit.ts";
 import { CHECKPOINTS_CONFIGMAP, readCheckpointConfigMap } from "../kube/checkpoint-configmap.ts";
-import { describeApiError, loadKubeConfig } from "../kube/client.ts";
-import { executionIdPrefixOf, readApprovalRecords } from "../store/approval-records.ts";
+import { describeApiError, isNotFound, loadKubeConfig, makeClients } from "../kube/client.ts";
+import { executionIdPrefixOf, readApprovalRecords, readOpenRequests } from "../store/approval-records.ts";
 import { createPostgresAuditLog } from "../store/audit-log.ts";
 import { createPool } from "../store/connection.ts";
 import { approvalHistoryLines, approvalHistoryOf } from "./approval-history.ts";
+import {
+  type ApprovalLookup,
+  approvalKey,
+  lifecycleReportLines,
+  lifecycleReportOf,
+} from "./lifecycle-report.ts";
 import { ProgressBar } from "./progress-bar.ts";
 import { verifyReportLines } from "./verify-report-text.ts";
 
 const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]
        gatehouse-audit show --approval NAME [--namespace NS] [--json]
-(both read DATABASE_URL)
+       gatehouse-audit lifecycle [--kubeconfig FILE] [--context NAME] [--json]
+(all read DATABASE_URL)
   verify   recompute the audit chain and compare its head with the checkpoints; --namespace is the
            operator's (the ConfigMap gatehouse-audit-checkpoints there; default gatehouse-system)
   show     print Approval NAME's history from the chain alone: request, decisions, outcome, execution;
-           --namespace is the Approval's (default: every namespace with an Approval of that name)`;
+           --namespace is the Approval's (default: every namespace with an Approval of that name)
+  lifecycle  check that every Approval request has an end in the chain or a live Approval in the
+           cluster (the kubeconfig defaults to $KUBECONFIG, else ~/.kube/config)`;
 
 /** The operator's namespace when `--namespace` is not given (config.ts's default). */
 const DEFAULT_NAMESPACE = "gatehouse-system";
@@ -66,6 +82,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return EXIT.error;
   }
   if (parsed.show) return showApproval(url, parsed.show);
+  if (parsed.lifecycle) return checkLifecycle(url, parsed.lifecycle, parsed.json);
 
   let outside: AuditCheckpoint[] = [];
   let outsideName: string | undefined;
@@ -150,6 +167,50 @@ async function showApproval(url: string, show: ShowCommand): Promise<number> {
   }
 }
 
+/** Checks that every Approval request has an end or a live Approval; resolves with the exit code. */
+async function checkLifecycle(url: string, cluster: KubeconfigSource, json: boolean): Promise<number> {
+  const pool = createPool(url, { max: 2 });
+  try {
+    const found = await readOpenRequests(pool);
+    const clients = makeClients(loadKubeConfig(cluster.kubeconfig, cluster.context, "gatehouse-audit"));
+    const lookups = new Map<string, ApprovalLookup>();
+    for (const request of found.open) {
+      const key = approvalKey(request);
+      if (lookups.has(key)) continue;
+      try {
+        const approval = (await clients.custom.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: request.namespace,
+          plural: APPROVAL.plural,
+          name: request.name,
+        })) as Approval;
+        lookups.set(key, { found: true, phase: approval.status?.phase ?? "Pending" });
+      } catch (error) {
+        if (!isNotFound(error)) throw new Error(`cannot read Approval ${key}: ${describeApiError(error)}`);
+        lookups.set(key, { found: false });
+      }
+    }
+    const report = lifecycleReportOf(found, lookups);
+    const text = json ? JSON.stringify(report, null, 2) : lifecycleReportLines(report).join("\n");
+    process.stdout.write(`${text}\n`);
+    return report.ok ? EXIT.intact : EXIT.broken;
+  } catch (error) {
+    process.stderr.write(
+      `gatehouse-audit: cannot check the Approval lifecycles: ${(error as Error).message}\n`,
+    );
+    return EXIT.error;
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Which kubeconfig and context to reach the API server with (defaults: $KUBECONFIG, its current context). */
+interface KubeconfigSource {
+  kubeconfig?: string;
+  context?: string;
+}
+
 /** `show`: which Approval, and how to print it. */
 interface ShowCommand {
   name: string;
@@ -174,6 +235,7 @@ function parseCommand(argv: string[]): {
   json: boolean;
   configMap?: ConfigMapSource;
   show?: ShowCommand;
+  lifecycle?: KubeconfigSource;
 } {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -190,12 +252,22 @@ function parseCommand(argv: string[]): {
   });
   if (values.help) return { help: true, fromSeq: 1, json: false };
   const command = positionals[0];
-  if (positionals.length !== 1 || (command !== "verify" && command !== "show")) {
+  if (positionals.length !== 1 || (command !== "verify" && command !== "show" && command !== "lifecycle")) {
     throw new Error(
       positionals.length === 0 ? "missing command" : `unknown command ${positionals.join(" ")}`,
     );
   }
   if (command === "show") return { help: false, fromSeq: 1, json: values.json, show: showCommandOf(values) };
+  if (command === "lifecycle") {
+    const foreign = (["from", "approval", "namespace"] as const).find((flag) => values[flag] !== undefined);
+    if (foreign)
+      throw new Error(`--${foreign} belongs to ${foreign === "approval" ? "show" : "verify"}, not lifecycle`);
+    const lifecycle: KubeconfigSource = {
+      ...(values.kubeconfig !== undefined ? { kubeconfig: values.kubeconfig } : {}),
+      ...(values.context !== undefined ? { context: values.context } : {}),
+    };
+    return { help: false, fromSeq: 1, json: values.json, lifecycle };
+  }
   if (values.approval !== undefined) throw new Error("--approval belongs to show, not verify");
   const fromSeq = values.from === undefined ? 1 : Number(values.from);
   if (!/^\d+$/.test(values.from ?? "1") || !Number.isSafeInteger(fromSeq) || fromSeq < 1) {

@@ -9,6 +9,7 @@
  * be indexable only under the C collation.
  */
 import type pg from "pg";
+import { END_KINDS } from "../core/approval-lifecycle.ts";
 import { AuditKind, decodeAuditRecord } from "../core/audit.ts";
 import type { AuditEntry, ChainedRecord } from "../core/ports.ts";
 import { createPostgresAuditLog } from "./audit-log.ts";
@@ -115,4 +116,62 @@ export async function readApprovalRecords(pool: pg.Pool, ref: ApprovalRef): Prom
       (a.records[0]?.seq ?? 0) - (b.records[0]?.seq ?? 0),
   );
   return found;
+}
+
+/** An `approval.requested` record after the lifecycle marker with no end of its Approval after it. */
+export interface OpenRequest {
+  seq: number;
+  atMicros: number;
+  executionId: string;
+  namespace: string;
+  name: string;
+}
+
+/** The requests the chain holds no end for, and where the exemption of earlier ones ends. */
+export interface OpenRequestsFound {
+  /** Seq of the `audit.lifecycle_marker` record; requests before it are exempt (none when absent). */
+  lifecycleMarkerSeq?: number;
+  /** Oldest first; one per execution (a repeated request counts once). */
+  open: OpenRequest[];
+}
+
+/**
+ * The Approval requests without an end in the chain (DESIGN §6 "no request without an end"): every
+ * `approval.requested` after the lifecycle marker with no end record (`approval.approved`, `.rejected`,
+ * `.expired`, `.cancelled`, `.stale`, `.failed`) of its execution after it. Each is either still
+ * Pending in the cluster or a lost end. Errors: pg errors.
+ */
+export async function readOpenRequests(pool: pg.Pool): Promise<OpenRequestsFound> {
+  const marker = await pool.query<{ seq: string }>(
+    "SELECT seq FROM audit_log WHERE kind = $1 ORDER BY seq LIMIT 1",
+    [LIFECYCLE_MARKER_KIND],
+  );
+  const lifecycleMarkerSeq = marker.rows[0] ? Number(marker.rows[0].seq) : undefined;
+  const rows = await pool.query(
+    `SELECT ${AUDIT_COLUMN_LIST} FROM audit_log r
+      WHERE r.kind = $1 AND r.seq > $2
+        AND NOT EXISTS (SELECT 1 FROM audit_log e
+                         WHERE e.execution_id = r.execution_id AND e.seq > r.seq AND e.kind = ANY($3))
+      ORDER BY r.seq`,
+    [AuditKind.approvalRequested, lifecycleMarkerSeq ?? 0, [...END_KINDS]],
+  );
+  const open: OpenRequest[] = [];
+  const seen = new Set<string>();
+  for (const row of rows.rows) {
+    const sealed = sealedFromRow(row);
+    if (sealed.executionId === null || seen.has(sealed.executionId)) continue;
+    seen.add(sealed.executionId);
+    const { entry } = decodeAuditRecord(sealed.canonical);
+    const approval = String(entry.payload.approval ?? "");
+    const name = approval.includes("/") ? approval.slice(approval.indexOf("/") + 1) : approval;
+    const namespace = namespaceNamedBy(entry, name) ?? "";
+    open.push({
+      seq: sealed.seq,
+      atMicros: sealed.atMicros,
+      executionId: sealed.executionId,
+      namespace,
+      name,
+    });
+  }
+  return { ...(lifecycleMarkerSeq !== undefined ? { lifecycleMarkerSeq } : {}), open };
 }

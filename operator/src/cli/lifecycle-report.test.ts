@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import type { OpenRequestsFound } from "../store/approval-records.ts";
+import { type ApprovalLookup, lifecycleReportLines, lifecycleReportOf } from "./lifecycle-report.ts";
+
+const found: OpenRequestsFound = {
+  lifecycleMarkerSeq: 3,
+  open: [
+    {
+      seq: 7,
+      atMicros: 1_796_000_000_000_000,
+      executionId: "a".repeat(40),
+      namespace: "plant-a",
+      name: "apr-aaa",
+    },
+    {
+      seq: 9,
+      atMicros: 1_796_000_001_000_000,
+      executionId: "b".repeat(40),
+      namespace: "plant-a",
+      name: "apr-bbb",
+    },
+  ],
+};
+
+describe("the verdict on Approval requests without an end", () => {
+  it("holds when each open request's Approval is still in the cluster", () => {
+    const lookups = new Map<string, ApprovalLookup>([
+      ["plant-a/apr-aaa", { found: true, phase: "Pending" }],
+      ["plant-a/apr-bbb", { found: true, phase: "Pending" }],
+    ]);
+    const report = lifecycleReportOf(found, lookups);
+    expect(report).toMatchObject({ ok: true, lost: [], lifecycleMarkerSeq: 3 });
+    expect(lifecycleReportLines(report).at(-1)).toBe(
+      "every Approval request has an end in the chain, or its Approval is still in the cluster (2 waiting)",
+    );
+  });
+
+  it("names each request whose Approval is gone without an end, and fails", () => {
+    const lookups = new Map<string, ApprovalLookup>([
+      ["plant-a/apr-aaa", { found: true, phase: "Pending" }],
+      ["plant-a/apr-bbb", { found: false }],
+    ]);
+    const report = lifecycleReportOf(found, lookups);
+    expect(report.ok).toBe(false);
+    expect(report.lost.map((l) => l.name)).toEqual(["apr-bbb"]);
+    const lines = lifecycleReportLines(report);
+    expect(lines[0]).toBe(
+      "lifecycle marker at seq 3: requests before it predate recorded decisions and are not checked",
+    );
+    expect(lines).toContain(
+      `  seq 9  2026-11-30T00:53:21.000Z  Approval plant-a/apr-bbb (execution ${"b".repeat(40)}) has no end in the chain and is gone from the cluster: its end was lost (was its finalizer removed by hand?)`,
+    );
+    expect(lines.at(-1)).toMatch(/^1 Approval request without an end/);
+  });
+
+  it("checks every request when the chain has no marker, and holds for a chain without open requests", () => {
+    const report = lifecycleReportOf({ open: [] }, new Map());
+    expect(lifecycleReportLines(report)).toEqual([
+      "no lifecycle marker: every request in the chain is checked",
+      "every Approval request has an end in the chain",
+    ]);
+  });
+});
