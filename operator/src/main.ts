@@ -162,7 +162,7 @@ const startLeading = () => {
     metrics,
     now,
     fetchManifest,
-    decisionRules: admission.current,
+    decisionRules: admission.checkedSince,
   });
 };
 elector = config.leaderElection.enabled

@@ -39,7 +39,7 @@ export interface ManagerDeps {
   now: () => Date;
   fetchManifest: (endpoint: string) => Promise<Manifest>;
   /** Whether admission enforces the Approval decision rules (kube/admission-guard.ts). */
-  decisionRules: () => Promise<DecisionRulesVerdict>;
+  decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
 }
 
 /**

@@ -19,6 +19,16 @@ function evaluate(decisions: ApprovalDecision[], overrides: Partial<ApprovalEval
 }
 
 describe("approval evaluation", () => {
+  it("never counts an excluded decision, nor a later one in the same name", () => {
+    const excluded = new Map([[0, "observed while admission did not enforce the decision rules"]]);
+    const result = evaluate([approve("carol"), approve("carol")], { excluded });
+    expect(result.outcome).toBe("Pending");
+    expect(result.ignored).toEqual([
+      { index: 0, approver: "carol", reason: "observed while admission did not enforce the decision rules" },
+      { index: 1, approver: "carol", reason: "only the first decision of each user counts" },
+    ]);
+  });
+
   it("is pending without decisions", () => {
     expect(evaluate([])).toMatchObject({ outcome: "Pending", approvals: 0, ignored: [] });
   });

@@ -70,16 +70,17 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
       ignore(`the approval was already ${outcome.toLowerCase()}`);
       continue;
     }
-    const excluded = input.excluded?.get(index);
-    if (excluded !== undefined) {
-      ignore(excluded);
-      continue;
-    }
     if (seen.has(approver)) {
       ignore("only the first decision of each user counts");
       continue;
     }
     seen.add(approver);
+    // An excluded decision still takes its user's one decision: a later entry in that name never counts.
+    const excluded = input.excluded?.get(index);
+    if (excluded !== undefined) {
+      ignore(excluded);
+      continue;
+    }
 
     const isRequester = approver === input.requester.user;
     if (decision.verdict === "Reject") {

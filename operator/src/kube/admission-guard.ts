@@ -24,10 +24,11 @@ import { describeApiError, isNotFound, type KubeClients } from "./client.ts";
 export const ADMISSION_RECHECK_MS = 30_000;
 
 /**
- * How old a verdict {@link AdmissionGuard.current} may answer with. Approvals are decided by what it
- * says, so a binding deleted a moment ago must not count for the 30 s until the periodic check.
+ * How long after the rules are seen restored (not enforced → enforced) they still count as not
+ * enforced: the API server's admission plugin learns of a recreated binding from its own informer, so
+ * for a moment after we read it back a decision may still pass unchecked.
  */
-export const ADMISSION_FRESH_MS = 2_000;
+export const ADMISSION_SETTLE_MS = 5_000;
 
 /**
  * The operator's user name as the API server authenticates it (SelfSubjectReview). The policies
@@ -95,13 +96,37 @@ export async function decisionRulesEnforced(
   return drift.length === 0 ? { enforced: true } : { enforced: false, message: drift.join("; ") };
 }
 
+/**
+ * The verdict a check gives once the rules' history is taken into account: enforced rules seen less
+ * than {@link ADMISSION_SETTLE_MS} after they were last seen not enforced still count as not enforced.
+ * Pure. `restoredAtMs`: when a check first found them enforced after one that did not (undefined
+ * when no check ever found them not enforced).
+ */
+export function settledVerdict(
+  checked: DecisionRulesVerdict,
+  restoredAtMs: number | undefined,
+  nowMs: number,
+): DecisionRulesVerdict {
+  if (!checked.enforced || restoredAtMs === undefined || nowMs - restoredAtMs >= ADMISSION_SETTLE_MS) {
+    return checked;
+  }
+  return {
+    enforced: false,
+    message: `the decision rules were restored ${Math.round((nowMs - restoredAtMs) / 100) / 10} s ago; decisions count again ${ADMISSION_SETTLE_MS / 1000} s after that, once the API server's admission has surely caught up`,
+  };
+}
+
 /** A periodically refreshed answer of {@link decisionRulesEnforced}; not enforced until the first check succeeds. */
 export interface AdmissionGuard {
   enforced(): boolean;
   /** The last check's verdict, with what is missing or different when not enforced. */
   verdict(): DecisionRulesVerdict;
-  /** A verdict at most {@link ADMISSION_FRESH_MS} old: checks again when the last one is older (one check at a time). */
-  current(): Promise<DecisionRulesVerdict>;
+  /**
+   * The verdict of a check that started at or after `sinceMs` (epoch ms): what an Approval observed
+   * before `sinceMs` may be judged by, so a binding deleted just before a decision was appended is
+   * always seen. Concurrent callers share checks. Never rejects (a failed check is "not enforced").
+   */
+  checkedSince(sinceMs: number): Promise<DecisionRulesVerdict>;
   stop(): void;
 }
 
@@ -112,31 +137,40 @@ export async function startAdmissionGuard(clients: KubeClients, log: Logger): Pr
     message: "the Approval admission policies have not been read yet",
   };
   let operator: string | undefined;
-  let checkedAt = 0;
+  let lastStartedAt = Number.NEGATIVE_INFINITY;
+  let everNotEnforced = false;
+  let restoredAt: number | undefined;
   let running: Promise<void> | undefined;
   const check = async () => {
     const started = Date.now();
+    lastStartedAt = started;
+    let checked: DecisionRulesVerdict;
     try {
       operator ??= await operatorUsername(clients);
-      const now = await decisionRulesEnforced(clients, operator);
-      if (now.enforced && !verdict.enforced) {
-        log.info({ operator }, "the API server enforces the Approval decision rules");
-      } else if (!now.enforced && (verdict.enforced || verdict.message !== now.message)) {
-        // Once per change: a fresh verdict is asked for on every reconcile.
-        log.error(
-          { operator, drift: now.message },
-          "Approval admission policies are not installed as the chart renders them: no decision counts and nothing is dispatched",
-        );
-      }
-      verdict = now;
-      checkedAt = started;
+      checked = await decisionRulesEnforced(clients, operator);
     } catch (error) {
-      const message = `could not read the Approval admission policies: ${describeApiError(error)}`;
-      const changed = verdict.enforced || verdict.message !== message;
-      verdict = { enforced: false, message };
-      checkedAt = started;
-      if (changed) log.error({ err: describeApiError(error) }, `${message}; failing closed`);
+      checked = {
+        enforced: false,
+        message: `could not read the Approval admission policies: ${describeApiError(error)}`,
+      };
     }
+    if (!checked.enforced) {
+      everNotEnforced = true;
+      restoredAt = undefined;
+    } else if (everNotEnforced && restoredAt === undefined) {
+      restoredAt = started;
+    }
+    const next = settledVerdict(checked, restoredAt, Date.now());
+    if (next.enforced && !verdict.enforced) {
+      log.info({ operator }, "the API server enforces the Approval decision rules");
+    } else if (!checked.enforced && (verdict.enforced || verdict.message !== checked.message)) {
+      // Once per change: checks run on every Approval reconcile.
+      log.error(
+        { operator, drift: checked.message },
+        "Approval admission policies are not installed as the chart renders them: no decision counts and nothing is dispatched",
+      );
+    }
+    verdict = next;
   };
   const checkOnce = () => {
     running ??= check().finally(() => {
@@ -150,8 +184,13 @@ export async function startAdmissionGuard(clients: KubeClients, log: Logger): Pr
   return {
     enforced: () => verdict.enforced,
     verdict: () => verdict,
-    async current() {
-      if (Date.now() - checkedAt > ADMISSION_FRESH_MS) await checkOnce();
+    async checkedSince(sinceMs) {
+      while (lastStartedAt < sinceMs) {
+        // A check already running may have started before `sinceMs`: wait for it, then start one.
+        if (running) await running;
+        else await checkOnce();
+      }
+      if (running) await running;
       return verdict;
     },
     stop: () => clearInterval(timer),

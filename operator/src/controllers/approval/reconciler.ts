@@ -53,8 +53,11 @@ export interface ApprovalDeps {
   transcripts: TranscriptStore;
   now: () => Date;
   events: EventRecorder;
-  /** Whether admission enforces the decision rules (kube/admission-guard.ts); if not, fail closed. */
-  decisionRules: () => Promise<DecisionRulesVerdict>;
+  /**
+   * Whether admission enforces the decision rules, by a check started at or after `sinceMs`
+   * (kube/admission-guard.ts); if not, fail closed.
+   */
+  decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
   metrics?: Pick<OperatorMetrics, "approvalDecided">;
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;
@@ -285,7 +288,8 @@ export async function reconcileApproval(
   const cached = deps.caches.approvals.get(name, namespace);
   if (!cached) return undefined;
   const now = deps.now();
-  const rules = await deps.decisionRules();
+  // Judged by a check made after the cached Approval was observed (kube/admission-guard.ts).
+  const rules = await deps.decisionRules(now.getTime());
   if (cached.metadata.deletionTimestamp) return finalizeApproval(deps, cached, rules, now, log);
   // Approvals created by an earlier version have no finalizer yet; the update queues it again.
   if (!hasFinalizer(cached, APPROVAL_FINALIZER)) {
