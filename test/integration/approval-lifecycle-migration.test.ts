@@ -32,6 +32,10 @@ function requested(n: number) {
   };
 }
 
+function withUid<T extends { payload: Record<string, unknown> }>(entry: T, approvalUid: string): T {
+  return { ...entry, payload: { ...entry.payload, approvalUid } };
+}
+
 describe("migrating a chain written by an earlier version", () => {
   it("appends one verifiable marker after the earlier requests", async () => {
     expect(await migrate(db.url, { direction: "down", count: 2 })).toEqual([
@@ -74,12 +78,17 @@ describe("migrating a chain written by an earlier version", () => {
       requested(3),
       requested(4),
       recordOf(4, AuditKind.approvalDecided),
+      // Approval apr-5 deleted with its end, then re-created under its name: the new object is open.
+      withUid(requested(5), "uid-first"),
+      withUid(recordOf(5, AuditKind.approvalCancelled), "uid-first"),
+      withUid(requested(5), "uid-second"),
     ]);
     const found = await readOpenRequests(db.operator);
     expect(found.lifecycleMarkerSeq).toBe(2);
-    expect(found.open.map((o) => [o.seq, o.namespace, o.name])).toEqual([
-      [5, "plant-a", "apr-3"],
-      [7, "plant-a", "apr-4"],
+    expect(found.open.map((o) => [o.seq, o.namespace, o.name, o.approvalUid])).toEqual([
+      [5, "plant-a", "apr-3", undefined],
+      [7, "plant-a", "apr-4", undefined],
+      [11, "plant-a", "apr-5", "uid-second"],
     ]);
   });
 

@@ -185,7 +185,11 @@ async function checkLifecycle(url: string, cluster: KubeconfigSource, json: bool
           plural: APPROVAL.plural,
           name: request.name,
         })) as Approval;
-        lookups.set(key, { found: true, phase: approval.status?.phase ?? "Pending" });
+        lookups.set(key, {
+          found: true,
+          phase: approval.status?.phase ?? "Pending",
+          ...(approval.metadata.uid ? { uid: approval.metadata.uid } : {}),
+        });
       } catch (error) {
         if (!isNotFound(error)) throw new Error(`cannot read Approval ${key}: ${describeApiError(error)}`);
         lookups.set(key, { found: false });

@@ -48,9 +48,23 @@ describe("the verdict on Approval requests without an end", () => {
       "lifecycle marker at seq 3: requests before it predate recorded decisions and are not checked",
     );
     expect(lines).toContain(
-      `  seq 9  2026-11-30T00:53:21.000Z  Approval plant-a/apr-bbb (execution ${"b".repeat(40)}) has no end in the chain and is gone from the cluster: its end was lost (was its finalizer removed by hand?)`,
+      `  seq 9  2026-11-30T00:53:21.000Z  Approval plant-a/apr-bbb (execution ${"b".repeat(40)}) has no end in the chain and is gone from the cluster (or re-created as another object): its end was lost (was its finalizer removed by hand?)`,
     );
     expect(lines.at(-1)).toMatch(/^1 Approval request without an end/);
+  });
+
+  it("counts a request whose Approval was re-created under its name as lost, not waiting", () => {
+    const recreated: OpenRequestsFound = {
+      open: [{ ...(found.open[0] as OpenRequestsFound["open"][number]), approvalUid: "uid-first" }],
+    };
+    const lookups = new Map<string, ApprovalLookup>([
+      ["plant-a/apr-aaa", { found: true, phase: "Pending", uid: "uid-second" }],
+    ]);
+    expect(lifecycleReportOf(recreated, lookups)).toMatchObject({ ok: false, waiting: [] });
+    const same = new Map<string, ApprovalLookup>([
+      ["plant-a/apr-aaa", { found: true, phase: "Pending", uid: "uid-first" }],
+    ]);
+    expect(lifecycleReportOf(recreated, same)).toMatchObject({ ok: true, lost: [] });
   });
 
   it("checks every request when the chain has no marker, and holds for a chain without open requests", () => {

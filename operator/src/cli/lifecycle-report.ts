@@ -7,7 +7,7 @@
 import type { OpenRequest, OpenRequestsFound } from "../store/approval-records.ts";
 
 /** What the API server holds for an open request's Approval: its phase, or nothing. */
-export type ApprovalLookup = { found: true; phase: string } | { found: false };
+export type ApprovalLookup = { found: true; phase: string; uid?: string } | { found: false };
 
 /** The verdict, by request. */
 export interface LifecycleReport {
@@ -33,7 +33,9 @@ export function lifecycleReportOf(
   const lost: OpenRequest[] = [];
   for (const request of found.open) {
     const lookup = lookups.get(approvalKey(request));
-    if (lookup?.found) waiting.push({ ...request, phase: lookup.phase });
+    // The object of that name must be the one the request created, not one re-created since.
+    const same = lookup?.found && (request.approvalUid === undefined || lookup.uid === request.approvalUid);
+    if (lookup?.found && same) waiting.push({ ...request, phase: lookup.phase });
     else lost.push(request);
   }
   return {
@@ -62,7 +64,7 @@ export function lifecycleReportLines(report: LifecycleReport): string[] {
   }
   for (const l of report.lost) {
     lines.push(
-      `  seq ${l.seq}  ${time(l.atMicros)}  Approval ${approvalKey(l)} (execution ${l.executionId}) has no end in the chain and is gone from the cluster: its end was lost (was its finalizer removed by hand?)`,
+      `  seq ${l.seq}  ${time(l.atMicros)}  Approval ${approvalKey(l)} (execution ${l.executionId}) has no end in the chain and is gone from the cluster (or re-created as another object): its end was lost (was its finalizer removed by hand?)`,
     );
   }
   const open = report.waiting.length + report.lost.length;

@@ -206,6 +206,38 @@ describe("the decisions and the end of an Approval in the audit chain", () => {
     });
   });
 
+  it("keeps the decisions of an Approval re-created under the same name apart from the deleted one's", async () => {
+    const world = worldWithPublish();
+    const first = {
+      ...(await proposed(world, [{ approver: "mallory", verdict: "Approve" as const }])),
+      uid: "uid-first",
+    };
+    await endApproval(world.deps, {
+      approval: first,
+      rules: RULES_ENFORCED,
+      phase: "Cancelled",
+      reason: "ApprovalDeleted",
+      message: "deleted before it was decided",
+    });
+    // The session proposes the call again: a new object of the same name, which carol approves.
+    const second = {
+      ...first,
+      uid: "uid-second",
+      decisions: [{ approver: "carol", verdict: "Approve" as const }],
+    };
+    const decided = await decideApproval(world.deps, { approval: second, rules: RULES_ENFORCED });
+    expect(decided.phase).toBe("Approved");
+    expect(
+      recordsOfKind(world, AuditKind.approvalDecided).map((r) => [r.payload.approver, r.payload.approvalUid]),
+    ).toEqual([
+      ["mallory", "uid-first"],
+      ["carol", "uid-second"],
+    ]);
+    expect(recordsOfKind(world, AuditKind.approvalApproved)[0]?.payload).toMatchObject({
+      approvalUid: "uid-second",
+    });
+  });
+
   it("ignores records of another Approval that shares the execution id", () => {
     const history = historyOf(
       [

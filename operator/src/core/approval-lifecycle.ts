@@ -68,12 +68,19 @@ export function recordRef(record: AppendedRecord): JsonObject {
 
 /**
  * The history of Approval `approval` ("namespace/name") from the records of its execution id. Pure.
- * Records naming another Approval (an Approval squatted under the same name) are not its own.
+ * Records naming another Approval (squatted under the same name), or another object of the same name
+ * (`uid`: an Approval deleted and re-created), are not its own.
  */
-export function historyOf(records: readonly ChainedRecord[], approval: string): ApprovalHistory {
+export function historyOf(
+  records: readonly ChainedRecord[],
+  approval: string,
+  uid?: string | undefined,
+): ApprovalHistory {
   const history: ApprovalHistory = { decided: new Map() };
   for (const record of records) {
     if (record.payload.approval !== approval) continue;
+    const recordUid = record.payload.approvalUid;
+    if (uid !== undefined && recordUid !== undefined && recordUid !== uid) continue;
     if (record.kind === AuditKind.approvalDecided) {
       const p = record.payload;
       const index = Number(p.index);
@@ -217,7 +224,7 @@ export async function endApproval(deps: CoreDeps, input: EndApprovalInput): Prom
 /** The Approval's history as the chain holds it now. */
 export async function readHistory(deps: CoreDeps, approval: ApprovalView): Promise<ApprovalHistory> {
   const request = approval.request;
-  return historyOf(await deps.audit.recordsOf(request.executionId), approvalKeyOf(approval));
+  return historyOf(await deps.audit.recordsOf(request.executionId), approvalKeyOf(approval), approval.uid);
 }
 
 /** "namespace/name" of the Approval, as its records name it. */
@@ -241,7 +248,11 @@ export function lifecycleEntry(
     sessionUid: approval.request.sessionRef.uid,
     executionId: approval.request.executionId,
     atMicros: deps.clock.nowMicros(),
-    payload: { approval: approvalKeyOf(approval), ...payload },
+    payload: {
+      approval: approvalKeyOf(approval),
+      ...(approval.uid !== undefined ? { approvalUid: approval.uid } : {}),
+      ...payload,
+    },
   };
 }
 

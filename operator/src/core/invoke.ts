@@ -259,6 +259,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     await audit(AuditKind.approvalRequested, "pending", {
       ...facts,
       approval: handle.name,
+      ...(handle.uid ? { approvalUid: handle.uid } : {}),
       approvers: { users: request.approvers.users, groups: request.approvers.groups },
       requiredApprovals: request.requiredApprovals,
       expiresAt: request.expiresAt,

@@ -236,6 +236,8 @@ export interface ApprovalHandle {
   decisions: ApprovalDecision[];
   /** The message of its `Executed` or `Decided` condition, when it has one (why it ended as it did). */
   conditionMessage?: string | undefined;
+  /** The object's uid: tells an Approval from one re-created under the same name. */
+  uid?: string | undefined;
 }
 
 /** An Approval as the dispatcher reads it (spec + decisions + phase). */
@@ -243,6 +245,11 @@ export interface ApprovalView {
   request: ApprovalRequest;
   decisions: ApprovalDecision[];
   phase: ApprovalPhase;
+  /**
+   * The object's uid. An Approval deleted and re-created under the same name (same execution id) is
+   * another object: its lifecycle records carry its uid, so the two histories never mix.
+   */
+  uid?: string | undefined;
 }
 
 /** Creates and finds Approval objects (backed by the API server). */

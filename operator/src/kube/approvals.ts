@@ -77,6 +77,7 @@ function handleOf(
     },
     decisions: approval.spec.decisions ?? [],
     conditionMessage: settlementMessageOf(approval),
+    uid: approval.metadata.uid,
   };
 }
 

@@ -125,7 +125,13 @@ export interface OpenRequest {
   executionId: string;
   namespace: string;
   name: string;
+  /** The uid of the Approval object the request created, when the record names it. */
+  approvalUid?: string;
 }
+
+/** SQL: `payload.approvalUid` of audit row `alias`, from its hashed bytes (NULL when absent). */
+const UID_OF = (alias: string) =>
+  `(convert_from(${alias}.canonical, 'UTF8')::jsonb #>> '{payload,approvalUid}')`;
 
 /** The requests the chain holds no end for, and where the exemption of earlier ones ends. */
 export interface OpenRequestsFound {
@@ -147,11 +153,15 @@ export async function readOpenRequests(pool: pg.Pool): Promise<OpenRequestsFound
     [LIFECYCLE_MARKER_KIND],
   );
   const lifecycleMarkerSeq = marker.rows[0] ? Number(marker.rows[0].seq) : undefined;
+  // An end answers a request of the same execution after it, and of the same object when both name
+  // one (an Approval re-created under its name is another object with a history of its own).
   const rows = await pool.query(
     `SELECT ${AUDIT_COLUMN_LIST} FROM audit_log r
       WHERE r.kind = $1 AND r.seq > $2
-        AND NOT EXISTS (SELECT 1 FROM audit_log e
-                         WHERE e.execution_id = r.execution_id AND e.seq > r.seq AND e.kind = ANY($3))
+        AND NOT EXISTS (
+          SELECT 1 FROM audit_log e
+           WHERE e.execution_id = r.execution_id AND e.seq > r.seq AND e.kind = ANY($3)
+             AND (${UID_OF("r")} IS NULL OR ${UID_OF("e")} IS NULL OR ${UID_OF("e")} = ${UID_OF("r")}))
       ORDER BY r.seq`,
     [AuditKind.approvalRequested, lifecycleMarkerSeq ?? 0, [...END_KINDS]],
   );
@@ -159,9 +169,11 @@ export async function readOpenRequests(pool: pg.Pool): Promise<OpenRequestsFound
   const seen = new Set<string>();
   for (const row of rows.rows) {
     const sealed = sealedFromRow(row);
-    if (sealed.executionId === null || seen.has(sealed.executionId)) continue;
-    seen.add(sealed.executionId);
     const { entry } = decodeAuditRecord(sealed.canonical);
+    const approvalUid = typeof entry.payload.approvalUid === "string" ? entry.payload.approvalUid : undefined;
+    const key = `${sealed.executionId}/${approvalUid ?? ""}`;
+    if (sealed.executionId === null || seen.has(key)) continue;
+    seen.add(key);
     const approval = String(entry.payload.approval ?? "");
     const name = approval.includes("/") ? approval.slice(approval.indexOf("/") + 1) : approval;
     const namespace = namespaceNamedBy(entry, name) ?? "";
@@ -171,6 +183,7 @@ export async function readOpenRequests(pool: pg.Pool): Promise<OpenRequestsFound
       executionId: sealed.executionId,
       namespace,
       name,
+      ...(approvalUid !== undefined ? { approvalUid } : {}),
     });
   }
   return { ...(lifecycleMarkerSeq !== undefined ? { lifecycleMarkerSeq } : {}), open };

@@ -229,6 +229,7 @@ function viewOf(approval: Approval): ApprovalView {
     request: requestOf(approval),
     decisions: approval.spec.decisions,
     phase: approval.status?.phase ?? "Pending",
+    uid: approval.metadata.uid,
   };
 }
 
