@@ -5,6 +5,7 @@
  * checked by dispatch.test.ts, which waits out a short ttl anyway). The last one deletes the example
  * namespace, so it runs last.
  */
+import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
@@ -344,5 +345,16 @@ describe("an Approval's lifecycle in the audit chain", () => {
     );
     expect(lifecycle.stdout).not.toContain(name);
     expect(lifecycle.stdout).toMatch(/^1 Approval request without an end/m);
+    // The approvers' plugin runs the same check.
+    const plugin = await new Promise<{ code: number; stdout: string }>((resolve) => {
+      execFile(
+        join(REPO_ROOT, "bin", "kubectl-gatehouse"),
+        ["audit", "lifecycle", "--kubeconfig", env.cluster.kubeconfigPath, "--context", "admin"],
+        { env: { ...process.env, DATABASE_URL: env.databaseUrl } },
+        (error, stdout) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout }),
+      );
+    });
+    expect(plugin.code).toBe(1);
+    expect(plugin.stdout).toBe(lifecycle.stdout);
   });
 });

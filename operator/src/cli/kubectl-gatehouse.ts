@@ -8,6 +8,7 @@
  *   kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json]
  *   kubectl gatehouse audit verify [--from SEQ] [--json]
  *   kubectl gatehouse audit show NAME [-n NS] [-o text|json]
+ *   kubectl gatehouse audit lifecycle [--json]
  *   … [--kubeconfig FILE] [--context NAME] [-n NS] [-h]
  *
  * kubectl finds it on PATH as `kubectl-gatehouse` (bin/kubectl-gatehouse runs this file with the
@@ -22,7 +23,7 @@
  * or variable named it, and what to do). A closed stdout pipe (`… | head -2`) ends it quietly with 0.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
-import { runAuditShow, runAuditVerify } from "./plugin/audit.ts";
+import { runAuditLifecycle, runAuditShow, runAuditVerify } from "./plugin/audit.ts";
 import { connect, KubeconfigError } from "./plugin/connection.ts";
 import { apiMessageOf, decide } from "./plugin/decide.ts";
 import { endQuietlyWhenStdoutCloses, type Output, processOutput } from "./plugin/output.ts";
@@ -187,7 +188,14 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
             output: formatOf(v.output, ["text", "json"] as const),
           });
         }
-        const [only] = positionalsExactly(positionals, 1, "the audit command (verify or show)");
+        if (sub === "lifecycle") {
+          positionalsExactly(positionals, 1, "no more arguments");
+          if (v.from !== undefined || v.output !== undefined || flags.namespace !== undefined) {
+            throw new UsageError("audit lifecycle takes only --json and the kubeconfig flags");
+          }
+          return await runAuditLifecycle({ ...flags, json: v.json === true });
+        }
+        const [only] = positionalsExactly(positionals, 1, "the audit command (verify, show or lifecycle)");
         if (only !== "verify") throw new UsageError(`unknown audit command ${JSON.stringify(only)}`);
         if (v.output !== undefined) throw new UsageError("audit verify takes --json, not -o");
         return await runAuditVerify({ ...flags, from: v.from, json: v.json === true });

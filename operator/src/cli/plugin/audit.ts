@@ -1,5 +1,5 @@
 /**
- * `audit verify` and `audit show`: run the audit CLI, `operator/src/cli/gatehouse-audit.ts`, with the
+ * `audit verify`, `audit show` and `audit lifecycle`: run the audit CLI, `operator/src/cli/gatehouse-audit.ts`, with the
  * same Node and the plugin's flags turned into its own — the CLI is reused whole (its checks, its
  * text and its exit codes), not copied. It reads DATABASE_URL from the environment.
  */
@@ -59,6 +59,25 @@ export function runAuditVerify(options: AuditOptions): Promise<number> {
 /** Runs `gatehouse-audit show` with stdio inherited; resolves with its exit code (0 printed, 1 not found, 2 error). */
 export function runAuditShow(options: AuditShowOptions): Promise<number> {
   return runAuditCli(auditShowArguments(options));
+}
+
+/** The audit CLI's arguments for `audit lifecycle`: the API server is the kubeconfig's. */
+export function auditLifecycleArguments(options: {
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+  json: boolean;
+}): string[] {
+  return [
+    "lifecycle",
+    ...(options.json ? ["--json"] : []),
+    ...(options.kubeconfig ? ["--kubeconfig", options.kubeconfig] : []),
+    ...(options.context ? ["--context", options.context] : []),
+  ];
+}
+
+/** Runs `gatehouse-audit lifecycle` with stdio inherited; resolves with its exit code (0 none lost, 1 lost ends, 2 error). */
+export function runAuditLifecycle(options: Parameters<typeof auditLifecycleArguments>[0]): Promise<number> {
+  return runAuditCli(auditLifecycleArguments(options));
 }
 
 function runAuditCli(args: string[]): Promise<number> {

@@ -30,6 +30,7 @@ Commands:
   transcript SESSION       print the transcript of AgentSession SESSION (from Postgres, via the gateway)
   audit verify             verify the audit chain (gatehouse-audit verify)
   audit show NAME          print Approval NAME's history from the audit chain (gatehouse-audit show)
+  audit lifecycle          check that no Approval request lost its end (gatehouse-audit lifecycle)
 
 You are whoever the API server says your credential is (kubectl auth whoami): the decision's approver
 is that user, and no flag changes it. Admission checks every decision (crds/admission-policies.yaml).
@@ -101,8 +102,9 @@ ${CONNECTION_FLAGS}`,
 
   audit: `Usage: kubectl gatehouse audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [-n NS]
        kubectl gatehouse audit show NAME [-n NS] [-o text|json]
+       kubectl gatehouse audit lifecycle [--json] [--kubeconfig FILE] [--context NAME]
 
-Both read the Postgres of $DATABASE_URL (SELECT on the audit tables; the operator role has it).
+All read the Postgres of $DATABASE_URL (SELECT on the audit tables; the operator role has it).
 
 audit verify runs gatehouse-audit verify (operator/src/cli/gatehouse-audit.ts): recomputes the audit
 chain and compares its head with the checkpoints in ConfigMap gatehouse-audit-checkpoints, read with
@@ -120,7 +122,11 @@ session and the Approval are deleted. Here -n is the Approval's namespace (defau
 with an Approval of that name, each headed by its namespace); no kubeconfig is read. Exit codes: 0
 printed, 1 no audit record names the Approval, 2 usage or read error.
 
-  -o, --output FORMAT       text (default) or json`,
+  -o, --output FORMAT       text (default) or json
+
+audit lifecycle runs gatehouse-audit lifecycle: every Approval request after the lifecycle marker must
+have its end in the chain, or its Approval must still be in the cluster (read with your kubeconfig;
+needs get on approvals). Exit codes: 0 none lost, 1 some end lost (each named), 2 usage or read error.`,
 };
 
 /** The usage text of `command` (the plugin's own for an unknown one). */
