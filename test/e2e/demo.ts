@@ -87,6 +87,8 @@ function printExploration(env: Environment, kubeconfigPath: string, kubectlPath:
     `  make logs POD=${NAMESPACE}/<pod>                # a pod's container logs from the local node`,
     `  make audit DATABASE_URL=${env.databaseUrl} ARGS="--kubeconfig ${kubeconfigPath} --context admin"`,
     `  export DATABASE_URL=${env.databaseUrl}   # the transcript: SELECT * FROM session_events`,
+    `  export PATH=$(scripts/ensure-node.sh):$PATH; npx gatehouse-audit show --approval <apr-…>   # one Approval's history from the chain`,
+    `  npx gatehouse-audit lifecycle --kubeconfig ${kubeconfigPath} --context admin   # no Approval request lost its end`,
     `  curl -s ${healthUrl}/metrics | grep ^gatehouse_   # the operator's metrics`,
     `  less ${env.operatorLogPath}   # the operator's log`,
     "The README's walkthrough lists more. Ctrl-C stops everything (the database is kept).",
