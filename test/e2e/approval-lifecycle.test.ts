@@ -20,7 +20,13 @@ import {
   REPO_ROOT,
   startEnvironment,
 } from "./environment.ts";
-import { decisionPatch, eventually, pendingApprovalOf, runGatehouseAudit } from "./story.ts";
+import {
+  createReferenceSession,
+  decisionPatch,
+  eventually,
+  pendingApprovalOf,
+  runGatehouseAudit,
+} from "./story.ts";
 
 const DECISION_BINDING = "gatehouse-approval-decide";
 
@@ -40,20 +46,7 @@ const suffix = Date.now().toString(36);
 
 /** alice asks for the reference story's publish; resolves with the session uid and its Pending Approval. */
 async function proposedPublish(name: string): Promise<{ sessionUid: string; approval: ApprovalObject }> {
-  const session = {
-    apiVersion: "gatehouse.dev/v1alpha1",
-    kind: "AgentSession",
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      subject: { user: "alice" },
-      model: { name: "scripted/reference-story" },
-      messages: [{ text: "Push next week's production plan back by one day." }],
-    },
-  };
-  await env.kubectl.ok("alice", ["create", "-f", "-"], JSON.stringify(session));
-  const sessionUid = (
-    await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])
-  ).stdout;
+  const sessionUid = await createReferenceSession(env, name);
   const approval = (await pendingApprovalOf(env, sessionUid)) as unknown as ApprovalObject;
   return { sessionUid, approval };
 }
@@ -70,8 +63,15 @@ async function approvalInPhase(name: string, phase: string, timeoutMs = 240_000)
   });
 }
 
-async function decide(user: string, approval: string, verdict: "Approve" | "Reject", reason?: string) {
-  await env.kubectl.ok(user, [
+/** `user` appends a decision in `approver`'s name (their own, unless forging) to Approval `approval`. */
+function appendDecision(
+  user: string,
+  approval: string,
+  approver: string,
+  verdict: "Approve" | "Reject",
+  reason?: string,
+) {
+  return env.kubectl.run(user, [
     "patch",
     "approval",
     approval,
@@ -80,8 +80,20 @@ async function decide(user: string, approval: string, verdict: "Approve" | "Reje
     "--type",
     "json",
     "-p",
-    decisionPatch(user, verdict, reason),
+    decisionPatch(approver, verdict, reason),
   ]);
+}
+
+async function decide(user: string, approval: string, verdict: "Approve" | "Reject", reason?: string) {
+  const run = await appendDecision(user, approval, user, verdict, reason);
+  if (run.code !== 0) throw new Error(`${run.command} failed: ${run.stderr}`);
+}
+
+/** Appends the decision, retried until the API server takes it (admission follows binding changes). */
+async function decisionTaken(user: string, approval: string, approver: string): Promise<void> {
+  await eventually(`the API server to take ${user}'s decision as ${approver}`, 60_000, async () =>
+    (await appendDecision(user, approval, approver, "Approve")).code === 0 ? true : undefined,
+  );
 }
 
 /** The chain's records of one call, read back as Core reads them (AuditLog.recordsOf). */
@@ -188,20 +200,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
     await env.kubectl.ok("admin", ["delete", "validatingadmissionpolicybinding", DECISION_BINDING]);
     try {
       // bob (a planner, who may patch Approvals) appends a decision in alice's name.
-      await eventually("the API server to take a forged decision", 60_000, async () => {
-        const run = await env.kubectl.run("bob", [
-          "patch",
-          "approval",
-          name,
-          "-n",
-          NAMESPACE,
-          "--type",
-          "json",
-          "-p",
-          decisionPatch("alice", "Approve"),
-        ]);
-        return run.code === 0 ? true : undefined;
-      });
+      await decisionTaken("bob", name, "alice");
       const held = await eventually("the DecisionRulesEnforced=False condition", 90_000, async () => {
         const current = await getApproval(name);
         const condition = current?.status?.conditions?.find((c) => c.type === "DecisionRulesEnforced");
@@ -228,20 +227,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
     expect((await getApproval(name))?.status?.phase).toBe("Pending");
     expect(env.aps.publishes().length).toBe(publishes);
     // carol, in the approvers group, decides for real.
-    await eventually("admission to take carol's decision", 60_000, async () => {
-      const run = await env.kubectl.run("carol", [
-        "patch",
-        "approval",
-        name,
-        "-n",
-        NAMESPACE,
-        "--type",
-        "json",
-        "-p",
-        decisionPatch("carol", "Approve"),
-      ]);
-      return run.code === 0 ? true : undefined;
-    });
+    await decisionTaken("carol", name, "carol");
     await approvalInPhase(name, "Succeeded");
     const approved = (await chainOf(approval.spec.executionId)).find((r) => r.kind === "approval.approved");
     expect(approved?.payload).toMatchObject({ approvedBy: ["carol"] });

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, REPO_ROOT, startEnvironment } from "./environment.ts";
-import { decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
+import { createReferenceSession, decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
 
 const DECISION_BINDING = "gatehouse-approval-decide";
 
@@ -45,20 +45,7 @@ async function decidedApproval(
   verdict: "Approve" | "Reject",
   phase: string,
 ): Promise<{ approval: ApprovalObject; sessionUid: string }> {
-  const session = {
-    apiVersion: "gatehouse.dev/v1alpha1",
-    kind: "AgentSession",
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      subject: { user: "alice" },
-      model: { name: "scripted/reference-story" },
-      messages: [{ text: "Push next week's production plan back by one day." }],
-    },
-  };
-  await env.kubectl.ok("alice", ["create", "-f", "-"], JSON.stringify(session));
-  const sessionUid = (
-    await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])
-  ).stdout;
+  const sessionUid = await createReferenceSession(env, name);
   const pending = await pendingApprovalOf(env, sessionUid);
   await env.kubectl.ok("alice", [
     "patch",

@@ -175,6 +175,30 @@ export async function eventually<T>(
   }
 }
 
+/**
+ * `user` creates AgentSession `name` in the example namespace asking the scripted reference story's
+ * request (push next week's plan back by one day); resolves with its uid.
+ */
+export async function createReferenceSession(
+  env: Environment,
+  name: string,
+  user = "alice",
+): Promise<string> {
+  const session = {
+    apiVersion: "gatehouse.dev/v1alpha1",
+    kind: "AgentSession",
+    metadata: { name, namespace: NAMESPACE },
+    spec: {
+      subject: { user },
+      model: { name: "scripted/reference-story" },
+      messages: [{ text: "Push next week's production plan back by one day." }],
+    },
+  };
+  await env.kubectl.ok(user, ["create", "-f", "-"], JSON.stringify(session));
+  return (await env.kubectl.ok(user, ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"]))
+    .stdout;
+}
+
 /** The Pending Approval of a session, once the operator created it. */
 export async function pendingApprovalOf(env: Environment, sessionUid: string): Promise<ApprovalObject> {
   return await eventually("the Approval", 180_000, async () => {

@@ -6,21 +6,14 @@ import {
   createInMemoryWorld,
   type InMemoryWorld,
   RULES_ENFORCED,
+  TEST_SESSION,
   testCapability,
 } from "./in-memory-ports.ts";
 import { executeApproved, invoke } from "./invoke.ts";
-import type { ApprovalView, SessionContext } from "./ports.ts";
+import type { ApprovalView } from "./ports.ts";
 import { recoverExpiredExecutions } from "./recovery.ts";
 
-const session: SessionContext = {
-  namespace: "plant-a",
-  name: "s1",
-  uid: "uid-1",
-  subject: { user: "alice", groups: ["planners"] },
-  limits: { maxToolCalls: 50, maxWrites: 10 },
-  counters: { toolCalls: 0, writes: 0 },
-  active: true,
-};
+const session = TEST_SESSION;
 
 const publish = testCapability({
   id: "aps.schedule.publish",

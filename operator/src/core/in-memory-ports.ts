@@ -26,6 +26,7 @@ import type {
   ProviderStatusOutcome,
   ProviderTargetOutcome,
   ResolvedCapability,
+  SessionContext,
 } from "./ports.ts";
 
 /** A stored Approval: the request, its owner (session uid), decisions and phase. */
@@ -78,6 +79,17 @@ export const testCoreConfig: CoreConfig = {
   leaseGraceMs: 1_000,
   maxResultBytes: 1_024,
   approvalTtlSeconds: 3_600,
+};
+
+/** alice's active session s1 in plant-a (group planners), with room for calls and writes. */
+export const TEST_SESSION: SessionContext = {
+  namespace: "plant-a",
+  name: "s1",
+  uid: "uid-1",
+  subject: { user: "alice", groups: ["planners"] },
+  limits: { maxToolCalls: 50, maxWrites: 10 },
+  counters: { toolCalls: 0, writes: 0 },
+  active: true,
 };
 
 /** A ready, enabled capability with sensible defaults, overridable field by field. */

@@ -1,20 +1,17 @@
 import { describe, expect, it } from "vitest";
 import type { InvokeCall } from "../api/agent-protocol.ts";
 import { AuditKind } from "./audit.ts";
-import { auditPayloads, createInMemoryWorld, type InMemoryWorld, testCapability } from "./in-memory-ports.ts";
+import {
+  auditPayloads,
+  createInMemoryWorld,
+  type InMemoryWorld,
+  TEST_SESSION,
+  testCapability,
+} from "./in-memory-ports.ts";
 import { invoke } from "./invoke.ts";
-import type { SessionContext } from "./ports.ts";
 import { appendMissingFinishes, LATE_FINISH_GRACE_MS } from "./recovery.ts";
 
-const session: SessionContext = {
-  namespace: "plant-a",
-  name: "s1",
-  uid: "uid-1",
-  subject: { user: "alice", groups: ["planners"] },
-  limits: { maxToolCalls: 50, maxWrites: 10 },
-  counters: { toolCalls: 0, writes: 0 },
-  active: true,
-};
+const session = TEST_SESSION;
 
 const read: InvokeCall = {
   turn: 0,
