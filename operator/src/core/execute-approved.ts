@@ -5,7 +5,9 @@
  * there, enabled and ready, the schema digest is unchanged, the policy does not forbid it now, the
  * identity binding holds, and the target business object is still at the version the call was
  * proposed against (asked of the provider: `GET /v1/targets/{kind}/{id}`). Then it executes the arguments stored with the Approval — once: a
- * repeated dispatch returns the existing execution.
+ * repeated dispatch returns the existing execution. Nothing is dispatched while admission is not
+ * verified to enforce the decision rules, nor before the chain holds the `approval.approved` record
+ * that `execution.started` then names (core/approval-lifecycle.ts).
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import { answerFromExecution } from "./answer.ts";
@@ -57,10 +59,6 @@ export type ExecuteApprovedResult =
   | { kind: "refused"; phase: ApprovalPhase; reason: string; message: string }
   | { kind: "deferred"; phase: "Approved"; reason: string; message: string };
 
-/**
- * Re-checks and executes an Approved Approval. Errors: throws only when a dependency fails
- * (Postgres, audit, API server); the caller retries — the execution id makes that safe.
- */
 /** The refusal an end record already in the chain settled: nothing more is appended. */
 function refusedBy(end: ChainedRecord): ExecuteApprovedResult {
   return {
@@ -71,6 +69,12 @@ function refusedBy(end: ChainedRecord): ExecuteApprovedResult {
   };
 }
 
+/**
+ * Re-checks and executes an Approved Approval: only while the decision rules are enforced, only what
+ * the audit chain approved (backfilling the approval record of one an earlier version approved), and
+ * a refusal for good is the Approval's end in the chain. Errors: throws only when a dependency fails
+ * (Postgres, audit, API server); the caller retries — the execution id makes that safe.
+ */
 export async function executeApproved(
   deps: CoreDeps,
   input: ExecuteApprovedInput,

@@ -1,19 +1,26 @@
 /**
  * Approval reconciler:
  *   approval = cache.get(key)
- *   new → status Pending
- *   Pending and its session gone, cancelled or ended → Cancelled (audited)
- *   Pending → past expiresAt: Expired; else evaluate decisions (core/approvals.ts): Approved | Rejected | Pending,
- *             with the decisions that did not count and why
+ *   rules = a check of the admission policies started after it was observed (kube/admission-guard.ts)
+ *   being deleted → Core ends it in the audit chain (a Pending one: its decisions, then Cancelled,
+ *             ApprovalDeleted), then the finalizer gatehouse.dev/audit-lifecycle goes
+ *   no finalizer yet (created by an earlier version) → add it
+ *   Pending and its session gone, cancelled or ended → Core records its decisions and Cancelled
+ *   Pending → Core observes the decisions (core/approval-lifecycle.ts): each recorded once in the
+ *             chain, then Approved | Rejected | Expired recorded there before the status says so, or
+ *             still Pending; while the rules are not enforced no decision counts (condition
+ *             DecisionRulesEnforced=False)
  *   not Pending and decisions appended since it was decided (admission refuses them; anything that
  *             slips through, e.g. while the decision policy is not installed) → they change nothing;
  *             each is reported once: Event DecisionIgnored (Warning) and an audit record
  *   Approved | Executing → dispatch through Core (executeApproved): it re-checks what admission cannot
- *             (session alive, policy, schema digest, argument digest) and executes exactly once
- *             (the execution row is claimed by its idempotency key, so a repeated dispatch is safe)
+ *             (rules enforced, the approval in the chain, session alive, policy, schema digest,
+ *             argument digest) and executes exactly once (the execution row is claimed by its
+ *             idempotency key, so a repeated dispatch is safe)
  *   status = phase, approvals, ignoredDecisions, observedDecisions, execution
  * When the phase first leaves Pending for Approved, Rejected or Expired, the time since the
- * Approval's creation is observed as gatehouse_approval_decision_seconds.
+ * Approval's creation is observed as gatehouse_approval_decision_seconds; Rejected and Expired also
+ * get an Event.
  */
 import type { Logger } from "pino";
 import { isTerminalSessionPhase } from "../../api/agentsession.ts";
