@@ -69,6 +69,33 @@ export function namespaceNamedBy(record: AuditEntry, name: string): string | und
 }
 
 /**
+ * One execution's records split by Approval object: a request naming another object (`approvalUid`)
+ * than the one before starts a new history — the Approval was deleted and re-created under its name.
+ * Records that name no object (executions, earlier versions) stay with the current one. Pure.
+ */
+export function byObject(records: readonly ChainedRecord[]): ChainedRecord[][] {
+  const histories: ChainedRecord[][] = [];
+  let current: ChainedRecord[] = [];
+  let uid: unknown;
+  for (const record of records) {
+    const recordUid = record.payload.approvalUid;
+    if (
+      record.kind === AuditKind.approvalRequested &&
+      recordUid !== undefined &&
+      uid !== undefined &&
+      recordUid !== uid
+    ) {
+      histories.push(current);
+      current = [];
+    }
+    if (recordUid !== undefined) uid = recordUid;
+    current.push(record);
+  }
+  if (current.length > 0) histories.push(current);
+  return histories;
+}
+
+/**
  * Finds the records of Approval `ref` on `pool` (needs SELECT on `audit_log`). A name that is not
  * `apr-<20 hex>` names no Approval Gatehouse created: nothing is found.
  * Errors: pg errors; `internal` for a row that cannot be decoded.
@@ -103,12 +130,9 @@ export async function readApprovalRecords(pool: pg.Pool, ref: ApprovalRef): Prom
 
   const log = createPostgresAuditLog(pool);
   for (const [executionId, namespace] of namespaces) {
-    found.histories.push({
-      namespace,
-      name: ref.name,
-      executionId,
-      records: await log.recordsOf(executionId),
-    });
+    for (const records of byObject(await log.recordsOf(executionId))) {
+      found.histories.push({ namespace, name: ref.name, executionId, records });
+    }
   }
   found.histories.sort(
     (a, b) =>
