@@ -45,6 +45,19 @@ describe("the decision right shown by pending", () => {
     expect(rightText(decisionRightOf(approval(), bob, true, NOW))).toBe("no (not an approver)");
   });
 
+  it("says an uncounted entry in one's name is not one's decision", () => {
+    const forged = approval({ decisions: [{ approver: "carol", verdict: "Approve" }] });
+    forged.status = {
+      phase: "Pending",
+      ignoredDecisions: [
+        { approver: "carol", reason: "observed while admission did not enforce the decision rules" },
+      ],
+    } as Approval["status"];
+    expect(rightText(decisionRightOf(forged, carol, true, NOW))).toBe(
+      "no (an uncounted Approve in your name)",
+    );
+  });
+
   it("refuses without RBAC, after a decision of one's own, once expired, and once no longer Pending", () => {
     expect(decisionRightOf(approval(), carol, false, NOW).why).toMatch(/RBAC/);
     const decided = approval({ decisions: [{ approver: "carol", verdict: "Reject", reason: "no" }] });

@@ -23,7 +23,14 @@ export function decisionRightOf(approval: Approval, me: Me, rbacAllowed: boolean
   if (Date.parse(approval.spec.expiresAt) <= now.getTime()) return { may: "no", why: "expired" };
   if (!rbacAllowed) return { may: "no", why: "RBAC: no patch on approvals" };
   const mine = approval.spec.decisions.find((d) => d.approver === me.username);
-  if (mine) return { may: "no", why: `decided (${mine.verdict})` };
+  if (mine) {
+    // An entry in your name the operator did not count (e.g. forged while admission was off) is not your decision.
+    const uncounted = approval.status?.ignoredDecisions?.some((i) => i.approver === me.username);
+    return {
+      may: "no",
+      why: uncounted ? `an uncounted ${mine.verdict} in your name` : `decided (${mine.verdict})`,
+    };
+  }
   const isRequester = approval.spec.requester.user === me.username;
   const isApprover =
     approval.spec.approvers.users.includes(me.username) ||
