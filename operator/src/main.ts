@@ -127,6 +127,7 @@ const core: CoreDeps = {
 await startCaches(caches);
 synced = true;
 const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
+metrics.trackDecisionRules(admission.enforced);
 log.info({ runsAsOperatorRole: store.runsAsOperatorRole }, "caches synced; starting the gateway");
 const records = sessionRecords(store.transcripts);
 const gateway = buildGateway({

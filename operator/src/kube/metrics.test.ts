@@ -8,6 +8,15 @@ function sample(text: string, name: string, labels: string): number | undefined 
 }
 
 describe("operator metrics", () => {
+  it("says whether decisions count: 1 while the decision rules are enforced, 0 while not", async () => {
+    const metrics = createMetrics();
+    let enforced = true;
+    metrics.trackDecisionRules(() => enforced);
+    expect(await metrics.registry.metrics()).toMatch(/^gatehouse_decision_rules_enforced 1$/m);
+    enforced = false;
+    expect(await metrics.registry.metrics()).toMatch(/^gatehouse_decision_rules_enforced 0$/m);
+  });
+
   it("exposes invoke durations per decision in seconds", async () => {
     const metrics = createMetrics();
     metrics.coreMetrics.invoked("allowed", 40);

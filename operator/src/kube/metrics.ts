@@ -39,6 +39,8 @@ export interface OperatorMetrics {
   trackQueue(queue: string, depth: () => number): void;
   /** Reports the number of Pending Approvals whenever metrics are collected. */
   trackPendingApprovals(count: () => number): void;
+  /** Reports whether admission enforces the decision rules (1) or not (0) whenever metrics are collected. */
+  trackDecisionRules(enforced: () => boolean): void;
   /** Sets whether this replica holds the leader lease (1) or not (0). */
   setLeader(isLeader: boolean): void;
   /**
@@ -101,6 +103,15 @@ export function createMetrics(): OperatorMetrics {
     registers: [registry],
     collect() {
       this.set(pending());
+    },
+  });
+  let rulesEnforced: () => boolean = () => false;
+  new Gauge({
+    name: "gatehouse_decision_rules_enforced",
+    help: "1 while the API server is verified to enforce the Approval decision rules; 0: no decision counts and nothing is dispatched.",
+    registers: [registry],
+    collect() {
+      this.set(rulesEnforced() ? 1 : 0);
     },
   });
   const leader = new Gauge({
@@ -186,6 +197,9 @@ export function createMetrics(): OperatorMetrics {
     },
     trackPendingApprovals(count) {
       pending = count;
+    },
+    trackDecisionRules(enforced) {
+      rulesEnforced = enforced;
     },
     setLeader(isLeader) {
       leader.set(isLeader ? 1 : 0);
