@@ -248,7 +248,7 @@ function viewOf(approval: Approval): ApprovalView {
 async function finalizeApproval(
   deps: ApprovalDeps,
   deleted: Approval,
-  rules: DecisionRulesVerdict,
+  rulesNow: () => Promise<DecisionRulesVerdict>,
   now: Date,
   log: Logger,
 ): Promise<ReconcileResult> {
@@ -260,7 +260,7 @@ async function finalizeApproval(
   if (phase === "Pending") {
     await endApproval(deps.core, {
       approval: viewOf(approval),
-      rules,
+      rules: await rulesNow(),
       phase: "Cancelled",
       reason: "ApprovalDeleted",
       message,
@@ -296,9 +296,14 @@ export async function reconcileApproval(
   const cached = deps.caches.approvals.get(name, namespace);
   if (!cached) return undefined;
   const now = deps.now();
-  // Judged by a check made after the cached Approval was observed (kube/admission-guard.ts).
-  const rules = await deps.decisionRules(now.getTime());
-  if (cached.metadata.deletionTimestamp) return finalizeApproval(deps, cached, rules, now, log);
+  // Judged by a check made after the cached Approval was observed (kube/admission-guard.ts), taken
+  // only where decisions are counted or a call dispatched: a settled Approval needs none.
+  let checked: DecisionRulesVerdict | undefined;
+  const rulesNow = async () => {
+    checked ??= await deps.decisionRules(now.getTime());
+    return checked;
+  };
+  if (cached.metadata.deletionTimestamp) return finalizeApproval(deps, cached, rulesNow, now, log);
   // Approvals created by an earlier version have no finalizer yet; the update queues it again.
   if (!hasFinalizer(cached, APPROVAL_FINALIZER)) {
     await addFinalizer(deps.clients, APPROVAL, cached, APPROVAL_FINALIZER);
@@ -322,7 +327,9 @@ export async function reconcileApproval(
       now,
     );
   };
-  if (!rules.enforced || status.conditions?.some((c) => c.type === "DecisionRulesEnforced")) {
+  const undecided = phase === "Pending" || phase === "Approved" || phase === "Executing";
+  const rules = undecided ? await rulesNow() : undefined;
+  if (rules && (!rules.enforced || status.conditions?.some((c) => c.type === "DecisionRulesEnforced"))) {
     status.conditions = setCondition(status.conditions, rulesCondition(rules, generation), now);
   }
 
@@ -347,7 +354,7 @@ export async function reconcileApproval(
     const message = `AgentSession ${approval.spec.sessionRef.name} ${why}; the proposed call will not run.`;
     await endApproval(deps.core, {
       approval: viewOf(approval),
-      rules,
+      rules: await rulesNow(),
       phase: "Cancelled",
       reason: "SessionEnded",
       message,
@@ -363,7 +370,8 @@ export async function reconcileApproval(
   if (phase === "Pending") {
     // Core observes the decisions, records each in the audit chain and settles the phase there first
     // (core/approval-lifecycle.ts); the status follows what the chain holds.
-    const decided = await decideApproval(deps.core, { approval: viewOf(approval), rules });
+    const pendingRules = await rulesNow();
+    const decided = await decideApproval(deps.core, { approval: viewOf(approval), rules: pendingRules });
     status.approvals = decided.evaluation.approvals;
     status.ignoredDecisions = decided.evaluation.ignored.map((i) => ({
       approver: i.approver,
@@ -374,14 +382,16 @@ export async function reconcileApproval(
       const counted = `${decided.evaluation.approvals} of ${approval.spec.requiredApprovals} approvals.`;
       setPhase(
         "Pending",
-        rules.enforced ? "AwaitingDecision" : "DecisionRulesNotEnforced",
-        rules.enforced
+        pendingRules.enforced ? "AwaitingDecision" : "DecisionRulesNotEnforced",
+        pendingRules.enforced
           ? counted
           : `${counted} No decision counts until admission enforces the decision rules.`,
       );
       await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
       const untilExpiry = Math.max(1_000, Date.parse(approval.spec.expiresAt) - now.getTime());
-      return { requeueAfterMs: rules.enforced ? untilExpiry : Math.min(untilExpiry, RULES_RECHECK_MS) };
+      return {
+        requeueAfterMs: pendingRules.enforced ? untilExpiry : Math.min(untilExpiry, RULES_RECHECK_MS),
+      };
     }
     setPhase(decided.phase, decided.phase, decided.message);
     if (decided.phase !== "Approved") {
@@ -415,7 +425,7 @@ export async function reconcileApproval(
   const result = await executeApproved(deps.core, {
     approval: { ...viewOf(approval), phase: "Approved" },
     ...(session ? { session } : {}),
-    rules,
+    rules: await rulesNow(),
   });
   const final: Status = { ...status };
   if (result.kind === "executed") {
