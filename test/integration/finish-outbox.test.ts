@@ -41,6 +41,7 @@ function failingFinishes(chain: PostgresAuditLog, failures: { left: number }): A
         throw new GatehouseError("unavailable", "the audit log is unavailable");
       return chain.append(entry);
     },
+    appendAll: (entries) => chain.appendAll(entries),
     recordsOf: (executionId) => chain.recordsOf(executionId),
   };
 }
@@ -100,6 +101,7 @@ describe("an execution.finished lost after the receipt, with Core on Postgres", 
           throw new GatehouseError("unavailable", "the connection was lost after the commit");
         return appended;
       },
+      appendAll: (entries) => chain.appendAll(entries),
       recordsOf: (executionId) => chain.recordsOf(executionId),
     };
     world.deps = { ...world.deps, executions, audit: lostAnswer };

@@ -20,6 +20,7 @@ import type {
   AppendedRecord,
   ApprovalPhase,
   ApprovalView,
+  AuditEntry,
   ChainedRecord,
   CoreDeps,
   DecisionRulesVerdict,
@@ -139,6 +140,8 @@ export interface SettledApproval {
   evaluation: ApprovalEvaluation;
   end: AppendedRecord;
   message: string;
+  /** The history with this end in it, for a dispatch in the same reconcile (no second read). */
+  history: ApprovalHistory;
 }
 
 /** What {@link decideApproval} found: still Pending, or settled. */
@@ -149,7 +152,8 @@ export type ApprovalDecisionResult =
 /** Input of {@link decideApproval}. */
 export interface DecideApprovalInput {
   approval: ApprovalView;
-  rules: DecisionRulesVerdict;
+  /** The verdict, or a check still running (read beside the chain, not after it). */
+  rules: DecisionRulesVerdict | Promise<DecisionRulesVerdict>;
 }
 
 /**
@@ -164,31 +168,30 @@ export async function decideApproval(
   deps: CoreDeps,
   input: DecideApprovalInput,
 ): Promise<ApprovalDecisionResult> {
-  const { approval, rules } = input;
-  const history = await readHistory(deps, approval);
+  const { approval } = input;
+  const [history, rules] = await Promise.all([readHistory(deps, approval), input.rules]);
   if (history.end) {
     return {
       phase: phaseOfEnd(history.end),
       evaluation: evaluateRecorded(approval, history),
       end: history.end,
       message: String(history.end.payload.message ?? ""),
+      history,
     };
   }
-  const evaluation = await recordDecisions(deps, approval, history, rules);
+  const { entries, evaluation } = decisionEntries(deps, approval, history, rules);
   const request = approval.request;
   const expired = Date.parse(request.expiresAt) * 1000 <= deps.clock.nowMicros();
+  const settle = (phase: ApprovalPhase, message: string) =>
+    settled(deps, approval, history, entries, evaluation, phase, phase, message);
   if (rules.enforced && evaluation.outcome === "Rejected") {
-    const message = `Rejected by ${evaluation.rejectedBy}.`;
-    return settled(deps, approval, evaluation, "Rejected", "Rejected", message);
+    return settle("Rejected", `Rejected by ${evaluation.rejectedBy}.`);
   }
   if (rules.enforced && evaluation.outcome === "Approved") {
-    const message = `Approved by ${evaluation.approvedBy.join(", ")}.`;
-    return settled(deps, approval, evaluation, "Approved", "Approved", message);
+    return settle("Approved", `Approved by ${evaluation.approvedBy.join(", ")}.`);
   }
-  if (expired) {
-    const message = `No decision before ${request.expiresAt}.`;
-    return settled(deps, approval, evaluation, "Expired", "Expired", message);
-  }
+  if (expired) return settle("Expired", `No decision before ${request.expiresAt}.`);
+  if (entries.length > 0) await deps.audit.appendAll(entries);
   return { phase: "Pending", evaluation, rules };
 }
 
@@ -216,8 +219,17 @@ export async function endApproval(deps: CoreDeps, input: EndApprovalInput): Prom
     }
     return { seq: history.end.seq, hash: history.end.hash };
   }
-  const evaluation = await recordDecisions(deps, input.approval, history, input.rules);
-  const result = await settled(deps, input.approval, evaluation, input.phase, input.reason, input.message);
+  const { entries, evaluation } = decisionEntries(deps, input.approval, history, input.rules);
+  const result = await settled(
+    deps,
+    input.approval,
+    history,
+    entries,
+    evaluation,
+    input.phase,
+    input.reason,
+    input.message,
+  );
   return result.end;
 }
 
@@ -265,50 +277,32 @@ function countedDecisions(approval: ApprovalView, evaluation: ApprovalEvaluation
 }
 
 /**
- * Appends `approval.decided` for each decision the history does not hold yet, in index order, and
- * returns the evaluation they amount to. While the rules are not enforced the new ones are recorded
- * as never counting, and the evaluation takes that into account.
+ * The `approval.decided` entries for each decision the history does not hold yet, in index order
+ * (added to `history`), and the evaluation they amount to. While the rules are not enforced the new
+ * ones are recorded as never counting, and the evaluation takes that into account.
  */
-async function recordDecisions(
+function decisionEntries(
   deps: CoreDeps,
   approval: ApprovalView,
   history: ApprovalHistory,
   rules: DecisionRulesVerdict,
-): Promise<ApprovalEvaluation> {
-  if (!rules.enforced) {
-    for (const [index, decision] of approval.decisions.entries()) {
-      if (history.decided.has(index)) continue;
-      const recorded = {
-        index,
-        approver: decision.approver,
-        verdict: decision.verdict,
-        counted: false,
-        rulesEnforced: false,
-      };
-      await deps.audit.append(
-        lifecycleEntry(deps, approval, AuditKind.approvalDecided, decision.approver, "failure", {
-          ...recorded,
-          ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
-          ignoredReason: unenforcedReason(rules.message),
-        }),
-      );
-      history.decided.set(index, recorded);
-    }
-    return evaluateRecorded(approval, history);
-  }
-  const evaluation = evaluateRecorded(approval, history);
-  const ignored = new Map(evaluation.ignored.map((i) => [i.index, i.reason]));
+): { entries: AuditEntry[]; evaluation: ApprovalEvaluation } {
+  // Judged before the new decisions join the history: a decision observed while enforced counts by
+  // the evaluation; one observed while not enforced is marked so and never counts.
+  const before = rules.enforced ? evaluateRecorded(approval, history) : undefined;
+  const ignored = new Map(before?.ignored.map((i) => [i.index, i.reason]));
+  const entries: AuditEntry[] = [];
   for (const [index, decision] of approval.decisions.entries()) {
     if (history.decided.has(index)) continue;
-    const why = ignored.get(index);
+    const why = rules.enforced ? ignored.get(index) : unenforcedReason(rules.message);
     const recorded = {
       index,
       approver: decision.approver,
       verdict: decision.verdict,
       counted: why === undefined,
-      rulesEnforced: true,
+      rulesEnforced: rules.enforced,
     };
-    await deps.audit.append(
+    entries.push(
       lifecycleEntry(
         deps,
         approval,
@@ -324,21 +318,28 @@ async function recordDecisions(
     );
     history.decided.set(index, recorded);
   }
-  return evaluation;
+  return { entries, evaluation: before ?? evaluateRecorded(approval, history) };
 }
 
-/** Appends the end record of `phase` and returns the result. */
+/** Appends `decided` and then the end record of `phase` in one transaction; returns the result. */
 async function settled(
   deps: CoreDeps,
   approval: ApprovalView,
+  history: ApprovalHistory,
+  decided: AuditEntry[],
   evaluation: ApprovalEvaluation,
   phase: ApprovalPhase,
   reason: string,
   message: string,
 ): Promise<SettledApproval> {
   const kind = END_KIND_OF_PHASE[phase] ?? AuditKind.approvalFailed;
-  const end = await deps.audit.append(
-    lifecycleEntry(deps, approval, kind, "gatehouse", phase === "Approved" ? "success" : "failure", {
+  const endEntry = lifecycleEntry(
+    deps,
+    approval,
+    kind,
+    "gatehouse",
+    phase === "Approved" ? "success" : "failure",
+    {
       phase,
       reason,
       message,
@@ -346,9 +347,12 @@ async function settled(
       ...(phase === "Approved" ? { approvedBy: evaluation.approvedBy } : {}),
       ...(evaluation.rejectedBy !== undefined ? { rejectedBy: evaluation.rejectedBy } : {}),
       requiredApprovals: approval.request.requiredApprovals,
-    }),
+    },
   );
-  return { phase, evaluation, end, message };
+  const appended = await deps.audit.appendAll([...decided, endEntry]);
+  const end = appended[appended.length - 1] as AppendedRecord;
+  history.end = { ...endEntry, ...end };
+  return { phase, evaluation, end, message, history };
 }
 
 /**

@@ -12,6 +12,7 @@
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import { answerFromExecution } from "./answer.ts";
 import {
+  type ApprovalHistory,
   approvalKeyOf,
   backfillApproved,
   END_KIND_OF_PHASE,
@@ -45,6 +46,8 @@ export interface ExecuteApprovedInput {
   session?: SessionContext | undefined;
   /** Whether admission is verified to enforce the decision rules; while not, nothing is dispatched. */
   rules: DecisionRulesVerdict;
+  /** The Approval's history as `decideApproval` just left it, in the same reconcile; else read from the chain. */
+  history?: ApprovalHistory | undefined;
 }
 
 /**
@@ -111,7 +114,7 @@ export async function executeApproved(
   }
 
   // The chain, not the status, says whether and by whom it was approved (core/approval-lifecycle.ts).
-  const history = await readHistory(deps, approval);
+  const history = input.history ?? (await readHistory(deps, approval));
   if (history.dispatchEnd) return refusedBy(history.dispatchEnd);
   if (history.end && history.end.kind !== AuditKind.approvalApproved) return refusedBy(history.end);
   const evaluation = evaluateRecorded(approval, history);

@@ -317,6 +317,15 @@ export function createInMemoryWorld(
         world.audit.push(structuredClone(entry));
         return sealed(world.audit.length - 1);
       },
+      async appendAll(entries) {
+        // One transaction: all or nothing.
+        if (entries.some((entry) => world.auditFails(entry))) {
+          throw new GatehouseError("unavailable", "the audit log is unavailable");
+        }
+        const appended = [];
+        for (const entry of entries) appended.push(await world.deps.audit.append(entry));
+        return appended;
+      },
       async recordsOf(executionId) {
         return world.audit.flatMap((entry, index) =>
           entry.executionId === executionId ? [{ ...structuredClone(entry), ...sealed(index) }] : [],

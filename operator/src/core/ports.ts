@@ -470,6 +470,8 @@ export interface ChainedRecord extends AuditEntry, AppendedRecord {}
 export interface AuditLog {
   /** Appends `entry`; resolves once it is durable. */
   append(entry: AuditEntry): Promise<AppendedRecord>;
+  /** Appends `entries` in order, in one transaction when they fit; resolves once all are durable. */
+  appendAll(entries: readonly AuditEntry[]): Promise<AppendedRecord[]>;
   /**
    * Every record whose `executionId` is `executionId`, ascending by seq: one proposed call's history
    * (its request, decisions, end, execution). Errors: the store's.

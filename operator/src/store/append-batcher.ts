@@ -41,6 +41,18 @@ export class AppendBatcher {
     });
   }
 
+  /** Queues `entries` together, in order: one transaction carries them all when they fit in a batch. */
+  appendAll(entries: readonly AuditEntry[]): Promise<AppendedRecord[]> {
+    const appended = entries.map(
+      (entry) =>
+        new Promise<AppendedRecord>((resolve, reject) => {
+          this.queue.push({ entry, resolve, reject });
+        }),
+    );
+    if (!this.flushing && entries.length > 0) void this.flush();
+    return Promise.all(appended);
+  }
+
   private async flush(): Promise<void> {
     this.flushing = true;
     try {

@@ -63,6 +63,11 @@ export function createPostgresAuditLog(
       return batcher.append(entry);
     },
 
+    async appendAll(entries) {
+      for (const entry of entries) assertEncodable(entry);
+      return batcher.appendAll(entries);
+    },
+
     async appendBatch(entries) {
       if (entries.length > MAX_ROWS_PER_INSERT) {
         throw new GatehouseError(

@@ -28,7 +28,12 @@ import type { Decision } from "../../api/approval.ts";
 import type { Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
 import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
-import { decideApproval, endApproval, endUndispatched } from "../../core/approval-lifecycle.ts";
+import {
+  type ApprovalHistory,
+  decideApproval,
+  endApproval,
+  endUndispatched,
+} from "../../core/approval-lifecycle.ts";
 import { AuditKind } from "../../core/audit.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
@@ -298,9 +303,9 @@ export async function reconcileApproval(
   const now = deps.now();
   // Judged by a check made after the cached Approval was observed (kube/admission-guard.ts), taken
   // only where decisions are counted or a call dispatched: a settled Approval needs none.
-  let checked: DecisionRulesVerdict | undefined;
-  const rulesNow = async () => {
-    checked ??= await deps.decisionRules(now.getTime());
+  let checked: Promise<DecisionRulesVerdict> | undefined;
+  const rulesNow = () => {
+    checked ??= deps.decisionRules(now.getTime());
     return checked;
   };
   if (cached.metadata.deletionTimestamp) return finalizeApproval(deps, cached, rulesNow, now, log);
@@ -327,12 +332,19 @@ export async function reconcileApproval(
       now,
     );
   };
+  // The check starts now and runs beside the chain reads; each path below waits for it before it writes.
   const undecided = phase === "Pending" || phase === "Approved" || phase === "Executing";
-  const rules = undecided ? await rulesNow() : undefined;
-  if (rules && (!rules.enforced || status.conditions?.some((c) => c.type === "DecisionRulesEnforced"))) {
-    status.conditions = setCondition(status.conditions, rulesCondition(rules, generation), now);
-  }
+  if (undecided) void rulesNow();
+  const noteRules = async () => {
+    if (!undecided) return;
+    const rules = await rulesNow();
+    if (!rules.enforced || status.conditions?.some((c) => c.type === "DecisionRulesEnforced")) {
+      status.conditions = setCondition(status.conditions, rulesCondition(rules, generation), now);
+    }
+  };
 
+  /** The history decideApproval left, when it approved the call in this reconcile. */
+  let justDecided: ApprovalHistory | undefined;
   const sessionObject = deps.caches.sessions
     .list(namespace)
     .find((s) => s.metadata.uid === approval.spec.sessionRef.uid);
@@ -361,6 +373,7 @@ export async function reconcileApproval(
     });
     setPhase("Cancelled", "SessionEnded", message);
     status.observedDecisions = approval.spec.decisions.length;
+    await noteRules();
     await writeStatusIfChanged(deps.clients, APPROVAL, approval, status);
     log.info({ reason: "SessionEnded" }, "pending approval cancelled");
     deps.events.normal(approval, "Cancelled", message);
@@ -370,8 +383,10 @@ export async function reconcileApproval(
   if (phase === "Pending") {
     // Core observes the decisions, records each in the audit chain and settles the phase there first
     // (core/approval-lifecycle.ts); the status follows what the chain holds.
+    const decided = await decideApproval(deps.core, { approval: viewOf(approval), rules: rulesNow() });
+    if ("history" in decided) justDecided = decided.history;
     const pendingRules = await rulesNow();
-    const decided = await decideApproval(deps.core, { approval: viewOf(approval), rules: pendingRules });
+    await noteRules();
     status.approvals = decided.evaluation.approvals;
     status.ignoredDecisions = decided.evaluation.ignored.map((i) => ({
       approver: i.approver,
@@ -412,6 +427,7 @@ export async function reconcileApproval(
   // Dispatch. Approved (the decision) and then Executing are written first, so a crash between here
   // and the receipt leaves a visible state that the next reconcile resumes from.
   // status.execution is only ever copied from the execution row, never guessed.
+  await noteRules();
   let written = approval;
   if (phase === "Pending") {
     written = (await writeStatusIfChanged(deps.clients, APPROVAL, written, status)) ?? written;
@@ -426,6 +442,7 @@ export async function reconcileApproval(
     approval: { ...viewOf(approval), phase: "Approved" },
     ...(session ? { session } : {}),
     rules: await rulesNow(),
+    history: justDecided,
   });
   const final: Status = { ...status };
   if (result.kind === "executed") {
