@@ -231,6 +231,16 @@ describe("the decisions and the end of an Approval in the audit chain", () => {
     });
   });
 
+  it("records a decision whose approver name holds U+0000, keeping the name in the payload", async () => {
+    const world = worldWithPublish();
+    const approval = await proposed(world, [{ approver: "car\u0000ol", verdict: "Approve" }]);
+    const result = await decideApproval(world.deps, { approval, rules: RULES_ENFORCED });
+    expect(result.phase).toBe("Pending");
+    const [decided] = recordsOfKind(world, AuditKind.approvalDecided);
+    expect(decided?.actor).toBe("car\uFFFDol");
+    expect(decided?.payload.approver).toBe("car\u0000ol");
+  });
+
   it("ignores records of another Approval that shares the execution id", () => {
     const history = historyOf(
       [

@@ -255,7 +255,9 @@ export function lifecycleEntry(
 ) {
   return {
     kind,
-    actor,
+    // The actor column is text, which cannot hold U+0000; an approver name written while admission
+    // was off may contain it. The payload keeps the name exactly (canonical JSON escapes it).
+    actor: actor.replaceAll("\u0000", "\uFFFD"),
     outcome,
     sessionUid: approval.request.sessionRef.uid,
     executionId: approval.request.executionId,

@@ -5,6 +5,7 @@
  * Postgres or an API server.
  */
 import type { InvokeRequest, Subject } from "@gatehouse/provider-sdk";
+import { assertEncodable } from "./audit.ts";
 import { canonicalJson, type JsonObject, sha256Hex } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
 import type {
@@ -313,6 +314,7 @@ export function createInMemoryWorld(
     },
     audit: {
       async append(entry) {
+        assertEncodable(entry); // as the Postgres log does before it queues an entry
         if (world.auditFails(entry)) throw new GatehouseError("unavailable", "the audit log is unavailable");
         world.audit.push(structuredClone(entry));
         return sealed(world.audit.length - 1);
