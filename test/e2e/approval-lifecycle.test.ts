@@ -130,6 +130,17 @@ async function restoreAdmission(): Promise<void> {
   ]);
 }
 
+/** `gatehouse-audit lifecycle` against the environment's database and cluster, as admin. */
+function lifecycleCheck() {
+  return runGatehouseAudit(env, [
+    "lifecycle",
+    "--kubeconfig",
+    env.cluster.kubeconfigPath,
+    "--context",
+    "admin",
+  ]);
+}
+
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo());
   operator = env.operator;
@@ -270,13 +281,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
     expect(chain[1]?.payload).toMatchObject({ backfilled: true, approvedBy: ["alice"] });
     expect(chain[2]?.payload.approvalRecord).toEqual({ seq: chain[1]?.seq, hash: chain[1]?.hash });
     // Every request of this file so far has its end in the chain.
-    const lifecycle = await runGatehouseAudit(env, [
-      "lifecycle",
-      "--kubeconfig",
-      env.cluster.kubeconfigPath,
-      "--context",
-      "admin",
-    ]);
+    const lifecycle = await lifecycleCheck();
     expect(lifecycle.stdout).toMatch(/^every Approval request has an end in the chain$/m);
     expect(lifecycle.code).toBe(0);
   });
@@ -317,13 +322,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
 
     // The chain shows the one released by hand as a request without an end, and only that one.
     expect(kindsOf(await chainOf(released.spec.executionId))).toEqual(["approval.requested"]);
-    const lifecycle = await runGatehouseAudit(env, [
-      "lifecycle",
-      "--kubeconfig",
-      env.cluster.kubeconfigPath,
-      "--context",
-      "admin",
-    ]);
+    const lifecycle = await lifecycleCheck();
     expect(lifecycle.stderr).toBe("");
     expect(lifecycle.code).toBe(1);
     expect(lifecycle.stdout).toContain(

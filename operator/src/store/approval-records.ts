@@ -46,6 +46,15 @@ export interface ApprovalRecordsFound {
   lifecycleMarkerSeq?: number;
 }
 
+/** Seq of the chain's `audit.lifecycle_marker` record, or undefined when it has none. */
+async function lifecycleMarkerSeqOf(pool: pg.Pool): Promise<number | undefined> {
+  const marker = await pool.query<{ seq: string }>(
+    "SELECT seq FROM audit_log WHERE kind = $1 ORDER BY seq LIMIT 1",
+    [LIFECYCLE_MARKER_KIND],
+  );
+  return marker.rows[0] ? Number(marker.rows[0].seq) : undefined;
+}
+
 /** The execution id prefix of Approval name `apr-<20 hex>`, or undefined for any other name. */
 export function executionIdPrefixOf(approvalName: string): string | undefined {
   const match = new RegExp(`^apr-([0-9a-f]{${NAME_PREFIX_LENGTH}})$`).exec(approvalName);
@@ -101,11 +110,7 @@ export function byObject(records: readonly ChainedRecord[]): ChainedRecord[][] {
  * Errors: pg errors; `internal` for a row that cannot be decoded.
  */
 export async function readApprovalRecords(pool: pg.Pool, ref: ApprovalRef): Promise<ApprovalRecordsFound> {
-  const marker = await pool.query<{ seq: string }>(
-    "SELECT seq FROM audit_log WHERE kind = $1 ORDER BY seq LIMIT 1",
-    [LIFECYCLE_MARKER_KIND],
-  );
-  const lifecycleMarkerSeq = marker.rows[0] ? Number(marker.rows[0].seq) : undefined;
+  const lifecycleMarkerSeq = await lifecycleMarkerSeqOf(pool);
   const found: ApprovalRecordsFound = {
     histories: [],
     ...(lifecycleMarkerSeq !== undefined ? { lifecycleMarkerSeq } : {}),
@@ -172,11 +177,7 @@ export interface OpenRequestsFound {
  * Pending in the cluster or a lost end. Errors: pg errors.
  */
 export async function readOpenRequests(pool: pg.Pool): Promise<OpenRequestsFound> {
-  const marker = await pool.query<{ seq: string }>(
-    "SELECT seq FROM audit_log WHERE kind = $1 ORDER BY seq LIMIT 1",
-    [LIFECYCLE_MARKER_KIND],
-  );
-  const lifecycleMarkerSeq = marker.rows[0] ? Number(marker.rows[0].seq) : undefined;
+  const lifecycleMarkerSeq = await lifecycleMarkerSeqOf(pool);
   // An end answers a request of the same execution after it, and of the same object when both name
   // one (an Approval re-created under its name is another object with a history of its own).
   const rows = await pool.query(
