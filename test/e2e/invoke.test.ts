@@ -640,3 +640,60 @@ describe("a capability whose spec.policy.subjects leaves alice out", () => {
     expect(await mark.calls()).toEqual([]);
   });
 });
+
+describe("two Capabilities with the same spec.id in one namespace", () => {
+  interface CapabilityObject {
+    status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
+  }
+  const readyOf = async (name: string) =>
+    (
+      await env.kubectl.json<CapabilityObject>("admin", ["get", "capability", name, "-n", namespace])
+    ).status?.conditions?.find((c) => c.type === "Ready");
+  const COPY = `${capabilityName(READ)}-copy`;
+
+  it("offers neither, refuses the call naming DuplicateId, gives each a condition naming the other, and offers the one left once the copy goes", async () => {
+    await env.kubectl.ok(
+      "admin",
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gatehouse.dev/v1alpha1",
+        kind: "Capability",
+        metadata: { name: COPY, namespace },
+        spec: { id: READ, providerRef: { name: "counter" }, policy: { approval: "Forbidden" } },
+      }),
+    );
+    for (const [name, other] of [
+      [capabilityName(READ), COPY],
+      [COPY, capabilityName(READ)],
+    ] as const) {
+      const ready = await eventually(`${name} to be Ready=False DuplicateId`, 60_000, async () => {
+        const condition = await readyOf(name);
+        return condition?.reason === "DuplicateId" ? condition : undefined;
+      });
+      expect(ready.status).toBe("False");
+      expect(ready.message).toContain(
+        `Capability ${other} in this namespace also defines the tool ${toolName(READ)}`,
+      );
+    }
+
+    const session = await sleepingSession(env, namespace, "duplicate");
+    const token = await podToken(env, session);
+    const mark = await counter.mark();
+    const view = await getSessionView(env, token);
+    const offered = (view.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+    expect(offered).not.toContain(toolName(READ));
+    expect(offered).toContain(toolName(PLACE));
+    const reply = await invokeAs(env, token, call(0, 0, READ, "{}"));
+    expect(reply.body).toMatchObject({ status: "denied", errorKind: "unavailable" });
+    expect(reply.body.content).toContain("(DuplicateId)");
+    expect(await executionsOf(session.uid)).toEqual([]);
+    expect(await mark.calls()).toEqual([]);
+
+    await env.kubectl.ok("admin", ["delete", "capability", COPY, "-n", namespace]);
+    await eventually(`${capabilityName(READ)} to be Ready again`, 60_000, async () =>
+      (await readyOf(capabilityName(READ)))?.status === "True" ? true : undefined,
+    );
+    const again = await invokeAs(env, token, call(0, 1, READ, "{}"));
+    expect(again.body).toMatchObject({ status: "succeeded" });
+  });
+});

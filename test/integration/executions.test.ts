@@ -21,6 +21,7 @@ function newExecution(overrides: Partial<NewExecution> = {}): NewExecution {
     session: { uid: "uid-1", namespace: "plant-a", name: "s1" },
     capability: "aps.schedule.publish",
     providerRef: { namespace: "plant-a", name: "aps" },
+    idempotency: "key",
     request: {
       executionId: id,
       idempotencyKey: `gh1.${id}`,
@@ -67,11 +68,15 @@ describe("executions in Postgres", () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();
     expect((await store.claim(row)).owned).toBe(true);
-    await store.recordReceipt(row.id, {
-      state: "succeeded",
-      receipt: { status: "succeeded", result: { published: true } },
-      atMicros: row.atMicros + 5,
-    });
+    await store.recordReceipt(
+      row.id,
+      {
+        state: "succeeded",
+        receipt: { status: "succeeded", result: { published: true } },
+        atMicros: row.atMicros + 5,
+      },
+      1,
+    );
     const again = await store.claim(row);
     expect(again.owned).toBe(false);
     expect(again.execution).toMatchObject({ state: "succeeded", receipt: { result: { published: true } } });
@@ -93,14 +98,22 @@ describe("executions in Postgres", () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();
     await store.claim(row);
-    const failed = await store.recordReceipt(row.id, {
-      state: "failed",
-      errorKind: "forbidden",
-      receipt: { status: "failed", errorKind: "forbidden", message: "bob may not publish" },
-      atMicros: row.atMicros + 1,
-    });
+    const failed = await store.recordReceipt(
+      row.id,
+      {
+        state: "failed",
+        errorKind: "forbidden",
+        receipt: { status: "failed", errorKind: "forbidden", message: "bob may not publish" },
+        atMicros: row.atMicros + 1,
+      },
+      1,
+    );
     expect(failed.recorded).toBe(true);
-    const overwrite = await store.recordReceipt(row.id, { state: "succeeded", atMicros: row.atMicros + 2 });
+    const overwrite = await store.recordReceipt(
+      row.id,
+      { state: "succeeded", atMicros: row.atMicros + 2 },
+      1,
+    );
     expect(overwrite).toMatchObject({
       recorded: false,
       execution: { state: "failed", errorKind: "forbidden" },
@@ -112,12 +125,11 @@ describe("executions in Postgres", () => {
     ["succeeded", "failed"],
     ["failed", "succeeded"],
     ["unknown", "started"],
-    ["unknown", "unknown"],
   ] as const)("refuses the illegal transition %s → %s in SQL, even to a direct UPDATE", async (from, to) => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();
     await store.claim(row);
-    await store.recordReceipt(row.id, { state: from, atMicros: row.atMicros + 1 });
+    await store.recordReceipt(row.id, { state: from, atMicros: row.atMicros + 1 }, 1);
 
     await expect(
       db.operator.query("UPDATE executions SET state = $2 WHERE id = $1", [row.id, to]),
@@ -146,16 +158,24 @@ describe("executions in Postgres", () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();
     await store.claim(row);
-    await store.recordReceipt(row.id, {
-      state: "unknown",
-      errorKind: "unknown_outcome",
-      atMicros: row.atMicros + 1,
-    });
-    const resolved = await store.recordReceipt(row.id, {
-      state: "succeeded",
-      receipt: { status: "succeeded" },
-      atMicros: row.atMicros + 2,
-    });
+    await store.recordReceipt(
+      row.id,
+      {
+        state: "unknown",
+        errorKind: "unknown_outcome",
+        atMicros: row.atMicros + 1,
+      },
+      1,
+    );
+    const resolved = await store.recordReceipt(
+      row.id,
+      {
+        state: "succeeded",
+        receipt: { status: "succeeded" },
+        atMicros: row.atMicros + 2,
+      },
+      1,
+    );
     expect(resolved).toMatchObject({ recorded: true, execution: { state: "succeeded" } });
   });
 
@@ -177,17 +197,112 @@ describe("executions in Postgres", () => {
     expect(await store.takeOverExpired(leased.id, 9_000, 2_000)).toBeUndefined();
     const finished = newExecution({ leaseUntilMicros: 1_000 });
     await store.claim(finished);
-    await store.recordReceipt(finished.id, { state: "succeeded", atMicros: 1_500 });
+    await store.recordReceipt(finished.id, { state: "succeeded", atMicros: 1_500 }, 1);
     expect(await store.takeOverExpired(finished.id, 9_000, 2_000)).toBeUndefined();
+  });
+
+  it("records an outcome only under the current fencing token", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution({ leaseUntilMicros: 1_000 });
+    expect((await store.claim(row)).execution).toMatchObject({ fencingToken: 1, idempotency: "key" });
+    const taken = await store.takeOverExpired(row.id, 9_000, 2_000);
+    expect(taken).toMatchObject({ fencingToken: 2, state: "started" });
+    // The recoverer records unknown; the slow first claimer's "never sent" failure comes later.
+    expect((await store.recordReceipt(row.id, { state: "unknown", atMicros: 2_100 }, 2)).recorded).toBe(true);
+    const stale = await store.recordReceipt(
+      row.id,
+      { state: "failed", errorKind: "unavailable", neverSent: true, atMicros: 2_200 },
+      1,
+    );
+    expect(stale).toMatchObject({ recorded: false, execution: { state: "unknown", neverSent: false } });
+    expect(await store.renewLease(row.id, 1, 99_000, 2_300)).toBe(false);
+  });
+
+  it("renews the lease of a started row for its current holder only", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution({ leaseUntilMicros: 1_000 });
+    await store.claim(row);
+    expect(await store.renewLease(row.id, 1, 5_000, 900)).toBe(true);
+    expect(await store.takeOverExpired(row.id, 9_000, 2_000)).toBeUndefined();
+    expect(await store.get(row.id)).toMatchObject({ leaseUntilMicros: 5_000, fencingToken: 1 });
+    await store.recordReceipt(row.id, { state: "succeeded", atMicros: 2_100 }, 1);
+    expect(await store.renewLease(row.id, 1, 9_000, 2_200)).toBe(false);
+  });
+
+  it("keeps never_sent for a started row that failed, and refuses it on anything else in SQL", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const failed = newExecution();
+    await store.claim(failed);
+    await store.recordReceipt(
+      failed.id,
+      { state: "failed", errorKind: "unavailable", neverSent: true, atMicros: 5 },
+      1,
+    );
+    expect(await store.get(failed.id)).toMatchObject({ state: "failed", neverSent: true });
+    const succeeded = newExecution();
+    await store.claim(succeeded);
+    await expect(
+      db.operator.query("UPDATE executions SET state = 'succeeded', never_sent = true WHERE id = $1", [
+        succeeded.id,
+      ]),
+    ).rejects.toThrow(/never_sent|never sent/);
+    await expect(
+      db.operator.query("UPDATE executions SET fencing_token = 0 WHERE id = $1", [succeeded.id]),
+    ).rejects.toThrow(/fencing/);
+  });
+
+  it("takes an unknown row due for settling for one attempt at a time, under a new token", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution({ leaseUntilMicros: 1_000 });
+    await store.claim(row);
+    await store.recordReceipt(row.id, { state: "unknown", nextSettleMicros: 3_000, atMicros: 1_500 }, 1);
+    expect(await store.listUnsettled(2_000, 10)).toEqual([]);
+    expect((await store.listUnsettled(4_000, 10)).map((e) => e.id)).toContain(row.id);
+    const takers = await Promise.all(
+      [1, 2, 3].map(() => store.takeUnknownForSettling(row.id, 50_000, 4_000, 60_000)),
+    );
+    expect(takers.filter((t) => t !== undefined)).toEqual([
+      expect.objectContaining({
+        state: "unknown",
+        fencingToken: 2,
+        settleAttempts: 1,
+        nextSettleMicros: 60_000,
+      }),
+    ]);
+    // Still leased: not due again, even past its next time; the outcome stays as recorded.
+    expect(await store.takeUnknownForSettling(row.id, 90_000, 45_000, undefined)).toBeUndefined();
+    expect((await store.get(row.id))?.updatedAtMicros).toBe(1_500);
+    expect((await store.recordReceipt(row.id, { state: "succeeded", atMicros: 4_100 }, 1)).recorded).toBe(
+      false,
+    );
+    expect((await store.recordReceipt(row.id, { state: "succeeded", atMicros: 4_100 }, 2)).recorded).toBe(
+      true,
+    );
+    expect((await store.get(row.id))?.nextSettleMicros).toBeUndefined();
+    await expect(
+      db.operator.query("UPDATE executions SET message = 'edited' WHERE id = $1 AND state = 'unknown'", [
+        row.id,
+      ]),
+    ).resolves.toMatchObject({ rowCount: 0 });
+  });
+
+  it("refuses to change what an unknown row recorded, other than settling it", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    await store.recordReceipt(row.id, { state: "unknown", message: "no answer", atMicros: 5 }, 1);
+    await expect(
+      db.operator.query("UPDATE executions SET message = 'edited' WHERE id = $1", [row.id]),
+    ).rejects.toThrow(`execution ${row.id}: an unknown outcome changes only to succeeded or failed`);
   });
 
   it("reports not_found when recording on a missing execution", async () => {
     const store = createPostgresExecutionStore(db.operator);
-    await expect(store.recordReceipt("f".repeat(40), { state: "failed", atMicros: 1 })).rejects.toMatchObject(
-      {
-        kind: "not_found",
-      },
-    );
+    await expect(
+      store.recordReceipt("f".repeat(40), { state: "failed", atMicros: 1 }, 1),
+    ).rejects.toMatchObject({
+      kind: "not_found",
+    });
   });
 });
 
@@ -204,7 +319,7 @@ describe("the finish outbox of executions in Postgres", () => {
     const store = createPostgresExecutionStore(db.operator);
     const row = newExecution();
     await store.claim(row);
-    await store.recordReceipt(row.id, { state, atMicros: row.atMicros + 1 });
+    await store.recordReceipt(row.id, { state, atMicros: row.atMicros + 1 }, 1);
     return { store, row };
   }
 
@@ -254,7 +369,7 @@ describe("the finish outbox of executions in Postgres", () => {
   it("starts a row that leaves unknown for a definite outcome again without an audit seq", async () => {
     const { store, row } = await finished("unknown");
     expect(await store.markFinishAudited(row.id, 5)).toBe(true);
-    await store.recordReceipt(row.id, { state: "succeeded", atMicros: row.atMicros + 2 });
+    await store.recordReceipt(row.id, { state: "succeeded", atMicros: row.atMicros + 2 }, 1);
     const resolved = await store.get(row.id);
     expect(resolved).toMatchObject({ state: "succeeded" });
     expect(resolved?.finishAuditSeq).toBeUndefined();
@@ -269,9 +384,9 @@ describe("the finish outbox of executions in Postgres", () => {
     const marked = newExecution({ atMicros: 1_000 });
     const started = newExecution({ atMicros: 1_000 });
     for (const row of [early, later, marked, started]) await store.claim(row);
-    await store.recordReceipt(later.id, { state: "failed", atMicros: 3_000 });
-    await store.recordReceipt(early.id, { state: "succeeded", atMicros: 2_000 });
-    await store.recordReceipt(marked.id, { state: "succeeded", atMicros: 2_000 });
+    await store.recordReceipt(later.id, { state: "failed", atMicros: 3_000 }, 1);
+    await store.recordReceipt(early.id, { state: "succeeded", atMicros: 2_000 }, 1);
+    await store.recordReceipt(marked.id, { state: "succeeded", atMicros: 2_000 }, 1);
     await store.markFinishAudited(marked.id, 1);
 
     const ids = (before: number) =>
@@ -295,11 +410,14 @@ describe("migrating executions to the finish outbox", () => {
     const store = createPostgresExecutionStore(db.operator);
     const [succeeded, unknown, started] = [newExecution(), newExecution(), newExecution()];
     for (const row of [succeeded, unknown, started]) await store.claim(row);
-    await store.recordReceipt(succeeded.id, { state: "succeeded", atMicros: succeeded.atMicros + 1 });
-    await store.recordReceipt(unknown.id, { state: "unknown", atMicros: unknown.atMicros + 1 });
+    await store.recordReceipt(succeeded.id, { state: "succeeded", atMicros: succeeded.atMicros + 1 }, 1);
+    await store.recordReceipt(unknown.id, { state: "unknown", atMicros: unknown.atMicros + 1 }, 1);
 
-    expect(await migrate(db.url, { direction: "down", count: 1 })).toEqual(["0006_finish_outbox"]);
-    expect(await migrate(db.url)).toEqual(["0006_finish_outbox"]);
+    expect(await migrate(db.url, { direction: "down", count: 2 })).toEqual([
+      "0007_execution_fencing",
+      "0006_finish_outbox",
+    ]);
+    expect(await migrate(db.url)).toEqual(["0006_finish_outbox", "0007_execution_fencing"]);
 
     expect((await store.get(succeeded.id))?.finishAuditSeq).toBe(0);
     expect((await store.get(unknown.id))?.finishAuditSeq).toBe(0);

@@ -1,13 +1,18 @@
 /**
  * The leader's execution-recovery loop: every `intervalMs` it settles `started` executions whose
  * claimer's lease ended (core/recovery.ts) — Auto calls whose agent never repeated them, and Approvals
- * whose dispatcher died before the next reconcile reached them — and then appends the `execution.finished`
- * records whose append failed after the receipt was stored (the finish outbox). A sweep never overlaps
- * the previous one.
+ * whose dispatcher died before the next reconcile reached them — then asks again about `unknown`
+ * executions that are due (core/recovery.ts `settleUnknownExecutions`), and then appends the
+ * `execution.finished` records whose append failed after the receipt was stored (the finish outbox).
+ * A sweep never overlaps the previous one.
  */
 import type { Logger } from "pino";
 import type { CoreDeps } from "../core/ports.ts";
-import { appendMissingFinishes, recoverExpiredExecutions } from "../core/recovery.ts";
+import {
+  appendMissingFinishes,
+  recoverExpiredExecutions,
+  settleUnknownExecutions,
+} from "../core/recovery.ts";
 
 /** Starts the loop; `stop()` waits for a running sweep. */
 export function startExecutionRecovery(
@@ -23,6 +28,11 @@ export function startExecutionRecovery(
         if (count > 0) log.info({ count }, "recovered executions whose lease ended");
       })
       .catch((error: unknown) => log.error({ err: error }, "execution recovery sweep failed"))
+      .then(() => settleUnknownExecutions(core))
+      .then((count) => {
+        if (count > 0) log.info({ count }, "asked again about executions of unknown outcome");
+      })
+      .catch((error: unknown) => log.error({ err: error }, "settle sweep of unknown executions failed"))
       .then(() => appendMissingFinishes(core))
       .then((count) => {
         if (count > 0) log.info({ count }, "settled finishes missing from the audit chain");

@@ -11,6 +11,7 @@ import type { AgentSession } from "../api/kinds.ts";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { OperatorConfig } from "../config.ts";
 import type { CoreDeps, DecisionRulesVerdict } from "../core/ports.ts";
+import { toolNameOf } from "../core/tool-names.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
 import { eventRecorder } from "../kube/events.ts";
@@ -169,7 +170,16 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     if (provider) providers.enqueue({ metadata: { namespace: pod.metadata?.namespace, name: provider } });
   });
   caches.capabilities.onChange((c, event, previous) => {
-    if (specOrMetadataChanged(c, event, previous)) capabilities.enqueue(c);
+    if (specOrMetadataChanged(c, event, previous)) {
+      capabilities.enqueue(c);
+      // Capabilities sharing its tool name, before or after the change, learn whether they still clash.
+      const names = new Set([toolNameOf(c.spec.id), ...(previous ? [toolNameOf(previous.spec.id)] : [])]);
+      for (const other of caches.capabilities.list(c.metadata.namespace)) {
+        if (other.metadata.name !== c.metadata.name && names.has(toolNameOf(other.spec.id))) {
+          capabilities.enqueue(other);
+        }
+      }
+    }
     // Sessions naming it learn whether it exists (condition CapabilitiesResolved).
     if (event !== "update") {
       for (const s of caches.sessions.list(c.metadata.namespace)) {

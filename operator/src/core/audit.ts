@@ -35,6 +35,10 @@ export const AuditKind = {
   executionStarted: "execution.started",
   executionFinished: "execution.finished",
   executionRecovering: "execution.recovering",
+  /** An unknown outcome asked again (status query, or a re-invoke by key) by the leader's sweep. */
+  executionSettling: "execution.settling",
+  /** A provider's answer that arrived after a later holder took the execution over. */
+  executionLateAnswer: "execution.late_answer",
 } as const;
 
 /** The audit outcome of an execution in `state`: started → pending, succeeded → success, … */

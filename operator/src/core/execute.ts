@@ -1,8 +1,9 @@
 /**
  * The execution step (DESIGN §4 step 8–10), shared by `invoke` (Auto calls) and `executeApproved`
  * (Approved Approvals):
- *   claim the row (exactly one claimer executes) → re-check the stored arguments' digest → audit
- *   `execution.started` → call the provider with a deadline and the idempotency key
+ *   claim the row (exactly one claimer executes; fencing token 1) → re-check the stored arguments'
+ *   digest → audit `execution.started` → renew the lease (or leave the call to whoever took the row
+ *   over meanwhile) → call the provider with a deadline and the idempotency key
  *   (`provider-call.ts`: retries with the same key, status query, unknown) → record the receipt →
  *   audit `execution.finished` → answer.
  * A claim that finds the row already there returns that row — after recovering it (`recovery.ts`)
@@ -75,6 +76,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     session: plan.session,
     capability: plan.capability.id,
     providerRef: plan.capability.providerRef,
+    idempotency: plan.capability.idempotency,
     request,
     argumentsCanonical: plan.argumentsCanonical,
     requestDigest: plan.argumentsDigest,
@@ -94,6 +96,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
       actor: plan.actor,
       capability: plan.capability.id,
       attemptsMade,
+      fencingToken: stored.fencingToken,
     });
     return {
       answer: answerFromExecution(execution, config.maxResultBytes),
@@ -113,6 +116,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
         errorKind: "conflict",
         message: "the stored arguments do not match their digest; not executed",
         atMicros: clock.nowMicros(),
+        neverSent: true,
       },
       0,
     );
@@ -140,13 +144,40 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     });
   } catch (error) {
     // No audit, no execution (DESIGN §11): the provider was not called, so this is a definite failure.
-    await deps.executions.recordReceipt(plan.executionId, {
-      state: "failed",
-      errorKind: "unavailable",
-      message: "the audit log is unavailable; not executed",
-      atMicros: clock.nowMicros(),
-    });
+    await deps.executions.recordReceipt(
+      plan.executionId,
+      {
+        state: "failed",
+        errorKind: "unavailable",
+        message: "the audit log is unavailable; not executed",
+        atMicros: clock.nowMicros(),
+        neverSent: true,
+      },
+      stored.fencingToken,
+    );
     throw error;
+  }
+
+  // The append may have waited past the lease: renew it from now, or — when a recoverer already took
+  // the row over — leave the call to that holder instead of sending it a second time.
+  const renewedAt = clock.nowMicros();
+  const renewed = await deps.executions.renewLease(
+    stored.id,
+    stored.fencingToken,
+    renewedAt + leaseMsOf(config, attempts) * 1000,
+    renewedAt,
+  );
+  if (!renewed) {
+    deps.logger.warn(
+      { executionId: stored.id, fencingToken: stored.fencingToken },
+      "the lease ended before the provider was called and another holder took the execution over; not calling it",
+    );
+    const current = (await deps.executions.get(stored.id)) ?? stored;
+    return {
+      answer: answerFromExecution(current, config.maxResultBytes),
+      execution: current,
+      executedNow: false,
+    };
   }
 
   const { outcome, attemptsMade } = await callProvider(
@@ -158,6 +189,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
       sessionUid: plan.session.uid,
     },
     attempts,
+    false,
   );
   deps.failpoint?.("after-provider-call");
   return finish(outcome, attemptsMade);

@@ -116,6 +116,15 @@ export function testCapability(overrides: Partial<ResolvedCapability> = {}): Res
   };
 }
 
+function dueForSettling(record: ExecutionRecord, nowMicros: number): boolean {
+  return (
+    record.state === "unknown" &&
+    record.nextSettleMicros !== undefined &&
+    record.nextSettleMicros < nowMicros &&
+    record.leaseUntilMicros < nowMicros
+  );
+}
+
 /** Builds the in-memory world. `startMicros` is the clock's start (it only moves when a test moves it). */
 export function createInMemoryWorld(
   options: { config?: Partial<CoreConfig>; startMicros?: number } = {},
@@ -162,6 +171,9 @@ export function createInMemoryWorld(
       const record: ExecutionRecord = {
         ...structuredClone(row),
         state: "started",
+        fencingToken: 1,
+        neverSent: false,
+        settleAttempts: 0,
         createdAtMicros: row.atMicros,
         updatedAtMicros: row.atMicros,
       };
@@ -172,27 +184,57 @@ export function createInMemoryWorld(
       const record = world.executions.get(id);
       return record ? structuredClone(record) : undefined;
     },
-    async recordReceipt(id, outcome) {
+    async recordReceipt(id, outcome, fencingToken) {
       const record = world.executions.get(id);
       if (!record) throw new GatehouseError("not_found", `execution ${id} does not exist`);
       const allowed =
-        record.state === "started" ||
-        (record.state === "unknown" && (outcome.state === "succeeded" || outcome.state === "failed"));
+        record.fencingToken === fencingToken &&
+        (record.state === "started" ||
+          (record.state === "unknown" && (outcome.state === "succeeded" || outcome.state === "failed")));
       if (!allowed) return { recorded: false, execution: structuredClone(record) };
       record.state = outcome.state;
       record.updatedAtMicros = outcome.atMicros;
       if (outcome.receipt) record.receipt = outcome.receipt;
       if (outcome.errorKind) record.errorKind = outcome.errorKind;
       if (outcome.message) record.message = outcome.message;
+      record.neverSent = outcome.state === "failed" && outcome.neverSent === true;
+      if (outcome.state === "unknown" && outcome.nextSettleMicros !== undefined) {
+        record.nextSettleMicros = outcome.nextSettleMicros;
+      } else delete record.nextSettleMicros;
       delete record.finishAuditSeq;
       return { recorded: true, execution: structuredClone(record) };
+    },
+    async renewLease(id, fencingToken, leaseUntilMicros, nowMicros) {
+      const record = world.executions.get(id);
+      if (record?.state !== "started" || record.fencingToken !== fencingToken) return false;
+      record.leaseUntilMicros = leaseUntilMicros;
+      record.updatedAtMicros = nowMicros;
+      return true;
     },
     async takeOverExpired(id, leaseUntilMicros, nowMicros) {
       const record = world.executions.get(id);
       if (record?.state !== "started" || record.leaseUntilMicros >= nowMicros) return undefined;
       record.leaseUntilMicros = leaseUntilMicros;
       record.updatedAtMicros = nowMicros;
+      record.fencingToken++;
       return structuredClone(record);
+    },
+    async takeUnknownForSettling(id, leaseUntilMicros, nowMicros, nextSettleMicros) {
+      const record = world.executions.get(id);
+      if (!record || !dueForSettling(record, nowMicros)) return undefined;
+      record.leaseUntilMicros = leaseUntilMicros;
+      record.fencingToken++;
+      record.settleAttempts++;
+      if (nextSettleMicros !== undefined) record.nextSettleMicros = nextSettleMicros;
+      else delete record.nextSettleMicros;
+      return structuredClone(record);
+    },
+    async listUnsettled(nowMicros, limit) {
+      return [...world.executions.values()]
+        .filter((e) => dueForSettling(e, nowMicros))
+        .sort((a, b) => (a.nextSettleMicros ?? 0) - (b.nextSettleMicros ?? 0))
+        .slice(0, limit)
+        .map((e) => structuredClone(e));
     },
     async listExpired(nowMicros, limit) {
       return [...world.executions.values()]

@@ -290,6 +290,11 @@ export interface NewExecution {
   /** Capability id (`aps.schedule.publish`). */
   capability: string;
   providerRef: ProviderRef;
+  /**
+   * The provider's deduplication as the Capability declared it when the row was claimed: what
+   * recovery relies on, never the Capability's value at recovery time.
+   */
+  idempotency: Idempotency;
   /** The request as it will be sent to the provider (without grant). */
   request: InvokeRequest;
   /** RFC 8785 canonical JSON of `request.arguments`, the exact bytes `requestDigest` covers. */
@@ -306,6 +311,22 @@ export interface NewExecution {
 /** A stored execution row. */
 export interface ExecutionRecord extends NewExecution {
   state: ExecutionState;
+  /**
+   * The fencing token of the current lease holder: 1 for the claimer, one more for every takeover.
+   * Only the holder of the current token records an outcome, renews the lease or settles the row, so
+   * a slow earlier holder cannot overwrite what a later one recorded.
+   */
+  fencingToken: number;
+  /**
+   * True only for a `failed` row whose request certainly never reached the provider (it was never
+   * sent, or the provider could not be reached on the first and only claim): the one failure after
+   * which an identical call may run again.
+   */
+  neverSent: boolean;
+  /** How often an `unknown` row was taken to be settled again (status query, or a re-invoke by key). */
+  settleAttempts: number;
+  /** When an `unknown` row is next taken to be settled; absent once only a person can settle it. */
+  nextSettleMicros?: number;
   /** The provider's receipt, when it answered. */
   receipt?: InvokeResponse;
   errorKind?: ErrorKind;
@@ -328,6 +349,10 @@ export interface ExecutionOutcome {
   errorKind?: ErrorKind;
   message?: string;
   atMicros: number;
+  /** For a `failed` outcome: the request certainly never reached the provider. */
+  neverSent?: boolean;
+  /** For an `unknown` outcome: when to try settling it again; absent → only a person settles it. */
+  nextSettleMicros?: number;
 }
 
 /** Execution rows (backed by Postgres `executions`). */
@@ -340,25 +365,48 @@ export interface ExecutionStore {
   claim(row: NewExecution): Promise<{ owned: boolean; execution: ExecutionRecord }>;
   get(id: string): Promise<ExecutionRecord | undefined>;
   /**
-   * Records an outcome. Allowed transitions: started → succeeded|failed|unknown, unknown →
-   * succeeded|failed (a later status query resolved it). Anything else leaves the row unchanged and
+   * Records an outcome as the holder of `fencingToken`. Allowed transitions: started →
+   * succeeded|failed|unknown, unknown → succeeded|failed (a later settle attempt resolved it), each
+   * only while `fencingToken` is the row's current token. Anything else leaves the row unchanged and
    * returns `recorded: false` with the current row. A recorded outcome is a new finish, not yet in the
    * audit chain: `finishAuditSeq` is cleared. Errors: throws `not_found` for an unknown id.
    */
   recordReceipt(
     id: string,
     outcome: ExecutionOutcome,
+    fencingToken: number,
   ): Promise<{ recorded: boolean; execution: ExecutionRecord }>;
   /**
+   * Extends the lease of a `started` row to `leaseUntilMicros` while `fencingToken` is still current;
+   * false when someone took the row over (its lease had ended) or it is finished — the caller must
+   * then not call the provider.
+   */
+  renewLease(id: string, fencingToken: number, leaseUntilMicros: number, nowMicros: number): Promise<boolean>;
+  /**
    * Takes over a `started` row whose lease ended before `nowMicros` (its claimer died or hung), giving
-   * the caller the lease until `leaseUntilMicros`. Of concurrent callers at most one gets the row;
-   * the others (and callers for a row that is finished or still leased) get undefined.
+   * the caller the lease until `leaseUntilMicros` and the next fencing token. Of concurrent callers at
+   * most one gets the row; the others (and callers for a row that is finished or still leased) get
+   * undefined.
    */
   takeOverExpired(
     id: string,
     leaseUntilMicros: number,
     nowMicros: number,
   ): Promise<ExecutionRecord | undefined>;
+  /**
+   * Takes an `unknown` row due to be settled again (`nextSettleMicros` before `nowMicros`, no live
+   * lease) for one settle attempt: the lease until `leaseUntilMicros`, the next fencing token,
+   * `settleAttempts` plus one, and `nextSettleMicros` moved to `nextSettleMicros` (absent → none).
+   * At most one concurrent caller gets the row.
+   */
+  takeUnknownForSettling(
+    id: string,
+    leaseUntilMicros: number,
+    nowMicros: number,
+    nextSettleMicros: number | undefined,
+  ): Promise<ExecutionRecord | undefined>;
+  /** Up to `limit` `unknown` rows due to be settled again before `nowMicros`, the longest due first. */
+  listUnsettled(nowMicros: number, limit: number): Promise<ExecutionRecord[]>;
   /** Up to `limit` `started` rows whose lease ended before `nowMicros`, the longest expired first. */
   listExpired(nowMicros: number, limit: number): Promise<ExecutionRecord[]>;
   /**

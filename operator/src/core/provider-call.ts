@@ -1,13 +1,17 @@
 /**
  * One execution's conversation with its provider (DESIGN §4 step 8), shared by the first execution
- * (`execute.ts`) and by recovery after a crash (`recovery.ts`):
+ * (`execute.ts`) and by recovery and settling (`recovery.ts`):
  *   invoke up to `invokeAttempts` times with the same idempotency key while the outcome stays unknown
- *   (a lost answer, or a receipt that itself says `timeout`/`unknown_outcome`); a request that certainly
- *   never left is a definite failure (`unavailable`); if the outcome is still unknown, ask the
- *   provider's status endpoint with the same key; if that does not settle it, the outcome is `unknown`
- *   — never guessed as failed or succeeded. A business refusal (`forbidden`, `conflict`, …) is final
- *   at once: never rewritten, never retried.
- * Finishing a row (receipt, audit, metrics) is here too, so both paths record outcomes identically.
+ *   (a lost answer, or a receipt that itself says `timeout`/`unknown_outcome`); on the first execution
+ *   a request that certainly never left is a definite failure (`unavailable`, never sent); if the
+ *   outcome is still unknown, ask the provider's status endpoint with the same key; if that does not
+ *   settle it, the outcome is `unknown` — never guessed as failed or succeeded. A business refusal
+ *   (`forbidden`, `conflict`, …) is final at once: never rewritten, never retried.
+ * A row an earlier holder may already have sent (recovery, settling) starts out unknown: that this
+ * holder's request did not leave says nothing about the earlier one, so `not_sent` never makes it
+ * `failed`.
+ * Finishing a row (receipt, audit, metrics) is here too, so every path records outcomes identically,
+ * each under its fencing token.
  */
 import type { ErrorKind, Idempotency, InvokeRequest, InvokeResponse } from "@gatehouse/provider-sdk";
 import { AuditKind, auditOutcomeOf } from "./audit.ts";
@@ -61,21 +65,24 @@ function outcomeOfResponse(response: InvokeResponse, atMicros: number): Executio
 }
 
 /**
- * Runs the conversation described in the header. `invokeAttempts` may be 0 (recovering a row whose
- * provider does not deduplicate: only the status query is safe). Never throws: a provider client that
- * throws is treated as a lost answer.
+ * Runs the conversation described in the header. `mayHaveBeenSent`: an earlier holder of the row may
+ * have sent the request (recovery, settling), so the outcome is unknown until an answer settles it.
+ * `invokeAttempts` may then be 0 (a provider that does not deduplicate: only the status query is safe).
+ * Never throws: a provider client that throws is treated as a lost answer.
  */
 export async function callProvider(
   deps: Pick<CoreDeps, "clock" | "config" | "providers" | "logger">,
   call: ProviderCall,
   invokeAttempts: number,
+  mayHaveBeenSent: boolean,
 ): Promise<ProviderCallResult> {
   const { clock, config, providers } = deps;
   const { request, provider } = call;
   const options = { deadlineMs: config.providerDeadlineMs, sessionUid: call.sessionUid };
   const log = { executionId: request.executionId, capability: request.capability };
-  let unknown: string | undefined =
-    invokeAttempts === 0 ? "the operator stopped before recording an outcome" : undefined;
+  let unknown: string | undefined = mayHaveBeenSent
+    ? "an earlier holder of this execution stopped before recording an outcome"
+    : undefined;
   let unknownReceipt: InvokeResponse | undefined;
   let notSent: string | undefined;
   let attemptsMade = 0;
@@ -100,6 +107,7 @@ export async function callProvider(
     } else if (result.kind === "not_sent") {
       notSent = result.message;
       if (unknown === undefined) break; // nothing reached the provider; retrying is the model's choice
+      deps.logger.warn({ ...log, attempt, why: notSent }, "provider not reached; the outcome stays unknown");
       continue;
     } else {
       unknown = `${result.reason}: ${result.message}`;
@@ -114,6 +122,7 @@ export async function callProvider(
         errorKind: "unavailable",
         message: `the provider could not be reached: ${notSent ?? "unknown reason"}`,
         atMicros: clock.nowMicros(),
+        neverSent: true,
       },
       attemptsMade,
     };
@@ -138,23 +147,50 @@ export async function callProvider(
       message: `no definite answer from the provider (${unknown}); a human must check the business system`,
       ...(unknownReceipt ? { receipt: unknownReceipt } : {}),
       atMicros: clock.nowMicros(),
+      nextSettleMicros: clock.nowMicros() + SETTLE_FIRST_DELAY_MS * 1000,
     },
     attemptsMade,
   };
 }
 
-/** Who finishes a row and for what, for the audit record. */
+/** How long after an outcome turned out unknown it is first asked again, in milliseconds. */
+export const SETTLE_FIRST_DELAY_MS = 30_000;
+/** The longest wait between two settle attempts of an unknown row (the back-off doubles up to it). */
+export const SETTLE_MAX_DELAY_MS = 3_600_000;
+/** How long after its claim an unknown row is still asked; after that only a person settles it. */
+export const SETTLE_HORIZON_MS = 24 * 3_600_000;
+
+/**
+ * When an unknown row taken for its `attempt`-th settle attempt (1-based) is asked next: the first
+ * delay doubled per attempt, at most the maximum; undefined past the horizon from its creation.
+ */
+export function nextSettleAfter(
+  createdAtMicros: number,
+  attempt: number,
+  nowMicros: number,
+): number | undefined {
+  const delayMs = Math.min(SETTLE_MAX_DELAY_MS, SETTLE_FIRST_DELAY_MS * 2 ** Math.min(attempt, 20));
+  const next = nowMicros + delayMs * 1000;
+  return next - createdAtMicros > SETTLE_HORIZON_MS * 1000 ? undefined : next;
+}
+
+/** Who finishes a row, for what and under which lease, for the audit record and the fencing. */
 export interface FinishContext {
   actor: string;
   capability: string;
   attemptsMade: number;
+  /** The fencing token the finisher holds: the outcome is recorded only while it is current. */
+  fencingToken: number;
 }
 
 /**
- * Records `outcome` on the row, audits `execution.finished`, marks the row's finish as in the chain
- * and counts it. Returns the row as stored and whether this call recorded it (false when someone else
- * finished the row first). A finish whose append fails stays unmarked on the row, and the leader's
- * sweep appends it late (`appendMissingFinishes` in `recovery.ts`).
+ * Records `outcome` on the row under the finisher's fencing token, audits `execution.finished`, marks
+ * the row's finish as in the chain and counts it. Returns the row as stored and whether this call
+ * recorded it (false when someone else finished the row first, or took it over: a later holder's
+ * record stands). A provider's answer that arrives after the row was taken over is not lost: it goes
+ * into the chain as `execution.late_answer`, for whoever settles the row. A finish whose append fails
+ * stays unmarked on the row, and the leader's sweep appends it late (`appendMissingFinishes` in
+ * `recovery.ts`).
  * Errors: throws when Postgres or the audit log fail.
  */
 export async function finishExecution(
@@ -164,7 +200,14 @@ export async function finishExecution(
   outcome: ExecutionOutcome,
   context: FinishContext,
 ): Promise<{ execution: ExecutionRecord; recorded: boolean }> {
-  const { recorded, execution } = await deps.executions.recordReceipt(executionId, outcome);
+  const { recorded, execution } = await deps.executions.recordReceipt(
+    executionId,
+    outcome,
+    context.fencingToken,
+  );
+  if (!recorded && execution.fencingToken !== context.fencingToken) {
+    await reportSuperseded(deps, execution, sessionUid, outcome, context);
+  }
   if (recorded) {
     let appended: AppendedRecord;
     try {
@@ -201,6 +244,62 @@ export async function finishExecution(
 }
 
 /**
+ * An outcome this holder may no longer record: a later holder took the row over. A provider's answer
+ * is evidence of what happened, so it is appended (`execution.late_answer`) for the person or settle
+ * attempt that settles the row; an outcome without an answer tells nothing and is only logged.
+ */
+async function reportSuperseded(
+  deps: CoreDeps,
+  current: ExecutionRecord,
+  sessionUid: string,
+  outcome: ExecutionOutcome,
+  context: FinishContext,
+): Promise<void> {
+  const fields = {
+    executionId: current.id,
+    capability: context.capability,
+    fencingToken: context.fencingToken,
+    currentToken: current.fencingToken,
+    currentState: current.state,
+    outcome: outcome.state,
+  };
+  deps.logger.warn(
+    fields,
+    "execution was taken over before this outcome was recorded; the later holder's stands",
+  );
+  if (!outcome.receipt) return;
+  const payload: JsonObject = {
+    state: outcome.state,
+    fencingToken: context.fencingToken,
+    currentToken: current.fencingToken,
+    currentState: current.state,
+  };
+  if (outcome.errorKind) payload.errorKind = outcome.errorKind;
+  if (outcome.receipt.result !== undefined) {
+    try {
+      payload.resultDigest = canonicalDigest(outcome.receipt.result);
+    } catch {
+      payload.resultDigest = null;
+    }
+  }
+  if (outcome.receipt.evidence) {
+    payload.evidence = {
+      system: outcome.receipt.evidence.system,
+      reference: outcome.receipt.evidence.reference,
+    };
+  }
+  await deps.audit.append({
+    kind: AuditKind.executionLateAnswer,
+    actor: context.actor,
+    outcome: auditOutcomeOf(outcome.state),
+    sessionUid,
+    executionId: current.id,
+    atMicros: deps.clock.nowMicros(),
+    payload,
+  });
+}
+
+/**
  * Marks the row's finish as in the chain at `seq`. Never throws: the record is in the chain and the
  * outcome is stored, so a failed mark only leaves the row for the sweep, which finds the record in
  * the chain and marks it then.
@@ -218,13 +317,14 @@ export async function markFinishAudited(deps: CoreDeps, executionId: string, seq
 
 /**
  * The payload of `execution.finished` for `execution`: `{state, attempts, errorKind?, message?,
- * resultDigest?, evidence?}`. `attempts` is how many invokes were sent, null when nobody counted
+ * neverSent?, resultDigest?, evidence?}`. `attempts` is how many invokes were sent, null when nobody counted
  * (a finish appended late from the row, which does not keep it).
  */
 export function finishedPayload(execution: ExecutionRecord, attempts: number | null): JsonObject {
   const payload: JsonObject = { state: execution.state, attempts };
   if (execution.errorKind) payload.errorKind = execution.errorKind;
   if (execution.message) payload.message = execution.message;
+  if (execution.neverSent) payload.neverSent = true;
   const receipt = execution.receipt;
   if (receipt?.result !== undefined) {
     try {

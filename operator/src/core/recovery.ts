@@ -2,12 +2,16 @@
  * Recovery of executions whose claimer died (DESIGN §4 step 8, "exactly once"). A claimer owns a
  * `started` row until its lease ends; an operator killed between the claim and the receipt leaves the
  * row `started` with nobody to finish it. Whoever finds such a row after its lease — a repeated invoke,
- * a re-dispatched Approval, or the leader's periodic sweep — takes it over (one UPDATE decides who) and
- * settles it without risking a second effect:
+ * a re-dispatched Approval, or the leader's periodic sweep — takes it over (one UPDATE decides who and
+ * hands out the next fencing token) and settles it without risking a second effect, by the
+ * idempotency recorded on the row when it was claimed:
  *   - `idempotency: key|natural`: invoke again with the same idempotency key (the provider and its
  *     business system answer a repeated key with the first outcome), then the status query;
- *   - `idempotency: none`: never invoke again; only ask the status endpoint; unresolved → `unknown`,
- *     which a human settles.
+ *   - `idempotency: none`: never invoke again; only ask the status endpoint.
+ * The dead claimer may have sent the request, so nothing but an answer settles the row: a provider
+ * that cannot be reached now leaves it `unknown`, never `failed`.
+ * An `unknown` row is asked again on a back-off schedule (`nextSettleAfter`) for a day after its
+ * claim — the same conversation, under a fresh fencing token — and a person settles what stays unknown.
  * The same sweep empties the finish outbox: a finish recorded on its row whose `execution.finished`
  * append failed is appended late, so no outcome is missing from the audit chain for good.
  */
@@ -19,8 +23,8 @@ import {
   finishedPayload,
   invokeAttemptsOf,
   leaseMsOf,
+  nextSettleAfter,
 } from "./provider-call.ts";
-import { toolNameOf } from "./tool-names.ts";
 
 /**
  * Settles `execution` if it is `started` and its lease has ended; otherwise returns it unchanged.
@@ -30,13 +34,7 @@ import { toolNameOf } from "./tool-names.ts";
 export async function recoverExecution(deps: CoreDeps, execution: ExecutionRecord): Promise<ExecutionRecord> {
   const now = deps.clock.nowMicros();
   if (execution.state !== "started" || execution.leaseUntilMicros >= now) return execution;
-  const capability = await deps.catalog.resolve(
-    execution.session.namespace,
-    toolNameOf(execution.capability),
-  );
-  // A Capability that is gone or changed tells nothing about deduplication: assume none.
-  const idempotency = capability?.id === execution.capability ? capability.idempotency : "none";
-  const attempts = idempotency === "none" ? 0 : invokeAttemptsOf(idempotency, deps.config);
+  const attempts = reinvokeAttemptsOf(deps, execution);
   const taken = await deps.executions.takeOverExpired(
     execution.id,
     now + leaseMsOf(deps.config, attempts) * 1000,
@@ -53,12 +51,30 @@ export async function recoverExecution(deps: CoreDeps, execution: ExecutionRecor
     atMicros: deps.clock.nowMicros(),
     payload: {
       reason: "the lease ended before an outcome was recorded",
-      idempotency,
+      idempotency: taken.idempotency,
       reinvoke: attempts > 0,
       idempotencyKey: taken.idempotencyKey,
+      fencingToken: taken.fencingToken,
     },
   });
-  deps.logger.warn({ executionId: taken.id, idempotency }, "recovering an execution whose claimer stopped");
+  deps.logger.warn(
+    { executionId: taken.id, idempotency: taken.idempotency, fencingToken: taken.fencingToken },
+    "recovering an execution whose claimer stopped",
+  );
+  return settleTaken(deps, taken, attempts);
+}
+
+/** Re-invokes a row's provider may take: by the idempotency recorded at claim, none when it does not deduplicate. */
+function reinvokeAttemptsOf(deps: CoreDeps, execution: ExecutionRecord): number {
+  return execution.idempotency === "none" ? 0 : invokeAttemptsOf(execution.idempotency, deps.config);
+}
+
+/** Asks the provider about a row this caller holds (the request may have been sent) and records what it learns. */
+async function settleTaken(
+  deps: CoreDeps,
+  taken: ExecutionRecord,
+  attempts: number,
+): Promise<ExecutionRecord> {
   const { outcome, attemptsMade } = await callProvider(
     deps,
     {
@@ -67,13 +83,74 @@ export async function recoverExecution(deps: CoreDeps, execution: ExecutionRecor
       sessionUid: taken.session.uid,
     },
     attempts,
+    true,
   );
+  if (taken.state === "unknown" && outcome.state === "unknown") return taken; // still nobody knows
   const { execution: settled } = await finishExecution(deps, taken.id, taken.session.uid, outcome, {
     actor: "gatehouse",
     capability: taken.capability,
     attemptsMade,
+    fencingToken: taken.fencingToken,
   });
   return settled;
+}
+
+/**
+ * One settle attempt of an `unknown` row that is due: takes it under a fresh fencing token (moving its
+ * next attempt along the back-off), audits `execution.settling`, asks the provider (re-invoking by
+ * key only when the claim recorded that the provider deduplicates) and records a definite answer.
+ * Returns the row as stored afterwards. Errors: throws when Postgres or the audit log fail.
+ */
+export async function settleUnknownExecution(
+  deps: CoreDeps,
+  execution: ExecutionRecord,
+): Promise<ExecutionRecord> {
+  const now = deps.clock.nowMicros();
+  const attempts = reinvokeAttemptsOf(deps, execution);
+  const attempt = execution.settleAttempts + 1;
+  const taken = await deps.executions.takeUnknownForSettling(
+    execution.id,
+    now + leaseMsOf(deps.config, attempts) * 1000,
+    now,
+    nextSettleAfter(execution.createdAtMicros, attempt, now),
+  );
+  if (!taken) return (await deps.executions.get(execution.id)) ?? execution;
+  await deps.audit.append({
+    kind: AuditKind.executionSettling,
+    actor: "gatehouse",
+    outcome: "pending",
+    sessionUid: taken.session.uid,
+    executionId: taken.id,
+    atMicros: now,
+    payload: {
+      attempt,
+      idempotency: taken.idempotency,
+      reinvoke: attempts > 0,
+      idempotencyKey: taken.idempotencyKey,
+      fencingToken: taken.fencingToken,
+      lastAttempt: taken.nextSettleMicros === undefined,
+    },
+  });
+  return settleTaken(deps, taken, attempts);
+}
+
+/**
+ * One sweep of unknown rows: up to `limit` that are due get a settle attempt each. Returns how many
+ * were due. Errors: one row's failure is logged and does not stop the sweep.
+ */
+export async function settleUnknownExecutions(deps: CoreDeps, limit = 20): Promise<number> {
+  const due = await deps.executions.listUnsettled(deps.clock.nowMicros(), limit);
+  for (const execution of due) {
+    try {
+      await settleUnknownExecution(deps, execution);
+    } catch (error) {
+      deps.logger.error(
+        { executionId: execution.id, err: String(error) },
+        "settling an unknown execution failed",
+      );
+    }
+  }
+  return due.length;
 }
 
 /** How often a repeated call polls an execution another caller is finishing, in ms. */

@@ -7,12 +7,37 @@ import { toolNameOf } from "../core/tool-names.ts";
 import type { Caches } from "./caches.ts";
 import { findCondition } from "./conditions.ts";
 
-/** Joins a Capability with its ProviderInstance from the cache. */
+/**
+ * The other Capabilities of `capability`'s namespace that the model would call by the same tool name
+ * (the same `spec.id`, or ids that differ only in `.` against `_`), by name. Which one a call meant is
+ * unknowable, so none of them is offered.
+ */
+export function duplicatesOf(all: readonly Capability[], capability: Capability): string[] {
+  const toolName = toolNameOf(capability.spec.id);
+  return all
+    .filter(
+      (other) =>
+        other.metadata.namespace === capability.metadata.namespace &&
+        other.metadata.name !== capability.metadata.name &&
+        toolNameOf(other.spec.id) === toolName,
+    )
+    .map((other) => other.metadata.name)
+    .sort();
+}
+
+/**
+ * Joins a Capability with its ProviderInstance from the cache. One whose tool name another
+ * Capability of its namespace also has is not ready (`DuplicateId`), whatever its status says: the
+ * cache decides at once, before the reconciler has written the condition.
+ */
 export function resolveCapability(caches: Caches, capability: Capability): ResolvedCapability {
   const ref = capability.spec.providerRef;
   const providerNamespace = ref.namespace ?? capability.metadata.namespace;
   const provider = caches.providers.get(ref.name, providerNamespace);
-  const ready = findCondition(capability.status?.conditions, "Ready");
+  const duplicate =
+    duplicatesOf(caches.capabilities.list(capability.metadata.namespace), capability).length > 0;
+  const condition = findCondition(capability.status?.conditions, "Ready");
+  const ready = duplicate ? { status: "False", reason: "DuplicateId" } : condition;
   const status = capability.status ?? {};
   return {
     name: capability.metadata.name,

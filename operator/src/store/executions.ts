@@ -3,7 +3,7 @@
  * `INSERT … ON CONFLICT DO NOTHING`, so of any number of concurrent claims for one execution identity
  * (or one idempotency key) exactly one is told it owns the row; the others get the existing row.
  */
-import { ErrorKind, InvokeRequest, InvokeResponse } from "@gatehouse/provider-sdk";
+import { ErrorKind, Idempotency, InvokeRequest, InvokeResponse } from "@gatehouse/provider-sdk";
 import type pg from "pg";
 import { GatehouseError } from "../core/errors.ts";
 import type {
@@ -24,7 +24,8 @@ export interface PostgresExecutionStore extends ExecutionStore {
 
 const COLUMNS = `id, idempotency_key, session_uid, session_namespace, session_name, capability,
   provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
-  receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us, finish_audit_seq`;
+  receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us, finish_audit_seq, fencing_token,
+  idempotency, never_sent, settle_attempts, next_settle_us`;
 
 /** A Postgres-backed execution store on `pool` (connect as `gatehouse_operator` in production). */
 export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionStore {
@@ -38,8 +39,8 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       const inserted = await pool.query(
         `INSERT INTO executions (id, idempotency_key, session_uid, session_namespace, session_name, capability,
            provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
-           lease_until_us, created_at_us, updated_at_us)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'started', $10, $11, $12, $13, $14, $14)
+           lease_until_us, created_at_us, updated_at_us, idempotency)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'started', $10, $11, $12, $13, $14, $14, $15)
          ON CONFLICT DO NOTHING
          RETURNING ${COLUMNS}`,
         [
@@ -57,6 +58,7 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
           row.argumentsCanonical,
           row.leaseUntilMicros,
           row.atMicros,
+          row.idempotency,
         ],
       );
       if (inserted.rows[0]) return { owned: true, execution: recordFromRow(inserted.rows[0]) };
@@ -93,12 +95,12 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return result.rows.map(recordFromRow);
     },
 
-    async recordReceipt(id: string, outcome: ExecutionOutcome) {
+    async recordReceipt(id: string, outcome: ExecutionOutcome, fencingToken: number) {
       const updated = await pool.query(
         `UPDATE executions
             SET state = $2, receipt = $3, error_kind = $4, message = $5, updated_at_us = $6,
-                finish_audit_seq = NULL
-          WHERE id = $1
+                finish_audit_seq = NULL, never_sent = $8, next_settle_us = $9
+          WHERE id = $1 AND fencing_token = $7
             AND (state = 'started' OR (state = 'unknown' AND $2 IN ('succeeded', 'failed')))
           RETURNING ${COLUMNS}`,
         [
@@ -108,6 +110,9 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
           outcome.errorKind ?? null,
           outcome.message ?? null,
           outcome.atMicros,
+          fencingToken,
+          outcome.state === "failed" && outcome.neverSent === true,
+          outcome.state === "unknown" ? (outcome.nextSettleMicros ?? null) : null,
         ],
       );
       if (updated.rows[0]) return { recorded: true, execution: recordFromRow(updated.rows[0]) };
@@ -116,15 +121,46 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return { recorded: false, execution: current };
     },
 
+    async renewLease(id, fencingToken, leaseUntilMicros, nowMicros) {
+      const result = await pool.query(
+        `UPDATE executions SET lease_until_us = $3, updated_at_us = $4
+          WHERE id = $1 AND fencing_token = $2 AND state = 'started'`,
+        [id, fencingToken, leaseUntilMicros, nowMicros],
+      );
+      return result.rowCount === 1;
+    },
+
     async takeOverExpired(id, leaseUntilMicros, nowMicros) {
       // One UPDATE decides the race: row locks make concurrent callers re-check the WHERE clause.
       const result = await pool.query(
-        `UPDATE executions SET lease_until_us = $2, updated_at_us = $3
+        `UPDATE executions SET lease_until_us = $2, updated_at_us = $3, fencing_token = fencing_token + 1
           WHERE id = $1 AND state = 'started' AND lease_until_us < $3
           RETURNING ${COLUMNS}`,
         [id, leaseUntilMicros, nowMicros],
       );
       return result.rows[0] ? recordFromRow(result.rows[0]) : undefined;
+    },
+
+    async takeUnknownForSettling(id, leaseUntilMicros, nowMicros, nextSettleMicros) {
+      const result = await pool.query(
+        `UPDATE executions
+            SET lease_until_us = $2, fencing_token = fencing_token + 1,
+                settle_attempts = settle_attempts + 1, next_settle_us = $4
+          WHERE id = $1 AND state = 'unknown' AND next_settle_us < $3 AND lease_until_us < $3
+          RETURNING ${COLUMNS}`,
+        [id, leaseUntilMicros, nowMicros, nextSettleMicros ?? null],
+      );
+      return result.rows[0] ? recordFromRow(result.rows[0]) : undefined;
+    },
+
+    async listUnsettled(nowMicros, limit) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions
+          WHERE state = 'unknown' AND next_settle_us < $1 AND lease_until_us < $1
+          ORDER BY next_settle_us, id LIMIT $2`,
+        [nowMicros, limit],
+      );
+      return result.rows.map(recordFromRow);
     },
 
     async listExpired(nowMicros, limit) {
@@ -177,6 +213,10 @@ function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
     request: InvokeRequest.parse(row.request),
     argumentsCanonical: String(row.arguments_canonical),
     requestDigest: String(row.request_digest),
+    idempotency: Idempotency.parse(row.idempotency),
+    fencingToken: toSafeInteger(row.fencing_token, "fencing_token"),
+    neverSent: row.never_sent === true,
+    settleAttempts: toSafeInteger(row.settle_attempts, "settle_attempts"),
     leaseUntilMicros: toSafeInteger(row.lease_until_us, "lease_until_us"),
     atMicros: toSafeInteger(row.created_at_us, "created_at_us"),
     state,
@@ -192,5 +232,7 @@ function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
   if (message !== undefined) record.message = message;
   const finishAuditSeq = toOptionalSafeInteger(row.finish_audit_seq, "finish_audit_seq");
   if (finishAuditSeq !== undefined) record.finishAuditSeq = finishAuditSeq;
+  const nextSettleMicros = toOptionalSafeInteger(row.next_settle_us, "next_settle_us");
+  if (nextSettleMicros !== undefined) record.nextSettleMicros = nextSettleMicros;
   return record;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
-import { providerProblemOf } from "./reconciler.ts";
+import { duplicatesOf } from "../../kube/catalog.ts";
+import { duplicateMessage, providerProblemOf } from "./reconciler.ts";
 
 const capability = (providerRef: { name: string; namespace?: string }): Capability =>
   ({
@@ -69,5 +70,34 @@ describe("providerProblemOf", () => {
   it("finds nothing wrong with a Ready provider of the same namespace, named explicitly or not", () => {
     expect(providerProblemOf(capability({ name: "aps" }), ready)).toBeUndefined();
     expect(providerProblemOf(capability({ name: "aps", namespace: "plant-a" }), ready)).toBeUndefined();
+  });
+});
+
+describe("duplicate tool names", () => {
+  const named = (name: string, id: string, namespace = "plant-a"): Capability =>
+    ({
+      apiVersion: "gatehouse.dev/v1alpha1",
+      kind: "Capability",
+      metadata: { name, namespace },
+      spec: { id, providerRef: { name: "aps" } },
+    }) as unknown as Capability;
+  const read = named("aps-read", "aps.schedule.read");
+
+  it("finds the other Capabilities of the namespace with the same id, or an id that meets it in one tool name", () => {
+    const all = [
+      read,
+      named("aps-read-copy", "aps.schedule.read"),
+      named("aps-read-underscore", "aps.schedule_read"),
+      named("aps-read-elsewhere", "aps.schedule.read", "plant-b"),
+      named("aps-publish", "aps.schedule.publish"),
+    ];
+    expect(duplicatesOf(all, read)).toEqual(["aps-read-copy", "aps-read-underscore"]);
+    expect(duplicatesOf(all, named("aps-publish", "aps.schedule.publish"))).toEqual([]);
+  });
+
+  it("names the clashing Capabilities, the tool and the fix", () => {
+    expect(duplicateMessage(read, ["aps-read-copy"])).toBe(
+      "Capability aps-read-copy in this namespace also defines the tool aps_schedule_read (spec.id aps.schedule.read): none of them is offered until all but one are renamed or deleted.",
+    );
   });
 });

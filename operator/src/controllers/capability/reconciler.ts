@@ -6,6 +6,8 @@
  *   status = effect, mode, idempotency, schemas, digest, tool name; observedEffect kept from the first
  *            sighting. Ready=False: SidecarWriteUnsupported (a write offered by a Sidecar provider),
  *            InvalidSchema (the SDK's capabilitySchemaProblems, the rule providers are tested against), EffectChanged (a weaker declaration later; DESIGN §2)
+ *   another Capability of the namespace has the same tool name → Ready=False DuplicateId naming it
+ *            (each of them gets it; none is offered until one is renamed or deleted)
  */
 import type { Effect } from "@gatehouse/provider-sdk";
 import { capabilitySchemaProblems, schemaDigest } from "@gatehouse/provider-sdk";
@@ -14,6 +16,7 @@ import type { Capability, ProviderInstance } from "../../api/kinds.ts";
 import { CAPABILITY } from "../../api/kinds.ts";
 import { toolNameOf } from "../../core/tool-names.ts";
 import type { Caches } from "../../kube/caches.ts";
+import { duplicatesOf } from "../../kube/catalog.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { describeApiError } from "../../kube/client.ts";
 import { findCondition, setCondition } from "../../kube/conditions.ts";
@@ -61,6 +64,12 @@ export function providerProblemOf(
     return `ProviderInstance ${ref.name} is not Ready${providerReady ? ` (${providerReady.reason})` : ""}; see kubectl describe providerinstance ${ref.name} -n ${own}.`;
   }
   return undefined;
+}
+
+/** The DuplicateId message: which Capabilities clash, on what, and the fix (pure). */
+export function duplicateMessage(capability: Capability, duplicates: readonly string[]): string {
+  const others = duplicates.map((name) => `Capability ${name}`).join(", ");
+  return `${others} in this namespace also define${duplicates.length === 1 ? "s" : ""} the tool ${toolNameOf(capability.spec.id)} (spec.id ${capability.spec.id}): none of them is offered until all but one are renamed or deleted.`;
 }
 
 /** Reconciles one Capability. */
@@ -141,6 +150,8 @@ export async function reconcileCapability(
       ready("ProviderNotReady", `The provider's manifest could not be read: ${describeApiError(error)}`);
     }
   }
+  const duplicates = duplicatesOf(deps.caches.capabilities.list(namespace), capability);
+  if (duplicates.length > 0) ready("DuplicateId", duplicateMessage(capability, duplicates));
   await writeStatusIfChanged(deps.clients, CAPABILITY, capability, status);
   return findCondition(status.conditions, "Ready")?.status === "True" ? undefined : { requeueAfterMs: 5_000 };
 }
