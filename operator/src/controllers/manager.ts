@@ -169,7 +169,14 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     if (provider) providers.enqueue({ metadata: { namespace: pod.metadata?.namespace, name: provider } });
   });
   caches.capabilities.onChange((c, event, previous) => {
-    if (specOrMetadataChanged(c, event, previous)) capabilities.enqueue(c);
+    if (specOrMetadataChanged(c, event, previous)) {
+      capabilities.enqueue(c);
+      // A policy made stricter applies to the Approvals still Pending on it: their status says so now.
+      for (const a of caches.approvals.list(c.metadata.namespace)) {
+        if (a.spec.capability === c.metadata.name && (a.status?.phase ?? "Pending") === "Pending")
+          approvals.enqueue(a);
+      }
+    }
     // Sessions naming it learn whether it exists (condition CapabilitiesResolved).
     if (event !== "update") {
       for (const s of caches.sessions.list(c.metadata.namespace)) {

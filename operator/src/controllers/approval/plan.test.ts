@@ -340,6 +340,106 @@ describe("planApproval: a Pending Approval", () => {
   });
 });
 
+describe("planApproval: a policy tightened while Pending", () => {
+  /** The Capability's current settings for alice, from `policy` (core/policy.ts). */
+  const current = (policy: Parameters<typeof approvalSettings>[0]) =>
+    approvalSettings(policy, { user: "alice", groups: ["planners"] }, 3_600);
+  const rows: Array<{
+    name: string;
+    decisions: Decisions;
+    policy: Parameters<typeof approvalSettings>[0];
+    phase: string;
+    message?: string;
+    ignored?: string;
+    spec?: Partial<Approval["spec"]>;
+  }> = [
+    {
+      name: "needs the larger number of approvals",
+      decisions: [{ approver: "alice", verdict: "Approve" }],
+      policy: { approvers: { users: [], groups: ["approvers"] }, requiredApprovals: 2 },
+      phase: "Pending",
+      message: "1 of 2 approvals (the Capability's policy now requires 2 approvals).",
+    },
+    {
+      name: "does not count the requester's approval once self-approval is off",
+      decisions: [{ approver: "alice", verdict: "Approve" }],
+      policy: { approvers: { users: [], groups: ["approvers"] }, allowSelfApproval: false },
+      phase: "Pending",
+      message: "0 of 1 approvals (the Capability's policy no longer allows self-approval).",
+      ignored: "self-approval is not allowed for this capability",
+    },
+    {
+      name: "does not count an approver the policy no longer admits",
+      decisions: [{ approver: "carol", verdict: "Approve" }],
+      policy: { approvers: { users: ["dave"], groups: [] } },
+      phase: "Pending",
+      ignored: "carol is no longer an approver under the Capability's policy",
+    },
+    {
+      name: "counts a group approver while the policy still admits every group of the spec",
+      decisions: [{ approver: "carol", verdict: "Approve" }],
+      policy: { approvers: { users: [], groups: ["approvers", "ops"] } },
+      phase: "Executing",
+    },
+    {
+      name: "keeps the spec's rules when the policy became looser",
+      decisions: [{ approver: "mallory", verdict: "Approve" }],
+      policy: { approvers: { users: ["mallory"], groups: ["approvers"] } },
+      spec: { approvers: { users: ["alice"], groups: [] } },
+      phase: "Pending",
+      ignored: "mallory is not an approver",
+    },
+    {
+      name: "still lets the requester reject",
+      decisions: [{ approver: "alice", verdict: "Reject" }],
+      policy: { approvers: { users: ["dave"], groups: [] }, allowSelfApproval: false, requiredApprovals: 3 },
+      phase: "Rejected",
+    },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const approval = approvalOf({ decisions: row.decisions, ...(row.spec ? { spec: row.spec } : {}) });
+      const plan = planApproval(inputOf(approval, { policy: current(row.policy) }));
+      expect(plan.status?.phase).toBe(row.phase);
+      if (row.message) expect(decidedOf(plan)?.message).toBe(row.message);
+      if (row.ignored) expect(plan.status?.ignoredDecisions?.map((i) => i.reason)).toEqual([row.ignored]);
+    });
+  }
+
+  it("expires at the earlier of the spec's expiry and creation + the policy's ttl, saying so in the record", () => {
+    const plan = planApproval(
+      inputOf(approvalOf(), {
+        policy: current({ approvers: { users: [], groups: ["approvers"] }, ttlSeconds: 300 }),
+      }),
+    );
+    expect(plan.status?.phase).toBe("Expired");
+    expect(decidedOf(plan)?.message).toBe("No decision before 2026-12-01T10:05:00Z.");
+    expect(plan.audit.at(-1)?.payload.policyTightened).toEqual([
+      "the Capability's policy now lets it wait 300 s, until 2026-12-01T10:05:00Z",
+    ]);
+  });
+
+  it("records the stricter required count in the end record", () => {
+    const plan = planApproval(
+      inputOf(
+        approvalOf({
+          decisions: [
+            { approver: "alice", verdict: "Approve" },
+            { approver: "carol", verdict: "Approve" },
+          ],
+        }),
+        { policy: current({ approvers: { users: [], groups: ["approvers"] }, requiredApprovals: 2 }) },
+      ),
+    );
+    expect(plan.status?.phase).toBe("Executing");
+    expect(plan.audit.at(-1)?.payload).toMatchObject({
+      requiredApprovals: 2,
+      approvedBy: ["alice", "carol"],
+      policyTightened: ["the Capability's policy now requires 2 approvals"],
+    });
+  });
+});
+
 describe("planApproval: finalizer and deletion", () => {
   it("adds the finalizer to an Approval an earlier version created, and looks again", () => {
     const plan = planApproval(inputOf(approvalOf({ finalizer: false })));
