@@ -2,7 +2,8 @@
  * Re-checks at dispatch (DESIGN §2 Approval, §4 step 8, issue 7) on the real control plane, local node
  * and Postgres: an approved call runs only if what admission cannot see still holds when Core
  * dispatches it — the provider is not disabled, the business object's version has not moved, the
- * Approval has not expired, the identity binding holds. The test is the agent (its sessions' pods only sleep; it calls
+ * Approval has not expired, the identity binding holds, the Capability still names the provider the
+ * call was approved for, and a policy made stricter while Pending applies to it. The test is the agent (its sessions' pods only sleep; it calls
  * `POST /v1/invoke` with a pod's token) and the counting provider's ledger, read from its pod, shows
  * that nothing reached the business system.
  */
@@ -15,6 +16,7 @@ import {
   approvalWithStatus,
   DISPATCHING,
   decide,
+  getApproval,
 } from "./core-approvals.ts";
 import { deployCounter, type Ledger, toolName } from "./core-counter.ts";
 import { auditOfExecution, executionsOfSession } from "./core-records.ts";
@@ -30,6 +32,10 @@ const WHOAMI = "ident.account.read";
 const BOOK = "ident.account.write";
 /** The label that makes a Secret an identity binding of ProviderInstance `ident` (kube/identities.ts). */
 const BINDING_LABEL = "gatehouse.dev/identity-binding";
+/** On the counter: a write whose Capability's policy the platform tightens while an Approval waits. */
+const TIGHTENED = "counter.tightened.write";
+/** Offered by two ProviderInstances of the same image: the Capability is switched from one to the other. */
+const MOVED = "moved.plan.publish";
 /** The shortest Approval lifetime a Capability may set (api/capability.ts policy.ttlSeconds). */
 const TTL_SECONDS = 60;
 
@@ -38,6 +44,7 @@ let namespace: string;
 let counter: Ledger;
 let switched: Ledger;
 let ident: Ledger;
+let movedTo: Ledger;
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
@@ -49,6 +56,7 @@ beforeAll(async () => {
     [
       { id: PUBLISH, effect: "write", idempotency: "key", target: true },
       { id: EXPIRING, effect: "write", idempotency: "key" },
+      { id: TIGHTENED, effect: "write", idempotency: "key" },
     ],
     { [EXPIRING]: { ttlSeconds: TTL_SECONDS } },
   );
@@ -66,6 +74,13 @@ beforeAll(async () => {
     {},
     { COUNTER_REQUIRES_IDENTITY: "true" },
   );
+  // The same offer on two providers; the second deploy points the Capability at moved-from.
+  movedTo = await deployCounter(env, namespace, "moved-to", [
+    { id: MOVED, effect: "write", idempotency: "key", target: true },
+  ]);
+  await deployCounter(env, namespace, "moved-from", [
+    { id: MOVED, effect: "write", idempotency: "key", target: true },
+  ]);
 }, 600_000);
 
 /** Applies identity-binding Secret `name` for ProviderInstance `ident` mapping users to accounts. */
@@ -211,6 +226,113 @@ describe("an approved call", () => {
     ]);
     expect(events.items).toEqual([expect.objectContaining({ type: "Warning" })]);
     expect(events.items[0]?.message).toMatch(/No decision before .* The proposed call will not run\./);
+  });
+});
+
+/** Patches `kind/name` in the test namespace as the platform (admin) with a JSON merge patch. */
+async function platformPatch(kind: string, name: string, patch: object): Promise<void> {
+  await env.kubectl.ok("admin", [
+    "patch",
+    kind,
+    name,
+    "-n",
+    namespace,
+    "--type=merge",
+    "-p",
+    JSON.stringify(patch),
+  ]);
+}
+
+/** The Ready condition's reason of Capability `name`. */
+async function capabilityReady(name: string): Promise<string | undefined> {
+  const cap = await env.kubectl.json<{ status?: { conditions?: Array<{ type: string; reason: string }> } }>(
+    "admin",
+    ["get", "capability", name, "-n", namespace],
+  );
+  return cap.status?.conditions?.find((c) => c.type === "Ready")?.reason;
+}
+
+describe("what runs is what was approved", () => {
+  it("goes Stale (ProviderChanged) when the Capability is switched to another provider before dispatch, and neither runs it", async () => {
+    const agent = await startAgent(env, namespace, "provider-switched");
+    const name = await propose(agent, MOVED, "week-30", 1);
+    const proposed = (await approvalWithStatus(env, namespace, name)) as ApprovalObject & {
+      spec: { providerRef: { name: string } };
+    };
+    expect(proposed.spec.providerRef.name).toBe("moved-from");
+    // Dispatch is held: moved-from has no ready pod, so the approved call waits (ProviderNotReady).
+    await platformPatch("providerinstance", "moved-from", { spec: { replicas: 0 } });
+    await eventually("Capability moved-plan-publish to be ProviderNotReady", 120_000, async () =>
+      (await capabilityReady("moved-plan-publish")) === "ProviderNotReady" ? true : undefined,
+    );
+    expect((await decide(env, namespace, name, "alice")).code).toBe(0);
+    const held = await eventually("the dispatch to be deferred", 60_000, async () => {
+      const approval = await getApproval(env, namespace, name);
+      return executed(approval)?.reason === "ProviderNotReady" ? approval : undefined;
+    });
+    expect(held.status?.phase).toBe("Approved");
+
+    // The platform points the Capability at the other ProviderInstance (same image, same schema).
+    await platformPatch("capability", "moved-plan-publish", { spec: { providerRef: { name: "moved-to" } } });
+    const approval = await approvalPast(env, namespace, name, DISPATCHING);
+    expect(approval.status?.phase).toBe("Stale");
+    expect(executed(approval)?.reason).toBe("ProviderChanged");
+    expect(executed(approval)?.message).toContain(`ProviderInstance ${namespace}/moved-to`);
+    expect(executed(approval)?.message).toContain(`approved for ProviderInstance ${namespace}/moved-from`);
+    const audit = await auditOfExecution(env.pool, approval.spec.executionId);
+    expect(audit.at(-1)).toMatchObject({
+      kind: "approval.stale",
+      payload: { reason: "ProviderChanged", atDispatch: true },
+    });
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
+    expect(await movedTo.calls(MOVED)).toEqual([]);
+    expect(await movedTo.effects(MOVED)).toEqual([]);
+  });
+});
+
+describe("a policy tightened while an Approval is Pending", () => {
+  it("applies to it: the requester's self-approval no longer approves it, and the status says which rule", async () => {
+    const agent = await startAgent(env, namespace, "tightened");
+    const answer = await agent.invoke({ turn: 0, position: 0, tool: toolName(TIGHTENED), arguments: "{}" });
+    expect(answer.status).toBe("pending_approval");
+    const name = answer.approval?.name ?? "";
+    const proposed = (await approvalWithStatus(env, namespace, name)) as ApprovalObject & {
+      spec: { requiredApprovals: number; allowSelfApproval: boolean };
+    };
+    expect(proposed.spec).toMatchObject({ requiredApprovals: 1, allowSelfApproval: true });
+
+    await platformPatch("capability", "counter-tightened-write", {
+      spec: { policy: { requiredApprovals: 2, allowSelfApproval: false } },
+    });
+    const decided = (a: ApprovalObject) => a.status?.conditions?.find((c) => c.type === "Decided");
+    await eventually("the Pending Approval to name the stricter rule", 60_000, async () => {
+      const approval = await getApproval(env, namespace, name);
+      return decided(approval)?.message.includes("now requires 2 approvals") ? true : undefined;
+    });
+    // Admission checks the spec (self-approval allowed), so alice's decision is accepted; it does not count.
+    expect((await decide(env, namespace, name, "alice")).code).toBe(0);
+    const after = await eventually("the operator to observe alice's decision", 60_000, async () => {
+      const approval = (await getApproval(env, namespace, name)) as ApprovalObject & {
+        status?: {
+          observedDecisions?: number;
+          ignoredDecisions?: Array<{ approver: string; reason: string }>;
+        };
+      };
+      return approval.status?.observedDecisions === 1 ? approval : undefined;
+    });
+    expect(after.status?.phase).toBe("Pending");
+    expect(decided(after)).toMatchObject({ reason: "AwaitingDecision" });
+    expect(decided(after)?.message).toBe(
+      "0 of 2 approvals (the Capability's policy now requires 2 approvals; the Capability's policy no longer allows self-approval).",
+    );
+    expect(after.status?.ignoredDecisions).toEqual([
+      { approver: "alice", reason: "self-approval is not allowed for this capability" },
+    ]);
+    const audit = await auditOfExecution(env.pool, after.spec.executionId);
+    expect(audit.map((r) => r.kind)).toEqual(["approval.requested", "approval.decided"]);
+    expect(audit[1]).toMatchObject({ actor: "alice", payload: { counted: false } });
+    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
+    expect(await counter.calls(TIGHTENED)).toEqual([]);
   });
 });
 

@@ -28,7 +28,7 @@ const REASON = /^[A-Z][A-Za-z0-9]*$/;
  */
 const INDIRECT_REASONS = [
   "operator/src/controllers/agentsession/status.ts: reason",
-  "operator/src/controllers/approval/reconciler.ts: result.reason",
+  "operator/src/controllers/approval/plan.ts: result.reason",
 ];
 
 function sourceFiles(): string[] {

@@ -179,6 +179,11 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
           capabilities.enqueue(other);
         }
       }
+      // A policy made stricter applies to the Approvals still Pending on it: their status says so now.
+      for (const a of caches.approvals.list(c.metadata.namespace)) {
+        if (a.spec.capability === c.metadata.name && (a.status?.phase ?? "Pending") === "Pending")
+          approvals.enqueue(a);
+      }
     }
     // Sessions naming it learn whether it exists (condition CapabilitiesResolved).
     if (event !== "update") {

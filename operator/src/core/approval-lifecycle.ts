@@ -11,11 +11,16 @@
  * Every step reads the Approval's records first (`AuditLog.recordsOf`), so each is appended once
  * however often a reconcile repeats, and the chain, not the Approval's status, is what counts: a
  * decision first observed while admission did not enforce the decision rules is recorded as not
- * counted and never counts afterwards.
+ * counted and never counts afterwards. The judgement is pure ({@link planDecision}: the Approval,
+ * its history, the rules verdict, the time and the Capability's current policy in; the records to
+ * append and the outcome out); the approval reconciler's planner calls it, and `decideApproval` /
+ * `endApproval` are its thin wrappers over the chain.
  */
+import { type ApprovalRules, approvalRulesOf } from "./approval-rules.ts";
 import { type ApprovalEvaluation, evaluateApproval } from "./approvals.ts";
 import { AuditKind } from "./audit.ts";
 import type { JsonObject } from "./canonical.ts";
+import type { ApprovalSettings } from "./policy.ts";
 import type {
   AppendedRecord,
   ApprovalPhase,
@@ -78,29 +83,55 @@ export function historyOf(
   uid?: string | undefined,
 ): ApprovalHistory {
   const history: ApprovalHistory = { decided: new Map() };
-  for (const record of records) {
-    if (record.payload.approval !== approval) continue;
-    const recordUid = record.payload.approvalUid;
-    if (uid !== undefined && recordUid !== undefined && recordUid !== uid) continue;
-    if (record.kind === AuditKind.approvalDecided) {
-      const p = record.payload;
-      const index = Number(p.index);
-      if (!history.decided.has(index)) {
-        history.decided.set(index, {
-          index,
-          approver: String(p.approver),
-          verdict: String(p.verdict),
-          counted: p.counted === true,
-          rulesEnforced: p.rulesEnforced === true,
-        });
-      }
-    } else if (END_KINDS.has(record.kind)) {
-      if (!history.end) history.end = record;
-      else if (history.end.kind === AuditKind.approvalApproved && !history.dispatchEnd)
-        history.dispatchEnd = record;
-    }
-  }
+  for (const record of records) addToHistory(history, record, approval, uid);
   return history;
+}
+
+/** Adds one chained record to `history`, as {@link historyOf} reads it. */
+function addToHistory(
+  history: ApprovalHistory,
+  record: ChainedRecord,
+  approval: string,
+  uid: string | undefined,
+): void {
+  if (record.payload.approval !== approval) return;
+  const recordUid = record.payload.approvalUid;
+  if (uid !== undefined && recordUid !== undefined && recordUid !== uid) return;
+  if (record.kind === AuditKind.approvalDecided) {
+    const p = record.payload;
+    const index = Number(p.index);
+    if (!history.decided.has(index)) {
+      history.decided.set(index, {
+        index,
+        approver: String(p.approver),
+        verdict: String(p.verdict),
+        counted: p.counted === true,
+        rulesEnforced: p.rulesEnforced === true,
+      });
+    }
+  } else if (END_KINDS.has(record.kind)) {
+    if (!history.end) history.end = record;
+    else if (history.end.kind === AuditKind.approvalApproved && !history.dispatchEnd)
+      history.dispatchEnd = record;
+  }
+}
+
+/**
+ * `history` with `entries` added where `appendAll` placed them (`appended`, same order), so a
+ * dispatch in the same reconcile sees the end just recorded without reading the chain again. Pure.
+ */
+export function historyWith(
+  history: ApprovalHistory,
+  approval: ApprovalView,
+  entries: readonly AuditEntry[],
+  appended: readonly AppendedRecord[],
+): ApprovalHistory {
+  const next: ApprovalHistory = { ...history, decided: new Map(history.decided) };
+  entries.forEach((entry, i) => {
+    const at = appended[i];
+    if (at) addToHistory(next, { ...entry, ...at }, approvalKeyOf(approval), approval.uid);
+  });
+  return next;
 }
 
 /** The phase an end record settles, e.g. Approved for approval.approved. */
@@ -114,24 +145,106 @@ export function unenforcedReason(message: string): string {
 }
 
 /**
- * Evaluates the decisions by the rules of `core/approvals.ts`, except that a decision the chain
- * recorded as observed while the rules were not enforced is ignored. Pure.
+ * Evaluates the decisions by the rules of `core/approvals.ts` under `rules` (default: the spec's
+ * alone; core/approval-rules.ts), except that a decision the chain recorded as observed while the
+ * rules were not enforced is ignored. Pure.
  */
-export function evaluateRecorded(approval: ApprovalView, history: ApprovalHistory): ApprovalEvaluation {
+export function evaluateRecorded(
+  approval: ApprovalView,
+  history: ApprovalHistory,
+  rules: ApprovalRules = approvalRulesOf(approval.request),
+): ApprovalEvaluation {
   const excluded = new Map<number, string>();
   for (const recorded of history.decided.values()) {
     if (!recorded.rulesEnforced)
       excluded.set(recorded.index, "observed while admission did not enforce the decision rules");
   }
-  const request = approval.request;
   return evaluateApproval({
     decisions: approval.decisions,
-    approvers: request.approvers,
-    requiredApprovals: request.requiredApprovals,
-    allowSelfApproval: request.allowSelfApproval,
-    requester: request.requester,
+    approvers: rules.approvers,
+    ...(rules.policyApprovers ? { policyApprovers: rules.policyApprovers } : {}),
+    requiredApprovals: rules.requiredApprovals,
+    allowSelfApproval: rules.allowSelfApproval,
+    requester: approval.request.requester,
     excluded,
   });
+}
+
+/** Input of {@link planDecision}. */
+export interface DecisionInput {
+  approval: ApprovalView;
+  /** What the chain holds of it (`readHistory`), read for this decision. */
+  history: ApprovalHistory;
+  rules: DecisionRulesVerdict;
+  nowMicros: number;
+  /** The Capability's current approval settings for the requester; absent → the spec's rules alone. */
+  policy?: ApprovalSettings | undefined;
+  /** End it without a decision (its session ended, it was deleted, it conflicts). */
+  end?: { phase: "Cancelled" | "Failed"; reason: string; message: string } | undefined;
+}
+
+/**
+ * What {@link planDecision} found: still Pending, or settled. `entries` are to be appended together
+ * (`AuditLog.appendAll`, one transaction) before anything shows the phase; `recorded` says the end
+ * was already in the chain (a crash after the append, before the status write): nothing is appended.
+ */
+export type DecisionPlan =
+  | { phase: "Pending"; evaluation: ApprovalEvaluation; rules: ApprovalRules; entries: AuditEntry[] }
+  | {
+      phase: ApprovalPhase;
+      evaluation: ApprovalEvaluation;
+      rules: ApprovalRules;
+      reason: string;
+      message: string;
+      entries: AuditEntry[];
+      recorded: boolean;
+    };
+
+/**
+ * Observes an Approval's decisions and settles it, as records to append. Pure. An `approval.decided`
+ * entry for each decision the history does not hold yet (in index order), then — when the decisions
+ * (or the clock, or `end`) settle it — its end: Rejected, Approved, Expired, or `end`'s phase. While
+ * the rules are not enforced no decision counts: new ones are recorded as never counting and only
+ * expiry (or `end`) can end it. The decisions count under the stricter of the spec and the current
+ * policy (core/approval-rules.ts). When the chain already ends it, that end is the result and nothing
+ * is appended.
+ */
+export function planDecision(input: DecisionInput): DecisionPlan {
+  const { approval, history, nowMicros } = input;
+  const rules = approvalRulesOf(approval.request, input.policy, approval.createdAtMicros);
+  if (history.end) {
+    return {
+      phase: phaseOfEnd(history.end),
+      evaluation: evaluateRecorded(approval, history, rules),
+      rules,
+      reason: String(history.end.payload.reason ?? phaseOfEnd(history.end)),
+      message: String(history.end.payload.message ?? ""),
+      entries: [],
+      recorded: true,
+    };
+  }
+  const working: ApprovalHistory = { ...history, decided: new Map(history.decided) };
+  const { entries, evaluation } = decisionEntries(nowMicros, approval, working, input.rules, rules);
+  const settle = (phase: ApprovalPhase, reason: string, message: string): DecisionPlan => ({
+    phase,
+    evaluation,
+    rules,
+    reason,
+    message,
+    entries: [...entries, endEntry(nowMicros, approval, evaluation, rules, phase, reason, message)],
+    recorded: false,
+  });
+  if (input.end) return settle(input.end.phase, input.end.reason, input.end.message);
+  if (input.rules.enforced && evaluation.outcome === "Rejected") {
+    return settle("Rejected", "Rejected", `Rejected by ${evaluation.rejectedBy}.`);
+  }
+  if (input.rules.enforced && evaluation.outcome === "Approved") {
+    return settle("Approved", "Approved", `Approved by ${evaluation.approvedBy.join(", ")}.`);
+  }
+  if (Date.parse(rules.expiresAt) * 1000 <= nowMicros) {
+    return settle("Expired", "Expired", `No decision before ${rules.expiresAt}.`);
+  }
+  return { phase: "Pending", evaluation, rules, entries };
 }
 
 /** An Approval whose end is in the chain: its phase, the record and its message. */
@@ -154,45 +267,48 @@ export interface DecideApprovalInput {
   approval: ApprovalView;
   /** The verdict, or a check still running (read beside the chain, not after it). */
   rules: DecisionRulesVerdict | Promise<DecisionRulesVerdict>;
+  /** The Capability's current approval settings for the requester (see {@link DecisionInput}). */
+  policy?: ApprovalSettings | undefined;
 }
 
 /**
- * Observes a Pending Approval's decisions and settles it: appends `approval.decided` for each
- * decision not yet recorded, then the end when the decisions (or the clock) settle it — Approved,
- * Rejected or Expired. While the rules are not enforced no decision counts: new ones are recorded as
- * never counting and only expiry can end the Approval. When the chain already holds its end (a crash
- * after the append, before the status write), that end is returned and nothing is appended.
- * Errors: the audit log's; the caller retries (appends are keyed by what the chain holds).
+ * {@link planDecision} over the chain: reads the history, appends what the plan says (decisions and
+ * end in one transaction) and returns the outcome. Errors: the audit log's; the caller retries
+ * (appends are keyed by what the chain holds).
  */
 export async function decideApproval(
   deps: CoreDeps,
   input: DecideApprovalInput,
 ): Promise<ApprovalDecisionResult> {
-  const { approval } = input;
-  const [history, rules] = await Promise.all([readHistory(deps, approval), input.rules]);
-  if (history.end) {
-    return {
-      phase: phaseOfEnd(history.end),
-      evaluation: evaluateRecorded(approval, history),
-      end: history.end,
-      message: String(history.end.payload.message ?? ""),
-      history,
-    };
-  }
-  const { entries, evaluation } = decisionEntries(deps, approval, history, rules);
-  const request = approval.request;
-  const expired = Date.parse(request.expiresAt) * 1000 <= deps.clock.nowMicros();
-  const settle = (phase: ApprovalPhase, message: string) =>
-    settled(deps, approval, history, entries, evaluation, phase, phase, message);
-  if (rules.enforced && evaluation.outcome === "Rejected") {
-    return settle("Rejected", `Rejected by ${evaluation.rejectedBy}.`);
-  }
-  if (rules.enforced && evaluation.outcome === "Approved") {
-    return settle("Approved", `Approved by ${evaluation.approvedBy.join(", ")}.`);
-  }
-  if (expired) return settle("Expired", `No decision before ${request.expiresAt}.`);
-  if (entries.length > 0) await deps.audit.appendAll(entries);
-  return { phase: "Pending", evaluation, rules };
+  const [history, rules] = await Promise.all([readHistory(deps, input.approval), input.rules]);
+  const plan = planDecision({
+    approval: input.approval,
+    history,
+    rules,
+    nowMicros: deps.clock.nowMicros(),
+    policy: input.policy,
+  });
+  const appended = plan.entries.length > 0 ? await deps.audit.appendAll(plan.entries) : [];
+  if (plan.phase === "Pending") return { phase: "Pending", evaluation: plan.evaluation, rules };
+  return settledOf(input.approval, history, plan, appended);
+}
+
+/** The settled result of a plan after its entries were appended (`appended`, same order). */
+function settledOf(
+  approval: ApprovalView,
+  history: ApprovalHistory,
+  plan: DecisionPlan,
+  appended: readonly AppendedRecord[],
+): SettledApproval {
+  const after = historyWith(history, approval, plan.entries, appended);
+  const end = after.end as ChainedRecord;
+  return {
+    phase: plan.phase,
+    evaluation: plan.evaluation,
+    end: { seq: end.seq, hash: end.hash },
+    message: plan.phase === "Pending" ? "" : plan.message,
+    history: after,
+  };
 }
 
 /** Input of {@link endApproval}. */
@@ -219,18 +335,14 @@ export async function endApproval(deps: CoreDeps, input: EndApprovalInput): Prom
     }
     return { seq: history.end.seq, hash: history.end.hash };
   }
-  const { entries, evaluation } = decisionEntries(deps, input.approval, history, input.rules);
-  const result = await settled(
-    deps,
-    input.approval,
+  const plan = planDecision({
+    approval: input.approval,
     history,
-    entries,
-    evaluation,
-    input.phase,
-    input.reason,
-    input.message,
-  );
-  return result.end;
+    rules: input.rules,
+    nowMicros: deps.clock.nowMicros(),
+    end: { phase: input.phase, reason: input.reason, message: input.message },
+  });
+  return settledOf(input.approval, history, plan, await deps.audit.appendAll(plan.entries)).end;
 }
 
 /** The Approval's history as the chain holds it now. */
@@ -244,15 +356,15 @@ export function approvalKeyOf(approval: ApprovalView): string {
   return `${approval.request.namespace}/${approval.request.name}`;
 }
 
-/** The entry of a lifecycle record of `approval`. */
-export function lifecycleEntry(
-  deps: CoreDeps,
+/** The entry of a lifecycle record of `approval`, at `atMicros`. Pure. */
+export function lifecycleEntryAt(
+  atMicros: number,
   approval: ApprovalView,
   kind: string,
   actor: string,
   outcome: "success" | "failure",
   payload: JsonObject,
-) {
+): AuditEntry {
   return {
     kind,
     // The actor column is text, which cannot hold U+0000; an approver name written while admission
@@ -261,13 +373,25 @@ export function lifecycleEntry(
     outcome,
     sessionUid: approval.request.sessionRef.uid,
     executionId: approval.request.executionId,
-    atMicros: deps.clock.nowMicros(),
+    atMicros,
     payload: {
       approval: approvalKeyOf(approval),
       ...(approval.uid !== undefined ? { approvalUid: approval.uid } : {}),
       ...payload,
     },
   };
+}
+
+/** The entry of a lifecycle record of `approval`, now. */
+export function lifecycleEntry(
+  deps: CoreDeps,
+  approval: ApprovalView,
+  kind: string,
+  actor: string,
+  outcome: "success" | "failure",
+  payload: JsonObject,
+): AuditEntry {
+  return lifecycleEntryAt(deps.clock.nowMicros(), approval, kind, actor, outcome, payload);
 }
 
 /** The decisions that counted toward `evaluation`'s outcome, for an end record. */
@@ -284,29 +408,30 @@ function countedDecisions(approval: ApprovalView, evaluation: ApprovalEvaluation
  * ones are recorded as never counting, and the evaluation takes that into account.
  */
 function decisionEntries(
-  deps: CoreDeps,
+  atMicros: number,
   approval: ApprovalView,
   history: ApprovalHistory,
-  rules: DecisionRulesVerdict,
+  verdict: DecisionRulesVerdict,
+  rules: ApprovalRules,
 ): { entries: AuditEntry[]; evaluation: ApprovalEvaluation } {
   // Judged before the new decisions join the history: a decision observed while enforced counts by
   // the evaluation; one observed while not enforced is marked so and never counts.
-  const before = rules.enforced ? evaluateRecorded(approval, history) : undefined;
+  const before = verdict.enforced ? evaluateRecorded(approval, history, rules) : undefined;
   const ignored = new Map(before?.ignored.map((i) => [i.index, i.reason]));
   const entries: AuditEntry[] = [];
   for (const [index, decision] of approval.decisions.entries()) {
     if (history.decided.has(index)) continue;
-    const why = rules.enforced ? ignored.get(index) : unenforcedReason(rules.message);
+    const why = verdict.enforced ? ignored.get(index) : unenforcedReason(verdict.message);
     const recorded = {
       index,
       approver: decision.approver,
       verdict: decision.verdict,
       counted: why === undefined,
-      rulesEnforced: rules.enforced,
+      rulesEnforced: verdict.enforced,
     };
     entries.push(
-      lifecycleEntry(
-        deps,
+      lifecycleEntryAt(
+        atMicros,
         approval,
         AuditKind.approvalDecided,
         decision.approver,
@@ -320,25 +445,23 @@ function decisionEntries(
     );
     history.decided.set(index, recorded);
   }
-  return { entries, evaluation: before ?? evaluateRecorded(approval, history) };
+  return { entries, evaluation: before ?? evaluateRecorded(approval, history, rules) };
 }
 
-/** Appends `decided` and then the end record of `phase` in one transaction; returns the result. */
-async function settled(
-  deps: CoreDeps,
+/** The end record of `phase`, naming the decisions that counted and the rules they counted under. */
+function endEntry(
+  atMicros: number,
   approval: ApprovalView,
-  history: ApprovalHistory,
-  decided: AuditEntry[],
   evaluation: ApprovalEvaluation,
+  rules: ApprovalRules,
   phase: ApprovalPhase,
   reason: string,
   message: string,
-): Promise<SettledApproval> {
-  const kind = END_KIND_OF_PHASE[phase] ?? AuditKind.approvalFailed;
-  const endEntry = lifecycleEntry(
-    deps,
+): AuditEntry {
+  return lifecycleEntryAt(
+    atMicros,
     approval,
-    kind,
+    END_KIND_OF_PHASE[phase] ?? AuditKind.approvalFailed,
     "gatehouse",
     phase === "Approved" ? "success" : "failure",
     {
@@ -348,13 +471,10 @@ async function settled(
       decisions: countedDecisions(approval, evaluation),
       ...(phase === "Approved" ? { approvedBy: evaluation.approvedBy } : {}),
       ...(evaluation.rejectedBy !== undefined ? { rejectedBy: evaluation.rejectedBy } : {}),
-      requiredApprovals: approval.request.requiredApprovals,
+      requiredApprovals: rules.requiredApprovals,
+      ...(rules.tightened.length > 0 ? { policyTightened: rules.tightened } : {}),
     },
   );
-  const appended = await deps.audit.appendAll([...decided, endEntry]);
-  const end = appended[appended.length - 1] as AppendedRecord;
-  history.end = { ...endEntry, ...end };
-  return { phase, evaluation, end, message, history };
 }
 
 /**
@@ -380,10 +500,33 @@ export async function backfillApproved(
 }
 
 /**
- * Ends the dispatch of an approved call that never started (its Approval is going away): appends
- * `approval.cancelled` citing the approval record, unless the chain has no approval record, already
- * ends its dispatch, or an execution row exists (that execution's own records are its end).
- * Errors: the audit log's and the execution store's.
+ * The end of the dispatch of an approved call that never started (its Approval is going away):
+ * `approval.cancelled` citing the approval record — none when the chain has no approval record,
+ * already ends its dispatch, or an execution row exists (`executionExists`: that execution's own
+ * records are its end). Pure.
+ */
+export function undispatchedEnd(
+  approval: ApprovalView,
+  history: ApprovalHistory,
+  executionExists: boolean,
+  atMicros: number,
+  reason: string,
+  message: string,
+): AuditEntry | undefined {
+  if (history.end?.kind !== AuditKind.approvalApproved || history.dispatchEnd || executionExists)
+    return undefined;
+  return lifecycleEntryAt(atMicros, approval, AuditKind.approvalCancelled, "gatehouse", "failure", {
+    phase: "Cancelled",
+    reason,
+    message,
+    atDispatch: true,
+    approvalRecord: recordRef(history.end),
+  });
+}
+
+/**
+ * {@link undispatchedEnd} over the chain and the execution store: reads both, appends the end if
+ * one is owed. Errors: the audit log's and the execution store's.
  */
 export async function endUndispatched(
   deps: CoreDeps,
@@ -393,14 +536,7 @@ export async function endUndispatched(
 ): Promise<void> {
   const history = await readHistory(deps, approval);
   if (history.end?.kind !== AuditKind.approvalApproved || history.dispatchEnd) return;
-  if (await deps.executions.get(approval.request.executionId)) return;
-  await deps.audit.append(
-    lifecycleEntry(deps, approval, AuditKind.approvalCancelled, "gatehouse", "failure", {
-      phase: "Cancelled",
-      reason,
-      message,
-      atDispatch: true,
-      approvalRecord: recordRef(history.end),
-    }),
-  );
+  const exists = (await deps.executions.get(approval.request.executionId)) !== undefined;
+  const entry = undispatchedEnd(approval, history, exists, deps.clock.nowMicros(), reason, message);
+  if (entry) await deps.audit.append(entry);
 }

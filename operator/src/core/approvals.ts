@@ -9,6 +9,8 @@
  *   - the first counted Reject rejects; `requiredApprovals` counted Approves approve; whichever comes
  *     first in the list settles the outcome and later decisions are ignored;
  *   - otherwise the Approval stays Pending.
+ * With `policyApprovers` (the Capability's current approvers, when they narrowed: core/approval-rules.ts)
+ * an Approve counts only from a user both sets admit.
  *
  * Group membership: a decision holds only the approver's user name. When the caller knows the
  * approver's groups (`groupsOf`), they are checked; otherwise a user not named in `approvers.users`
@@ -40,6 +42,8 @@ export interface ApprovalEvaluationInput {
   groupsOf?: (user: string) => readonly string[] | undefined;
   /** Decisions (by index) that never count, with the reason shown for each. */
   excluded?: ReadonlyMap<number, string>;
+  /** The Capability's current approvers, when narrower than `approvers`: an Approve needs both. */
+  policyApprovers?: PrincipalSet;
 }
 
 /** Result of {@link evaluateApproval}. */
@@ -92,6 +96,8 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
       rejectedBy = approver;
     } else if (!isApprover(input, approver)) {
       ignore(`${approver} is not an approver`);
+    } else if (!isRequester && !admittedByPolicy(input, approver)) {
+      ignore(`${approver} is no longer an approver under the Capability's policy`);
     } else if (isRequester && !input.allowSelfApproval) {
       ignore("self-approval is not allowed for this capability");
     } else {
@@ -111,4 +117,22 @@ function isApprover(input: ApprovalEvaluationInput, user: string): boolean {
   const groups = input.groupsOf?.(user);
   if (groups === undefined) return true; // admission verified the group when the decision was appended
   return groups.some((g) => input.approvers.groups.includes(g));
+}
+
+/**
+ * Whether the current policy's approvers admit `user`. Only admission saw the user's groups, and it
+ * checked them against the spec's approvers: that proves membership of a current group only for a user
+ * admitted by group alone (not named in the spec) when every spec group is still admitted. The
+ * requester's groups are known (the session's subject).
+ */
+function admittedByPolicy(input: ApprovalEvaluationInput, user: string): boolean {
+  const policy = input.policyApprovers;
+  if (!policy || policy.users.includes(user)) return true;
+  if (policy.groups.length === 0) return false;
+  const groups =
+    input.groupsOf?.(user) ?? (user === input.requester.user ? input.requester.groups : undefined);
+  if (groups !== undefined) return groups.some((g) => policy.groups.includes(g));
+  return (
+    !input.approvers.users.includes(user) && input.approvers.groups.every((g) => policy.groups.includes(g))
+  );
 }

@@ -2,8 +2,10 @@
  * Dispatching an Approved Approval (DESIGN §2 Approval, §4 step 8). Before executing, Core re-checks
  * what admission cannot: the decisions still amount to Approved, the Approval has not expired, the
  * stored arguments match their digest, the session is alive, the capability and its provider are
- * there, enabled and ready, the schema digest is unchanged, the policy does not forbid it now, the
- * identity binding holds, and the target business object is still at the version the call was
+ * there, enabled and ready, the Capability still names the provider the call was approved for (what
+ * runs is what was approved), the schema digest is unchanged, the decisions also satisfy the
+ * Capability's current approval policy where it became stricter (core/approval-rules.ts), the policy
+ * does not forbid it now, the identity binding holds, and the target business object is still at the version the call was
  * proposed against (asked of the provider: `GET /v1/targets/{kind}/{id}`). Then it executes the arguments stored with the Approval — once: a
  * repeated dispatch returns the existing execution. Nothing is dispatched while admission is not
  * verified to enforce the decision rules, nor before the chain holds the `approval.approved` record
@@ -22,12 +24,13 @@ import {
   readHistory,
   recordRef,
 } from "./approval-lifecycle.ts";
+import { type ApprovalRules, approvalRulesOf } from "./approval-rules.ts";
 import { AuditKind } from "./audit.ts";
 import { canonicalJson, sha256Hex } from "./canonical.ts";
 import { execute } from "./execute.ts";
 import { idempotencyKeyOf } from "./execution-identity.ts";
 import { parseIJsonObject } from "./i-json.ts";
-import { decideAccess } from "./policy.ts";
+import { approvalSettings, decideAccess } from "./policy.ts";
 import type {
   AppendedRecord,
   ApprovalPhase,
@@ -154,9 +157,18 @@ export async function executeApproved(
     return { kind: "refused", phase, reason, message };
   };
 
-  const expiresAtMicros = Date.parse(request.expiresAt) * 1000;
+  const capability = await deps.catalog.get(request.namespace, request.capability);
+  const offered = capability && capability.id === request.capabilityId ? capability : undefined;
+  // The stricter of the spec and the Capability's current policy (core/approval-rules.ts).
+  const rules = approvalRulesOf(
+    request,
+    offered ? approvalSettings(offered.policy, request.requester, deps.config.approvalTtlSeconds) : undefined,
+    approval.createdAtMicros,
+  );
+
+  const expiresAtMicros = Date.parse(rules.expiresAt) * 1000;
   if (!Number.isFinite(expiresAtMicros) || deps.clock.nowMicros() > expiresAtMicros) {
-    return refuse("Expired", "Expired", `the approval expired at ${request.expiresAt}`);
+    return refuse("Expired", "Expired", `the approval expired at ${rules.expiresAt}`);
   }
 
   const parsed = parseIJsonObject(request.arguments);
@@ -172,12 +184,20 @@ export async function executeApproved(
     return refuse("Cancelled", "SessionGone", "the session that proposed this call is gone or finished");
   }
 
-  const capability = await deps.catalog.get(request.namespace, request.capability);
-  if (!capability || capability.id !== request.capabilityId) {
+  if (!capability || !offered) {
     return refuse(
       "Stale",
       "CapabilityChanged",
       `Capability ${request.capability} no longer offers ${request.capabilityId}`,
+    );
+  }
+  const approvedFor = request.providerRef;
+  const now = capability.providerRef;
+  if (now.namespace !== approvedFor.namespace || now.name !== approvedFor.name) {
+    return refuse(
+      "Stale",
+      "ProviderChanged",
+      `Capability ${request.capability} now uses ProviderInstance ${now.namespace}/${now.name}; the call was approved for ProviderInstance ${approvedFor.namespace}/${approvedFor.name}`,
     );
   }
   if (capability.disabled) {
@@ -189,6 +209,12 @@ export async function executeApproved(
       "SchemaChanged",
       `the schema of ${capability.id} changed after the call was proposed`,
     );
+  }
+  const strict = evaluateRecorded(approval, history, rules);
+  if (strict.outcome !== "Approved") {
+    // Approved under the rules it was created with; an Approved Approval takes no more decisions, so
+    // rules that became stricter since can never be met: refused for good, the agent may propose again.
+    return refuse("Stale", "PolicyChanged", policyChangedMessage(rules, strict.approvals));
   }
   if (!capability.ready || !capability.providerReady) {
     return {
@@ -253,4 +279,9 @@ export async function executeApproved(
     actor: request.requester.user,
   });
   return { kind: "executed", ...result };
+}
+
+/** Why decisions approved under the spec's rules do not meet the stricter current ones. */
+function policyChangedMessage(rules: ApprovalRules, approvals: number): string {
+  return `the decisions approved it under the rules it was created with, but ${rules.tightened.join("; ")}, and only ${approvals} of ${rules.requiredApprovals} approvals count under those rules`;
 }

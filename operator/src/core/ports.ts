@@ -250,6 +250,8 @@ export interface ApprovalView {
    * another object: its lifecycle records carry its uid, so the two histories never mix.
    */
   uid?: string | undefined;
+  /** When the object was created (`metadata.creationTimestamp`): the current policy's ttl counts from it. */
+  createdAtMicros?: number | undefined;
 }
 
 /** Creates and finds Approval objects (backed by the API server). */

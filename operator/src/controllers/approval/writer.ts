@@ -1,0 +1,99 @@
+/**
+ * What the approval reconciler's applier does to the world, as a small port (STYLE.md "pure planner →
+ * thin applier over a writer port"): the real one over the API server, Postgres and Core
+ * ({@link kubeApprovalWriter}); an in-memory one for tests (in-memory-writer.ts).
+ */
+import type { AgentSession, Approval } from "../../api/kinds.ts";
+import { APPROVAL } from "../../api/kinds.ts";
+import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
+import type { ApprovalHistory } from "../../core/approval-lifecycle.ts";
+import type { ExecuteApprovedResult } from "../../core/execute-approved.ts";
+import { executeApproved } from "../../core/invoke.ts";
+import type { SessionCeilings } from "../../core/limits.ts";
+import type { AppendedRecord, AuditEntry, CoreDeps, DecisionRulesVerdict } from "../../core/ports.ts";
+import { recordApprovalOutcome } from "../../kube/approval-outcome.ts";
+import type { Caches } from "../../kube/caches.ts";
+import type { KubeClients } from "../../kube/client.ts";
+import type { EventRecorder } from "../../kube/events.ts";
+import { addFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
+import type { OperatorMetrics } from "../../kube/metrics.ts";
+import { sessionContextOf } from "../../kube/session-context.ts";
+import { writeStatusIfChanged } from "../../kube/status.ts";
+import type { SessionRecords } from "../../store/session-records.ts";
+import type { TranscriptStore } from "../../store/transcripts.ts";
+import type { ApprovalStatus, PlannedEvent } from "./plan.ts";
+import { viewOf } from "./plan.ts";
+
+/** What Core's executeApproved is given for one Approval. */
+export interface DispatchRequest {
+  approval: Approval;
+  session: AgentSession | undefined;
+  rules: DecisionRulesVerdict;
+  history?: ApprovalHistory | undefined;
+}
+
+/** The applier's side effects. Every method throws its dependency's error; the work queue retries. */
+export interface ApprovalWriter {
+  /** Appends `entries` in order, together (`AuditLog.appendAll`); returns where each landed. */
+  appendAudit(entries: readonly AuditEntry[]): Promise<AppendedRecord[]>;
+  /**
+   * Writes `status` unless it equals the Approval's, guarded by its resourceVersion (409 Conflict
+   * when stale). Returns the Approval as written (as given when nothing changed).
+   */
+  writeStatus(approval: Approval, status: ApprovalStatus): Promise<Approval>;
+  addFinalizer(approval: Approval): Promise<void>;
+  removeFinalizer(approval: Approval): Promise<void>;
+  event(approval: Approval, event: PlannedEvent): void;
+  /** gatehouse_approval_decision_seconds: creation → decision. */
+  observeDecided(outcome: "Approved" | "Rejected" | "Expired", durationMs: number): void;
+  /** Writes a settled Approval's outcome into its session's transcript, once. */
+  recordOutcome(approval: Approval): Promise<void>;
+  /** Re-checks and executes the approved call through Core (exactly once per execution id). */
+  dispatch(request: DispatchRequest): Promise<ExecuteApprovedResult>;
+}
+
+/** What the real writer uses. */
+export interface KubeApprovalWriterDeps {
+  clients: KubeClients;
+  caches: Caches;
+  core: CoreDeps;
+  transcripts: TranscriptStore;
+  events: EventRecorder;
+  records: SessionRecords;
+  ceilings: SessionCeilings;
+  metrics?: Pick<OperatorMetrics, "approvalDecided"> | undefined;
+}
+
+/** The writer over the API server (status, finalizer, Events), Postgres (audit, transcript) and Core. */
+export function kubeApprovalWriter(deps: KubeApprovalWriterDeps, now: Date): ApprovalWriter {
+  return {
+    appendAudit: (entries) => deps.core.audit.appendAll(entries),
+    async writeStatus(approval, status) {
+      return (await writeStatusIfChanged(deps.clients, APPROVAL, approval, status)) ?? approval;
+    },
+    addFinalizer: (approval) => addFinalizer(deps.clients, APPROVAL, approval, APPROVAL_FINALIZER),
+    removeFinalizer: (approval) => removeFinalizer(deps.clients, APPROVAL, approval, APPROVAL_FINALIZER),
+    event(approval, event) {
+      const say = event.type === "Warning" ? deps.events.warning : deps.events.normal;
+      say(approval, event.reason, event.message);
+    },
+    observeDecided(outcome, durationMs) {
+      deps.metrics?.approvalDecided(outcome, durationMs);
+    },
+    async recordOutcome(approval) {
+      await recordApprovalOutcome(deps.core, deps.transcripts, approval, now.getTime() * 1000);
+    },
+    async dispatch(request) {
+      const found = request.session;
+      const session = found
+        ? sessionContextOf(found, await deps.records.recordOf(found.metadata.uid), deps.ceilings)
+        : undefined;
+      return executeApproved(deps.core, {
+        approval: { ...viewOf(request.approval), phase: "Approved" },
+        ...(session ? { session } : {}),
+        rules: request.rules,
+        history: request.history,
+      });
+    },
+  };
+}
