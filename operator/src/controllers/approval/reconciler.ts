@@ -435,9 +435,7 @@ export async function reconcileApproval(
   }
   status.phase = "Executing";
   written = (await writeStatusIfChanged(deps.clients, APPROVAL, written, { ...status })) ?? written;
-  const session = sessionObject
-    ? sessionContextOf(sessionObject, await deps.records.recordOf(sessionObject.metadata.uid), deps.ceilings)
-    : undefined;
+  const session = sessionObject ? sessionContextOf(sessionObject, deps.ceilings) : undefined;
   const result = await executeApproved(deps.core, {
     approval: { ...viewOf(approval), phase: "Approved" },
     ...(session ? { session } : {}),
