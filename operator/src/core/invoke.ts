@@ -18,8 +18,8 @@
  *   // "refused" → phase result.phase (Stale | Expired | Rejected | Failed…) with reason result.reason.
  *
  * Postgres-backed ports: `createPostgresExecutionStore(pool)`, `createPostgresBudgetLedger(pool)` and
- * `createPostgresAuditLog(pool)` from `operator/src/store/`. Kubernetes-backed ports (catalog, approvals, identities) and the HTTP
- * `ProviderClient` belong to `kube/` / `gateway/`.
+ * `createPostgresAuditLog(pool)` from `operator/src/store/`. Kubernetes-backed ports (catalog,
+ * approvals, identities) and the HTTP `ProviderClient` belong to `kube/` / `gateway/`.
  */
 import type { InvokeAnswer, InvokeCall } from "../api/agent-protocol.ts";
 import { MAX_APPROVAL_ARGUMENTS_LENGTH } from "../api/approval.ts";
@@ -83,7 +83,8 @@ export interface InvokeResult {
  *  9. every decision and outcome is audited; 10. the answer (results truncated to `maxResultBytes`).
  * The arguments are parsed before step 2 — a pure computation — because the identity includes their
  * canonical digest; text that does not parse is identified by the digest of its raw bytes. Before
- * step 2, a `callId` or `tool` holding U+0000 is refused as `invalid_arguments`: nothing can store it.
+ * step 2, a `callId` or `tool` holding U+0000 is refused as `invalid_arguments`: Postgres cannot
+ * store it as sent.
  * Errors: throws only when a dependency fails (Postgres, API server, audit); never for a bad call.
  */
 export async function invoke(
