@@ -116,6 +116,7 @@ const core: CoreDeps = {
   identities: secretIdentityResolver(clients),
   approvals: kubeApprovalPort(clients, caches, now),
   executions: store.executions,
+  budget: store.budget,
   providers: httpProviderClient(providerEndpoints(caches), grants),
   audit: store.audit,
   logger: log.child({ component: "core" }),

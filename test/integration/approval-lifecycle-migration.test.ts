@@ -8,7 +8,10 @@ import { AuditKind } from "../../operator/src/core/audit.ts";
 import { readOpenRequests } from "../../operator/src/store/approval-records.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
-import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
+import { type FreshDatabase, freshDatabase, migrationsFrom } from "./fresh-database.ts";
+
+/** Reverting these undoes 0005 (and whatever came after it). */
+const SINCE_0005 = migrationsFrom("0005_approval_lifecycle");
 
 let db: FreshDatabase;
 
@@ -38,10 +41,7 @@ function withUid<T extends { payload: Record<string, unknown> }>(entry: T, appro
 
 describe("migrating a chain written by an earlier version", () => {
   it("appends one verifiable marker after the earlier requests", async () => {
-    expect(await migrate(db.url, { direction: "down", count: 2 })).toEqual([
-      "0006_finish_outbox",
-      "0005_approval_lifecycle",
-    ]);
+    expect(await migrate(db.url, { direction: "down", count: SINCE_0005.length })).toEqual(SINCE_0005);
     const log = createPostgresAuditLog(db.operator);
     await log.appendBatch([requested(1), requested(2)]);
     await migrate(db.url);
@@ -53,7 +53,7 @@ describe("migrating a chain written by an earlier version", () => {
     ]);
     expect(await log.verify()).toMatchObject({ ok: true, records: 3, badRows: 0 });
     // Migrating again (down and up) adds no second marker; later appends chain after it.
-    await migrate(db.url, { direction: "down", count: 2 });
+    await migrate(db.url, { direction: "down", count: SINCE_0005.length });
     await migrate(db.url);
     await log.append(requested(3));
     expect((await log.read()).map((r) => r.kind)).toEqual([
@@ -66,7 +66,7 @@ describe("migrating a chain written by an earlier version", () => {
   });
 
   it("lists the requests after the marker that have no end, once each", async () => {
-    await migrate(db.url, { direction: "down", count: 2 });
+    await migrate(db.url, { direction: "down", count: SINCE_0005.length });
     const log = createPostgresAuditLog(db.operator);
     await log.append(requested(1));
     await migrate(db.url);

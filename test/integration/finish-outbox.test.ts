@@ -20,8 +20,7 @@ const session: SessionContext = {
   name: "s1",
   uid: "uid-1",
   subject: { user: "alice", groups: [] },
-  limits: { maxToolCalls: 50, maxWrites: 10 },
-  counters: { toolCalls: 0, writes: 0 },
+  limits: { maxTurns: 20, maxToolCalls: 50, maxWrites: 10 },
   active: true,
 };
 

@@ -8,6 +8,7 @@
  *     exactly the runtime privileges, and no test changes the shared role's password.
  */
 import { randomBytes } from "node:crypto";
+import { readdirSync } from "node:fs";
 import pg from "pg";
 import {
   createPool,
@@ -17,7 +18,7 @@ import {
   withDatabase,
 } from "../../operator/src/store/connection.ts";
 import { startEmbeddedPostgres } from "../../operator/src/store/embedded.ts";
-import { migrate } from "../../operator/src/store/migrate.ts";
+import { MIGRATIONS_DIR, migrate } from "../../operator/src/store/migrate.ts";
 import {
   createOperatorLogin,
   dropOperatorLogin,
@@ -26,6 +27,18 @@ import {
 } from "../../operator/src/store/roles.ts";
 import { answers } from "../../operator/src/store/server-probe.ts";
 import { storeTypeParsers } from "../../operator/src/store/sql-values.ts";
+
+/**
+ * The migrations from `first` to the latest, newest first: what `migrate(url, { direction: "down",
+ * count })` reverts to undo `first`, so a test of one migration does not break when later ones are added.
+ */
+export function migrationsFrom(first: string): string[] {
+  const names = readdirSync(MIGRATIONS_DIR)
+    .filter((file) => file.endsWith(".sql"))
+    .map((file) => file.slice(0, -".sql".length))
+    .sort();
+  return names.filter((name) => name >= first).reverse();
+}
 
 /** A migrated throw-away database. */
 export interface FreshDatabase {

@@ -10,6 +10,12 @@ import { Conditions, ProviderRef, Subject, UsersAndGroups } from "./common.ts";
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to exclude raw control characters.
 export const CANONICAL_JSON_OBJECT = /^[{][^\x00-\x1f]*[}]$/;
 
+/**
+ * Most characters `spec.arguments` holds (the CRD's `maxLength`). Core refuses a call that needs
+ * approval with longer canonical arguments as `invalid_arguments`, before any Approval is created.
+ */
+export const MAX_APPROVAL_ARGUMENTS_LENGTH = 65_536;
+
 export const ApprovalPhase = z.enum([
   "Pending",
   "Approved",
@@ -47,7 +53,7 @@ export const ApprovalSpec = z
     providerRef: ProviderRef,
     arguments: z
       .string()
-      .max(65536)
+      .max(MAX_APPROVAL_ARGUMENTS_LENGTH)
       .regex(CANONICAL_JSON_OBJECT)
       .describe(
         "The call's arguments as RFC 8785 canonical JSON of an object (a string, so equality is exact).",

@@ -93,6 +93,25 @@ describe("strict I-JSON parsing of tool arguments", () => {
     expect(parseIJsonObject('{"x":{"a":1},"y":{"a":2}}').ok).toBe(true);
   });
 
+  it("refuses U+0000 in a string or a property name, naming where", () => {
+    expect(problemOf('{"plan":{"note":"a\\u0000b"}}')).toMatchObject({
+      class: "nul_character",
+      path: "$.plan.note",
+      message: expect.stringMatching(/^the string at \$\.plan\.note contains U\+0000/),
+    });
+    expect(problemOf('{"items":["ok","\\u0000"]}')).toMatchObject({
+      class: "nul_character",
+      path: "$.items[1]",
+    });
+    expect(problemOf('{"a":{"k\\u0000":1}}')).toMatchObject({
+      class: "nul_character",
+      path: "$.a",
+      message: expect.stringMatching(/^a property name in \$\.a contains U\+0000/),
+    });
+    // A raw NUL is an unescaped control character: malformed, as before.
+    expect(problemOf('{"a":"\u0000"}').class).toBe("malformed");
+  });
+
   it("refuses lone surrogates, escaped or raw", () => {
     expect(problemOf('{"a":"\\ud800"}').class).toBe("lone_surrogate");
     expect(problemOf('{"a":"\\udc00x"}').class).toBe("lone_surrogate");

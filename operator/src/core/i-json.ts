@@ -12,6 +12,8 @@
  *   - a top-level value that is not an object;
  *   - duplicate member names (RFC 7493 §2.3: names MUST be unique);
  *   - strings containing unpaired surrogates, escaped or raw (RFC 7493 §2.1);
+ *   - strings and member names containing U+0000 (`\u0000`): valid JSON, but Postgres `jsonb` cannot
+ *     store it (SQLSTATE 22P05), so such arguments could never be recorded with their execution;
  *   - integer literals outside ±(2^53 − 1) (RFC 7493 §2.2) and numbers that overflow a double;
  *   - nesting deeper than {@link MAX_DEPTH}.
  * Numbers with a fraction or exponent are IEEE doubles as in `JSON.parse`.
@@ -30,6 +32,7 @@ export type IJsonProblemClass =
   | "not_object"
   | "duplicate_key"
   | "lone_surrogate"
+  | "nul_character"
   | "unsafe_integer"
   | "too_deep";
 
@@ -112,7 +115,7 @@ class Parser {
     const c = this.text[this.pos]!;
     if (c === "{") return this.object(path, depth + 1);
     if (c === "[") return this.array(path, depth + 1);
-    if (c === '"') return this.string(path);
+    if (c === '"') return this.string(path, "the string at");
     if (c === "-" || (c >= "0" && c <= "9")) return this.number(path);
     if (c === "t") return this.literal("true", true, path);
     if (c === "f") return this.literal("false", false, path);
@@ -135,7 +138,7 @@ class Parser {
       if (this.pos >= this.text.length) this.truncated(path);
       if (this.peek() !== '"') this.unexpected(path, "a property name in double quotes");
       const keyStart = this.pos;
-      const key = this.string(path);
+      const key = this.string(path, "a property name in");
       const memberPath = jsonPathMember(path, key);
       if (seen.has(key)) {
         this.pos = keyStart;
@@ -190,7 +193,8 @@ class Parser {
     }
   }
 
-  private string(path: string): string {
+  /** A string at `path`; `where` says what it is for messages ("the string at" or "a property name in"). */
+  private string(path: string, where: string): string {
     const start = this.pos;
     this.pos++; // opening quote
     let out = "";
@@ -228,6 +232,14 @@ class Parser {
         this.unexpected(path, 'a valid escape (\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)');
       }
       runStart = this.pos;
+    }
+    if (out.includes("\u0000")) {
+      this.pos = start;
+      this.refuse(
+        "nul_character",
+        path,
+        `${where} ${path} contains U+0000 (NUL), which cannot be stored; leave it out or use another character`,
+      );
     }
     if (!out.isWellFormed()) {
       const at = this.pos;

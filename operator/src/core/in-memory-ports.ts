@@ -15,6 +15,8 @@ import type {
   ApprovalPort,
   ApprovalRequest,
   AuditEntry,
+  BudgetLedger,
+  BudgetResource,
   CapabilityCatalog,
   CoreConfig,
   CoreDeps,
@@ -39,6 +41,16 @@ export interface StoredApproval {
   conflictMessage?: string;
 }
 
+/** One reservation of a session's budget, as the Postgres ledger stores it. */
+export interface StoredReservation {
+  sessionUid: string;
+  executionId: string;
+  resource: BudgetResource;
+  state: "reserved" | "consumed" | "released";
+  reservedAtMicros: number;
+  settledAtMicros?: number;
+}
+
 /** One provider call as the fake provider saw it. */
 export interface ProviderCall {
   provider: ProviderRef;
@@ -55,6 +67,8 @@ export interface InMemoryWorld {
   bindings: Map<string, string>;
   executions: Map<string, ExecutionRecord>;
   approvals: Map<string, StoredApproval>;
+  /** The budget ledger's reservations, in the order they were first made. */
+  reservations: StoredReservation[];
   audit: AuditEntry[];
   /** Decides whether appending `entry` fails (default: never), e.g. to lose one `execution.finished`. */
   auditFails: (entry: AuditEntry) => boolean;
@@ -88,8 +102,7 @@ export const TEST_SESSION: SessionContext = {
   name: "s1",
   uid: "uid-1",
   subject: { user: "alice", groups: ["planners"] },
-  limits: { maxToolCalls: 50, maxWrites: 10 },
-  counters: { toolCalls: 0, writes: 0 },
+  limits: { maxTurns: 20, maxToolCalls: 50, maxWrites: 10 },
   active: true,
 };
 
@@ -136,6 +149,7 @@ export function createInMemoryWorld(
     bindings: new Map(),
     executions: new Map(),
     approvals: new Map(),
+    reservations: [],
     audit: [],
     auditFails: () => false,
     providerCalls: [],
@@ -337,6 +351,7 @@ export function createInMemoryWorld(
     },
     approvals,
     executions,
+    budget: inMemoryBudgetLedger(world.reservations),
     providers: {
       async invoke(provider, request, { deadlineMs }) {
         const call = { provider, request: structuredClone(request), deadlineMs };
@@ -385,6 +400,56 @@ export function createInMemoryWorld(
     hash: sha256Hex(`${index}:${canonicalJson(world.audit[index] as unknown as JsonObject)}`),
   });
   return world;
+}
+
+/**
+ * A budget ledger over `rows`, with the Postgres ledger's rules (`store/budget-ledger.ts`). Atomic
+ * because nothing between its count and its insert awaits.
+ */
+export function inMemoryBudgetLedger(rows: StoredReservation[]): BudgetLedger {
+  const counting = (row: StoredReservation) => row.state !== "released";
+  return {
+    async reserve({ sessionUid, executionId, write, limits, atMicros }) {
+      const wanted: Array<[BudgetResource, number]> = [["tool_call", limits.maxToolCalls]];
+      if (write) wanted.push(["write", limits.maxWrites]);
+      const mine = (resource: BudgetResource) =>
+        rows.find((r) => r.executionId === executionId && r.resource === resource);
+      for (const [resource, limit] of wanted) {
+        if (mine(resource) && counting(mine(resource)!)) continue;
+        const used = rows.filter(
+          (r) => r.sessionUid === sessionUid && r.resource === resource && counting(r),
+        );
+        if (used.length >= limit) return { kind: "exceeded", resource, limit };
+      }
+      for (const [resource] of wanted) {
+        const row = mine(resource);
+        if (!row)
+          rows.push({ sessionUid, executionId, resource, state: "reserved", reservedAtMicros: atMicros });
+        else if (!counting(row)) {
+          row.state = "reserved";
+          row.reservedAtMicros = atMicros;
+          delete row.settledAtMicros;
+        }
+      }
+      return { kind: "reserved" };
+    },
+    async consume(executionId, atMicros) {
+      for (const row of rows) {
+        if (row.executionId === executionId && row.state === "reserved") {
+          row.state = "consumed";
+          row.settledAtMicros = atMicros;
+        }
+      }
+    },
+    async release(executionId, atMicros, resource) {
+      for (const row of rows) {
+        if (row.executionId !== executionId || row.state !== "reserved") continue;
+        if (resource !== undefined && row.resource !== resource) continue;
+        row.state = "released";
+        row.settledAtMicros = atMicros;
+      }
+    },
+  };
 }
 
 /** The payloads of audit entries of `kind`, in order. */

@@ -3,13 +3,13 @@
  *
  * How to call it (gateway, `POST /v1/invoke`):
  *
- *   const deps: CoreDeps = { clock, catalog, identities, approvals, executions, providers, audit,
- *                            logger, config: defaultCoreConfig };
+ *   const deps: CoreDeps = { clock, catalog, identities, approvals, executions, budget, providers,
+ *                            audit, logger, config: defaultCoreConfig };
  *   // after TokenReview (step 1) has authenticated the pod and found its session:
- *   const { answer, consumed } = await invoke(deps, session, call);   // call: InvokeCall (zod-parsed)
- *   // reply 200 with `answer` (an InvokeAnswer); add `consumed.toolCalls` / `consumed.writes` to the
- *   // session's status counters. A thrown error is a dependency failure (Postgres, API server): reply
- *   // 5xx; the agent may repeat the call — the execution identity makes the repeat safe.
+ *   const { answer } = await invoke(deps, session, call);   // call: InvokeCall (zod-parsed)
+ *   // reply 200 with `answer` (an InvokeAnswer). Core counts the session's limits itself (`deps.budget`).
+ *   // A thrown error is a dependency failure (Postgres, API server): reply 5xx; the agent may repeat
+ *   // the call — the execution identity makes the repeat safe.
  *
  * How to dispatch an Approved Approval (approval controller):
  *
@@ -17,11 +17,12 @@
  *   // result.kind "executed" → write status.execution from result.execution, phase from its state;
  *   // "refused" → phase result.phase (Stale | Expired | Rejected | Failed…) with reason result.reason.
  *
- * Postgres-backed ports: `createPostgresExecutionStore(pool)` and `createPostgresAuditLog(pool)` from
- * `operator/src/store/`. Kubernetes-backed ports (catalog, approvals, identities) and the HTTP
- * `ProviderClient` belong to `kube/` / `gateway/`.
+ * Postgres-backed ports: `createPostgresExecutionStore(pool)`, `createPostgresBudgetLedger(pool)` and
+ * `createPostgresAuditLog(pool)` from `operator/src/store/`. Kubernetes-backed ports (catalog,
+ * approvals, identities) and the HTTP `ProviderClient` belong to `kube/` / `gateway/`.
  */
 import type { InvokeAnswer, InvokeCall } from "../api/agent-protocol.ts";
+import { MAX_APPROVAL_ARGUMENTS_LENGTH } from "../api/approval.ts";
 import {
   answerFromExecution,
   deniedAnswer,
@@ -34,7 +35,7 @@ import { AuditKind } from "./audit.ts";
 import { type JsonObject, sha256Hex } from "./canonical.ts";
 import { execute } from "./execute.ts";
 import { type ExecutionIdentity, executionIdentity } from "./execution-identity.ts";
-import { approvalSettings, decidePolicy } from "./policy.ts";
+import { approvalSettings, decidePolicy, limitDecision } from "./policy.ts";
 import type {
   ApprovalHandle,
   ApprovalRequest,
@@ -61,20 +62,11 @@ export const defaultCoreConfig: CoreConfig = {
   approvalTtlSeconds: 3_600,
 };
 
-/** What one call consumed of the session's limits (add to `status.toolCalls` / `status.writes`). Repeats consume nothing. */
-export interface Consumption {
-  toolCalls: 0 | 1;
-  writes: 0 | 1;
-}
-
-/** Result of {@link invoke}: the answer for the agent, what the call consumed, and how it was decided. */
+/** Result of {@link invoke}: the answer for the agent and how it was decided. */
 export interface InvokeResult {
   answer: InvokeAnswer;
-  consumed: Consumption;
   decision: InvokeDecision;
 }
-
-const NOTHING: Consumption = { toolCalls: 0, writes: 0 };
 
 /**
  * Decides and, when allowed, executes one tool call (DESIGN §4 steps 2–10, in that order):
@@ -83,12 +75,16 @@ const NOTHING: Consumption = { toolCalls: 0, writes: 0 };
  *  3. resolve the tool to a visible, enabled, ready Capability;
  *  4. strict I-JSON + schema validation → `invalid_arguments` (audited, nothing else);
  *  5. identity binding when the provider requires it;
- *  6. policy (strictest rule wins; limits; a rejected identical action is refused);
+ *  6. policy (strictest rule wins; maxTurns; a rejected identical action is refused), then the
+ *     session's budget: a tool call, and a write for a write capability, reserved in the ledger before
+ *     anything is approved or executed — released again when the call consumes nothing;
  *  7. Required → Approval created (or our own recognised) → `pending_approval`;
  *  8. Auto → claim, call the provider, record the receipt;
  *  9. every decision and outcome is audited; 10. the answer (results truncated to `maxResultBytes`).
  * The arguments are parsed before step 2 — a pure computation — because the identity includes their
- * canonical digest; text that does not parse is identified by the digest of its raw bytes.
+ * canonical digest; text that does not parse is identified by the digest of its raw bytes. Before
+ * step 2, a `callId` or `tool` holding U+0000 is refused as `invalid_arguments`: Postgres cannot
+ * store it as sent.
  * Errors: throws only when a dependency fails (Postgres, API server, audit); never for a bad call.
  */
 export async function invoke(
@@ -121,10 +117,23 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     await audit(AuditKind.denied, "failure", { tool: call.tool, reason, message, ...extra });
     return {
       answer: deniedAnswer(message, errorKind, identity.executionId),
-      consumed: { toolCalls: 1, writes: 0 } as Consumption,
       decision: "denied" as const,
     };
   };
+  const refuseArguments = async (problem: string, message: string, extra: JsonObject) => {
+    await audit(AuditKind.invalidArguments, "failure", { problem, message, ...extra });
+    return { answer: invalidArgumentsAnswer(message), decision: "invalid_arguments" as const };
+  };
+
+  const unstorable = unstorableField(call);
+  if (unstorable) {
+    return refuseArguments(
+      "nul_character",
+      `${unstorable} contains U+0000 (NUL), which cannot be stored; send it without that character`,
+      // The tool name is recorded readable: U+0000 would make the payload unreadable as jsonb.
+      { tool: call.tool.replaceAll("\u0000", "\uFFFD"), field: unstorable },
+    );
+  }
 
   // 2. Identity: a repeated call returns the state of the first one.
   const existing = await deps.executions.get(identity.executionId);
@@ -144,7 +153,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   if (existing && !(existing.state === "started" && ours)) {
     const current = await outcomeOfExecution(deps, existing);
     await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
-    return { answer: answerOfExecution(deps, current), consumed: NOTHING, decision: "repeated" };
+    return { answer: answerOfExecution(deps, current), decision: "repeated" };
   }
   if (approval) {
     if (!ours) return conflict(deps, session, identity, call.tool, audit);
@@ -155,7 +164,6 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     });
     return {
       answer: await answerOfExistingApproval(deps, approval, identity),
-      consumed: NOTHING,
       decision: "repeated",
     };
   }
@@ -203,7 +211,6 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     });
     return {
       answer: invalidArgumentsAnswer(checked.problem.message),
-      consumed: { toolCalls: 1, writes: 0 },
       decision: "invalid_arguments",
     };
   }
@@ -229,8 +236,8 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   const decision = decidePolicy({
     capability,
     subject: session.subject,
+    turn: call.turn,
     limits: session.limits,
-    counters: session.counters,
     ...(deps.config.approvalFloor ? { floor: deps.config.approvalFloor } : {}),
   });
   if (decision.verdict === "deny") return deny(decision.reason, decision.message, "forbidden", facts);
@@ -248,14 +255,37 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
       { ...facts, rejectedApproval: rejected.name },
     );
   }
-  const consumed: Consumption = { toolCalls: 1, writes: String(capability.effect) === "write" ? 1 : 0 };
+  if (decision.verdict === "approval" && checked.canonical.length > MAX_APPROVAL_ARGUMENTS_LENGTH) {
+    // An Approval carries the arguments in its spec, which holds at most this many characters.
+    return refuseArguments(
+      "too_large_for_approval",
+      `the arguments are ${checked.canonical.length} characters as canonical JSON; a call that needs approval may have at most ${MAX_APPROVAL_ARGUMENTS_LENGTH}, so send less or split the change`,
+      { tool: call.tool, ...facts },
+    );
+  }
+  const reservation = await deps.budget.reserve({
+    sessionUid: session.uid,
+    executionId: identity.executionId,
+    write: String(capability.effect) === "write",
+    limits: session.limits,
+    atMicros: deps.clock.nowMicros(),
+  });
+  if (reservation.kind === "exceeded") {
+    const limit = limitDecision(reservation.resource, reservation.limit);
+    return deny(limit.reason, limit.message, "forbidden", facts);
+  }
 
   // 7. Approval.
   if (decision.verdict === "approval") {
     const request = approvalRequestOf(deps, session, identity, capability, checked.canonical, digest);
     const handle = await deps.approvals.createOrGet(request);
-    if (!handle.ownedBySession || !handle.sameSpec)
+    if (!handle.ownedBySession || !handle.sameSpec) {
+      await deps.budget.release(identity.executionId, deps.clock.nowMicros());
       return conflict(deps, session, identity, call.tool, audit);
+    }
+    // Handed to approvers: it counts whatever they decide, so proposing more writes than allowed is
+    // refused before anyone approves them.
+    await deps.budget.consume(identity.executionId, deps.clock.nowMicros());
     await audit(AuditKind.approvalRequested, "pending", {
       ...facts,
       approval: handle.name,
@@ -269,7 +299,6 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
       `${describeApprovers(request)}. Wait for the decision; do not repeat the call.`;
     return {
       answer: pendingApprovalAnswer(handle.name, identity.executionId, message),
-      consumed,
       decision: "approval",
     };
   }
@@ -286,11 +315,27 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     argumentsDigest: digest,
     actor: session.subject.user,
   });
-  return {
-    answer: result.answer,
-    consumed: result.executedNow ? consumed : NOTHING,
-    decision: result.executedNow ? "allowed" : "repeated",
-  };
+  await settleBudget(deps, result.execution);
+  return { answer: result.answer, decision: result.executedNow ? "allowed" : "repeated" };
+}
+
+/**
+ * Settles an executed call's reservations: the tool call is consumed; a write counts only when it
+ * succeeded or may have (`unknown`) — a write that failed changed nothing and gives its write back.
+ */
+async function settleBudget(deps: CoreDeps, execution: ExecutionRecord) {
+  if (execution.state === "failed") await deps.budget.release(execution.id, deps.clock.nowMicros(), "write");
+  await deps.budget.consume(execution.id, deps.clock.nowMicros());
+}
+
+/**
+ * Which of the call's text fields holds U+0000. Postgres text and jsonb cannot store it as sent, so
+ * the session's history could not keep the call the model made.
+ */
+function unstorableField(call: InvokeCall): "callId" | "tool" | undefined {
+  if (call.callId.includes("\u0000")) return "callId";
+  if (call.tool.includes("\u0000")) return "tool";
+  return undefined;
 }
 
 /** The agent's answer for an execution row (used for repeats and by the approval wait endpoint). */
@@ -338,7 +383,6 @@ async function conflict(
       "conflict",
       identity.executionId,
     ),
-    consumed: { toolCalls: 1, writes: 0 },
     decision: "conflict",
   };
 }

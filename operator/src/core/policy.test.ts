@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { approvalSettings, decidePolicy, effectiveApproval, type PolicyInput, strictest } from "./policy.ts";
+import {
+  approvalSettings,
+  decidePolicy,
+  effectiveApproval,
+  limitDecision,
+  type PolicyInput,
+  strictest,
+} from "./policy.ts";
 
 const alice = { user: "alice", groups: ["planners"] };
 
@@ -17,8 +24,8 @@ function input(
       policy: overrides.policy ?? {},
     },
     subject: overrides.subject ?? alice,
-    limits: overrides.limits ?? { maxToolCalls: 10, maxWrites: 2 },
-    counters: overrides.counters ?? { toolCalls: 0, writes: 0 },
+    turn: overrides.turn ?? 0,
+    limits: overrides.limits ?? { maxTurns: 5 },
     ...(overrides.floor ? { floor: overrides.floor } : {}),
   };
 }
@@ -108,16 +115,24 @@ describe("policy decision", () => {
     );
   });
 
-  it("enforces maxToolCalls for every call and maxWrites for writes", () => {
-    const exhausted = { limits: { maxToolCalls: 3, maxWrites: 1 }, counters: { toolCalls: 3, writes: 0 } };
-    expect(decidePolicy(input({ effect: "read", ...exhausted }))).toMatchObject({
-      reason: "ToolCallLimitReached",
+  it("denies a call in turn maxTurns or later, and allows the last turn", () => {
+    expect(decidePolicy(input({ effect: "read", turn: 4, limits: { maxTurns: 5 } }))).toMatchObject({
+      verdict: "allow",
     });
-    const noWrites = { limits: { maxToolCalls: 3, maxWrites: 1 }, counters: { toolCalls: 1, writes: 1 } };
-    expect(decidePolicy(input({ effect: "write", ...noWrites }))).toMatchObject({
+    expect(decidePolicy(input({ effect: "read", turn: 5, limits: { maxTurns: 5 } }))).toMatchObject({
+      verdict: "deny",
+      reason: "TurnLimitReached",
+      message: expect.stringMatching(/may use 5 turns and this call is in turn 6/),
+    });
+  });
+
+  it("words a used-up tool-call or write limit as a denial with its reason", () => {
+    expect(limitDecision("tool_call", 3)).toMatchObject({ verdict: "deny", reason: "ToolCallLimitReached" });
+    expect(limitDecision("write", 1)).toMatchObject({
+      verdict: "deny",
       reason: "WriteLimitReached",
+      message: "this session has used all 1 writes it is allowed",
     });
-    expect(decidePolicy(input({ effect: "draft", ...noWrites }))).toMatchObject({ verdict: "allow" });
   });
 
   it("keeps the first decision among equally strict ones", () => {

@@ -8,15 +8,17 @@
  *   - operator floor (optional): a minimum mode per effect from the operator's configuration;
  *   - subjects: when `policy.subjects` names anyone, the session's subject must be one of them
  *     ({@link mayUse}; the same rule hides the tool from the session, `core/visibility.ts`);
- *   - limits: `maxToolCalls` for every call, `maxWrites` for write capabilities.
+ *   - limits: `maxTurns` against the call's turn. `maxToolCalls` and `maxWrites` are counted by the
+ *     budget ledger (`BudgetLedger` in ports.ts) when Core reserves the call, after these rules allowed
+ *     it; {@link limitDecision} words its refusal.
  */
 import type { Effect, Subject } from "@gatehouse/provider-sdk";
 import type {
   ApprovalMode,
+  BudgetResource,
   CapabilityPolicy,
   PrincipalSet,
   ResolvedCapability,
-  SessionCounters,
   SessionLimits,
 } from "./ports.ts";
 
@@ -31,6 +33,7 @@ export type PolicyReason =
   | "UnknownEffect"
   | "UnknownApprovalMode"
   | "NotASubject"
+  | "TurnLimitReached"
   | "ToolCallLimitReached"
   | "WriteLimitReached";
 
@@ -45,8 +48,9 @@ export interface PolicyDecision {
 export interface PolicyInput {
   capability: Pick<ResolvedCapability, "id" | "effect" | "policy">;
   subject: Subject;
-  limits: SessionLimits;
-  counters: SessionCounters;
+  /** The call's turn (0-based, as the agent numbers them). */
+  turn: number;
+  limits: Pick<SessionLimits, "maxTurns">;
   /** Operator-wide minimum approval mode per effect (e.g. `{ write: "Required" }`). */
   floor?: Partial<Record<Effect, ApprovalMode>>;
 }
@@ -102,7 +106,7 @@ export function strictest(decisions: readonly PolicyDecision[]): PolicyDecision 
  * The rules that do not depend on the session's consumption — approval mode, operator floor, subjects
  * — as their strictest decision. Re-checked when an Approved call is dispatched.
  */
-export function decideAccess(input: Omit<PolicyInput, "limits" | "counters">): PolicyDecision {
+export function decideAccess(input: Omit<PolicyInput, "limits" | "turn">): PolicyDecision {
   const { capability, subject } = input;
   const effect = String(capability.effect);
   const decisions: PolicyDecision[] = [modeDecision(capability.id, effect, capability.policy.approval)];
@@ -121,24 +125,32 @@ export function decideAccess(input: Omit<PolicyInput, "limits" | "counters">): P
   return strictest(decisions);
 }
 
-/** Applies every rule in the header (access and limits) and returns the strictest decision. */
+/** Applies the access rules and the turn limit and returns the strictest decision. */
 export function decidePolicy(input: PolicyInput): PolicyDecision {
   const decisions: PolicyDecision[] = [decideAccess(input)];
-  if (input.counters.toolCalls >= input.limits.maxToolCalls) {
+  if (input.turn >= input.limits.maxTurns) {
     decisions.push({
       verdict: "deny",
-      reason: "ToolCallLimitReached",
-      message: `this session has used all ${input.limits.maxToolCalls} tool calls it is allowed; finish with what you have`,
-    });
-  }
-  if (String(input.capability.effect) === "write" && input.counters.writes >= input.limits.maxWrites) {
-    decisions.push({
-      verdict: "deny",
-      reason: "WriteLimitReached",
-      message: `this session has used all ${input.limits.maxWrites} writes it is allowed`,
+      reason: "TurnLimitReached",
+      message: `this session may use ${input.limits.maxTurns} turns and this call is in turn ${input.turn + 1}; finish with what you have`,
     });
   }
   return strictest(decisions);
+}
+
+/** The denial for a call the budget ledger found no room for: `limit` of `resource` is used up. */
+export function limitDecision(resource: BudgetResource, limit: number): PolicyDecision {
+  return resource === "tool_call"
+    ? {
+        verdict: "deny",
+        reason: "ToolCallLimitReached",
+        message: `this session has used all ${limit} tool calls it is allowed; finish with what you have`,
+      }
+    : {
+        verdict: "deny",
+        reason: "WriteLimitReached",
+        message: `this session has used all ${limit} writes it is allowed`,
+      };
 }
 
 function modeDecision(id: string, effect: string, explicit: string | undefined): PolicyDecision {

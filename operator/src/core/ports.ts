@@ -52,17 +52,10 @@ export interface PrincipalSet {
 
 /** Effective session limits (minimum of the user's value and the operator's ceiling, DESIGN §2). */
 export interface SessionLimits {
+  /** A call in turn `maxTurns` or later (turns count from 0) is denied. */
+  maxTurns: number;
   maxToolCalls: number;
   maxWrites: number;
-}
-
-/**
- * What the session has consumed so far, not counting this call: tool calls, and write calls accepted
- * (succeeded, waiting for approval or of unknown outcome — core/session-record.ts `writeAttempts`).
- */
-export interface SessionCounters {
-  toolCalls: number;
-  writes: number;
 }
 
 /**
@@ -78,7 +71,6 @@ export interface SessionContext {
   /** `spec.capabilities`: Capability object names the session may see; `undefined` = all in the namespace. */
   capabilities?: readonly string[];
   limits: SessionLimits;
-  counters: SessionCounters;
   /** False once the session is finished, cancelled or being deleted: nothing new is executed for it. */
   active: boolean;
 }
@@ -424,6 +416,57 @@ export interface ExecutionStore {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Budgets
+
+/** What a reservation holds of a session's limits: one tool call (`maxToolCalls`) or one write (`maxWrites`). */
+export type BudgetResource = "tool_call" | "write";
+
+/**
+ * A request to reserve, for one execution identity, a tool call and (for a write capability) a write
+ * of the session's limits, before anything is approved or executed.
+ */
+export interface BudgetRequest {
+  sessionUid: string;
+  /** The execution identity (`core/execution-identity.ts`); a repeat of it reserves nothing new. */
+  executionId: string;
+  /** Whether the call needs a write (`maxWrites`); every call needs a tool call (`maxToolCalls`). */
+  write: boolean;
+  limits: Pick<SessionLimits, "maxToolCalls" | "maxWrites">;
+  atMicros: number;
+}
+
+/**
+ * Result of {@link BudgetLedger.reserve}: `reserved` (now or by an earlier call of the same identity),
+ * or `exceeded` with the limit that has no room left — then nothing was reserved.
+ */
+export type BudgetReservation =
+  | { kind: "reserved" }
+  | { kind: "exceeded"; resource: BudgetResource; limit: number };
+
+/**
+ * The sessions' budgets (backed by Postgres `budget_reservations`): one reservation per execution
+ * identity and resource, counted against the session's limits. A reservation is `reserved` until the
+ * call's fate is known, `consumed` once it ran or was handed to approvers, `released` when it turned
+ * out to consume nothing; reserved and consumed ones count.
+ */
+export interface BudgetLedger {
+  /**
+   * Reserves what `request` needs, atomically per session: of any number of concurrent reserves for
+   * one session, never more succeed than the limits leave room for. Idempotent per execution identity:
+   * a reservation that exists (not released) is `reserved` again without counting twice; a released
+   * one is reserved anew, within the limits.
+   */
+  reserve(request: BudgetRequest): Promise<BudgetReservation>;
+  /** Marks the reservations of `executionId` consumed (they keep counting). Unknown ids: nothing. */
+  consume(executionId: string, atMicros: number): Promise<void>;
+  /**
+   * Releases the reservations of `executionId` — only `resource`'s when given — that are not consumed:
+   * they stop counting. Unknown ids: nothing.
+   */
+  release(executionId: string, atMicros: number, resource?: BudgetResource): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Providers
 
 /**
@@ -596,6 +639,7 @@ export interface CoreDeps {
   identities: IdentityResolver;
   approvals: ApprovalPort;
   executions: ExecutionStore;
+  budget: BudgetLedger;
   providers: ProviderClient;
   audit: AuditLog;
   logger: CoreLogger;

@@ -25,7 +25,6 @@ describe("sessionRecordOf", () => {
       turns: 3,
       toolCalls: 2,
       writes: 1,
-      writeAttempts: 1,
       releases: 0,
       usage: { inputTokens: 10, outputTokens: 4 },
       finalAnswer: "done",
@@ -80,38 +79,6 @@ describe("sessionRecordOf", () => {
   });
 });
 
-describe("write attempts", () => {
-  it("count each accepted write once, whether it succeeded, waits for approval or is unknown", () => {
-    const record = sessionRecordOf([
-      {
-        seq: 1,
-        source: "core",
-        kind: "tool_result",
-        payload: { status: "pending_approval", effect: "write", executionId: "e1" },
-      },
-      {
-        seq: 2,
-        source: "core",
-        kind: "approval_outcome",
-        payload: { status: "succeeded", effect: "write", executionId: "e1" },
-      },
-      {
-        seq: 3,
-        source: "core",
-        kind: "tool_result",
-        payload: { status: "unknown", effect: "write", executionId: "e2" },
-      },
-      {
-        seq: 4,
-        source: "core",
-        kind: "tool_result",
-        payload: { status: "denied", effect: "write", executionId: "e3" },
-      },
-    ]);
-    expect(record).toMatchObject({ writes: 1, writeAttempts: 2 });
-  });
-});
-
 describe("folding in parts", () => {
   it("gives the same record as folding everything at once, and skips events already folded", () => {
     const events = [
@@ -139,7 +106,7 @@ describe("folding in parts", () => {
     const second = foldEvents(first, events.slice(1));
     expect(second.record).toEqual(sessionRecordOf(events));
     expect(second.lastSeq).toBe(4);
-    expect(first.record.writeAttempts).toBe(1);
+    expect(first.record.turns).toBe(1);
   });
 });
 

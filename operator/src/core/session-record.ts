@@ -1,7 +1,8 @@
 /**
  * What the transcript (Postgres `session_events`) says about a session: its final answer, counters and
- * token usage. Pure: derived from the list of events, so the controller (status) and the gateway
- * (limits) agree on one definition.
+ * token usage. Pure: derived from the list of events, so the controller (status) and the model proxy
+ * (token budget) agree on one definition. The tool-call and write limits are not counted here: Core
+ * reserves them in its budget ledger before a call runs (`BudgetLedger`, core/ports.ts).
  *
  * Event kinds written to the transcript:
  * - `tool_call` (source agent): {turn, position, callId, tool, argumentsDigest}
@@ -37,12 +38,6 @@ export interface SessionRecord {
   toolCalls: number;
   /** Write executions that succeeded (`status.writes`). */
   writes: number;
-  /**
-   * Write calls that were accepted — succeeded, waiting for approval, or of unknown outcome — counted
-   * once per execution: what `maxWrites` bounds, so proposing more writes than allowed is refused
-   * before anyone approves them.
-   */
-  writeAttempts: number;
   /** Tokens the model proxy metered over all of the session's model requests. */
   usage: { inputTokens: number; outputTokens: number };
   /** Set once the model proxy refused a request for the token budget: its message. */
@@ -56,12 +51,11 @@ function numberOf(value: unknown): number {
 }
 
 /**
- * A SessionRecord with what is needed to fold later events into it: the executions already counted as
- * write attempts and the last event folded. Immutable: {@link foldEvents} returns a new one.
+ * A SessionRecord with what is needed to fold later events into it: the turns already answered and the
+ * last event folded. Immutable: {@link foldEvents} returns a new one.
  */
 export interface SessionRecordState {
   record: SessionRecord;
-  attemptedWrites: ReadonlySet<string>;
   /** The turns that ended with a final answer. */
   finalTurns: ReadonlySet<number>;
   /** Seq of the last event folded in (0 for none). */
@@ -75,16 +69,12 @@ export const EMPTY_SESSION_RECORD_STATE: SessionRecordState = {
     turns: 0,
     toolCalls: 0,
     writes: 0,
-    writeAttempts: 0,
     releases: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
   },
-  attemptedWrites: new Set(),
   finalTurns: new Set(),
   lastSeq: 0,
 };
-
-const ATTEMPT_STATUSES = new Set(["succeeded", "pending_approval", "unknown"]);
 
 /**
  * Folds transcript `events` (ascending seq, all after `state.lastSeq`) into `state`; pure. Folding
@@ -96,7 +86,6 @@ export function foldEvents(
   events: readonly TranscriptEvent[],
 ): SessionRecordState {
   const record: SessionRecord = { ...state.record, usage: { ...state.record.usage } };
-  const attempted = new Set(state.attemptedWrites);
   const finalTurns = new Set(state.finalTurns);
   let lastSeq = state.lastSeq;
   for (const event of events) {
@@ -109,12 +98,7 @@ export function foldEvents(
     if (event.kind === "tool_call") record.toolCalls++;
     const outcome =
       (event.kind === "tool_result" || event.kind === "approval_outcome") && event.source === "core";
-    if (outcome && event.payload.effect === "write") {
-      if (event.payload.status === "succeeded") record.writes++;
-      if (ATTEMPT_STATUSES.has(String(event.payload.status))) {
-        attempted.add(String(event.payload.executionId ?? `seq:${event.seq}`));
-      }
-    }
+    if (outcome && event.payload.effect === "write" && event.payload.status === "succeeded") record.writes++;
     if (event.kind === "usage" && event.source === "core") {
       record.usage.inputTokens += numberOf(event.payload.inputTokens);
       record.usage.outputTokens += numberOf(event.payload.outputTokens);
@@ -131,9 +115,8 @@ export function foldEvents(
       record.agentError = event.payload.text;
     }
   }
-  record.writeAttempts = attempted.size;
   record.finalAnswers = finalTurns.size;
-  return { record, attemptedWrites: attempted, finalTurns, lastSeq };
+  return { record, finalTurns, lastSeq };
 }
 
 /** Folds all of a session's transcript events (in seq order) into a SessionRecord. */

@@ -240,7 +240,7 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
         );
       }
       const record = await options.records.recordOf(session.metadata.uid);
-      const context = sessionContextOf(session, record, options.ceilings);
+      const context = sessionContextOf(session, options.ceilings);
       if (!context.active) {
         return refuse(
           409,

@@ -9,7 +9,8 @@
  *   GET  /v1/namespaces/{ns}/agentsessions/{name}/transcript  for people (transcript-route.ts)
  *   GET  /healthz, /readyz
  * Every /v1 request is authenticated by TokenReview and bound to the pod's session. Tool calls and
- * their results are written to the transcript by the gateway, from Core's records.
+ * their results are written to the transcript by the gateway, from Core's records: the history a
+ * resumed agent is replayed. Core counts the session's limits in its own budget ledger, not from it.
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
@@ -45,7 +46,7 @@ export interface GatewayDeps {
   jwks: JwksRouteOptions["jwks"];
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;
-  /** Session records (counters) from the transcript, read incrementally. */
+  /** Session records from the transcript, read incrementally (the model proxy's token budget). */
   records: SessionRecords;
   /** The model proxy's endpoints, keys and metrics (model-proxy.ts). */
   model: Pick<ModelProxyOptions, "endpointFor" | "keys" | "metrics">;
@@ -78,7 +79,6 @@ export function buildGateway(deps: GatewayDeps) {
     loggerInstance: deps.log.child({ component: "gateway" }),
     bodyLimit: 2 * 1024 * 1024,
   });
-  const { recordOf } = deps.records;
 
   app.setErrorHandler((error, request, reply) => {
     if (isGatehouseError(error)) {
@@ -164,7 +164,7 @@ export function buildGateway(deps: GatewayDeps) {
     v1.post("/v1/invoke", async (request) => {
       const call = InvokeCall.parse(request.body);
       const session = request.session;
-      const context = sessionContextOf(session, await recordOf(session.metadata.uid), deps.ceilings);
+      const context = sessionContextOf(session, deps.ceilings);
       const { answer } = await invoke(deps.core, context, call);
       const capability = await deps.core.catalog.resolve(session.metadata.namespace, call.tool);
       // A repeated request (same turn, position, tool and arguments) adds nothing to the history: the

@@ -1,11 +1,10 @@
 /**
- * Core's view of a session (core/ports.ts SessionContext) from the AgentSession object and the
- * transcript counters.
+ * Core's view of a session (core/ports.ts SessionContext) from the AgentSession object. What the
+ * session has used of its limits is Core's own budget ledger, not the transcript.
  */
 import type { AgentSession } from "../api/kinds.ts";
 import { defaultSessionCeilings, effectiveLimits, type SessionCeilings } from "../core/limits.ts";
 import type { SessionContext } from "../core/ports.ts";
-import type { SessionRecord } from "../core/session-record.ts";
 
 /**
  * Effective limits of a session (core/limits.ts): `spec.limits` and `spec.approval.holdPodForSeconds`,
@@ -22,9 +21,9 @@ export function limitsOf(session: AgentSession, ceilings: SessionCeilings = defa
 /** Builds the SessionContext Core decides with. */
 export function sessionContextOf(
   session: AgentSession,
-  record: SessionRecord,
   ceilings: SessionCeilings = defaultSessionCeilings,
 ): SessionContext {
+  const limits = limitsOf(session, ceilings);
   const phase = session.status?.phase ?? "Pending";
   return {
     namespace: session.metadata.namespace,
@@ -32,8 +31,7 @@ export function sessionContextOf(
     uid: session.metadata.uid,
     subject: { user: session.spec.subject.user, groups: session.spec.subject.groups ?? [] },
     ...(session.spec.capabilities ? { capabilities: session.spec.capabilities } : {}),
-    limits: limitsOf(session, ceilings),
-    counters: { toolCalls: record.toolCalls, writes: record.writeAttempts },
+    limits: { maxTurns: limits.maxTurns, maxToolCalls: limits.maxToolCalls, maxWrites: limits.maxWrites },
     active:
       !session.spec.cancel &&
       !session.metadata.deletionTimestamp &&

@@ -14,6 +14,7 @@ import type {
   NewExecution,
 } from "../core/ports.ts";
 import { toOptionalSafeInteger, toOptionalString, toSafeInteger } from "./sql-values.ts";
+import { storableJson, storableText } from "./storable-json.ts";
 
 /** The Postgres execution store: the port plus lookups used by the gateway and controllers. */
 export interface PostgresExecutionStore extends ExecutionStore {
@@ -106,9 +107,11 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
         [
           id,
           outcome.state,
-          outcome.receipt === undefined ? null : JSON.stringify(outcome.receipt),
+          // A provider's result may hold U+0000, which jsonb and text refuse: a refused UPDATE would
+          // leave a call that ran without its outcome, so the row keeps U+FFFD there.
+          outcome.receipt === undefined ? null : JSON.stringify(storableJson(outcome.receipt)),
           outcome.errorKind ?? null,
-          outcome.message ?? null,
+          outcome.message === undefined ? null : storableText(outcome.message),
           outcome.atMicros,
           fencingToken,
           outcome.state === "failed" && outcome.neverSent === true,

@@ -3,7 +3,9 @@
  *   - `gatehouse_owner` (NOLOGIN) owns the schema. Migrations run as it (`SET ROLE`, see `migrate.ts`),
  *     so it owns every table, and REVOKE and the append-only triggers bind everyone else;
  *   - `gatehouse_operator` (NOLOGIN) is what the operator runs as: the migrations grant it INSERT and
- *     SELECT on the audit tables and nothing more there.
+ *     SELECT on the audit tables and nothing more there; SELECT, INSERT and UPDATE on `executions`
+ *     and `budget_reservations`, whose triggers guard the state transitions; SELECT and INSERT on
+ *     `session_events`.
  * Roles are cluster-global, so they are created idempotently, tolerating another database's migration
  * creating them at the same moment. Triggers and REVOKE do not bind a superuser or the table owner
  * (NOTES "Postgres"), which is why the operator never connects as either.

@@ -10,7 +10,9 @@
  * It also starts the periodic audit checkpoints (`checkpointer.ts`), stopped by `stop()`.
  */
 import type pg from "pg";
+import type { BudgetLedger } from "../core/ports.ts";
 import { createPostgresAuditLog, type PostgresAuditLog } from "./audit-log.ts";
+import { createPostgresBudgetLedger } from "./budget-ledger.ts";
 import type { CheckpointPublisher } from "./checkpoint-publisher.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { createPool, type Database, type ResolveDatabaseOptions, resolveDatabase } from "./connection.ts";
@@ -34,6 +36,7 @@ export interface Store {
   operatorPool: pg.Pool;
   runsAsOperatorRole: boolean;
   executions: PostgresExecutionStore;
+  budget: BudgetLedger;
   audit: PostgresAuditLog;
   transcripts: TranscriptStore;
   checkpointer: Checkpointer;
@@ -74,6 +77,7 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
       operatorPool,
       runsAsOperatorRole: url !== undefined,
       executions: createPostgresExecutionStore(operatorPool),
+      budget: createPostgresBudgetLedger(operatorPool),
       audit,
       transcripts: createPostgresTranscriptStore(operatorPool),
       checkpointer,

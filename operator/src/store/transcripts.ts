@@ -4,12 +4,15 @@
  * are serialized with a per-session advisory lock so numbers have no gaps. Each event carries its
  * `source`: `core` for what the operator writes from its own records, `agent` for what the agent
  * posts (never replayed as a tool result). The shape matches `HistoryEntry` of the agent
- * protocol (`operator/src/api/agent-protocol.ts`).
+ * protocol (`operator/src/api/agent-protocol.ts`). A model's raw text may hold a lone surrogate or
+ * U+0000 (Core refuses both as arguments), and a provider's result text may hold U+0000; `jsonb` stores
+ * neither, so the history keeps U+FFFD in their place rather than losing the event (`storable-json.ts`).
  */
 import type pg from "pg";
 import type { JsonObject } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { toSafeInteger } from "./sql-values.ts";
+import { storableJson } from "./storable-json.ts";
 
 /**
  * Who wrote an event: `core` — the operator, from its own records (user messages from the spec, tool
@@ -85,7 +88,7 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
             event.sessionUid,
             event.source,
             event.kind,
-            JSON.stringify(wellFormed(event.payload)),
+            JSON.stringify(storableJson(event.payload)),
             event.atMicros,
             event.dedupeKey ?? null,
           ],
@@ -109,20 +112,6 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
       return result.rows.map(eventFromRow);
     },
   };
-}
-
-/**
- * `value` with every lone UTF-16 surrogate in its strings and keys replaced by U+FFFD. A model's raw
- * text may hold one (DESIGN §4 step 4 refuses it as arguments), but Postgres `jsonb` cannot store
- * `\ud800` and would refuse the whole event — the history keeps the readable rest instead.
- */
-function wellFormed(value: unknown): unknown {
-  if (typeof value === "string") return value.toWellFormed();
-  if (Array.isArray(value)) return value.map(wellFormed);
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.toWellFormed(), wellFormed(v)]));
-  }
-  return value;
 }
 
 function eventFromRow(row: Record<string, unknown>): SessionEvent {

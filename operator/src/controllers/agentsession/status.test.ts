@@ -15,7 +15,6 @@ const empty: SessionRecord = {
   turns: 0,
   toolCalls: 0,
   writes: 0,
-  writeAttempts: 0,
   releases: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
 };

@@ -26,7 +26,6 @@ import type { KubeClients } from "../../kube/client.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import type { OperatorMetrics } from "../../kube/metrics.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
-import type { SessionRecords } from "../../store/session-records.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
 import {
   type ApprovalPlanInput,
@@ -53,7 +52,6 @@ export interface ApprovalDeps {
   metrics?: Pick<OperatorMetrics, "approvalDecided">;
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;
-  records: SessionRecords;
 }
 
 /** Reconciles one Approval: observe, plan, apply. */

@@ -19,7 +19,6 @@ import { addFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
 import type { OperatorMetrics } from "../../kube/metrics.ts";
 import { sessionContextOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
-import type { SessionRecords } from "../../store/session-records.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
 import type { ApprovalStatus, PlannedEvent } from "./plan.ts";
 import { viewOf } from "./plan.ts";
@@ -59,7 +58,6 @@ export interface KubeApprovalWriterDeps {
   core: CoreDeps;
   transcripts: TranscriptStore;
   events: EventRecorder;
-  records: SessionRecords;
   ceilings: SessionCeilings;
   metrics?: Pick<OperatorMetrics, "approvalDecided"> | undefined;
 }
@@ -85,9 +83,7 @@ export function kubeApprovalWriter(deps: KubeApprovalWriterDeps, now: Date): App
     },
     async dispatch(request) {
       const found = request.session;
-      const session = found
-        ? sessionContextOf(found, await deps.records.recordOf(found.metadata.uid), deps.ceilings)
-        : undefined;
+      const session = found ? sessionContextOf(found, deps.ceilings) : undefined;
       return executeApproved(deps.core, {
         approval: { ...viewOf(request.approval), phase: "Approved" },
         ...(session ? { session } : {}),
