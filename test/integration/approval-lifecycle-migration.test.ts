@@ -38,7 +38,8 @@ function withUid<T extends { payload: Record<string, unknown> }>(entry: T, appro
 
 describe("migrating a chain written by an earlier version", () => {
   it("appends one verifiable marker after the earlier requests", async () => {
-    expect(await migrate(db.url, { direction: "down", count: 2 })).toEqual([
+    expect(await migrate(db.url, { direction: "down", count: 3 })).toEqual([
+      "0009_execution_resolutions",
       "0006_finish_outbox",
       "0005_approval_lifecycle",
     ]);
@@ -53,7 +54,7 @@ describe("migrating a chain written by an earlier version", () => {
     ]);
     expect(await log.verify()).toMatchObject({ ok: true, records: 3, badRows: 0 });
     // Migrating again (down and up) adds no second marker; later appends chain after it.
-    await migrate(db.url, { direction: "down", count: 2 });
+    await migrate(db.url, { direction: "down", count: 3 });
     await migrate(db.url);
     await log.append(requested(3));
     expect((await log.read()).map((r) => r.kind)).toEqual([
@@ -66,7 +67,7 @@ describe("migrating a chain written by an earlier version", () => {
   });
 
   it("lists the requests after the marker that have no end, once each", async () => {
-    await migrate(db.url, { direction: "down", count: 2 });
+    await migrate(db.url, { direction: "down", count: 3 });
     const log = createPostgresAuditLog(db.operator);
     await log.append(requested(1));
     await migrate(db.url);

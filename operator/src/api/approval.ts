@@ -61,6 +61,13 @@ export const ApprovalSpec = z
       .object({ kind: z.string().max(63), id: z.string().max(253), version: z.string().max(63).optional() })
       .optional()
       .describe("The business object the call changes, when known."),
+    idempotencyKey: z
+      .string()
+      .max(128)
+      .optional()
+      .describe(
+        "The provider idempotency key the call runs under, when it re-runs an identical earlier call that certainly never reached the provider (absent: derived from executionId).",
+      ),
     requester: Subject.describe("The session's subject."),
     approvers: UsersAndGroups,
     requiredApprovals: z.number().int().min(1).max(10),

@@ -18,6 +18,8 @@ export const AuditKind = {
   invalidArguments: "invoke.invalid_arguments",
   denied: "invoke.denied",
   repeated: "invoke.repeated",
+  /** A write proposed again identically, answered from or run under an earlier record (core/reproposal.ts). */
+  reproposed: "invoke.reproposed",
   approvalRequested: "approval.requested",
   approvalConflict: "approval.conflict",
   approvalRefused: "approval.refused",

@@ -48,6 +48,13 @@ import type {
   SessionContext,
 } from "./ports.ts";
 import { outcomeOfExecution } from "./recovery.ts";
+import {
+  classifyReproposal,
+  previouslyFailedMessage,
+  type Reproposal,
+  resolvedAnswer,
+  unsettledAnswer,
+} from "./reproposal.ts";
 import { capabilityIdOf } from "./tool-names.ts";
 
 export { executeApproved } from "./execute-approved.ts";
@@ -82,6 +89,9 @@ const NOTHING: Consumption = { toolCalls: 0, writes: 0 };
  *     repeat of a call still executing waits for its outcome, or for its Approval when it has one);
  *  3. resolve the tool to a visible, enabled, ready Capability;
  *  4. strict I-JSON + schema validation → `invalid_arguments` (audited, nothing else);
+ *  4b. a write proposed again identically (same session, capability, arguments; any turn) is decided
+ *     by the earlier one (core/reproposal.ts): unsettled → answered from it, open Approval → wait on
+ *     it, failed for good → refused, never sent → runs again under the same idempotency key;
  *  5. identity binding when the provider requires it;
  *  6. policy (strictest rule wins; limits; a rejected identical action is refused);
  *  7. Required → Approval created (or our own recognised) → `pending_approval`;
@@ -210,6 +220,29 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   const digest = checked.digest;
   const facts: JsonObject = { capability: capability.id, argumentsDigest: digest };
 
+  // 4b. Re-proposals: an identical earlier write decides (core/reproposal.ts).
+  const earlier = await classifyReproposal(deps, session, capability, digest);
+  if (earlier.kind === "failed") {
+    return deny("PreviouslyFailed", previouslyFailedMessage(earlier.execution), "forbidden", {
+      ...facts,
+      earlierExecution: earlier.execution.id,
+    });
+  }
+  if (earlier.kind !== "new" && earlier.kind !== "rerun") {
+    return answerReproposal(call, earlier, facts, audit);
+  }
+  // A never-sent failure runs again under its key, so a provider that did see it deduplicates.
+  const idempotencyKey = earlier.kind === "rerun" ? earlier.idempotencyKey : identity.idempotencyKey;
+  if (earlier.kind === "rerun") {
+    await audit(AuditKind.reproposed, "pending", {
+      ...facts,
+      tool: call.tool,
+      rule: "NeverSent",
+      earlierExecution: earlier.execution.id,
+      idempotencyKey,
+    });
+  }
+
   // 5. Identity binding.
   let account: string | undefined;
   if (capability.requiresIdentity) {
@@ -253,6 +286,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   // 7. Approval.
   if (decision.verdict === "approval") {
     const request = approvalRequestOf(deps, session, identity, capability, checked.canonical, digest);
+    if (idempotencyKey !== identity.idempotencyKey) request.idempotencyKey = idempotencyKey;
     const handle = await deps.approvals.createOrGet(request);
     if (!handle.ownedBySession || !handle.sameSpec)
       return conflict(deps, session, identity, call.tool, audit);
@@ -277,7 +311,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   // 8–10. Execute, audit, answer.
   const result = await execute(deps, {
     executionId: identity.executionId,
-    idempotencyKey: identity.idempotencyKey,
+    idempotencyKey,
     session: { uid: session.uid, namespace: session.namespace, name: session.name },
     subject: session.subject,
     ...(account !== undefined ? { account } : {}),
@@ -291,6 +325,47 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     consumed: result.executedNow ? consumed : NOTHING,
     decision: result.executedNow ? "allowed" : "repeated",
   };
+}
+
+/**
+ * The answer to a write proposed again while an identical earlier one is unsettled, waiting on its
+ * Approval, or resolved by a person: nothing new is created or sent; the answer names the earlier
+ * record. Audited as `invoke.reproposed`.
+ */
+async function answerReproposal(
+  call: InvokeCall,
+  earlier: Extract<Reproposal, { kind: "unsettled" | "approval_open" | "resolved" }>,
+  facts: JsonObject,
+  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
+): Promise<InvokeResult> {
+  let answer: InvokeAnswer;
+  let payload: JsonObject;
+  if (earlier.kind === "approval_open") {
+    const { approval } = earlier;
+    answer = pendingApprovalAnswer(
+      approval.name,
+      approval.identity.executionId,
+      `This exact action is already waiting on Approval ${approval.name} (${approval.phase}); wait for its ` +
+        "decision instead of proposing it again.",
+    );
+    payload = { rule: "ApprovalOpen", approval: approval.name, phase: approval.phase };
+  } else {
+    // A `started` row whose claimer died is settled by the leader's sweep or a repeat of its own call.
+    const { execution } = earlier;
+    answer = earlier.kind === "resolved" ? resolvedAnswer(execution) : unsettledAnswer(execution);
+    payload = {
+      rule: earlier.kind === "resolved" ? "ResolvedByPerson" : "OutcomeUnsettled",
+      earlierExecution: execution.id,
+      state: execution.state,
+      approval: answer.approval?.name ?? null,
+    };
+  }
+  await audit(AuditKind.reproposed, earlier.kind === "resolved" ? "success" : "pending", {
+    ...facts,
+    tool: call.tool,
+    ...payload,
+  });
+  return { answer, consumed: { toolCalls: 1, writes: 0 }, decision: "repeated" };
 }
 
 /** The agent's answer for an execution row (used for repeats and by the approval wait endpoint). */

@@ -209,6 +209,12 @@ export interface ApprovalRequest {
   expiresAt: string;
   /** The business object the call changes and its version when proposed (re-checked at dispatch). */
   target?: ApprovalTarget;
+  /**
+   * The provider idempotency key to execute under, when it is not the one derived from `executionId`:
+   * the call proposes again an action whose earlier execution certainly never reached the provider,
+   * and runs under that execution's key (core/reproposal.ts).
+   */
+  idempotencyKey?: string;
 }
 
 /** `spec.target` of an Approval: a business object and the version the call was proposed against. */
@@ -273,6 +279,17 @@ export interface ApprovalPort {
     capability: string;
     argumentsDigest: string;
   }): Promise<{ name: string } | undefined>;
+  /**
+   * Every Approval of this session for the same capability (object name) and arguments digest, any
+   * turn and position, in no particular order (core/reproposal.ts: an identical proposal waits on an
+   * open one instead of getting a second Approval).
+   */
+  findByAction(query: {
+    namespace: string;
+    sessionUid: string;
+    capability: string;
+    argumentsDigest: string;
+  }): Promise<ApprovalHandle[]>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -319,6 +336,27 @@ export interface ExecutionRecord extends NewExecution {
    * it is not (and always while `started`); 0 for rows finished before the finish outbox existed.
    */
   finishAuditSeq?: number;
+  /**
+   * True only for a `failed` row whose request certainly never reached the provider (a `not_sent` on
+   * the first execution, the audit failure before sending, a digest mismatch): the same action may
+   * run again, under this row's idempotency key.
+   */
+  neverSent: boolean;
+  /**
+   * Present when a person, not a receipt, settled the row's unknown outcome (`kubectl gatehouse
+   * resolve`): who, and the reason they gave.
+   */
+  resolution?: { resolver: string; reason: string };
+}
+
+/** A person's settlement of an unknown outcome, to record on its row. */
+export interface ExecutionResolution {
+  state: "succeeded" | "failed";
+  resolver: string;
+  reason: string;
+  /** The row's new message, e.g. `resolved by alice: <reason>`. */
+  message: string;
+  atMicros: number;
 }
 
 /** A final or unknown outcome to record on a claimed row. */
@@ -371,6 +409,29 @@ export interface ExecutionStore {
    * recorded before `finishedBeforeMicros`, the oldest finish first.
    */
   listUnauditedFinishes(finishedBeforeMicros: number, limit: number): Promise<ExecutionRecord[]>;
+  /**
+   * Every execution of the same action in one session — same session uid, capability id and
+   * arguments digest, any turn or position — oldest first (`createdAtMicros`, then id).
+   */
+  findByAction(action: ExecutionAction): Promise<ExecutionRecord[]>;
+  /**
+   * Records a person's resolution of an `unknown` row: state succeeded|failed, `resolution`, the
+   * message; a new finish (`finishAuditSeq` cleared). Any other row is left unchanged and returned
+   * with `recorded: false`. Errors: throws `not_found` for an unknown id.
+   */
+  recordResolution(
+    id: string,
+    resolution: ExecutionResolution,
+  ): Promise<{ recorded: boolean; execution: ExecutionRecord }>;
+}
+
+/** One business action of a session, whatever turn and position proposed it. */
+export interface ExecutionAction {
+  sessionUid: string;
+  /** Capability id (`aps.schedule.publish`). */
+  capability: string;
+  /** sha256 hex of the canonical arguments. */
+  argumentsDigest: string;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ export function approvalSpecOf(request: ApprovalRequest): Approval["spec"] {
     allowSelfApproval: request.allowSelfApproval,
     expiresAt: request.expiresAt,
     ...(request.target ? { target: request.target } : {}),
+    ...(request.idempotencyKey !== undefined ? { idempotencyKey: request.idempotencyKey } : {}),
     decisions: [],
   };
 }
@@ -174,6 +175,18 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
             a.status?.phase === "Rejected",
         );
       return match ? { name: match.metadata.name } : undefined;
+    },
+    async findByAction(query) {
+      // From the informer cache, as findRejected: an Approval created a moment ago may be missing.
+      return caches.approvals
+        .list(query.namespace)
+        .filter(
+          (a) =>
+            a.spec.sessionRef.uid === query.sessionUid &&
+            a.spec.capability === query.capability &&
+            a.spec.argumentsDigest === query.argumentsDigest,
+        )
+        .map((a) => handleOf(a, undefined, query.sessionUid));
     },
   };
 }

@@ -24,7 +24,8 @@ export interface PostgresExecutionStore extends ExecutionStore {
 
 const COLUMNS = `id, idempotency_key, session_uid, session_namespace, session_name, capability,
   provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
-  receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us, finish_audit_seq`;
+  receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us, finish_audit_seq, never_sent,
+  resolved_by, resolution_reason`;
 
 /** A Postgres-backed execution store on `pool` (connect as `gatehouse_operator` in production). */
 export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionStore {
@@ -145,6 +146,40 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return result.rowCount === 1;
     },
 
+    async findByAction(action) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions
+          WHERE session_uid = $1 AND capability = $2 AND request_digest = $3
+          ORDER BY created_at_us, id`,
+        [action.sessionUid, action.capability, action.argumentsDigest],
+      );
+      return result.rows.map(recordFromRow);
+    },
+
+    async recordResolution(id, resolution) {
+      // The receipt and error kind stay as the unknown outcome left them: the person's word is the
+      // resolution, not a receipt.
+      const updated = await pool.query(
+        `UPDATE executions
+            SET state = $2, message = $3, resolved_by = $4, resolution_reason = $5, updated_at_us = $6,
+                finish_audit_seq = NULL
+          WHERE id = $1 AND state = 'unknown'
+          RETURNING ${COLUMNS}`,
+        [
+          id,
+          resolution.state,
+          resolution.message,
+          resolution.resolver,
+          resolution.reason,
+          resolution.atMicros,
+        ],
+      );
+      if (updated.rows[0]) return { recorded: true, execution: recordFromRow(updated.rows[0]) };
+      const current = await selectOne("id = $1", [id]);
+      if (!current) throw new GatehouseError("not_found", `execution ${id} does not exist`);
+      return { recorded: false, execution: current };
+    },
+
     async listUnauditedFinishes(finishedBeforeMicros, limit) {
       const result = await pool.query(
         `SELECT ${COLUMNS} FROM executions
@@ -182,6 +217,7 @@ function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
     state,
     createdAtMicros: toSafeInteger(row.created_at_us, "created_at_us"),
     updatedAtMicros: toSafeInteger(row.updated_at_us, "updated_at_us"),
+    neverSent: row.never_sent === true,
   };
   const approvalName = toOptionalString(row.approval_name);
   if (approvalName !== undefined) record.approvalName = approvalName;
@@ -192,5 +228,9 @@ function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
   if (message !== undefined) record.message = message;
   const finishAuditSeq = toOptionalSafeInteger(row.finish_audit_seq, "finish_audit_seq");
   if (finishAuditSeq !== undefined) record.finishAuditSeq = finishAuditSeq;
+  const resolver = toOptionalString(row.resolved_by);
+  if (resolver !== undefined) {
+    record.resolution = { resolver, reason: toOptionalString(row.resolution_reason) ?? "" };
+  }
   return record;
 }
