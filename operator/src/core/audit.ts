@@ -37,6 +37,10 @@ export const AuditKind = {
   executionStarted: "execution.started",
   executionFinished: "execution.finished",
   executionRecovering: "execution.recovering",
+  /** A person settled an unknown outcome (core/resolution.ts). */
+  executionResolved: "execution.resolved",
+  /** An Approval in phase Unknown was created to record an Auto call of unknown outcome. */
+  approvalUnknownRecorded: "approval.unknown_recorded",
 } as const;
 
 /** The audit outcome of an execution in `state`: started → pending, succeeded → success, … */

@@ -234,6 +234,13 @@ export function createInMemoryWorld(
       delete record.finishAuditSeq;
       return { recorded: true, execution: structuredClone(record) };
     },
+    async listUnknownWithoutApproval(limit) {
+      return [...world.executions.values()]
+        .filter((e) => e.state === "unknown" && e.approvalName === undefined)
+        .sort((a, b) => b.updatedAtMicros - a.updatedAtMicros)
+        .slice(0, limit)
+        .map((e) => structuredClone(e));
+    },
     async findByAction(action) {
       return [...world.executions.values()]
         .filter(
@@ -298,6 +305,23 @@ export function createInMemoryWorld(
           a.phase === "Rejected",
       );
       return match ? { name: match.request.name } : undefined;
+    },
+    async recordUnknownExecution(request, message) {
+      const k = key(request.namespace, request.name);
+      const existing = world.approvals.get(k);
+      if (existing) {
+        if (existing.phase === "Pending" && existing.request.autoExecution) existing.phase = "Unknown";
+        return { handle: handle(existing, request.sessionRef.uid, request), created: false };
+      }
+      const stored: StoredApproval = {
+        request: structuredClone(request),
+        ownerUid: request.sessionRef.uid,
+        decisions: [],
+        phase: "Unknown",
+        conflictMessage: message,
+      };
+      world.approvals.set(k, stored);
+      return { handle: handle(stored, request.sessionRef.uid, request), created: true };
     },
     async findByAction(query) {
       return [...world.approvals.values()]

@@ -55,6 +55,7 @@ import {
   resolvedAnswer,
   unsettledAnswer,
 } from "./reproposal.ts";
+import { tryRecordUnknownAutoExecution } from "./resolution.ts";
 import { capabilityIdOf } from "./tool-names.ts";
 
 export { executeApproved } from "./execute-approved.ts";
@@ -154,7 +155,8 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   if (existing && !(existing.state === "started" && ours)) {
     const current = await outcomeOfExecution(deps, existing);
     await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
-    return { answer: answerOfExecution(deps, current), consumed: NOTHING, decision: "repeated" };
+    const answer = await withResolutionApproval(deps, current, answerOfExecution(deps, current));
+    return { answer, consumed: NOTHING, decision: "repeated" };
   }
   if (approval) {
     if (!ours) return conflict(deps, session, identity, call.tool, audit);
@@ -321,7 +323,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     actor: session.subject.user,
   });
   return {
-    answer: result.answer,
+    answer: await withResolutionApproval(deps, result.execution, result.answer),
     consumed: result.executedNow ? consumed : NOTHING,
     decision: result.executedNow ? "allowed" : "repeated",
   };
@@ -366,6 +368,24 @@ async function answerReproposal(
     ...payload,
   });
   return { answer, consumed: { toolCalls: 1, writes: 0 }, decision: "repeated" };
+}
+
+/**
+ * `answer` naming the Approval a person resolves an Auto call's unknown outcome on, created now if it
+ * is missing (core/resolution.ts); `answer` unchanged for any other row.
+ */
+async function withResolutionApproval(
+  deps: CoreDeps,
+  execution: ExecutionRecord,
+  answer: InvokeAnswer,
+): Promise<InvokeAnswer> {
+  const name = await tryRecordUnknownAutoExecution(deps, execution);
+  if (!name) return answer;
+  return {
+    ...answer,
+    approval: { name },
+    content: `${answer.content} A person resolves it on Approval ${name}.`,
+  };
 }
 
 /** The agent's answer for an execution row (used for repeats and by the approval wait endpoint). */

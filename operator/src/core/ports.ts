@@ -215,6 +215,11 @@ export interface ApprovalRequest {
    * and runs under that execution's key (core/reproposal.ts).
    */
   idempotencyKey?: string;
+  /**
+   * True when the Approval records a call that ran without approval (Auto) and ended unknown, so a
+   * person can resolve it: it takes no decisions.
+   */
+  autoExecution?: boolean;
 }
 
 /** `spec.target` of an Approval: a business object and the version the call was proposed against. */
@@ -290,6 +295,16 @@ export interface ApprovalPort {
     capability: string;
     argumentsDigest: string;
   }): Promise<ApprovalHandle[]>;
+  /**
+   * Creates (or finds) the Approval `request` describes — an Auto execution's record, `autoExecution`
+   * set — and makes sure its phase is `Unknown` with `message` saying what a person must check.
+   * `created` is true when this call created it. Errors: throws on API failures (the caller or the
+   * leader's sweep tries again).
+   */
+  recordUnknownExecution(
+    request: ApprovalRequest,
+    message: string,
+  ): Promise<{ handle: ApprovalHandle; created: boolean }>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -414,6 +429,11 @@ export interface ExecutionStore {
    * arguments digest, any turn or position — oldest first (`createdAtMicros`, then id).
    */
   findByAction(action: ExecutionAction): Promise<ExecutionRecord[]>;
+  /**
+   * Up to `limit` `unknown` rows of calls that ran without an Approval (no `approvalName`), the most
+   * recently finished first: the ones that need an Approval to record them (core/resolution.ts).
+   */
+  listUnknownWithoutApproval(limit: number): Promise<ExecutionRecord[]>;
   /**
    * Records a person's resolution of an `unknown` row: state succeeded|failed, `resolution`, the
    * message; a new finish (`finishAuditSeq` cleared). Any other row is left unchanged and returned

@@ -146,6 +146,15 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return result.rowCount === 1;
     },
 
+    async listUnknownWithoutApproval(limit) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions WHERE state = 'unknown' AND approval_name IS NULL
+          ORDER BY updated_at_us DESC, id LIMIT $1`,
+        [limit],
+      );
+      return result.rows.map(recordFromRow);
+    },
+
     async findByAction(action) {
       const result = await pool.query(
         `SELECT ${COLUMNS} FROM executions

@@ -57,6 +57,7 @@ import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import type { SessionRecords } from "../../store/session-records.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
+import { needsResolution, reconcileResolution } from "./resolution.ts";
 
 export interface ApprovalDeps {
   clients: KubeClients;
@@ -314,6 +315,9 @@ export async function reconcileApproval(
     await addFinalizer(deps.clients, APPROVAL, cached, APPROVAL_FINALIZER);
     return { requeueAfterMs: 500 };
   }
+  // --- An execution of unknown outcome and its resolution (./resolution.ts). ---
+  if (needsResolution(cached)) return reconcileResolution(deps, cached, log);
+  // ---
   let approval: Approval = cached;
   const generation = approval.metadata.generation;
   const status: Status = { ...approval.status, observedGeneration: generation };

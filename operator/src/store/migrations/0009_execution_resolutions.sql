@@ -12,6 +12,7 @@
 -- rather than by a receipt. Set only on the transition unknown → succeeded | failed, and never after.
 --
 -- executions_by_action: the lookup of a session's earlier executions of the same action.
+-- executions_unknown_auto: the leader's sweep for Auto calls whose outcome is unknown.
 
 -- Up Migration
 ALTER TABLE executions ADD COLUMN IF NOT EXISTS never_sent boolean NOT NULL DEFAULT false;
@@ -23,6 +24,8 @@ CREATE UNIQUE INDEX executions_idempotency_key_live ON executions (idempotency_k
   WHERE NOT (state = 'failed' AND never_sent);
 
 CREATE INDEX executions_by_action ON executions (session_uid, capability, request_digest, created_at_us);
+-- Auto calls of unknown outcome, which the leader gives an Approval in phase Unknown.
+CREATE INDEX executions_unknown_auto ON executions (updated_at_us) WHERE state = 'unknown' AND approval_name IS NULL;
 
 ALTER TABLE executions
   ADD COLUMN resolved_by text CHECK (length(resolved_by) BETWEEN 1 AND 253),
@@ -57,6 +60,7 @@ ALTER TABLE executions
   DROP CONSTRAINT executions_resolution_is_whole,
   DROP COLUMN resolution_reason,
   DROP COLUMN resolved_by;
+DROP INDEX executions_unknown_auto;
 DROP INDEX executions_by_action;
 DROP INDEX executions_idempotency_key_live;
 -- Fails while a key is shared by a never-sent failure and its re-run: that history has no older form.
