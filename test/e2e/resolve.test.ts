@@ -55,7 +55,8 @@ beforeAll(async () => {
     },
   });
   namespace = await coreNamespace(env, "resolve");
-  // carol is this namespace's platform engineer: gatehouse-platform grants the verb resolve.
+  // carol is this namespace's platform engineer (gatehouse-platform grants the verb resolve); bob an
+  // approver, who may patch approvals but not resolve them.
   await env.kubectl.ok("admin", [
     "create",
     "rolebinding",
@@ -66,6 +67,17 @@ beforeAll(async () => {
     "gatehouse-platform",
     "--user",
     "carol",
+  ]);
+  await env.kubectl.ok("admin", [
+    "create",
+    "rolebinding",
+    "approver-bob",
+    "-n",
+    namespace,
+    "--clusterrole",
+    "gatehouse-approver",
+    "--user",
+    "bob",
   ]);
   ledger = await deployCounter(
     env,
