@@ -85,6 +85,24 @@ describe("planResume", () => {
     expect(decided.history.at(-1)).toMatchObject({ role: "tool", turn: 0, position: 0, content: "ok" });
   });
 
+  it("replays a person's resolution instead of the unknown outcome it settled", () => {
+    const plan = planResume({
+      messages: [task],
+      history: [
+        call(0, 0, "aps_schedule_publish"),
+        entry("core", "tool_result", {
+          turn: 0,
+          callId: "c00",
+          status: "unknown",
+          content: "unknown",
+          approval: "apr-1",
+        }),
+        entry("core", "approval_outcome", { approval: "apr-1", status: "succeeded", content: "resolved" }),
+      ],
+    });
+    expect(plan.history.at(-1)).toMatchObject({ role: "tool", turn: 0, position: 0, content: "resolved" });
+  });
+
   it("has nothing to do when every message has its final answer", () => {
     const plan = planResume({
       messages: [task],

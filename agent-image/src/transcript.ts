@@ -7,6 +7,7 @@
  *   `tool_result`      {turn, position?, callId, status, content, approval?} — the InvokeAnswer; a
  *                      `pending_approval` one is not a result yet, it names the Approval to wait for
  *   `approval_outcome` {approval, status, content}               — the final answer of that Approval
+ *                      (or of a person's resolution of an unknown outcome that named it); the latest wins
  *   `assistant_text` / `final_answer` {turn, text}                — the AgentEvents this runtime posts
  * Entries are grouped by turn (not by seq), so their order of arrival does not matter; a result is
  * matched to its call by position when given, else by call id. A call left without a final result is
@@ -86,7 +87,11 @@ function groupByTurn(entries: HistoryEntry[]): { turns: Map<number, TurnRecord>;
       if (!result.success) skipped += 1;
       else if (result.data.status === "pending_approval") {
         if (result.data.approval) awaiting.set(result.data.approval, result.data);
-      } else settle(result.data, result.data.content);
+      } else {
+        settle(result.data, result.data.content);
+        // An unknown outcome names the Approval a person resolves it on: its outcome replaces this one.
+        if (result.data.approval) awaiting.set(result.data.approval, result.data);
+      }
     } else if (entry.kind === "approval_outcome") {
       const outcome = OutcomePayload.safeParse(entry.payload);
       const slot = outcome.success ? awaiting.get(outcome.data.approval) : undefined;

@@ -495,3 +495,106 @@ describe("the operator's admission guard", () => {
     );
   });
 });
+
+describe("resolutions of an Unknown outcome the API server refuses or lets through", () => {
+  const resolution = (resolver: string, outcome = "Succeeded", reason = "APS shows plan-1 at version 3") => ({
+    resolver,
+    outcome,
+    reason,
+  });
+  const append = (value: unknown) => [{ op: "add", path: "/spec/resolutions/-", value }];
+  /** A platform engineer: gatehouse-platform grants the verb resolve on approvals. */
+  const asPlatform = (name: string, body: unknown) =>
+    patch("admin", name, "json", body, ["--as", "pat", "--as-group", "platform"]);
+
+  async function unknownApproval(overrides: Json = {}): Promise<string> {
+    const name = await createApproval(overrides);
+    await patchStatusAsOperator(cluster.kubeconfigPath, APPROVAL.plural, ns, name, { phase: "Unknown" });
+    return name;
+  }
+
+  it("refuses a resolution by an approver who lacks the resolve verb", async () => {
+    const name = await unknownApproval();
+    await refusedAndUnchanged(
+      name,
+      () => patch("carol", name, "json", append(resolution("carol"))),
+      new RegExp(
+        `resolution-verb: carol may resolve Approval ${name} only with the RBAC verb resolve on approvals`,
+      ),
+    );
+  });
+
+  it("refuses a resolution appended in someone else's name", async () => {
+    const name = await unknownApproval();
+    await refusedAndUnchanged(
+      name,
+      () => asPlatform(name, append(resolution("carol"))),
+      /resolution-own-name: pat may append a resolution only in their own name, not as carol/,
+    );
+  });
+
+  it.each(["Pending", "Succeeded"])("refuses a resolution while the Approval is %s", async (phase) => {
+    const name = await createApproval();
+    if (phase !== "Pending") {
+      await patchStatusAsOperator(cluster.kubeconfigPath, APPROVAL.plural, ns, name, { phase });
+    }
+    await refusedAndUnchanged(
+      name,
+      () => asPlatform(name, append(resolution("pat"))),
+      new RegExp(`resolution-not-unknown: Approval ${name} is ${phase}`),
+    );
+  });
+
+  it("refuses two resolutions appended in one patch", async () => {
+    const name = await unknownApproval();
+    await refusedAndUnchanged(
+      name,
+      () => asPlatform(name, [...append(resolution("pat")), ...append(resolution("pat", "Failed"))]),
+      /resolution-append: pat may only append exactly one resolution/,
+    );
+  });
+
+  it("refuses a second resolution, naming the first, and a resolution together with a decision", async () => {
+    const name = await unknownApproval();
+    expect((await asPlatform(name, append(resolution("pat")))).code).toBe(0);
+    await refusedAndUnchanged(
+      name,
+      () => asPlatform(name, append(resolution("pat", "Failed"))),
+      new RegExp(`resolution-once: Approval ${name} is already resolved by pat \\(Succeeded\\)`),
+    );
+    const other = await unknownApproval();
+    const withDecision = [
+      ...append(resolution("pat")),
+      { op: "add", path: "/spec/decisions/-", value: { approver: "pat", verdict: "Approve" } },
+    ];
+    await refusedAndUnchanged(
+      other,
+      () => asPlatform(other, withDecision),
+      /resolution-only: pat may only append a resolution/,
+    );
+  });
+
+  it("lets the holder of the resolve verb append one resolution in their own name while Unknown", async () => {
+    const name = await unknownApproval();
+    const run = await asPlatform(name, append(resolution("pat", "Failed", "no publish in APS")));
+    expect(run.code).toBe(0);
+    expect((await read(name)).spec).toMatchObject({
+      resolutions: [{ resolver: "pat", outcome: "Failed", reason: "no publish in APS" }],
+      decisions: [],
+    });
+    await refusedAndUnchanged(
+      name,
+      () => asPlatform(name, [{ op: "remove", path: "/spec/resolutions/0" }]),
+      /spec\.resolutions is append-only/,
+    );
+  });
+
+  it("refuses any decision on the record of an Auto execution, even before the operator set its phase", async () => {
+    const name = await createApproval({ autoExecution: true });
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", decisionPatch("alice", "Approve")),
+      new RegExp(`decision-auto-execution: Approval ${name} records a call that ran without approval`),
+    );
+  });
+});

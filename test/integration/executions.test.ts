@@ -397,6 +397,100 @@ describe("the finish outbox of executions in Postgres", () => {
   });
 });
 
+describe("re-proposals and resolutions in Postgres", () => {
+  let db: FreshDatabase;
+  beforeAll(async () => {
+    db = await freshDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+  const neverSent = (id: string) =>
+    db.operator.query(
+      "UPDATE executions SET state = 'failed', error_kind = 'unavailable', never_sent = true WHERE id = $1",
+      [id],
+    );
+
+  it("finds a session's executions of one action, oldest first, whatever their position", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const first = newExecution({ session: { uid: "uid-action", namespace: "plant-a", name: "s2" } });
+    const second = newExecution({
+      session: first.session,
+      argumentsCanonical: first.argumentsCanonical,
+      requestDigest: first.requestDigest,
+      atMicros: first.atMicros + 5,
+    });
+    const other = newExecution({ session: first.session });
+    for (const row of [second, first, other]) await store.claim(row);
+    const found = await store.findByAction({
+      sessionUid: "uid-action",
+      capability: "aps.schedule.publish",
+      argumentsDigest: first.requestDigest,
+    });
+    expect(found.map((r) => r.id)).toEqual([first.id, second.id]);
+  });
+
+  it("lets a never-sent failure's idempotency key be claimed again, by one row at a time", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const failed = newExecution();
+    await store.claim(failed);
+    await expect(store.claim(newExecution({ idempotencyKey: failed.idempotencyKey }))).rejects.toThrow(
+      `idempotency key ${failed.idempotencyKey} already belongs to execution ${failed.id}`,
+    );
+    await neverSent(failed.id);
+    expect((await store.get(failed.id))?.neverSent).toBe(true);
+    const rerun = newExecution({ idempotencyKey: failed.idempotencyKey });
+    expect((await store.claim(rerun)).owned).toBe(true);
+    await expect(store.claim(newExecution({ idempotencyKey: failed.idempotencyKey }))).rejects.toThrow(
+      "already belongs to execution",
+    );
+  });
+
+  it("refuses never_sent on a row that is not failed", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const row = newExecution();
+    await store.claim(row);
+    await expect(
+      db.operator.query("UPDATE executions SET never_sent = true WHERE id = $1", [row.id]),
+    ).rejects.toThrow(/only a started row that fails can be recorded as never sent/);
+  });
+
+  it("records a person's resolution of an unknown outcome once, and only of an unknown one", async () => {
+    const store = createPostgresExecutionStore(db.operator);
+    const [unknown, succeeded] = [newExecution(), newExecution()];
+    for (const row of [unknown, succeeded]) await store.claim(row);
+    await store.recordReceipt(unknown.id, { state: "unknown", atMicros: unknown.atMicros + 1 }, 1);
+    await store.markFinishAudited(unknown.id, 7);
+    await store.recordReceipt(succeeded.id, { state: "succeeded", atMicros: succeeded.atMicros + 1 }, 1);
+    const resolution = {
+      state: "succeeded" as const,
+      resolver: "carol",
+      reason: "APS shows version 4",
+      message: "resolved by carol: APS shows version 4",
+      atMicros: unknown.atMicros + 2,
+    };
+
+    const resolved = await store.recordResolution(unknown.id, resolution);
+    expect(resolved.recorded).toBe(true);
+    expect(resolved.execution).toMatchObject({
+      state: "succeeded",
+      message: "resolved by carol: APS shows version 4",
+      resolution: { resolver: "carol", reason: "APS shows version 4" },
+    });
+    expect(resolved.execution.finishAuditSeq).toBeUndefined();
+    expect((await store.recordResolution(unknown.id, { ...resolution, state: "failed" })).recorded).toBe(
+      false,
+    );
+    expect((await store.recordResolution(succeeded.id, resolution)).recorded).toBe(false);
+    await expect(
+      db.operator.query(
+        "UPDATE executions SET resolved_by = 'mallory', resolution_reason = 'x' WHERE id = $1",
+        [succeeded.id],
+      ),
+    ).rejects.toThrow("a resolution is recorded only when an unknown outcome is settled, once");
+  });
+});
+
 describe("migrating executions to the finish outbox", () => {
   let db: FreshDatabase;
   beforeAll(async () => {

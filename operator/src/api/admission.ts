@@ -76,6 +76,18 @@ const ONLY_OWN_FINALIZER_CHANGED = `object.spec == oldObject.spec && ${sameMetad
  */
 export const RELEASE_VERB = "release";
 
+/**
+ * The custom RBAC verb on approvals that lets a person append a resolution of an Unknown execution
+ * outcome (`spec.resolutions`); gatehouse-platform grants it.
+ */
+export const RESOLVE_VERB = "resolve";
+
+/** `spec.resolutions` of `o` (absent on objects stored before the field existed counts as empty). */
+const RESOLUTIONS = (o: string) => `(has(${o}.spec.resolutions) ? ${o}.spec.resolutions : [])`;
+
+/** The Approval records an Auto execution (`spec.autoExecution`): it takes no decisions. */
+const AUTO_EXECUTION = "has(oldObject.spec.autoExecution) && oldObject.spec.autoExecution";
+
 const APPROVAL_CREATE: PolicyDefinition = {
   name: "gatehouse-approval-create",
   description: "Approvals are created only by the Gatehouse operator, so nobody can pre-create one.",
@@ -109,6 +121,8 @@ const APPROVAL_DECIDE: PolicyDefinition = {
       name: "not-a-finalizer-release",
       expression: `!(${ONLY_OWN_FINALIZER_CHANGED} && authorizer.group('${GROUP}').resource('approvals').namespace(object.metadata.namespace).name(object.metadata.name).check('${RELEASE_VERB}').allowed())`,
     },
+    // A change of spec.resolutions is gatehouse-approval-resolve's to judge (it refuses decisions beside it).
+    { name: "not-a-resolution", expression: `${RESOLUTIONS("object")} == ${RESOLUTIONS("oldObject")}` },
   ],
   variables: [
     { name: "added", expression: "size(object.spec.decisions) - size(oldObject.spec.decisions)" },
@@ -161,6 +175,67 @@ const APPROVAL_DECIDE: PolicyDefinition = {
     {
       expression: SAME_METADATA,
       messageExpression: `'decision-metadata: ' + ${USER} + ' may only append a decision; the labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' belong to the operator (client-side kubectl apply adds an annotation: use kubectl patch --type json)'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `!(${AUTO_EXECUTION})`,
+      messageExpression: `'decision-auto-execution: Approval ' + object.metadata.name + ' records a call that ran without approval; it takes no decisions (a holder of the verb resolve settles its outcome with kubectl gatehouse resolve); ' + ${USER} + ' may not change it'`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
+const APPROVAL_RESOLVE: PolicyDefinition = {
+  name: "gatehouse-approval-resolve",
+  description:
+    "A holder of the custom verb resolve on approvals settles an Unknown execution outcome by appending one resolution of their own, once, and changes nothing else.",
+  operations: ["UPDATE"],
+  resources: ["approvals"],
+  matchConditions: [
+    { name: "not-the-operator", expression: `${USER} != ${OPERATOR}` },
+    { name: "a-resolution", expression: `${RESOLUTIONS("object")} != ${RESOLUTIONS("oldObject")}` },
+  ],
+  variables: [
+    { name: "old", expression: RESOLUTIONS("oldObject") },
+    { name: "new", expression: RESOLUTIONS("object") },
+    { name: "added", expression: "size(variables.new) - size(variables.old)" },
+    { name: "appended", expression: "variables.new[size(variables.new) - 1]" },
+    {
+      name: "phase",
+      expression: "has(oldObject.status) && has(oldObject.status.phase) ? oldObject.status.phase : 'Pending'",
+    },
+  ],
+  // `authorizer` is available to expressions but not to messageExpressions: the verb check has a
+  // validation of its own.
+  validations: [
+    {
+      expression: `authorizer.group('${GROUP}').resource('approvals').namespace(object.metadata.namespace).name(object.metadata.name).check('${RESOLVE_VERB}').allowed()`,
+      messageExpression: `'resolution-verb: ' + ${USER} + ' may resolve Approval ' + object.metadata.name + ' only with the RBAC verb ${RESOLVE_VERB} on approvals (granted by gatehouse-platform)'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: "variables.phase == 'Unknown'",
+      messageExpression: `'resolution-not-unknown: Approval ' + object.metadata.name + ' is ' + variables.phase + '; only an Approval whose execution outcome is Unknown takes a resolution'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: "variables.added == 1 && variables.old.all(i, r, variables.new[i] == r)",
+      messageExpression: `'resolution-append: ' + ${USER} + ' may only append exactly one resolution at the end of spec.resolutions, with a JSON patch {"op":"add","path":"/spec/resolutions/-","value":{"resolver":"' + ${USER} + '","outcome":"Succeeded","reason":"…"}}'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `variables.added != 1 || variables.appended.resolver == ${USER}`,
+      messageExpression: `'resolution-own-name: ' + ${USER} + ' may append a resolution only in their own name, not as ' + variables.appended.resolver`,
+      reason: "Forbidden",
+    },
+    {
+      expression: "size(variables.old) == 0",
+      messageExpression: `'resolution-once: Approval ' + object.metadata.name + ' is already resolved by ' + variables.old[0].resolver + ' (' + variables.old[0].outcome + '); its outcome is settled once'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `object.spec.decisions == oldObject.spec.decisions && ${SAME_METADATA}`,
+      messageExpression: `'resolution-only: ' + ${USER} + ' may only append a resolution; the decisions, labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' stay as they are (use kubectl gatehouse resolve)'`,
       reason: "Forbidden",
     },
   ],
@@ -284,6 +359,7 @@ const SESSION_UPDATE: PolicyDefinition = {
 export const POLICIES: readonly PolicyDefinition[] = [
   APPROVAL_CREATE,
   APPROVAL_DECIDE,
+  APPROVAL_RESOLVE,
   APPROVAL_OPERATOR,
   STATUS,
   SESSION_CREATE,

@@ -37,6 +37,19 @@ export const Decision = z.object({
 });
 export type Decision = z.infer<typeof Decision>;
 
+export const Resolution = z.object({
+  resolver: z.string().min(1).max(253).describe("Must equal the user appending the resolution."),
+  outcome: z
+    .enum(["Succeeded", "Failed"])
+    .describe("What the person found in the business system: the call took effect, or it did not."),
+  reason: z
+    .string()
+    .min(1)
+    .max(1024)
+    .describe("What the person checked, for the audit record and the agent."),
+});
+export type Resolution = z.infer<typeof Resolution>;
+
 export const ApprovalSpec = z
   .object({
     executionId: z
@@ -67,6 +80,13 @@ export const ApprovalSpec = z
       .object({ kind: z.string().max(63), id: z.string().max(253), version: z.string().max(63).optional() })
       .optional()
       .describe("The business object the call changes, when known."),
+    idempotencyKey: z
+      .string()
+      .max(128)
+      .optional()
+      .describe(
+        "The provider idempotency key the call runs under, when it re-runs an identical earlier call that certainly never reached the provider (absent: derived from executionId).",
+      ),
     requester: Subject.describe("The session's subject."),
     approvers: UsersAndGroups,
     requiredApprovals: z.number().int().min(1).max(10),
@@ -77,9 +97,22 @@ export const ApprovalSpec = z
       .max(32)
       .default([])
       .describe('Append one entry with a JSON patch {"op":"add","path":"/spec/decisions/-","value":{...}}.'),
+    resolutions: z
+      .array(Resolution)
+      .max(8)
+      .default([])
+      .describe(
+        'A person\'s settlement of an Unknown execution outcome (kubectl gatehouse resolve): one entry, appended with a JSON patch {"op":"add","path":"/spec/resolutions/-","value":{...}} while status.phase is Unknown, by a holder of the RBAC verb resolve on approvals.',
+      ),
+    autoExecution: z
+      .boolean()
+      .optional()
+      .describe(
+        "True on an Approval the operator created to record a call that ran without approval (Auto) and whose outcome is unknown: it takes no decisions, only a resolution.",
+      ),
   })
   .describe(
-    "The exact call proposed and who may decide it. Immutable except decisions, which approvers append to.",
+    "The exact call proposed and who may decide it. Immutable except decisions, which approvers append to, and resolutions.",
   );
 export type ApprovalSpec = z.infer<typeof ApprovalSpec>;
 

@@ -17,6 +17,7 @@
  *
  * Nobody but the operator gets `create` on approvals or any `*\/status`: RBAC and admission both say so.
  */
+import { RESOLVE_VERB } from "./admission.ts";
 import { GROUP } from "./kinds.ts";
 import { GRANT_KEYS_SECRET, OPERATOR_SERVICE_ACCOUNT } from "./well-known.ts";
 
@@ -234,6 +235,9 @@ export function personaManifests(): Manifest[] {
           verbs: ["create", "update", "patch", "delete", "deletecollection"],
         },
         { apiGroups: [GROUP], resources: ["agentsessions"], verbs: ["patch", "update", "delete", "cancel"] },
+        // Settling an Unknown outcome takes someone who can check the business system: the platform
+        // team. Admission lets `patch` append only a resolution (or, as a listed approver, a decision).
+        { apiGroups: [GROUP], resources: ["approvals"], verbs: ["patch", "update", RESOLVE_VERB] },
       ],
     ),
   ];

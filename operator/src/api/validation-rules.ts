@@ -65,11 +65,12 @@ function appendOnly(list: string, what: string): CelRule {
 
 /** Rules on `Approval.spec`. */
 export const APPROVAL_SPEC_RULES: CelRule[] = [
-  ...immutableFields(ApprovalSpec.shape, ["decisions"]).map((rule) => ({
+  ...immutableFields(ApprovalSpec.shape, ["decisions", "resolutions"]).map((rule) => ({
     ...rule,
     message: `${rule.message}: an Approval records the exact call the agent proposed; to change it, reject it with a reason and let the agent propose again`,
   })),
   appendOnly("decisions", "decisions"),
+  appendOnly("resolutions", "resolutions"),
   {
     rule: `self.arguments.matches(r'${CANONICAL_JSON_OBJECT.source}')`,
     message:

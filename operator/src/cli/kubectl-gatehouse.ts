@@ -5,6 +5,7 @@
  *   kubectl gatehouse pending [-A] [-o table|json]
  *   kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS|false]
  *   kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS|false]
+ *   kubectl gatehouse resolve NAME --succeeded|--failed --reason TEXT [--wait SECONDS|false]
  *   kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json]
  *   kubectl gatehouse audit verify [--from SEQ] [--json]
  *   kubectl gatehouse audit show NAME [-n NS] [-o text|json]
@@ -28,6 +29,7 @@ import { connect, KubeconfigError } from "./plugin/connection.ts";
 import { apiMessageOf, decide } from "./plugin/decide.ts";
 import { endQuietlyWhenStdoutCloses, type Output, processOutput } from "./plugin/output.ts";
 import { listPending } from "./plugin/pending.ts";
+import { resolve } from "./plugin/resolve.ts";
 import { printTranscript } from "./plugin/transcript.ts";
 import { EXIT, UsageError, usageOf } from "./plugin/usage.ts";
 
@@ -45,6 +47,7 @@ const FLAGS = {
   pending: { "all-namespaces": { type: "boolean", short: "A" }, output: { type: "string", short: "o" } },
   approve: DECISION,
   reject: DECISION,
+  resolve: { ...DECISION, succeeded: { type: "boolean" }, failed: { type: "boolean" } },
   transcript: { gateway: { type: "string" }, output: { type: "string", short: "o" } },
   audit: { from: { type: "string" }, json: { type: "boolean" }, output: { type: "string", short: "o" } },
 } as const satisfies Record<string, ParseArgsOptionsConfig>;
@@ -149,6 +152,29 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
           {
             name: name as string,
             verdict: command === "approve" ? "Approve" : "Reject",
+            reason: v.reason,
+            waitSeconds: waitSecondsOf(v.wait),
+          },
+          output,
+        );
+      }
+      case "resolve": {
+        const [name] = positionalsExactly(positionals, 1, "the Approval's NAME");
+        const v = values as { reason?: string; wait?: string; succeeded?: boolean; failed?: boolean };
+        if (v.succeeded === v.failed) {
+          throw new UsageError("resolve needs exactly one of --succeeded and --failed: what you found");
+        }
+        if (!v.reason?.trim()) {
+          throw new UsageError(
+            "resolve needs --reason: what you checked, for the audit record and the agent",
+          );
+        }
+        if (v.reason.length > 1024) throw new UsageError("--reason may hold at most 1024 characters");
+        return await resolve(
+          connect(flags, env),
+          {
+            name: name as string,
+            outcome: v.succeeded ? "Succeeded" : "Failed",
             reason: v.reason,
             waitSeconds: waitSecondsOf(v.wait),
           },

@@ -28,6 +28,20 @@ export function truncateForModel(content: string, maxBytes: number, reference: s
 export function answerFromExecution(execution: ExecutionRecord, maxResultBytes: number): InvokeAnswer {
   const executionId = execution.id;
   const receipt = execution.receipt;
+  // A person's resolution replaces the unknown outcome; the receipt (if any) is the unknown one's.
+  if (execution.resolution && (execution.state === "succeeded" || execution.state === "failed")) {
+    const { resolver, reason } = execution.resolution;
+    const content =
+      execution.state === "succeeded"
+        ? `The outcome of this call was unknown; ${resolver} checked the business system and confirmed it took effect: ${reason}`
+        : `The outcome of this call was unknown; ${resolver} checked the business system and found it did not take effect: ${reason}. Report it to the user; do not propose it again unchanged.`;
+    return {
+      status: execution.state,
+      content: truncateForModel(content, maxResultBytes, `execution ${executionId}`),
+      executionId,
+      ...(execution.state === "failed" ? { errorKind: "unknown_outcome" as const } : {}),
+    };
+  }
   switch (execution.state) {
     case "succeeded": {
       const body: Record<string, unknown> = { result: receipt?.result ?? null };

@@ -18,6 +18,8 @@ export const AuditKind = {
   invalidArguments: "invoke.invalid_arguments",
   denied: "invoke.denied",
   repeated: "invoke.repeated",
+  /** A write proposed again identically, answered from or run under an earlier record (core/reproposal.ts). */
+  reproposed: "invoke.reproposed",
   approvalRequested: "approval.requested",
   approvalConflict: "approval.conflict",
   approvalRefused: "approval.refused",
@@ -39,6 +41,10 @@ export const AuditKind = {
   executionSettling: "execution.settling",
   /** A provider's answer that arrived after a later holder took the execution over. */
   executionLateAnswer: "execution.late_answer",
+  /** A person settled an unknown outcome (core/resolution.ts). */
+  executionResolved: "execution.resolved",
+  /** An Approval in phase Unknown was created to record an Auto call of unknown outcome. */
+  approvalUnknownRecorded: "approval.unknown_recorded",
 } as const;
 
 /** The audit outcome of an execution in `state`: started → pending, succeeded → success, … */

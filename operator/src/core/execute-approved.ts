@@ -267,7 +267,7 @@ export async function executeApproved(
 
   const result = await execute(deps, {
     executionId: request.executionId,
-    idempotencyKey: idempotencyKeyOf(request.executionId),
+    idempotencyKey: request.idempotencyKey ?? idempotencyKeyOf(request.executionId),
     session: { uid: session.uid, namespace: session.namespace, name: session.name },
     subject: request.requester,
     ...(account !== undefined ? { account } : {}),

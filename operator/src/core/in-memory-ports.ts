@@ -174,9 +174,12 @@ export function createInMemoryWorld(
 
   const executions: ExecutionStore = {
     async claim(row) {
+      // A never-sent failure leaves its key free for a re-run of the same action (migration 0009).
       const existing =
         world.executions.get(row.id) ??
-        [...world.executions.values()].find((e) => e.idempotencyKey === row.idempotencyKey);
+        [...world.executions.values()].find(
+          (e) => e.idempotencyKey === row.idempotencyKey && !(e.state === "failed" && e.neverSent),
+        );
       if (existing) {
         if (existing.id !== row.id)
           throw new GatehouseError("conflict", `idempotency key ${row.idempotencyKey} is taken`);
@@ -275,6 +278,36 @@ export function createInMemoryWorld(
         .slice(0, limit)
         .map((e) => structuredClone(e));
     },
+    async recordResolution(id, resolution) {
+      const record = world.executions.get(id);
+      if (!record) throw new GatehouseError("not_found", `execution ${id} does not exist`);
+      if (record.state !== "unknown") return { recorded: false, execution: structuredClone(record) };
+      record.state = resolution.state;
+      record.message = resolution.message;
+      record.resolution = { resolver: resolution.resolver, reason: resolution.reason };
+      record.updatedAtMicros = resolution.atMicros;
+      delete record.finishAuditSeq;
+      delete record.nextSettleMicros;
+      return { recorded: true, execution: structuredClone(record) };
+    },
+    async listUnknownWithoutApproval(limit) {
+      return [...world.executions.values()]
+        .filter((e) => e.state === "unknown" && e.approvalName === undefined)
+        .sort((a, b) => b.updatedAtMicros - a.updatedAtMicros)
+        .slice(0, limit)
+        .map((e) => structuredClone(e));
+    },
+    async findByAction(action) {
+      return [...world.executions.values()]
+        .filter(
+          (e) =>
+            e.session.uid === action.sessionUid &&
+            e.capability === action.capability &&
+            e.requestDigest === action.argumentsDigest,
+        )
+        .sort((a, b) => a.createdAtMicros - b.createdAtMicros) // stable: ties keep insertion order
+        .map((e) => structuredClone(e));
+    },
   };
 
   const handle = (stored: StoredApproval, sessionUid: string, request?: ApprovalRequest): ApprovalHandle => ({
@@ -328,6 +361,34 @@ export function createInMemoryWorld(
           a.phase === "Rejected",
       );
       return match ? { name: match.request.name } : undefined;
+    },
+    async recordUnknownExecution(request, message) {
+      const k = key(request.namespace, request.name);
+      const existing = world.approvals.get(k);
+      if (existing) {
+        if (existing.phase === "Pending" && existing.request.autoExecution) existing.phase = "Unknown";
+        return { handle: handle(existing, request.sessionRef.uid, request), created: false };
+      }
+      const stored: StoredApproval = {
+        request: structuredClone(request),
+        ownerUid: request.sessionRef.uid,
+        decisions: [],
+        phase: "Unknown",
+        conflictMessage: message,
+      };
+      world.approvals.set(k, stored);
+      return { handle: handle(stored, request.sessionRef.uid, request), created: true };
+    },
+    async findByAction(query) {
+      return [...world.approvals.values()]
+        .filter(
+          (a) =>
+            a.request.namespace === query.namespace &&
+            a.request.sessionRef.uid === query.sessionUid &&
+            a.request.capability === query.capability &&
+            a.request.argumentsDigest === query.argumentsDigest,
+        )
+        .map((a) => handle(a, query.sessionUid));
     },
   };
 

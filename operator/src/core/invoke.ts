@@ -33,6 +33,7 @@ import { answerOfSettledApproval, SETTLED_PHASES } from "./approval-answer.ts";
 import { checkArguments, parseArguments } from "./arguments.ts";
 import { AuditKind } from "./audit.ts";
 import { type JsonObject, sha256Hex } from "./canonical.ts";
+import { GatehouseError, isGatehouseError } from "./errors.ts";
 import { execute } from "./execute.ts";
 import { type ExecutionIdentity, executionIdentity } from "./execution-identity.ts";
 import { approvalSettings, decidePolicy, limitDecision } from "./policy.ts";
@@ -49,6 +50,14 @@ import type {
   SessionContext,
 } from "./ports.ts";
 import { outcomeOfExecution } from "./recovery.ts";
+import {
+  classifyReproposal,
+  previouslyFailedMessage,
+  type Reproposal,
+  resolvedAnswer,
+  unsettledAnswer,
+} from "./reproposal.ts";
+import { tryRecordUnknownAutoExecution } from "./resolution.ts";
 import { capabilityIdOf } from "./tool-names.ts";
 
 export { executeApproved } from "./execute-approved.ts";
@@ -74,6 +83,9 @@ export interface InvokeResult {
  *     repeat of a call still executing waits for its outcome, or for its Approval when it has one);
  *  3. resolve the tool to a visible, enabled, ready Capability;
  *  4. strict I-JSON + schema validation → `invalid_arguments` (audited, nothing else);
+ *  4b. a write proposed again identically (same session, capability, arguments; any turn) is decided
+ *     by the earlier one (core/reproposal.ts): unsettled → answered from it, open Approval → wait on
+ *     it, failed for good → refused, never sent → runs again under the same idempotency key;
  *  5. identity binding when the provider requires it;
  *  6. policy (strictest rule wins; maxTurns; a rejected identical action is refused), then the
  *     session's budget: a tool call, and a write for a write capability, reserved in the ledger before
@@ -153,7 +165,8 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   if (existing && !(existing.state === "started" && ours)) {
     const current = await outcomeOfExecution(deps, existing);
     await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
-    return { answer: answerOfExecution(deps, current), decision: "repeated" };
+    const answer = await withResolutionApproval(deps, current, answerOfExecution(deps, current));
+    return { answer, decision: "repeated" };
   }
   if (approval) {
     if (!ours) return conflict(deps, session, identity, call.tool, audit);
@@ -217,6 +230,29 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   const digest = checked.digest;
   const facts: JsonObject = { capability: capability.id, argumentsDigest: digest };
 
+  // 4b. Re-proposals: an identical earlier write decides (core/reproposal.ts).
+  const earlier = await classifyReproposal(deps, session, capability, digest);
+  if (earlier.kind === "failed") {
+    return deny("PreviouslyFailed", previouslyFailedMessage(earlier.execution), "forbidden", {
+      ...facts,
+      earlierExecution: earlier.execution.id,
+    });
+  }
+  if (earlier.kind !== "new" && earlier.kind !== "rerun") {
+    return answerReproposal(call, earlier, facts, audit);
+  }
+  // A never-sent failure runs again under its key, so a provider that did see it deduplicates.
+  const idempotencyKey = earlier.kind === "rerun" ? earlier.idempotencyKey : identity.idempotencyKey;
+  if (earlier.kind === "rerun") {
+    await audit(AuditKind.reproposed, "pending", {
+      ...facts,
+      tool: call.tool,
+      rule: "NeverSent",
+      earlierExecution: earlier.execution.id,
+      idempotencyKey,
+    });
+  }
+
   // 5. Identity binding.
   let account: string | undefined;
   if (capability.requiresIdentity) {
@@ -278,6 +314,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   // 7. Approval.
   if (decision.verdict === "approval") {
     const request = approvalRequestOf(deps, session, identity, capability, checked.canonical, digest);
+    if (idempotencyKey !== identity.idempotencyKey) request.idempotencyKey = idempotencyKey;
     const handle = await deps.approvals.createOrGet(request);
     if (!handle.ownedBySession || !handle.sameSpec) {
       await deps.budget.release(identity.executionId, deps.clock.nowMicros());
@@ -304,19 +341,75 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   }
 
   // 8–10. Execute, audit, answer.
-  const result = await execute(deps, {
-    executionId: identity.executionId,
-    idempotencyKey: identity.idempotencyKey,
-    session: { uid: session.uid, namespace: session.namespace, name: session.name },
-    subject: session.subject,
-    ...(account !== undefined ? { account } : {}),
-    capability,
-    argumentsCanonical: checked.canonical,
-    argumentsDigest: digest,
-    actor: session.subject.user,
-  });
+  let result: Awaited<ReturnType<typeof execute>>;
+  try {
+    result = await execute(deps, {
+      executionId: identity.executionId,
+      idempotencyKey,
+      session: { uid: session.uid, namespace: session.namespace, name: session.name },
+      subject: session.subject,
+      ...(account !== undefined ? { account } : {}),
+      capability,
+      argumentsCanonical: checked.canonical,
+      argumentsDigest: digest,
+      actor: session.subject.user,
+    });
+  } catch (error) {
+    if (earlier.kind !== "rerun" || !isGatehouseError(error) || error.kind !== "conflict") throw error;
+    // An identical re-proposal ran at the same time and took the never-sent key first: this one is
+    // answered by that run, as a repeat of it — never sent a second time.
+    return answerConcurrentRerun(
+      deps,
+      session,
+      identity.executionId,
+      capability.id,
+      digest,
+      idempotencyKey,
+      {
+        ...facts,
+        tool: call.tool,
+      },
+      audit,
+    );
+  }
   await settleBudget(deps, result.execution);
-  return { answer: result.answer, decision: result.executedNow ? "allowed" : "repeated" };
+  return {
+    answer: await withResolutionApproval(deps, result.execution, result.answer),
+    decision: result.executedNow ? "allowed" : "repeated",
+  };
+}
+
+/**
+ * The answer to a never-sent re-run whose key a concurrent identical re-run claimed first: that run's
+ * outcome (waited for while it runs), audited as `invoke.reproposed`; this call's reservations go back,
+ * since nothing new ran. Errors: throws when no row holds the key (the conflict was something else).
+ */
+async function answerConcurrentRerun(
+  deps: CoreDeps,
+  session: SessionContext,
+  executionId: string,
+  capability: string,
+  argumentsDigest: string,
+  idempotencyKey: string,
+  facts: JsonObject,
+  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
+): Promise<InvokeResult> {
+  const rows = await deps.executions.findByAction({ sessionUid: session.uid, capability, argumentsDigest });
+  const holder = rows.findLast(
+    (e) => e.idempotencyKey === idempotencyKey && !(e.state === "failed" && e.neverSent),
+  );
+  if (!holder) {
+    throw new GatehouseError("conflict", `idempotency key ${idempotencyKey} is taken by another action`);
+  }
+  await deps.budget.release(executionId, deps.clock.nowMicros());
+  const current = await outcomeOfExecution(deps, holder);
+  await audit(AuditKind.reproposed, "success", {
+    ...facts,
+    rule: "ConcurrentRerun",
+    earlierExecution: holder.id,
+    state: current.state,
+  });
+  return { answer: answerOfExecution(deps, current), decision: "repeated" };
 }
 
 /**
@@ -336,6 +429,65 @@ function unstorableField(call: InvokeCall): "callId" | "tool" | undefined {
   if (call.callId.includes("\u0000")) return "callId";
   if (call.tool.includes("\u0000")) return "tool";
   return undefined;
+}
+
+/**
+ * The answer to a write proposed again while an identical earlier one is unsettled, waiting on its
+ * Approval, or resolved by a person: nothing new is created or sent; the answer names the earlier
+ * record. Audited as `invoke.reproposed`.
+ */
+async function answerReproposal(
+  call: InvokeCall,
+  earlier: Extract<Reproposal, { kind: "unsettled" | "approval_open" | "resolved" }>,
+  facts: JsonObject,
+  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
+): Promise<InvokeResult> {
+  let answer: InvokeAnswer;
+  let payload: JsonObject;
+  if (earlier.kind === "approval_open") {
+    const { approval } = earlier;
+    answer = pendingApprovalAnswer(
+      approval.name,
+      approval.identity.executionId,
+      `This exact action is already waiting on Approval ${approval.name} (${approval.phase}); wait for its ` +
+        "decision instead of proposing it again.",
+    );
+    payload = { rule: "ApprovalOpen", approval: approval.name, phase: approval.phase };
+  } else {
+    // A `started` row whose claimer died is settled by the leader's sweep or a repeat of its own call.
+    const { execution } = earlier;
+    answer = earlier.kind === "resolved" ? resolvedAnswer(execution) : unsettledAnswer(execution);
+    payload = {
+      rule: earlier.kind === "resolved" ? "ResolvedByPerson" : "OutcomeUnsettled",
+      earlierExecution: execution.id,
+      state: execution.state,
+      approval: answer.approval?.name ?? null,
+    };
+  }
+  await audit(AuditKind.reproposed, earlier.kind === "resolved" ? "success" : "pending", {
+    ...facts,
+    tool: call.tool,
+    ...payload,
+  });
+  return { answer, decision: "repeated" };
+}
+
+/**
+ * `answer` naming the Approval a person resolves an Auto call's unknown outcome on, created now if it
+ * is missing (core/resolution.ts); `answer` unchanged for any other row.
+ */
+async function withResolutionApproval(
+  deps: CoreDeps,
+  execution: ExecutionRecord,
+  answer: InvokeAnswer,
+): Promise<InvokeAnswer> {
+  const name = await tryRecordUnknownAutoExecution(deps, execution);
+  if (!name) return answer;
+  return {
+    ...answer,
+    approval: { name },
+    content: `${answer.content} A person resolves it on Approval ${name}.`,
+  };
 }
 
 /** The agent's answer for an execution row (used for repeats and by the approval wait endpoint). */

@@ -201,6 +201,17 @@ export interface ApprovalRequest {
   expiresAt: string;
   /** The business object the call changes and its version when proposed (re-checked at dispatch). */
   target?: ApprovalTarget;
+  /**
+   * The provider idempotency key to execute under, when it is not the one derived from `executionId`:
+   * the call proposes again an action whose earlier execution certainly never reached the provider,
+   * and runs under that execution's key (core/reproposal.ts).
+   */
+  idempotencyKey?: string;
+  /**
+   * True when the Approval records a call that ran without approval (Auto) and ended unknown, so a
+   * person can resolve it: it takes no decisions.
+   */
+  autoExecution?: boolean;
 }
 
 /** `spec.target` of an Approval: a business object and the version the call was proposed against. */
@@ -267,6 +278,27 @@ export interface ApprovalPort {
     capability: string;
     argumentsDigest: string;
   }): Promise<{ name: string } | undefined>;
+  /**
+   * Every Approval of this session for the same capability (object name) and arguments digest, any
+   * turn and position, in no particular order (core/reproposal.ts: an identical proposal waits on an
+   * open one instead of getting a second Approval).
+   */
+  findByAction(query: {
+    namespace: string;
+    sessionUid: string;
+    capability: string;
+    argumentsDigest: string;
+  }): Promise<ApprovalHandle[]>;
+  /**
+   * Creates (or finds) the Approval `request` describes — an Auto execution's record, `autoExecution`
+   * set — and makes sure its phase is `Unknown` with `message` saying what a person must check.
+   * `created` is true when this call created it. Errors: throws on API failures (the caller or the
+   * leader's sweep tries again).
+   */
+  recordUnknownExecution(
+    request: ApprovalRequest,
+    message: string,
+  ): Promise<{ handle: ApprovalHandle; created: boolean }>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -312,9 +344,9 @@ export interface ExecutionRecord extends NewExecution {
    */
   fencingToken: number;
   /**
-   * True only for a `failed` row whose request certainly never reached the provider (it was never
-   * sent, or the provider could not be reached on the first and only claim): the one failure after
-   * which an identical call may run again.
+   * True only for a `failed` row whose request certainly never reached the provider (a `not_sent` on
+   * the first execution, the audit failure before sending, a digest mismatch): the one failure after
+   * which the same action may run again, under this row's idempotency key.
    */
   neverSent: boolean;
   /** How often an `unknown` row was taken to be settled again (status query, or a re-invoke by key). */
@@ -334,6 +366,21 @@ export interface ExecutionRecord extends NewExecution {
    * it is not (and always while `started`); 0 for rows finished before the finish outbox existed.
    */
   finishAuditSeq?: number;
+  /**
+   * Present when a person, not a receipt, settled the row's unknown outcome (`kubectl gatehouse
+   * resolve`): who, and the reason they gave.
+   */
+  resolution?: { resolver: string; reason: string };
+}
+
+/** A person's settlement of an unknown outcome, to record on its row. */
+export interface ExecutionResolution {
+  state: "succeeded" | "failed";
+  resolver: string;
+  reason: string;
+  /** The row's new message, e.g. `resolved by alice: <reason>`. */
+  message: string;
+  atMicros: number;
 }
 
 /** A final or unknown outcome to record on a claimed row. */
@@ -413,6 +460,34 @@ export interface ExecutionStore {
    * recorded before `finishedBeforeMicros`, the oldest finish first.
    */
   listUnauditedFinishes(finishedBeforeMicros: number, limit: number): Promise<ExecutionRecord[]>;
+  /**
+   * Every execution of the same action in one session — same session uid, capability id and
+   * arguments digest, any turn or position — oldest first (`createdAtMicros`, then id).
+   */
+  findByAction(action: ExecutionAction): Promise<ExecutionRecord[]>;
+  /**
+   * Up to `limit` `unknown` rows of calls that ran without an Approval (no `approvalName`), the most
+   * recently finished first: the ones that need an Approval to record them (core/resolution.ts).
+   */
+  listUnknownWithoutApproval(limit: number): Promise<ExecutionRecord[]>;
+  /**
+   * Records a person's resolution of an `unknown` row: state succeeded|failed, `resolution`, the
+   * message; a new finish (`finishAuditSeq` cleared). Any other row is left unchanged and returned
+   * with `recorded: false`. Errors: throws `not_found` for an unknown id.
+   */
+  recordResolution(
+    id: string,
+    resolution: ExecutionResolution,
+  ): Promise<{ recorded: boolean; execution: ExecutionRecord }>;
+}
+
+/** One business action of a session, whatever turn and position proposed it. */
+export interface ExecutionAction {
+  sessionUid: string;
+  /** Capability id (`aps.schedule.publish`). */
+  capability: string;
+  /** sha256 hex of the canonical arguments. */
+  argumentsDigest: string;
 }
 
 // ---------------------------------------------------------------------------------------------------

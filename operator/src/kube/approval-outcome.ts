@@ -3,7 +3,8 @@
  * the transcript are written from Core's records"). One function builds the tool result from the
  * execution row (Succeeded / Failed / Unknown) or from the decision (Rejected — worded as a person's
  * decision, not an error — Expired, Cancelled, Stale); one appends it to the transcript as
- * `approval_outcome`, once per Approval (deduplication key), with the turn and call id of the call
+ * `approval_outcome`, once per Approval (deduplication key) — and once more when a person resolves
+ * an Unknown outcome — with the turn and call id of the call
  * that proposed it, so a resumed agent gives that call exactly one result. The gateway's wait endpoint
  * and the approval controller both record it; whichever comes first writes it.
  */
@@ -68,12 +69,17 @@ export async function recordApprovalOutcome(
   const sessionUid = approval.spec.sessionRef.uid;
   const answer = await answerOfApproval(core, approval);
   const history = await transcripts.list(sessionUid, { limit: 100_000 });
+  // The call that proposed it; for an Auto call of unknown outcome, the call whose result named it.
   const proposal = history.find(
     (e) => e.kind === "tool_result" && e.payload.approval === approval.metadata.name,
   );
   const capability = await core.catalog.get(approval.metadata.namespace, approval.spec.capability);
+  // A person's resolution, or the provider asked again, settles an outcome that was Unknown (and told
+  // as such): it is told once more.
+  const reason = findCondition(approval.status?.conditions, "Executed")?.reason;
+  const resolved = reason === "ResolvedByPerson" || reason === "OutcomeSettled";
   return transcripts.append({
-    dedupeKey: `approval_outcome:${approval.metadata.name}`,
+    dedupeKey: `approval_outcome:${approval.metadata.name}${resolved ? ":resolution" : ""}`,
     sessionUid,
     source: "core",
     kind: "approval_outcome",

@@ -32,13 +32,16 @@ export function approvalSpecOf(request: ApprovalRequest): Approval["spec"] {
     allowSelfApproval: request.allowSelfApproval,
     expiresAt: request.expiresAt,
     ...(request.target ? { target: request.target } : {}),
+    ...(request.idempotencyKey !== undefined ? { idempotencyKey: request.idempotencyKey } : {}),
+    ...(request.autoExecution ? { autoExecution: true } : {}),
     decisions: [],
+    resolutions: [],
   };
 }
 
 /** The request an Approval was created from (inverse of approvalSpecOf). */
 export function requestOf(approval: Approval): ApprovalRequest {
-  const { decisions: _decisions, ...spec } = approval.spec;
+  const { decisions: _decisions, resolutions: _resolutions, ...spec } = approval.spec;
   return {
     ...spec,
     namespace: approval.metadata.namespace,
@@ -58,9 +61,15 @@ function handleOf(
   const owner = approval.metadata.ownerReferences?.find((o) => o.controller);
   // expiresAt is computed from the clock when a call is proposed, so a concurrent identical proposal
   // computes one a moment later: ours when it expires no later than the one we would have written.
-  const { decisions: _decisions, expiresAt: storedExpiry, ...stored } = approval.spec;
+  const {
+    decisions: _decisions,
+    resolutions: _resolutions,
+    expiresAt: storedExpiry,
+    ...stored
+  } = approval.spec;
   const {
     decisions: _wanted,
+    resolutions: _wantedResolutions,
     expiresAt: wantedExpiry,
     ...wanted
   } = request ? approvalSpecOf(request) : approval.spec;
@@ -97,6 +106,52 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
       throw error;
     }
   };
+  /** Creates the Approval of `request`, or reads the existing one of that name. */
+  const createOrRead = async (
+    request: ApprovalRequest,
+  ): Promise<{ approval: Approval; handle: ApprovalHandle; created: boolean }> => {
+    const body: Approval = {
+      apiVersion: API_VERSION,
+      kind: "Approval",
+      metadata: {
+        name: request.name,
+        namespace: request.namespace,
+        uid: "",
+        labels: { ...MANAGED_BY, [SESSION_UID_LABEL]: request.sessionRef.uid },
+        finalizers: [APPROVAL_FINALIZER],
+        ownerReferences: [
+          {
+            apiVersion: API_VERSION,
+            kind: "AgentSession",
+            name: request.sessionRef.name,
+            uid: request.sessionRef.uid,
+            controller: true,
+          },
+        ],
+      },
+      spec: approvalSpecOf(request),
+    };
+    const { uid: _uid, ...metadata } = body.metadata;
+    try {
+      const created = (await clients.custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: request.namespace,
+        plural: APPROVAL.plural,
+        body: { ...body, metadata },
+      })) as Approval;
+      return { approval: created, handle: handleOf(created, request, request.sessionRef.uid), created: true };
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      const existing = await read(request.namespace, request.name);
+      if (!existing) throw error;
+      return {
+        approval: existing,
+        handle: handleOf(existing, request, request.sessionRef.uid),
+        created: false,
+      };
+    }
+  };
   return {
     async get(namespace, name, sessionUid) {
       // From the informer cache: an Approval it does not show yet (created a moment ago) is met again
@@ -105,43 +160,33 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
       return approval ? handleOf(approval, undefined, sessionUid) : undefined;
     },
     async createOrGet(request) {
-      const body: Approval = {
-        apiVersion: API_VERSION,
-        kind: "Approval",
-        metadata: {
-          name: request.name,
-          namespace: request.namespace,
-          uid: "",
-          labels: { ...MANAGED_BY, [SESSION_UID_LABEL]: request.sessionRef.uid },
-          finalizers: [APPROVAL_FINALIZER],
-          ownerReferences: [
-            {
-              apiVersion: API_VERSION,
-              kind: "AgentSession",
-              name: request.sessionRef.name,
-              uid: request.sessionRef.uid,
-              controller: true,
-            },
-          ],
-        },
-        spec: approvalSpecOf(request),
-      };
-      const { uid: _uid, ...metadata } = body.metadata;
-      try {
-        const created = (await clients.custom.createNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          namespace: request.namespace,
-          plural: APPROVAL.plural,
-          body: { ...body, metadata },
-        })) as Approval;
-        return handleOf(created, request, request.sessionRef.uid);
-      } catch (error) {
-        if (!isConflict(error)) throw error;
-        const existing = await read(request.namespace, request.name);
-        if (!existing) throw error;
-        return handleOf(existing, request, request.sessionRef.uid);
+      return (await createOrRead(request)).handle;
+    },
+    async recordUnknownExecution(request, message) {
+      const { approval, handle, created } = await createOrRead(request);
+      // Only our own record of an Auto execution is moved to Unknown: anything else is left alone
+      // for the caller's squat check.
+      const ours = handle.ownedBySession && approval.spec.autoExecution === true;
+      if (ours && !approval.status?.phase) {
+        const conditions = setCondition(
+          approval.status?.conditions,
+          { type: "Executed", status: "True", reason: "Unknown", message },
+          now(),
+        );
+        await clients.custom.patchNamespacedCustomObjectStatus(
+          {
+            group: GROUP,
+            version: VERSION,
+            namespace: request.namespace,
+            plural: APPROVAL.plural,
+            name: request.name,
+            body: { status: { phase: "Unknown", conditions } },
+          },
+          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+        );
+        return { handle: { ...handle, phase: "Unknown" }, created };
       }
+      return { handle, created };
     },
     async markConflict(namespace, name, message) {
       const approval = await read(namespace, name);
@@ -174,6 +219,18 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
             a.status?.phase === "Rejected",
         );
       return match ? { name: match.metadata.name } : undefined;
+    },
+    async findByAction(query) {
+      // From the informer cache, as findRejected: an Approval created a moment ago may be missing.
+      return caches.approvals
+        .list(query.namespace)
+        .filter(
+          (a) =>
+            a.spec.sessionRef.uid === query.sessionUid &&
+            a.spec.capability === query.capability &&
+            a.spec.argumentsDigest === query.argumentsDigest,
+        )
+        .map((a) => handleOf(a, undefined, query.sessionUid));
     },
   };
 }

@@ -26,7 +26,7 @@ export interface PostgresExecutionStore extends ExecutionStore {
 const COLUMNS = `id, idempotency_key, session_uid, session_namespace, session_name, capability,
   provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
   receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us, finish_audit_seq, fencing_token,
-  idempotency, never_sent, settle_attempts, next_settle_us`;
+  idempotency, never_sent, settle_attempts, next_settle_us, resolved_by, resolution_reason`;
 
 /** A Postgres-backed execution store on `pool` (connect as `gatehouse_operator` in production). */
 export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionStore {
@@ -64,10 +64,11 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       );
       if (inserted.rows[0]) return { owned: true, execution: recordFromRow(inserted.rows[0]) };
       // The conflicting row is committed (ON CONFLICT waited for its transaction), so it is visible now.
-      const existing = await selectOne("id = $1 OR idempotency_key = $2 ORDER BY (id = $1) DESC LIMIT 1", [
-        row.id,
-        row.idempotencyKey,
-      ]);
+      const existing = await selectOne(
+        // A never-sent failure may share the key with its re-run: name the row that holds it.
+        "id = $1 OR idempotency_key = $2 ORDER BY (id = $1) DESC, (state = 'failed' AND never_sent) LIMIT 1",
+        [row.id, row.idempotencyKey],
+      );
       if (!existing) {
         throw new GatehouseError("internal", `execution ${row.id}: claim conflicted but no row is visible`);
       }
@@ -184,6 +185,49 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return result.rowCount === 1;
     },
 
+    async listUnknownWithoutApproval(limit) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions WHERE state = 'unknown' AND approval_name IS NULL
+          ORDER BY updated_at_us DESC, id LIMIT $1`,
+        [limit],
+      );
+      return result.rows.map(recordFromRow);
+    },
+
+    async findByAction(action) {
+      const result = await pool.query(
+        `SELECT ${COLUMNS} FROM executions
+          WHERE session_uid = $1 AND capability = $2 AND request_digest = $3
+          ORDER BY created_at_us, id`,
+        [action.sessionUid, action.capability, action.argumentsDigest],
+      );
+      return result.rows.map(recordFromRow);
+    },
+
+    async recordResolution(id, resolution) {
+      // The receipt and error kind stay as the unknown outcome left them: the person's word is the
+      // resolution, not a receipt.
+      const updated = await pool.query(
+        `UPDATE executions
+            SET state = $2, message = $3, resolved_by = $4, resolution_reason = $5, updated_at_us = $6,
+                finish_audit_seq = NULL, next_settle_us = NULL
+          WHERE id = $1 AND state = 'unknown'
+          RETURNING ${COLUMNS}`,
+        [
+          id,
+          resolution.state,
+          resolution.message,
+          resolution.resolver,
+          resolution.reason,
+          resolution.atMicros,
+        ],
+      );
+      if (updated.rows[0]) return { recorded: true, execution: recordFromRow(updated.rows[0]) };
+      const current = await selectOne("id = $1", [id]);
+      if (!current) throw new GatehouseError("not_found", `execution ${id} does not exist`);
+      return { recorded: false, execution: current };
+    },
+
     async listUnauditedFinishes(finishedBeforeMicros, limit) {
       const result = await pool.query(
         `SELECT ${COLUMNS} FROM executions
@@ -237,5 +281,9 @@ function recordFromRow(row: Record<string, unknown>): ExecutionRecord {
   if (finishAuditSeq !== undefined) record.finishAuditSeq = finishAuditSeq;
   const nextSettleMicros = toOptionalSafeInteger(row.next_settle_us, "next_settle_us");
   if (nextSettleMicros !== undefined) record.nextSettleMicros = nextSettleMicros;
+  const resolver = toOptionalString(row.resolved_by);
+  if (resolver !== undefined) {
+    record.resolution = { resolver, reason: toOptionalString(row.resolution_reason) ?? "" };
+  }
   return record;
 }

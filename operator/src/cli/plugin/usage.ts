@@ -27,6 +27,8 @@ Commands:
   pending                  list the Pending Approvals you can see, and whether you may decide them
   approve NAME [--reason]  append your Approve decision to Approval NAME
   reject NAME --reason     append your Reject decision to Approval NAME (a reason is required)
+  resolve NAME --succeeded|--failed --reason
+                           settle the Unknown outcome of Approval NAME's execution, as you found it
   transcript SESSION       print the transcript of AgentSession SESSION (from Postgres, via the gateway)
   audit verify             verify the audit chain (gatehouse-audit verify)
   audit show NAME          print Approval NAME's history from the audit chain (gatehouse-audit show)
@@ -81,6 +83,30 @@ Exit codes: 0 Rejected (or not settled when --wait ends); 1 Stale, Failed, Unkno
 Cancelled, or the API server refused the decision (its message printed); 2 usage or kubeconfig error.
 
       --reason TEXT         why (required; at most 1024 characters)
+      --wait SECONDS        how long to wait for the settled phase (default 30; 0 or false: no wait)
+
+${CONNECTION_FLAGS}`,
+
+  resolve: `Usage: kubectl gatehouse resolve NAME --succeeded|--failed --reason TEXT [--wait SECONDS|false] [connection flags]
+
+When nobody knows whether a call took effect (Approval phase Unknown: a lost answer, a provider that
+cannot deduplicate — also an Auto call, whose Approval the operator created with spec.autoExecution),
+check the business system, then say what you found: appends {"resolver": <you>, "outcome":
+"Succeeded"|"Failed", "reason": TEXT} to spec.resolutions of Approval NAME with a JSON patch guarded by
+a test of the resolutions you read. The operator records it on the execution (audit record
+execution.resolved in your name), moves the Approval to Succeeded or Failed (condition reason
+ResolvedByPerson) and tells the agent. Until then an identical proposal of the call is not sent.
+
+Admission allows it only with the RBAC verb resolve on approvals (gatehouse-platform has it), only in
+your own name, once, and only while the Approval is Unknown.
+
+Exit codes: 0 settled as you said (or not settled when --wait ends); 1 refused by the API server (its
+message printed: admission names the rule, e.g. resolution-verb), or settled otherwise first; 2 usage
+or kubeconfig error.
+
+      --succeeded           the call took effect in the business system
+      --failed              the call did not take effect
+      --reason TEXT         what you checked (required; at most 1024 characters)
       --wait SECONDS        how long to wait for the settled phase (default 30; 0 or false: no wait)
 
 ${CONNECTION_FLAGS}`,

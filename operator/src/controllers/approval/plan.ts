@@ -14,7 +14,8 @@
  *   decided, decisions appended since → each reported once (status first, then audit + Event)
  *   Approved | Executing → dispatch through Core's executeApproved; {@link planDispatchOutcome} turns
  *                       its result into the final status
- *   Unknown           → the seam for a person's resolution ({@link planUnknown})
+ *   Unknown           → resolution.ts plans it (the phase follows the execution row; a person's
+ *                       resolution or the leader's settle sweep settles the row)
  *
  * Audit entries of the lifecycle are appended together (`AuditLog.appendAll`, one transaction) before
  * the status moves, so the status only ever follows the chain.
@@ -285,12 +286,10 @@ export function planApproval(input: ApprovalPlanInput): ApprovalPlan {
 }
 
 /**
- * Phase Unknown: nobody knows whether the call reached the business system, and a person settles it
- * by appending to `spec.resolutions` (`kubectl gatehouse resolve`). This is that mechanism's place in
- * the planner: when `spec.resolutions` holds an entry not yet applied, the pass is the resolution's
- * plan — `planResolution(approval, execution)` in resolution.ts, given `input.execution` (read for this
- * phase by {@link observationsFor}) — whose records, status and events this applier applies like any
- * other plan. Until then an Unknown Approval is handled as any decided one: late decisions reported.
+ * Phase Unknown never reaches this planner: an execution of unknown outcome has its own
+ * (resolution.ts `planResolution`: the phase follows the execution row, which the leader's settle
+ * sweep or a person's resolution settles), applied by `reconcileResolution` before this one runs.
+ * Reached only by a caller that skips that hand-off: treated as any decided Approval.
  */
 function planUnknown(input: ApprovalPlanInput, reported: ApprovalPlan): ApprovalPlan {
   void input;

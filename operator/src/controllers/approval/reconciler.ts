@@ -17,6 +17,7 @@
  */
 import type { Logger } from "pino";
 import type { Approval } from "../../api/kinds.ts";
+import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
 import { historyWith, readHistory } from "../../core/approval-lifecycle.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
 import { approvalSettings } from "../../core/policy.ts";
@@ -24,6 +25,7 @@ import type { AppendedRecord, CoreDeps, DecisionRulesVerdict } from "../../core/
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import type { EventRecorder } from "../../kube/events.ts";
+import { hasFinalizer } from "../../kube/finalizers.ts";
 import type { OperatorMetrics } from "../../kube/metrics.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
@@ -35,6 +37,7 @@ import {
   planDispatchOutcome,
   viewOf,
 } from "./plan.ts";
+import { needsResolution, reconcileResolution } from "./resolution.ts";
 import { type ApprovalWriter, kubeApprovalWriter } from "./writer.ts";
 
 export interface ApprovalDeps {
@@ -64,6 +67,14 @@ export async function reconcileApproval(
   const approval = deps.caches.approvals.get(name, namespace);
   if (!approval) return undefined;
   const now = deps.now();
+  // An execution of unknown outcome, and its resolution, have their own planner (resolution.ts).
+  if (
+    !approval.metadata.deletionTimestamp &&
+    hasFinalizer(approval, APPROVAL_FINALIZER) &&
+    needsResolution(approval)
+  ) {
+    return reconcileResolution(deps, approval, log);
+  }
   const input = await observe(deps, approval, now);
   return applyApproval(kubeApprovalWriter(deps, now), input, log);
 }
