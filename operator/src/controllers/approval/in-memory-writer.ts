@@ -1,12 +1,13 @@
 /**
  * An {@link ApprovalWriter} in memory, for table tests of the applier: it keeps every write in order,
- * bumps the resourceVersion on each status write as the API server does, and dispatches through a
- * function the test gives (Core's executeApproved on the in-memory ports, or a fixed result).
+ * bumps the resourceVersion on each status write as the API server does, and dispatches and resolves
+ * through functions the test gives (Core on the in-memory ports, or a fixed result).
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Approval } from "../../api/kinds.ts";
 import type { ExecuteApprovedResult } from "../../core/execute-approved.ts";
 import type { AppendedRecord, AuditEntry, AuditLog } from "../../core/ports.ts";
+import type { ResolutionEntry, ResolveResult } from "../../core/resolution.ts";
 import type { ApprovalStatus, PlannedEvent } from "./plan.ts";
 import type { ApprovalWriter, DispatchRequest } from "./writer.ts";
 
@@ -17,7 +18,8 @@ export type WriterCall =
   | { kind: "addFinalizer" | "removeFinalizer" | "recordOutcome"; phase: string | undefined }
   | { kind: "event"; event: PlannedEvent }
   | { kind: "observeDecided"; outcome: string }
-  | { kind: "dispatch"; request: DispatchRequest };
+  | { kind: "dispatch"; request: DispatchRequest }
+  | { kind: "resolve"; resolution: ResolutionEntry };
 
 /** The fake and what it recorded. */
 export interface InMemoryApprovalWriter extends ApprovalWriter {
@@ -34,6 +36,7 @@ export function inMemoryApprovalWriter(
   options: {
     audit?: Pick<AuditLog, "appendAll">;
     dispatch?: (request: DispatchRequest) => Promise<ExecuteApprovedResult>;
+    resolve?: (approval: Approval, resolution: ResolutionEntry) => Promise<ResolveResult>;
   } = {},
 ): InMemoryApprovalWriter {
   const calls: WriterCall[] = [];
@@ -71,6 +74,11 @@ export function inMemoryApprovalWriter(
     },
     async recordOutcome(approval) {
       calls.push({ kind: "recordOutcome", phase: approval.status?.phase });
+    },
+    async resolve(approval, resolution) {
+      calls.push({ kind: "resolve", resolution });
+      if (!options.resolve) throw new Error("in-memory writer: no resolution expected");
+      return options.resolve(approval, resolution);
     },
     async dispatch(request) {
       calls.push({ kind: "dispatch", request });

@@ -796,3 +796,114 @@ describe("the applier over the in-memory writer", () => {
     expect(writer.calls.at(-1)).toEqual({ kind: "removeFinalizer", phase: "Cancelled" });
   });
 });
+
+describe("an Approval whose execution's outcome is unknown", () => {
+  const executionRow = (overrides: Partial<ExecutionRecord> = {}): ExecutionRecord =>
+    ({
+      id: "e".repeat(40),
+      state: "unknown",
+      message: "no definite answer from the provider",
+      createdAtMicros: 1_764_583_200_000_000,
+      updatedAtMicros: 1_764_583_260_000_000,
+      neverSent: false,
+      settleAttempts: 0,
+      fencingToken: 1,
+      ...overrides,
+    }) as ExecutionRecord;
+  const carol = { resolver: "carol", outcome: "Succeeded" as const, reason: "APS shows it published" };
+  const unknownInput = (approval: Approval, execution: ExecutionRecord): ApprovalPlanInput => ({
+    approval,
+    session: sessionOf(),
+    now: BEFORE_EXPIRY,
+    execution,
+  });
+
+  it.each([
+    {
+      name: "Unknown, still unknown → Unknown, looked at after the sweep's next attempt",
+      approval: approvalOf({ phase: "Unknown" }),
+      execution: executionRow({ nextSettleMicros: BEFORE_EXPIRY.getTime() * 1000 + 30_000_000 }),
+      phase: "Unknown",
+      reason: "Unknown",
+      told: false,
+      requeue: 40_000,
+    },
+    {
+      name: "Unknown, nobody asks any more → Unknown, waits for a person",
+      approval: approvalOf({ phase: "Unknown" }),
+      execution: executionRow(),
+      phase: "Unknown",
+      reason: "Unknown",
+      told: false,
+      requeue: undefined,
+    },
+    {
+      name: "Unknown, the settle sweep learned it succeeded → Succeeded OutcomeSettled, the agent told",
+      approval: approvalOf({ phase: "Unknown" }),
+      execution: executionRow({ state: "succeeded", message: undefined }),
+      phase: "Succeeded",
+      reason: "OutcomeSettled",
+      told: true,
+      requeue: undefined,
+    },
+    {
+      // Core is asked again (idempotent): it appends execution.resolved if a crash lost it.
+      name: "Unknown, the row holds a person's resolution → Succeeded ResolvedByPerson, the agent told",
+      approval: approvalOf({ phase: "Unknown", spec: { resolutions: [carol] } }),
+      execution: executionRow({
+        state: "succeeded",
+        message: "resolved by carol: APS shows it published",
+        resolution: { resolver: "carol", reason: carol.reason },
+      }),
+      phase: "Succeeded",
+      reason: "ResolvedByPerson",
+      told: true,
+      requeue: undefined,
+    },
+    {
+      name: "an Auto call's record Approval, not yet marked → Unknown",
+      approval: approvalOf({ spec: { autoExecution: true } }),
+      execution: executionRow(),
+      phase: "Unknown",
+      reason: "Unknown",
+      told: false,
+      requeue: undefined,
+    },
+  ])("$name", ({ approval, execution, phase, reason, told, requeue }) => {
+    const plan = planApproval(unknownInput(approval, execution));
+    expect(plan.resolve).toEqual(approval.spec.resolutions?.[0]);
+    expect(plan.dispatch).toBeUndefined();
+    expect(plan.audit).toEqual([]);
+    expect(plan.status?.phase).toBe(phase);
+    expect(plan.status?.conditions?.find((c) => c.type === "Executed")?.reason).toBe(reason);
+    expect(plan.recordOutcome).toBe(told);
+    expect(plan.events.map((e) => e.reason)).toEqual(told ? [reason] : []);
+    expect(plan.requeueAfterMs).toBe(requeue);
+  });
+
+  it("asks Core to record a resolution the row does not hold, and reads only the row for it", () => {
+    const approval = approvalOf({ phase: "Unknown", spec: { resolutions: [carol] } });
+    expect(observationsFor(approval, sessionOf())).toEqual({
+      rules: false,
+      history: false,
+      policy: false,
+      execution: true,
+    });
+    expect(planApproval(unknownInput(approval, executionRow())).resolve).toEqual(carol);
+  });
+
+  it("applies a resolution in one pass: Core records it, then one status write, an Event and the agent told", async () => {
+    const approval = approvalOf({ phase: "Unknown", spec: { resolutions: [carol] } });
+    const resolved = executionRow({
+      state: "succeeded",
+      message: "resolved by carol: APS shows it published",
+      resolution: { resolver: "carol", reason: carol.reason },
+    });
+    const writer = inMemoryApprovalWriter({
+      resolve: async () => ({ kind: "resolved", execution: resolved, recordedNow: true }),
+    });
+    expect(await applyApproval(writer, unknownInput(approval, executionRow()), quiet)).toBeUndefined();
+    expect(writer.calls.map((c) => c.kind)).toEqual(["resolve", "writeStatus", "event", "recordOutcome"]);
+    expect(writer.statusWrites().map((s) => s.phase)).toEqual(["Succeeded"]);
+  });
+});

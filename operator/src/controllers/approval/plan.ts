@@ -14,8 +14,10 @@
  *   decided, decisions appended since → each reported once (status first, then audit + Event)
  *   Approved | Executing → dispatch through Core's executeApproved; {@link planDispatchOutcome} turns
  *                       its result into the final status
- *   Unknown           → resolution.ts plans it (the phase follows the execution row; a person's
- *                       resolution or the leader's settle sweep settles the row)
+ *   Unknown (or an Auto call's record Approval) → the phase follows the execution row
+ *                       (resolution.ts `planResolution`): a person's resolution is recorded by Core
+ *                       first; settled by it or by the leader's settle sweep → Succeeded | Failed, and
+ *                       the agent is told once more; still unknown → looked at after the next attempt
  *
  * Audit entries of the lifecycle are appended together (`AuditLog.appendAll`, one transaction) before
  * the status moves, so the status only ever follows the chain.
@@ -35,10 +37,12 @@ import type {
   DecisionRulesVerdict,
   ExecutionRecord,
 } from "../../core/ports.ts";
+import type { ResolutionEntry } from "../../core/resolution.ts";
 import { isSettled } from "../../kube/approval-outcome.ts";
 import { requestOf } from "../../kube/approvals.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { hasFinalizer } from "../../kube/finalizers.ts";
+import { needsResolution, planResolution } from "./resolution.ts";
 
 /** `status` of an Approval. */
 export type ApprovalStatus = NonNullable<Approval["status"]>;
@@ -111,6 +115,11 @@ export interface ApprovalPlan {
   recordOutcome: boolean;
   /** Dispatch after the status write; then {@link planDispatchOutcome}. */
   dispatch?: DispatchPlan | undefined;
+  /**
+   * A person's resolution in spec.resolutions that the execution row does not hold yet: Core records
+   * it first (core/resolution.ts), then the pass is planned again on the row it left.
+   */
+  resolve?: ResolutionEntry | undefined;
   /** After everything else. */
   finalizer?: "add" | "remove" | undefined;
   requeueAfterMs?: number | undefined;
@@ -176,6 +185,10 @@ export function sessionEndedWhy(session: AgentSession | undefined): string | und
 export function observationsFor(approval: Approval, session: AgentSession | undefined): Observations {
   const phase = approval.status?.phase ?? "Pending";
   const deleting = approval.metadata.deletionTimestamp !== undefined;
+  // An execution of unknown outcome is planned from its row alone.
+  if (!deleting && needsResolution(approval)) {
+    return { rules: false, history: false, policy: false, execution: true };
+  }
   const undecided = phase === "Pending" || phase === "Approved" || phase === "Executing";
   const ending = deleting || (phase === "Pending" && sessionEndedWhy(session) !== undefined);
   return {
@@ -269,6 +282,7 @@ export function planApproval(input: ApprovalPlanInput): ApprovalPlan {
     // Approvals created by an earlier version have no finalizer yet; the update queues it again.
     return { ...emptyPlan(), finalizer: "add", requeueAfterMs: FINALIZER_RECHECK_MS };
   }
+  if (needsResolution(approval)) return planUnknown(input);
   const phase = approval.status?.phase ?? "Pending";
   if (phase === "Pending") return planPending(input);
   const reported = planLateDecisions(input, phase);
@@ -281,19 +295,43 @@ export function planApproval(input: ApprovalPlanInput): ApprovalPlan {
     status.phase = "Executing";
     return { ...reported, status, dispatch: { session: input.session, rules } };
   }
-  if (phase === "Unknown") return planUnknown(input, reported);
   return reported;
 }
 
+/** How long after a settle attempt is due the Approval looks at its row again (the sweep runs every 5 s). */
+const SETTLE_LOOK_AGAIN_MS = 10_000;
+
 /**
- * Phase Unknown never reaches this planner: an execution of unknown outcome has its own
- * (resolution.ts `planResolution`: the phase follows the execution row, which the leader's settle
- * sweep or a person's resolution settles), applied by `reconcileResolution` before this one runs.
- * Reached only by a caller that skips that hand-off: treated as any decided Approval.
+ * Phase Unknown — or an Auto call's record Approval not yet marked so: the phase follows the execution
+ * row (resolution.ts `planResolution`). A resolution in spec.resolutions that the row does not hold is
+ * recorded by Core first; once the leader's settle sweep or a person settled the row, the Approval is
+ * Succeeded or Failed and the agent, told "unknown" before, is told once more; while it stays
+ * unknown, it is looked at again after the sweep's next attempt.
  */
-function planUnknown(input: ApprovalPlanInput, reported: ApprovalPlan): ApprovalPlan {
-  void input;
-  return reported;
+function planUnknown(input: ApprovalPlanInput): ApprovalPlan {
+  const { approval, execution, now } = input;
+  const resolution = planResolution(approval, execution);
+  const plan: ApprovalPlan = {
+    ...emptyPlan(),
+    status: resolution.status,
+    ...(resolution.resolve ? { resolve: resolution.resolve } : {}),
+  };
+  const phase = resolution.status.phase;
+  if (phase !== "Unknown" && phase !== approval.status?.phase && execution?.state !== "started") {
+    const reason = resolution.status.conditions?.find((c) => c.type === "Executed")?.reason ?? String(phase);
+    plan.events.push({
+      type: "Normal",
+      reason,
+      message: `The outcome of execution ${approval.spec.executionId} is settled: ${phase}.`,
+    });
+    plan.recordOutcome = true;
+    plan.log.push({ level: "info", fields: { phase, reason }, message: "unknown outcome settled" });
+  }
+  if (phase === "Unknown" && execution?.nextSettleMicros !== undefined) {
+    const untilMs = Math.floor(execution.nextSettleMicros / 1000) - now.getTime();
+    plan.requeueAfterMs = Math.max(1_000, untilMs + SETTLE_LOOK_AGAIN_MS);
+  }
+  return plan;
 }
 
 /** A Pending Approval: its session over → Cancelled; else Core's decision. */

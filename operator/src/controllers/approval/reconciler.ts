@@ -6,6 +6,8 @@
  *              the cached Approval was observed, kube/admission-guard.ts), its audit history, the
  *              Capability's current approval settings, its execution row — a settled Approval needs none
  *   plan = planApproval(approval, session, now, observed)
+ *   plan.resolve → Core records the person's resolution of an unknown outcome (core/resolution.ts),
+ *              then plan again on the row it left
  *   append plan.audit (together) before the status write — or, for late-decision reports, after it
  *   write plan.status (resourceVersion-guarded), emit its Events, observe the decision metric,
  *   record the settled outcome in the session's transcript
@@ -17,7 +19,6 @@
  */
 import type { Logger } from "pino";
 import type { Approval } from "../../api/kinds.ts";
-import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
 import { historyWith, readHistory } from "../../core/approval-lifecycle.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
 import { approvalSettings } from "../../core/policy.ts";
@@ -25,7 +26,6 @@ import type { AppendedRecord, CoreDeps, DecisionRulesVerdict } from "../../core/
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import type { EventRecorder } from "../../kube/events.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
 import type { OperatorMetrics } from "../../kube/metrics.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
@@ -37,7 +37,6 @@ import {
   planDispatchOutcome,
   viewOf,
 } from "./plan.ts";
-import { needsResolution, reconcileResolution } from "./resolution.ts";
 import { type ApprovalWriter, kubeApprovalWriter } from "./writer.ts";
 
 export interface ApprovalDeps {
@@ -67,14 +66,6 @@ export async function reconcileApproval(
   const approval = deps.caches.approvals.get(name, namespace);
   if (!approval) return undefined;
   const now = deps.now();
-  // An execution of unknown outcome, and its resolution, have their own planner (resolution.ts).
-  if (
-    !approval.metadata.deletionTimestamp &&
-    hasFinalizer(approval, APPROVAL_FINALIZER) &&
-    needsResolution(approval)
-  ) {
-    return reconcileResolution(deps, approval, log);
-  }
   const input = await observe(deps, approval, now);
   return applyApproval(kubeApprovalWriter(deps, now), input, log);
 }
@@ -114,7 +105,19 @@ export async function applyApproval(
   input: ApprovalPlanInput,
   log: Logger,
 ): Promise<ReconcileResult> {
-  const plan = planApproval(input);
+  let plan = planApproval(input);
+  if (plan.resolve) {
+    // Core records the person's resolution on the row and in the chain; the pass follows that row.
+    const result = await writer.resolve(input.approval, plan.resolve);
+    if (result.kind === "refused") {
+      log.warn({ reason: result.reason }, result.message);
+      writer.event(input.approval, { type: "Warning", reason: result.reason, message: result.message });
+    }
+    plan = {
+      ...planApproval({ ...input, execution: result.execution ?? input.execution }),
+      resolve: undefined,
+    };
+  }
   logAll(log, plan.log);
   let approval = input.approval;
   let appended: AppendedRecord[] = [];

@@ -1,38 +1,17 @@
 /**
- * The approval reconciler's part for an execution of unknown outcome (core/resolution.ts):
+ * The status of an Approval whose execution's outcome is (or was) unknown (core/resolution.ts), for
+ * the approval planner (plan.ts `planUnknown`):
  *   approval Unknown, or an Auto execution's record not yet marked Unknown
- *   execution = the row of spec.executionId
- *   plan = planResolution(approval, execution)      ; pure
- *   plan.resolve → Core applies spec.resolutions[0] (row, `execution.resolved`), then plan again
- *   status = plan.status, written if changed        ; Succeeded | Failed, reason ResolvedByPerson, or
- *                                                     OutcomeSettled when the leader's sweep learned it
- *   settled → its outcome goes to the session's transcript (once more: the agent was told "unknown")
- *   still unknown → looked at again after the sweep's next attempt
+ *   resolve = spec.resolutions[0] when the execution row does not hold it yet (Core records it)
+ *   status = the phase of the row; Succeeded | Failed with reason ResolvedByPerson, or OutcomeSettled
+ *            when the leader's settle sweep learned it from the provider
  */
-import type { Logger } from "pino";
 import type { Approval } from "../../api/kinds.ts";
-import { APPROVAL } from "../../api/kinds.ts";
-import type { ApprovalPhase, CoreDeps, ExecutionRecord } from "../../core/ports.ts";
-import { type ResolutionEntry, resolveExecution } from "../../core/resolution.ts";
-import { recordApprovalOutcome } from "../../kube/approval-outcome.ts";
-import { requestOf } from "../../kube/approvals.ts";
-import type { KubeClients } from "../../kube/client.ts";
+import type { ApprovalPhase, ExecutionRecord } from "../../core/ports.ts";
+import type { ResolutionEntry } from "../../core/resolution.ts";
 import { setCondition } from "../../kube/conditions.ts";
-import type { EventRecorder } from "../../kube/events.ts";
-import { writeStatusIfChanged } from "../../kube/status.ts";
-import type { ReconcileResult } from "../../kube/workqueue.ts";
-import type { TranscriptStore } from "../../store/transcripts.ts";
 
 type Status = NonNullable<Approval["status"]>;
-
-/** What {@link reconcileResolution} needs of the approval reconciler's dependencies. */
-export interface ResolutionDeps {
-  clients: KubeClients;
-  core: CoreDeps;
-  transcripts: TranscriptStore;
-  now: () => Date;
-  events: EventRecorder;
-}
 
 /** The condition reason of an Approval whose unknown outcome a person settled. */
 export const RESOLVED_BY_PERSON = "ResolvedByPerson";
@@ -130,56 +109,3 @@ export function planResolution(approval: Approval, execution: ExecutionRecord | 
   );
   return { ...(resolve ? { resolve } : {}), status };
 }
-
-/**
- * Applies {@link planResolution}: Core resolves the execution when the plan says so, the status
- * follows the row, and an outcome a person settled reaches the session's transcript once.
- * Errors: Postgres, audit and API errors (the work queue retries; every step is idempotent).
- */
-export async function reconcileResolution(
-  deps: ResolutionDeps,
-  approval: Approval,
-  log: Logger,
-): Promise<ReconcileResult> {
-  const view = {
-    request: requestOf(approval),
-    decisions: approval.spec.decisions,
-    phase: approval.status?.phase ?? "Pending",
-    uid: approval.metadata.uid,
-  };
-  let execution = await deps.core.executions.get(approval.spec.executionId);
-  let plan = planResolution(approval, execution);
-  if (plan.resolve) {
-    const result = await resolveExecution(deps.core, { approval: view, resolution: plan.resolve });
-    if (result.kind === "refused") {
-      log.warn({ reason: result.reason }, result.message);
-      deps.events.warning(approval, result.reason, result.message);
-    }
-    execution = result.execution ?? execution;
-    plan = planResolution(approval, execution);
-  }
-  await writeStatusIfChanged(deps.clients, APPROVAL, approval, plan.status);
-  if (plan.status.phase !== "Unknown" && plan.status.phase !== approval.status?.phase) {
-    log.info({ phase: plan.status.phase }, "unknown outcome settled");
-    deps.events.normal(
-      approval,
-      plan.status.conditions?.find((c) => c.type === "Executed")?.reason ?? String(plan.status.phase),
-      `The outcome of execution ${approval.spec.executionId} is settled: ${plan.status.phase}.`,
-    );
-    await recordApprovalOutcome(
-      deps.core,
-      deps.transcripts,
-      { ...approval, status: plan.status },
-      deps.now().getTime() * 1000,
-    );
-  }
-  // While unknown, look again when the leader's sweep next asks the provider: it may settle the row.
-  if (plan.status.phase === "Unknown" && execution?.nextSettleMicros !== undefined) {
-    const untilMs = Math.floor(execution.nextSettleMicros / 1000) - deps.now().getTime();
-    return { requeueAfterMs: Math.max(1_000, untilMs + SETTLE_LOOK_AGAIN_MS) };
-  }
-  return undefined;
-}
-
-/** How long after a settle attempt is due the Approval looks at its row again (the sweep runs every 5 s). */
-const SETTLE_LOOK_AGAIN_MS = 10_000;

@@ -11,6 +11,7 @@ import type { ExecuteApprovedResult } from "../../core/execute-approved.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
 import type { AppendedRecord, AuditEntry, CoreDeps, DecisionRulesVerdict } from "../../core/ports.ts";
+import { type ResolutionEntry, type ResolveResult, resolveExecution } from "../../core/resolution.ts";
 import { recordApprovalOutcome } from "../../kube/approval-outcome.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
@@ -49,6 +50,8 @@ export interface ApprovalWriter {
   recordOutcome(approval: Approval): Promise<void>;
   /** Re-checks and executes the approved call through Core (exactly once per execution id). */
   dispatch(request: DispatchRequest): Promise<ExecuteApprovedResult>;
+  /** Records a person's resolution of the execution's unknown outcome through Core (once). */
+  resolve(approval: Approval, resolution: ResolutionEntry): Promise<ResolveResult>;
 }
 
 /** What the real writer uses. */
@@ -80,6 +83,9 @@ export function kubeApprovalWriter(deps: KubeApprovalWriterDeps, now: Date): App
     },
     async recordOutcome(approval) {
       await recordApprovalOutcome(deps.core, deps.transcripts, approval, now.getTime() * 1000);
+    },
+    resolve(approval, resolution) {
+      return resolveExecution(deps.core, { approval: viewOf(approval), resolution });
     },
     async dispatch(request) {
       const found = request.session;
