@@ -135,7 +135,7 @@ describe("the reference story against the release", () => {
     expect(report.alice.sessionPhases.join(",")).toMatch(
       /^(Pending,)?Running,AwaitingApproval,(Running,)?Completed$/,
     );
-    expect(report.alice.approvalPhases).toEqual(["Pending", "Approved", "Executing", "Succeeded"]);
+    expect(report.alice.approvalPhases).toEqual(["Pending", "Executing", "Succeeded"]);
     expect(report.alice.publishExecutions).toEqual(["succeeded"]);
     expect(env.aps.publishes().filter((p) => p.user === "alice")).toHaveLength(1);
     const published = env.aps.publishes().find((p) => p.user === "alice");
@@ -143,7 +143,7 @@ describe("the reference story against the release", () => {
   });
 
   it("refuses bob's self-approved publish in the APS, once and finally", () => {
-    expect(report.bob.approvalPhases).toEqual(["Pending", "Approved", "Executing", "Failed"]);
+    expect(report.bob.approvalPhases).toEqual(["Pending", "Executing", "Failed"]);
     expect(report.bob.execution).toMatchObject({ state: "failed", errorKind: "forbidden" });
     expect(report.bob.publishExecutions).toEqual(["failed"]);
     expect(env.aps.publishes().filter((p) => p.user === "bob")).toEqual([]);

@@ -55,8 +55,8 @@ describe("alice's request", () => {
     );
   });
 
-  it("moves her Approval from Pending through Approved and Executing to Succeeded", () => {
-    expect(report.alice.approvalPhases).toEqual(["Pending", "Approved", "Executing", "Succeeded"]);
+  it("moves her Approval from Pending through Executing to Succeeded (approved and dispatched in one pass: Decided=True, reason Approved)", () => {
+    expect(report.alice.approvalPhases).toEqual(["Pending", "Executing", "Succeeded"]);
     expect(report.alice.execution).toMatchObject({ state: "succeeded" });
   });
 
@@ -106,7 +106,7 @@ describe("alice's request", () => {
 
 describe("bob's self-approved request", () => {
   it("is refused by the APS: the Approval fails with errorKind forbidden", () => {
-    expect(report.bob.approvalPhases).toEqual(["Pending", "Approved", "Executing", "Failed"]);
+    expect(report.bob.approvalPhases).toEqual(["Pending", "Executing", "Failed"]);
     expect(report.bob.execution).toMatchObject({ state: "failed", errorKind: "forbidden" });
   });
 
