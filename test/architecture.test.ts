@@ -34,7 +34,10 @@ describe("architecture", () => {
         },
       );
     expect(run).not.toThrow();
-  });
+    // A child process that loads TypeScript and parses the whole tree (~210 modules): 1.5 s on an idle
+    // machine, several times that while the other unit workers share its two cores — more than
+    // vitest's 5 s default, which is for tests that do not start a program.
+  }, 30_000);
 
   it("makes every operator PATCH name its patch type, and none of them strategic merge", () => {
     const files = readdirSync(join(root, "operator/src"), { recursive: true, encoding: "utf8" })

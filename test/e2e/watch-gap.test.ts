@@ -47,7 +47,8 @@ describe("a kube-apiserver restart", () => {
         apiVersion: "gatehouse.dev/v1alpha1",
         kind: "Capability",
         metadata: { name, namespace: NAMESPACE },
-        spec: { id: "gap.probe.read", providerRef: { name: provider } },
+        // An id of its own: Capabilities sharing one would all be Ready=False DuplicateId.
+        spec: { id: `gap.probe.${name.replace("-", "")}`, providerRef: { name: provider } },
       });
     // A writer that keeps creating Capabilities and re-pointing earlier ones, before, during (its
     // requests fail then and are not counted) and after the restart.
