@@ -85,7 +85,7 @@ export const ApprovalSpec = z
       .max(128)
       .optional()
       .describe(
-        "The provider idempotency key the call runs under, when it re-runs an identical earlier call that certainly never reached the provider (absent: derived from executionId).",
+        "The provider idempotency key the call runs under: one per action (session, capability, arguments) for a write, so identical proposals run at most once (absent: derived from executionId).",
       ),
     requester: Subject.describe("The session's subject."),
     approvers: UsersAndGroups,

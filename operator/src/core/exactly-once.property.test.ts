@@ -227,6 +227,9 @@ async function run(s: fc.Scheduler, scenario: Scenario) {
     rows.map((r) => ({ id: r.id, key: r.idempotencyKey, state: r.state, neverSent: r.neverSent })),
   );
   for (const [key, count] of effects) expect(count, `effects of ${key}: ${story}`).toBeLessThanOrEqual(1);
+  // Every call proposes the same write: however often, at whatever positions, it takes effect once.
+  const total = [...effects.values()].reduce((sum, count) => sum + count, 0);
+  expect(total, `effects of the one action: ${story}`).toBeLessThanOrEqual(1);
   for (const row of rows) {
     const effect = effects.get(row.idempotencyKey) ?? 0;
     expect(row.state, `row ${row.id}: ${story}`).not.toBe("started");

@@ -27,6 +27,7 @@ import {
 import { type ApprovalRules, approvalRulesOf } from "./approval-rules.ts";
 import { AuditKind } from "./audit.ts";
 import { canonicalJson, sha256Hex } from "./canonical.ts";
+import { isGatehouseError } from "./errors.ts";
 import { execute } from "./execute.ts";
 import { idempotencyKeyOf } from "./execution-identity.ts";
 import { parseIJsonObject } from "./i-json.ts";
@@ -265,20 +266,34 @@ export async function executeApproved(
     }
   }
 
-  const result = await execute(deps, {
-    executionId: request.executionId,
-    idempotencyKey: request.idempotencyKey ?? idempotencyKeyOf(request.executionId),
-    session: { uid: session.uid, namespace: session.namespace, name: session.name },
-    subject: request.requester,
-    ...(account !== undefined ? { account } : {}),
-    capability,
-    argumentsCanonical: request.arguments,
-    argumentsDigest: request.argumentsDigest,
-    approvalName: request.name,
-    approvalRecord: approved,
-    actor: request.requester.user,
-  });
-  return { kind: "executed", ...result };
+  const idempotencyKey = request.idempotencyKey ?? idempotencyKeyOf(request.executionId);
+  try {
+    const result = await execute(deps, {
+      executionId: request.executionId,
+      idempotencyKey,
+      session: { uid: session.uid, namespace: session.namespace, name: session.name },
+      subject: request.requester,
+      ...(account !== undefined ? { account } : {}),
+      capability,
+      argumentsCanonical: request.arguments,
+      argumentsDigest: request.argumentsDigest,
+      approvalName: request.name,
+      approvalRecord: approved,
+      actor: request.requester.user,
+    });
+    return { kind: "executed", ...result };
+  } catch (error) {
+    // Two Approvals of one action (proposed at the same moment, both approved): the first to run holds
+    // the action's key, and the second is not run at all.
+    if (!isGatehouseError(error) || error.kind !== "conflict" || !error.message.includes(idempotencyKey)) {
+      throw error;
+    }
+    return refuse(
+      "Stale",
+      "ActionAlreadyExecuted",
+      `this exact action already runs under another Approval of the session (${error.message}); it is not run twice`,
+    );
+  }
 }
 
 /** Why decisions approved under the spec's rules do not meet the stricter current ones. */

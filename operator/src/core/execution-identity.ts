@@ -58,6 +58,33 @@ export function executionIdentity(input: ExecutionIdentityInput): ExecutionIdent
   };
 }
 
+/** What one business action is, whatever turn or position proposes it: its session, capability and arguments. */
+export interface ActionInput {
+  sessionUid: string;
+  capability: string;
+  argumentsDigest: string;
+}
+
+/**
+ * The provider idempotency key of a write: `gh1.a<39 hex>`, one per action of a session (not per
+ * execution), so identical proposals of it — at other positions, in other turns, at the same moment —
+ * claim the same key: the executions table lets only one of them hold it (a never-sent failure lets
+ * it go), and a provider that deduplicates sees one request. Reads and drafts keep a key per execution:
+ * repeating them is harmless and each may run.
+ */
+export function actionKeyOf(input: ActionInput): string {
+  const hash = sha256Hex(
+    canonicalJson({
+      v: 1,
+      action: true,
+      sessionUid: input.sessionUid,
+      capability: input.capability,
+      argumentsDigest: input.argumentsDigest,
+    }),
+  );
+  return `gh1.a${hash.slice(0, EXECUTION_ID_LENGTH - 1)}`;
+}
+
 /** The provider idempotency key of an execution: `gh1.<execution id>`. */
 export function idempotencyKeyOf(executionId: string): string {
   return `gh1.${executionId}`;

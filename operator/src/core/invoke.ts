@@ -35,7 +35,7 @@ import { AuditKind } from "./audit.ts";
 import { type JsonObject, sha256Hex } from "./canonical.ts";
 import { GatehouseError, isGatehouseError } from "./errors.ts";
 import { execute } from "./execute.ts";
-import { type ExecutionIdentity, executionIdentity } from "./execution-identity.ts";
+import { actionKeyOf, type ExecutionIdentity, executionIdentity } from "./execution-identity.ts";
 import { approvalSettings, decidePolicy, limitDecision } from "./policy.ts";
 import type {
   ApprovalHandle,
@@ -51,6 +51,8 @@ import type {
 } from "./ports.ts";
 import { outcomeOfExecution } from "./recovery.ts";
 import {
+  alreadySucceededAnswer,
+  checksReproposals,
   classifyReproposal,
   previouslyFailedMessage,
   type Reproposal,
@@ -239,10 +241,16 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     });
   }
   if (earlier.kind !== "new" && earlier.kind !== "rerun") {
-    return answerReproposal(call, earlier, facts, audit);
+    return answerReproposal(call, earlier, facts, audit, deps.config.maxResultBytes);
   }
-  // A never-sent failure runs again under its key, so a provider that did see it deduplicates.
-  const idempotencyKey = earlier.kind === "rerun" ? earlier.idempotencyKey : identity.idempotencyKey;
+  // A write runs under its action's key, so identical proposals racing each other claim one row; a
+  // never-sent failure runs again under its own key (rows claimed before action keys have theirs).
+  const idempotencyKey =
+    earlier.kind === "rerun"
+      ? earlier.idempotencyKey
+      : checksReproposals(capability)
+        ? actionKeyOf({ sessionUid: session.uid, capability: capability.id, argumentsDigest: digest })
+        : identity.idempotencyKey;
   if (earlier.kind === "rerun") {
     await audit(AuditKind.reproposed, "pending", {
       ...facts,
@@ -355,10 +363,11 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
       actor: session.subject.user,
     });
   } catch (error) {
-    if (earlier.kind !== "rerun" || !isGatehouseError(error) || error.kind !== "conflict") throw error;
-    // An identical re-proposal ran at the same time and took the never-sent key first: this one is
+    const sharedKey = idempotencyKey !== identity.idempotencyKey;
+    if (!sharedKey || !isGatehouseError(error) || error.kind !== "conflict") throw error;
+    // An identical proposal ran at the same time and took the action's key first: this one is
     // answered by that run, as a repeat of it — never sent a second time.
-    return answerConcurrentRerun(
+    return answerConcurrentProposal(
       deps,
       session,
       identity.executionId,
@@ -380,11 +389,11 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
 }
 
 /**
- * The answer to a never-sent re-run whose key a concurrent identical re-run claimed first: that run's
+ * The answer to a write whose action key a concurrent identical proposal claimed first: that run's
  * outcome (waited for while it runs), audited as `invoke.reproposed`; this call's reservations go back,
  * since nothing new ran. Errors: throws when no row holds the key (the conflict was something else).
  */
-async function answerConcurrentRerun(
+async function answerConcurrentProposal(
   deps: CoreDeps,
   session: SessionContext,
   executionId: string,
@@ -405,7 +414,7 @@ async function answerConcurrentRerun(
   const current = await outcomeOfExecution(deps, holder);
   await audit(AuditKind.reproposed, "success", {
     ...facts,
-    rule: "ConcurrentRerun",
+    rule: "ConcurrentProposal",
     earlierExecution: holder.id,
     state: current.state,
   });
@@ -438,9 +447,10 @@ function unstorableField(call: InvokeCall): "callId" | "tool" | undefined {
  */
 async function answerReproposal(
   call: InvokeCall,
-  earlier: Extract<Reproposal, { kind: "unsettled" | "approval_open" | "resolved" }>,
+  earlier: Extract<Reproposal, { kind: "unsettled" | "approval_open" | "resolved" | "succeeded" }>,
   facts: JsonObject,
   audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
+  maxResultBytes: number,
 ): Promise<InvokeResult> {
   let answer: InvokeAnswer;
   let payload: JsonObject;
@@ -456,21 +466,34 @@ async function answerReproposal(
   } else {
     // A `started` row whose claimer died is settled by the leader's sweep or a repeat of its own call.
     const { execution } = earlier;
-    answer = earlier.kind === "resolved" ? resolvedAnswer(execution) : unsettledAnswer(execution);
+    answer =
+      earlier.kind === "resolved"
+        ? resolvedAnswer(execution)
+        : earlier.kind === "succeeded"
+          ? alreadySucceededAnswer(execution, maxResultBytes)
+          : unsettledAnswer(execution);
     payload = {
-      rule: earlier.kind === "resolved" ? "ResolvedByPerson" : "OutcomeUnsettled",
+      rule: RULE_OF_REPROPOSAL[earlier.kind],
       earlierExecution: execution.id,
       state: execution.state,
       approval: answer.approval?.name ?? null,
     };
   }
-  await audit(AuditKind.reproposed, earlier.kind === "resolved" ? "success" : "pending", {
+  const settled = earlier.kind === "resolved" || earlier.kind === "succeeded";
+  await audit(AuditKind.reproposed, settled ? "success" : "pending", {
     ...facts,
     tool: call.tool,
     ...payload,
   });
   return { answer, decision: "repeated" };
 }
+
+/** The audit `rule` of each re-proposal answered from an earlier record. */
+const RULE_OF_REPROPOSAL = {
+  unsettled: "OutcomeUnsettled",
+  resolved: "ResolvedByPerson",
+  succeeded: "AlreadySucceeded",
+} as const;
 
 /**
  * `answer` naming the Approval a person resolves an Auto call's unknown outcome on, created now if it

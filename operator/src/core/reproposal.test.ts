@@ -204,27 +204,30 @@ describe("a write proposed again while its Approval is open", () => {
 });
 
 describe("a write proposed again after it succeeded", () => {
-  it("runs as a new business action when the model saw its receipt", async () => {
+  it("is answered from its receipt and not sent again, though the model saw the receipt", async () => {
     const world = worldWith();
-    await invoke(world.deps, session, proposal(0));
+    const first = await invoke(world.deps, session, proposal(0));
     const again = await invoke(world.deps, session, proposal(1));
-    expect(again.answer.status).toBe("succeeded");
-    const keys = world.providerCalls.map((c) => c.request.idempotencyKey);
-    expect(new Set(keys).size).toBe(2);
+    expect(again.answer).toMatchObject({ status: "succeeded", executionId: first.answer.executionId });
+    expect(again.answer.content).toContain("already succeeded in this session");
+    expect(world.providerCalls).toHaveLength(1);
+    expect(auditPayloads(world, AuditKind.reproposed)).toEqual([
+      expect.objectContaining({ rule: "AlreadySucceeded", earlierExecution: first.answer.executionId }),
+    ]);
   });
 
-  it("takes a new key after a never-sent failure was re-run and succeeded", async () => {
+  it("answers from the re-run once a never-sent failure was re-run and succeeded", async () => {
     const world = worldWith();
     world.providerBehaviour = () => ({ kind: "not_sent", message: "connection refused" });
     await invoke(world.deps, session, proposal(0));
     world.executions.get(onlyExecution(world).id)!.neverSent = true;
     world.providerBehaviour = () => ({ kind: "answered", response: { status: "succeeded", result: {} } });
-    await invoke(world.deps, session, proposal(1));
+    const rerun = await invoke(world.deps, session, proposal(1));
     const third = await invoke(world.deps, session, proposal(2));
-    expect(third.answer.status).toBe("succeeded");
+    expect(third.answer).toMatchObject({ status: "succeeded", executionId: rerun.answer.executionId });
     const keys = world.providerCalls.map((c) => c.request.idempotencyKey);
+    expect(keys).toHaveLength(2);
     expect(keys[1]).toBe(keys[0]);
-    expect(keys[2]).not.toBe(keys[0]);
   });
 
   it("is answered from the record when a person resolved its unknown outcome as succeeded", async () => {
@@ -260,5 +263,46 @@ describe("reads and drafts proposed again", () => {
     const again = await invoke(world.deps, session, proposal(1, args));
     expect(again.answer.status).toBe("succeeded");
     expect(world.providerCalls.length).toBe(sent + 1);
+  });
+});
+
+describe("identical writes proposed at the same moment", () => {
+  it("run once: the action's key lets one claim the row, the others are answered by it", async () => {
+    const world = worldWith();
+    // All three decide before any has claimed: none finds an earlier record of the action.
+    const answers = await Promise.all(
+      [0, 1, 2].map((position) => invoke(world.deps, session, proposal(position))),
+    );
+    expect(world.providerCalls).toHaveLength(1);
+    expect(answers.map((a) => a.answer.status)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    expect(new Set(answers.map((a) => a.answer.executionId)).size).toBe(1);
+  });
+
+  it("refuse the second of two approved Approvals of one action at dispatch: Stale, ActionAlreadyExecuted", async () => {
+    const world = worldWith(approvedPublish);
+    world.targetVersions.set("plan/P-7", "3");
+    // Both proposed before either Approval was visible to the other's lookup.
+    world.deps.approvals.findByAction = async () => [];
+    await invoke(world.deps, session, proposal(0));
+    await invoke(world.deps, session, proposal(1));
+    const approvals = [...world.approvals.values()];
+    expect(approvals).toHaveLength(2);
+    const results = [];
+    for (const stored of approvals) {
+      results.push(
+        await executeApproved(world.deps, {
+          approval: {
+            request: stored.request,
+            decisions: [{ approver: "alice", verdict: "Approve" }],
+            phase: "Approved",
+          },
+          session,
+          rules: RULES_ENFORCED,
+        }),
+      );
+    }
+    expect(results[0]).toMatchObject({ kind: "executed", execution: { state: "succeeded" } });
+    expect(results[1]).toMatchObject({ kind: "refused", phase: "Stale", reason: "ActionAlreadyExecuted" });
+    expect(world.providerCalls).toHaveLength(1);
   });
 });

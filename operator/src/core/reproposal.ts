@@ -8,13 +8,15 @@
  *   3. otherwise the latest execution decides:
  *      - failed, and not provably never sent (a final business error) → refused, naming it;
  *      - failed and never sent → may run again, under that execution's idempotency key;
- *      - succeeded and settled by a person's resolution → answered from that record: the model was
- *        told "unknown", so proposing it again is a retry, and its answer is the resolution;
- *      - succeeded with a receipt → a new business action (the model saw the result): proposed anew;
+ *      - succeeded (by its receipt, or by a person's resolution of an unknown outcome) → answered
+ *        from that record and not sent again: a model repeating a write it already made (it lost
+ *        track, or an injected instruction asks for it) would otherwise make it twice; an action meant
+ *        to happen again differs in its arguments, or runs in a new session;
  *   4. no earlier execution or open Approval → proposed anew.
  * Reads and drafts are exempt: repeating them changes nothing in the business system.
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
+import { answerFromExecution } from "./answer.ts";
 import { approvalNameOf } from "./execution-identity.ts";
 import type {
   ApprovalHandle,
@@ -34,6 +36,7 @@ export type Reproposal =
   | { kind: "approval_open"; approval: ApprovalHandle }
   | { kind: "failed"; execution: ExecutionRecord }
   | { kind: "resolved"; execution: ExecutionRecord }
+  | { kind: "succeeded"; execution: ExecutionRecord }
   | { kind: "rerun"; execution: ExecutionRecord; idempotencyKey: string };
 
 /** Whether re-proposals of `capability` are checked: every effect but read and draft. */
@@ -82,7 +85,10 @@ export async function classifyReproposal(
       ? { kind: "rerun", execution: latest, idempotencyKey: latest.idempotencyKey }
       : { kind: "failed", execution: latest };
   }
-  return latest.resolution ? { kind: "resolved", execution: latest } : { kind: "new" };
+  if (latest.state !== "succeeded") return { kind: "new" };
+  return latest.resolution
+    ? { kind: "resolved", execution: latest }
+    : { kind: "succeeded", execution: latest };
 }
 
 /** The Approval a person resolves an execution's outcome on: its own, or the record the operator made. */
@@ -121,6 +127,21 @@ export function resolvedAnswer(execution: ExecutionRecord): InvokeAnswer {
       "It is not sent again.",
     executionId: execution.id,
     approval: { name: resolutionApprovalOf(execution) },
+  };
+}
+
+/**
+ * The answer to a re-proposal of an action that already succeeded in this session: its receipt, as
+ * the model was given it, and that nothing was sent again.
+ */
+export function alreadySucceededAnswer(execution: ExecutionRecord, maxResultBytes: number): InvokeAnswer {
+  const earlier = answerFromExecution(execution, maxResultBytes);
+  return {
+    status: "succeeded",
+    content:
+      `This exact action already succeeded in this session (execution ${execution.id}) and is not sent ` +
+      `again; to do it once more, the user must ask for it in a new session. Its result was: ${earlier.content}`,
+    executionId: execution.id,
   };
 }
 
