@@ -1,6 +1,6 @@
 /**
- * What one reconcile of an Approval does, as a pure function of what was observed (STYLE.md "A
- * reconciler reads like the paragraph that explains it"; the applier is reconciler.ts):
+ * What one reconcile of an Approval does, as a pure function of what was observed, so the reconciler
+ * reads like the paragraph that explains it (the applier is reconciler.ts):
  *
  *   being deleted     → a Pending one ends Cancelled (ApprovalDeleted) after its decisions; an approved
  *                       one that never started ends its dispatch so; then the finalizer goes

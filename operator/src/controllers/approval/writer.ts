@@ -1,6 +1,6 @@
 /**
- * What the approval reconciler's applier does to the world, as a small port (STYLE.md "pure planner →
- * thin applier over a writer port"): the real one over the API server, Postgres and Core
+ * What the approval reconciler's applier does to the world, as a small port (a pure planner, a thin
+ * applier over this writer): the real one over the API server, Postgres and Core
  * ({@link kubeApprovalWriter}); an in-memory one for tests (in-memory-writer.ts).
  */
 import type { AgentSession, Approval } from "../../api/kinds.ts";
