@@ -290,9 +290,11 @@ export function createInMemoryWorld(
       delete record.nextSettleMicros;
       return { recorded: true, execution: structuredClone(record) };
     },
-    async listUnknownWithoutApproval(limit) {
+    async listUnknownWithoutApproval(sinceMicros, limit) {
       return [...world.executions.values()]
-        .filter((e) => e.state === "unknown" && e.approvalName === undefined)
+        .filter(
+          (e) => e.state === "unknown" && e.approvalName === undefined && e.updatedAtMicros > sinceMicros,
+        )
         .sort((a, b) => b.updatedAtMicros - a.updatedAtMicros)
         .slice(0, limit)
         .map((e) => structuredClone(e));

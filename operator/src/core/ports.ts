@@ -466,10 +466,10 @@ export interface ExecutionStore {
    */
   findByAction(action: ExecutionAction): Promise<ExecutionRecord[]>;
   /**
-   * Up to `limit` `unknown` rows of calls that ran without an Approval (no `approvalName`), the most
-   * recently finished first: the ones that need an Approval to record them (core/resolution.ts).
+   * Up to `limit` `unknown` rows without an Approval of their own (Auto calls) whose outcome was
+   * recorded after `sinceMicros`, the most recent first.
    */
-  listUnknownWithoutApproval(limit: number): Promise<ExecutionRecord[]>;
+  listUnknownWithoutApproval(sinceMicros: number, limit: number): Promise<ExecutionRecord[]>;
   /**
    * Records a person's resolution of an `unknown` row: state succeeded|failed, `resolution`, the
    * message; a new finish (`finishAuditSeq` cleared). Any other row is left unchanged and returned

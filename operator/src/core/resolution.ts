@@ -250,12 +250,22 @@ export async function tryRecordUnknownAutoExecution(
 }
 
 /**
- * The leader's sweep: gives every recent Auto execution of unknown outcome its Approval (at most
- * `limit` rows, the most recently finished first). Returns how many it created or found. A row that
- * fails is logged and left for the next sweep. Errors: the store's.
+ * How far back the leader's sweep looks for Auto executions of unknown outcome without their Approval.
+ * The call itself creates the Approval at once; the sweep covers what a crash or a recovery to
+ * unknown left in the last minutes. Older rows are not looked at again every sweep: one whose session
+ * is gone (its record Approval collected with it) would otherwise cost API requests forever.
+ */
+export const UNKNOWN_RECORD_WINDOW_MS = 15 * 60_000;
+
+/**
+ * The leader's sweep: gives every Auto execution that turned unknown in the last
+ * {@link UNKNOWN_RECORD_WINDOW_MS} its Approval (at most `limit` rows, the most recently finished
+ * first). Returns how many it created or found. A row that fails is logged and left for the next
+ * sweep. Errors: the store's.
  */
 export async function recordUnknownAutoExecutions(deps: CoreDeps, limit = 100): Promise<number> {
-  const rows = await deps.executions.listUnknownWithoutApproval(limit);
+  const since = deps.clock.nowMicros() - UNKNOWN_RECORD_WINDOW_MS * 1000;
+  const rows = await deps.executions.listUnknownWithoutApproval(since, limit);
   let count = 0;
   for (const row of rows) {
     try {

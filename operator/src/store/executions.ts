@@ -185,11 +185,12 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return result.rowCount === 1;
     },
 
-    async listUnknownWithoutApproval(limit) {
+    async listUnknownWithoutApproval(sinceMicros, limit) {
       const result = await pool.query(
-        `SELECT ${COLUMNS} FROM executions WHERE state = 'unknown' AND approval_name IS NULL
-          ORDER BY updated_at_us DESC, id LIMIT $1`,
-        [limit],
+        `SELECT ${COLUMNS} FROM executions
+          WHERE state = 'unknown' AND approval_name IS NULL AND updated_at_us > $1
+          ORDER BY updated_at_us DESC, id LIMIT $2`,
+        [sinceMicros, limit],
       );
       return result.rows.map(recordFromRow);
     },
