@@ -1,12 +1,14 @@
 /**
- * Exactly-once execution (DESIGN §4 step 8, issue 7) on the real control plane, local node and
+ * Exactly-once execution (DESIGN §4 step 8) on the real control plane, local node and
  * Postgres, through real operator processes. The test is the agent: each session's pod only sleeps,
  * and the test calls `POST /v1/invoke` with that pod's token. The business system is the counting
  * provider (`gatehouse/provider-counter:dev`), whose own ledger — read straight from its pod — shows
  * at most one effect per action in every test: for the same call sent twice at once, for an operator
  * SIGKILLed right after claiming an execution or right after the provider answered (test-only
  * failpoints; a new replica recovers the execution with the same idempotency key), for an answer
- * lost after the commit, and for a business refusal, which is final.
+ * lost after the commit, and for a business refusal, which is final. First, in a namespace of its
+ * own, an Auto write whose outcome is unknown is resolved by a person (`resolve-cases.ts`), while the
+ * environment's first replica still leads.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
@@ -22,6 +24,7 @@ import { deployCounter, type Ledger, toolName } from "./core-counter.ts";
 import { type AuditRow, auditOfExecution, executionsOfSession } from "./core-records.ts";
 import { type Replicas, replaceReplicas } from "./core-replicas.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
+import { describeResolve } from "./resolve-cases.ts";
 import { verifyAudit } from "./story.ts";
 
 /**
@@ -94,6 +97,8 @@ async function propose(agent: Agent, id: string): Promise<string> {
   expect((await approvalWithStatus(env, namespace, name)).status?.phase).toBe("Pending");
   return name;
 }
+
+describeResolve(() => env);
 
 describe("the same call sent twice at once", () => {
   it("runs an Auto write once: one execution row, one effect, both answers name that execution", async () => {

@@ -1,6 +1,6 @@
 /**
  * Core's invocation path on the real control plane and local node, part 1 (DESIGN §2 Approval, §4,
- * §5, §7; issue 7). The test is the agent: every session's pod only sleeps
+ * §5, §7). The test is the agent: every session's pod only sleeps
  * (`AGENT_IMAGE=gatehouse/sleeper:dev`); the test mints that pod's token with the TokenRequest API and
  * calls the gateway's /v1 endpoints with it, exactly as an agent pod would. The business side is the
  * counting provider (test/cluster/images/provider-counter.ts), whose ledger every test reads to show
@@ -8,7 +8,8 @@
  *
  * Covered: pod authentication (what the gateway refuses before Core sees anything), Approval squatting,
  * malformed arguments, call ids the model reuses, the finality of a rejection, and a capability whose
- * spec.policy.subjects leaves the session's subject out.
+ * spec.policy.subjects leaves the session's subject out; and, in a namespace of their own, the limits
+ * and unstorable input of `invoke-limits-cases.ts`.
  */
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +32,7 @@ import {
 } from "./core-agent.ts";
 import { capabilityName, deployCounter, type Ledger, type LedgerMark, toolName } from "./core-counter.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
+import { describeInvokeLimits } from "./invoke-limits-cases.ts";
 import { decisionPatch, eventually } from "./story.ts";
 
 /** The operator's ServiceAccount: the only user admission lets create Approvals. */
@@ -697,3 +699,5 @@ describe("two Capabilities with the same spec.id in one namespace", () => {
     expect(again.body).toMatchObject({ status: "succeeded" });
   });
 });
+
+describeInvokeLimits(() => env);
