@@ -20,6 +20,7 @@ import { buildHealthServer } from "./gateway/health.ts";
 import { personAccess } from "./gateway/person-access.ts";
 import { fetchManifest, httpProviderClient } from "./gateway/provider-client.ts";
 import { buildGateway } from "./gateway/server.ts";
+import { closeWithin } from "./gateway/shutdown.ts";
 import { startAdmissionGuard } from "./kube/admission-guard.ts";
 import { kubeApprovalPort } from "./kube/approvals.ts";
 import { makeCaches, startCaches, stopCaches } from "./kube/caches.ts";
@@ -35,6 +36,12 @@ import { secretModelKeys } from "./kube/model-keys.ts";
 import { providerEndpoints } from "./kube/provider-endpoints.ts";
 import { sessionRecords } from "./store/session-records.ts";
 import { openStore } from "./store/store.ts";
+
+/**
+ * How long the gateway lets requests in flight at SIGTERM finish: well inside a pod's default 30 s
+ * grace period, leaving time for the controllers to stop and the Lease to be released.
+ */
+const GATEWAY_DRAIN_MS = 10_000;
 
 /** The Lease the replicas elect their leader on. */
 const LEADER_LEASE = "gatehouse-operator";
@@ -192,14 +199,25 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info({ signal }, "shutting down");
-  await gateway.close();
+  // Each step's time is logged, so a shutdown that outlasts the pod's grace period says what held it.
+  const steps: Record<string, number> = {};
+  const step = async (name: string, run: () => unknown) => {
+    const started = performance.now();
+    await run();
+    steps[name] = Math.round(performance.now() - started);
+  };
+  await step("gateway", async () => {
+    const { cut, requests } = await closeWithin(gateway, GATEWAY_DRAIN_MS);
+    if (cut > 0) log.warn({ connections: cut, requests }, "cut connections still open after the drain");
+  });
   grantKeys.stop();
   admission.stop();
-  await controllers?.stop();
-  await elector?.stop();
-  await stopCaches(caches);
-  await store.stop();
-  await health.close();
+  await step("controllers", () => controllers?.stop());
+  await step("leaderElection", () => elector?.stop());
+  await step("caches", () => stopCaches(caches));
+  await step("store", () => store.stop());
+  await step("health", () => closeWithin(health, 1_000));
+  log.info({ stepsMs: steps }, "shut down");
   process.exit(0);
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -7,6 +7,7 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
+import { drainOnClose } from "./shutdown.ts";
 
 /** A named readiness check: true when ready. */
 export type ReadinessCheck = { name: string; ready: () => boolean };
@@ -22,6 +23,8 @@ export interface HealthDeps {
 /** Builds (not starts) the health server. */
 export function buildHealthServer(deps: HealthDeps): FastifyInstance {
   const app = Fastify({ logger: false });
+  // A scraper's keep-alive connection must not hold a stopping replica (shutdown.ts).
+  drainOnClose(app);
   app.get("/healthz", async () => "ok");
   app.get("/readyz", async (_request, reply) => {
     const checks = Object.fromEntries(deps.checks.map((c) => [c.name, c.ready()]));

@@ -34,6 +34,7 @@ import { sessionOfPod } from "./authenticate.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
 import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
 import type { PersonAccess } from "./person-access.ts";
+import { drainOnClose } from "./shutdown.ts";
 import { transcriptRoute } from "./transcript-route.ts";
 
 export interface GatewayDeps {
@@ -79,6 +80,7 @@ export function buildGateway(deps: GatewayDeps) {
     loggerInstance: deps.log.child({ component: "gateway" }),
     bodyLimit: 2 * 1024 * 1024,
   });
+  const drain = drainOnClose(app);
 
   app.setErrorHandler((error, request, reply) => {
     if (isGatehouseError(error)) {
@@ -219,7 +221,14 @@ export function buildGateway(deps: GatewayDeps) {
           );
         const deadline = Date.now() + timeoutSeconds * 1000;
         let approval = read();
-        while (approval && !isSettled(approval) && Date.now() < deadline && !request.raw.destroyed) {
+        // A replica that is stopping answers at once (not done), so the agent asks a live one.
+        while (
+          approval &&
+          !isSettled(approval) &&
+          Date.now() < deadline &&
+          !request.raw.destroyed &&
+          !drain.draining
+        ) {
           await new Promise((resolve) => setTimeout(resolve, 250));
           approval = read();
         }
