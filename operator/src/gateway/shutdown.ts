@@ -8,7 +8,16 @@
  * past a pod's default 30 s grace period. So, while draining, answers carry `Connection: close`, idle
  * connections are closed as they become idle, and after `drainMs` whatever is left is cut.
  */
-import type { FastifyInstance } from "fastify";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
+
+/** A fastify server on Node's HTTP server, whatever its logger. */
+type HttpFastify<L extends FastifyBaseLogger> = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse<IncomingMessage>,
+  L
+>;
 
 /** How often a draining server closes the connections that have become idle, in milliseconds. */
 const REAP_INTERVAL_MS = 200;
@@ -21,13 +30,13 @@ export interface Draining {
   inFlight(): string[];
 }
 
-const drains = new WeakMap<FastifyInstance, Draining>();
+const drains = new WeakMap<object, Draining>();
 
 /**
  * Registers the hooks that make `app` drain when closed: from `preClose` on, every answer carries
  * `Connection: close`. Call before `listen`. Returns the flag long-polls read.
  */
-export function drainOnClose(app: FastifyInstance): Draining {
+export function drainOnClose<L extends FastifyBaseLogger>(app: HttpFastify<L>): Draining {
   const answering = new Set<string>();
   const state = { draining: false, inFlight: () => [...answering] };
   app.addHook("onRequest", async (request, reply) => {
@@ -53,8 +62,8 @@ export function drainOnClose(app: FastifyInstance): Draining {
  * connections were cut at the bound, and the requests then still answering (when `app` drains with
  * `drainOnClose`). Errors: those of `app.close()`.
  */
-export async function closeWithin(
-  app: FastifyInstance,
+export async function closeWithin<L extends FastifyBaseLogger>(
+  app: HttpFastify<L>,
   drainMs: number,
 ): Promise<{ cut: number; requests: string[] }> {
   const server = app.server;
