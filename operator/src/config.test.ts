@@ -51,8 +51,12 @@ describe("operator configuration", () => {
   });
 
   it("refuses to start without DATABASE_URL, the runtime login, naming it and the migrate program's docs", () => {
-    expect(() => configFromEnvironment({})).toThrow(/^DATABASE_URL is required: .*runtime login.*docs\/upgrading\.md/);
-    expect(() => configFromEnvironment({ DATABASE_URL: "mysql://x@y/z" })).toThrow(/^DATABASE_URL is invalid/);
+    expect(() => configFromEnvironment({})).toThrow(
+      /^DATABASE_URL is required: .*runtime login.*docs\/upgrading\.md/,
+    );
+    expect(() => configFromEnvironment({ DATABASE_URL: "mysql://x@y/z" })).toThrow(
+      /^DATABASE_URL is invalid/,
+    );
   });
 
   it("names each bad variable on its own line with where to set it, never echoing the value", () => {

@@ -106,7 +106,10 @@ const store = await openStore({
   }),
 }).catch((error: unknown) => {
   // A refused login or a schema behind is a deployment mistake: one line naming the fix, no stack.
-  log.fatal({ kind: (error as { kind?: string }).kind }, error instanceof Error ? error.message : String(error));
+  log.fatal(
+    { kind: (error as { kind?: string }).kind },
+    error instanceof Error ? error.message : String(error),
+  );
   process.exit(1);
 });
 const now = () => new Date();

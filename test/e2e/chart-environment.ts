@@ -159,8 +159,12 @@ export async function startChartEnvironment(
         // The owner's URL reaches only the migrate Job; the operator pods get the controller's login.
         url: viaForwarder(prepared.url, cluster.bridgeIP, databaseForwarder.port),
         runtime: {
-          controller: { url: viaForwarder(prepared.runtimeUrls.controller, cluster.bridgeIP, databaseForwarder.port) },
-          gateway: { url: viaForwarder(prepared.runtimeUrls.gateway, cluster.bridgeIP, databaseForwarder.port) },
+          controller: {
+            url: viaForwarder(prepared.runtimeUrls.controller, cluster.bridgeIP, databaseForwarder.port),
+          },
+          gateway: {
+            url: viaForwarder(prepared.runtimeUrls.gateway, cluster.bridgeIP, databaseForwarder.port),
+          },
         },
       },
       gateway: { url: gatewayProxy.url },
@@ -181,9 +185,24 @@ export async function startChartEnvironment(
     let installed = false;
     const uninstall = async () => {
       installed = false;
-      const result = await helm(["uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", "--timeout", "120s"]);
+      const result = await helm([
+        "uninstall",
+        RELEASE,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--wait",
+        "--timeout",
+        "120s",
+      ]);
       // helm uninstall leaves hook resources: the migrate Job (kept for its log) goes by hand.
-      await kubectl.run("admin", ["delete", "job", MIGRATE_JOB, "-n", OPERATOR_NAMESPACE, "--ignore-not-found"]);
+      await kubectl.run("admin", [
+        "delete",
+        "job",
+        MIGRATE_JOB,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--ignore-not-found",
+      ]);
       return result;
     };
     stops.push(async () => {
@@ -304,7 +323,11 @@ export async function operatorPodNames(kubectl: Kubectl): Promise<string[]> {
  * What the local node logged for container `container` of each pod of `pods` (names in the operator's
  * namespace), by pod directory.
  */
-export function podLogs(cluster: ClusterInfo, pods: readonly string[], container: string): Record<string, string> {
+export function podLogs(
+  cluster: ClusterInfo,
+  pods: readonly string[],
+  container: string,
+): Record<string, string> {
   const podsDir = join(cluster.runDir, "pods");
   const logs: Record<string, string> = {};
   const wanted = (dir: string) => pods.some((pod) => dir.startsWith(`${OPERATOR_NAMESPACE}_${pod}`));

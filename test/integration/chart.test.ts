@@ -42,7 +42,8 @@ const rulesOf = (m: Manifest) => m.rules as Array<Record<string, unknown>>;
  * would: `secrets` maps `<Secret name>/<key>` to the value; a string is every key's value.
  */
 function resolvedEnv(deployment: Manifest, secrets: string | Record<string, string>): NodeJS.ProcessEnv {
-  const env = (deployment as unknown as V1Deployment | V1Job).spec!.template.spec!.containers[0]!.env as V1EnvVar[];
+  const env = (deployment as unknown as V1Deployment | V1Job).spec!.template.spec!.containers[0]!
+    .env as V1EnvVar[];
   const out: NodeJS.ProcessEnv = {};
   for (const v of env) {
     if (v.value !== undefined) out[v.name] = v.value;
@@ -78,15 +79,21 @@ describe("helm lint and helm template", () => {
 
   it.each([
     ["no database values at all", []],
-    ["only the owner's URL (what a release whose operator migrated itself had)", ["--set", "database.url=postgres://owner@db/g"]],
-  ])("refuses to render with %s, naming database.runtime.controller and docs/upgrading.md", async (_, args) => {
-    const result = await helm(["template", "gatehouse", CHART_DIR, ...args]);
-    expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain(
-      "database.runtime.controller.secretName (or database.runtime.controller.url) is required",
-    );
-    expect(result.stderr).toContain("never the owner's; see docs/upgrading.md");
-  });
+    [
+      "only the owner's URL (what a release whose operator migrated itself had)",
+      ["--set", "database.url=postgres://owner@db/g"],
+    ],
+  ])(
+    "refuses to render with %s, naming database.runtime.controller and docs/upgrading.md",
+    async (_, args) => {
+      const result = await helm(["template", "gatehouse", CHART_DIR, ...args]);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(
+        "database.runtime.controller.secretName (or database.runtime.controller.url) is required",
+      );
+      expect(result.stderr).toContain("never the owner's; see docs/upgrading.md");
+    },
+  );
 
   it.each([
     "database.operatorUrl=postgres://gatehouse_operator@db/g",
@@ -252,7 +259,10 @@ describe("what the chart renders", () => {
     expect(config.agentImage).toBe("gatehouse/agent:0.1.0");
     expect(config.failpoints).toEqual([]);
     const secrets = Object.fromEntries(
-      find(defaults, "Secret").map((s) => [s.metadata.name, (s as { stringData?: Record<string, string> }).stringData]),
+      find(defaults, "Secret").map((s) => [
+        s.metadata.name,
+        (s as { stringData?: Record<string, string> }).stringData,
+      ]),
     );
     expect(secrets).toEqual({
       "gatehouse-database-controller": {
@@ -263,24 +273,35 @@ describe("what the chart renders", () => {
       },
       "gatehouse-migrate": {
         DATABASE_OWNER_URL: "postgres://gatehouse:secret@postgres.databases.svc:5432/gatehouse",
-        CONTROLLER_DATABASE_URL: "postgres://gatehouse_controller_login:secret@postgres.databases.svc:5432/gatehouse",
-        GATEWAY_DATABASE_URL: "postgres://gatehouse_gateway_login:secret@postgres.databases.svc:5432/gatehouse",
+        CONTROLLER_DATABASE_URL:
+          "postgres://gatehouse_controller_login:secret@postgres.databases.svc:5432/gatehouse",
+        GATEWAY_DATABASE_URL:
+          "postgres://gatehouse_gateway_login:secret@postgres.databases.svc:5432/gatehouse",
       },
     });
   });
 
-  it.each(CI_FILES)("gives the operator pods no owner URL: with ci/%s no env names an owner Secret or value", async (file) => {
-    const manifests = await renderChart({ valuesFiles: [`charts/gatehouse/ci/${file}`] });
-    const container = (one(manifests, "Deployment") as unknown as V1Deployment).spec!.template.spec!.containers[0]!;
-    const ownerSecrets = new Set(["gatehouse-database", "gatehouse-migrate", "prod-postgres", "gatehouse-postgres"]);
-    for (const v of container.env ?? []) {
-      expect(ownerSecrets.has(v.valueFrom?.secretKeyRef?.name ?? ""), `env ${v.name}`).toBe(false);
-      expect(v.value ?? "").not.toContain("postgres://gatehouse:secret@");
-    }
-    expect(container.envFrom).toBeUndefined();
-    const names = (container.env ?? []).map((v) => v.name);
-    expect(names.filter((n) => /DATABASE/.test(n))).toEqual(["DATABASE_URL"]);
-  });
+  it.each(CI_FILES)(
+    "gives the operator pods no owner URL: with ci/%s no env names an owner Secret or value",
+    async (file) => {
+      const manifests = await renderChart({ valuesFiles: [`charts/gatehouse/ci/${file}`] });
+      const container = (one(manifests, "Deployment") as unknown as V1Deployment).spec!.template.spec!
+        .containers[0]!;
+      const ownerSecrets = new Set([
+        "gatehouse-database",
+        "gatehouse-migrate",
+        "prod-postgres",
+        "gatehouse-postgres",
+      ]);
+      for (const v of container.env ?? []) {
+        expect(ownerSecrets.has(v.valueFrom?.secretKeyRef?.name ?? ""), `env ${v.name}`).toBe(false);
+        expect(v.value ?? "").not.toContain("postgres://gatehouse:secret@");
+      }
+      expect(container.envFrom).toBeUndefined();
+      const names = (container.env ?? []).map((v) => v.name);
+      expect(names.filter((n) => /DATABASE/.test(n))).toEqual(["DATABASE_URL"]);
+    },
+  );
 
   it("runs the migrate program as a pre-install/pre-upgrade hook Job with the owner's URL and both runtime logins", () => {
     const job = one(defaults, "Job", "gatehouse-migrate") as unknown as V1Job;
@@ -296,7 +317,10 @@ describe("what the chart renders", () => {
     expect(container.image).toBe("gatehouse/operator:0.1.0");
     expect(container.command).toBeUndefined();
     expect(container.args).toEqual(["migrate"]);
-    expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    expect(container.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
     const env = resolvedEnv(job as unknown as Manifest, {
       "gatehouse-migrate/DATABASE_OWNER_URL": "postgres://owner@db/g",
       "gatehouse-migrate/CONTROLLER_DATABASE_URL": "postgres://c@db/g",

@@ -13,7 +13,12 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../operator/src/store/connection.ts";
 import { startEmbeddedPostgres } from "../../operator/src/store/embedded.ts";
-import { COMPONENT_ROLES, dropRuntimeLogin, OWNER_ROLE, runtimeLoginUrl } from "../../operator/src/store/roles.ts";
+import {
+  COMPONENT_ROLES,
+  dropRuntimeLogin,
+  OWNER_ROLE,
+  runtimeLoginUrl,
+} from "../../operator/src/store/roles.ts";
 import { knownMigrations } from "../../operator/src/store/startup-checks.ts";
 import { openStore } from "../../operator/src/store/store.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
@@ -30,8 +35,11 @@ interface Run {
 /** Runs the migrate program with exactly `env` (plus PATH). */
 function gatehouseMigrate(env: Record<string, string>, args: string[] = []): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? "", ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { PATH: process.env.PATH ?? "", ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
     );
   });
 }
@@ -91,7 +99,9 @@ describe("gatehouse-migrate", () => {
       { login: logins.controller, canLogin: true, controller: true, gateway: false, owner: false },
       { login: logins.gateway, canLogin: true, controller: false, gateway: true, owner: false },
     ]);
-    const outcomes = runs.flatMap((run) => run.stdout.split("\n").filter((line) => / login /.test(line))).sort();
+    const outcomes = runs
+      .flatMap((run) => run.stdout.split("\n").filter((line) => / login /.test(line)))
+      .sort();
     expect(outcomes).toEqual([
       `controller login ${logins.controller}: created`,
       `controller login ${logins.controller}: unchanged`,
@@ -119,7 +129,7 @@ describe("gatehouse-migrate", () => {
     );
   });
 
-  it("grants the component role to an existing login that lacks it, keeping its password", async () => {
+  it("grants the component role to an existing login that lacks it", async () => {
     const plain = `${name}_plain`;
     await admin.query(`CREATE ROLE ${plain} LOGIN PASSWORD 'its-own'`);
     const run = await gatehouseMigrate({
@@ -128,7 +138,10 @@ describe("gatehouse-migrate", () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(`gateway login ${plain}: granted`);
-    const member = await admin.query("SELECT pg_has_role($1, $2, 'MEMBER') AS ok", [plain, COMPONENT_ROLES.gateway]);
+    const member = await admin.query("SELECT pg_has_role($1, $2, 'MEMBER') AS ok", [
+      plain,
+      COMPONENT_ROLES.gateway,
+    ]);
     expect(member.rows).toEqual([{ ok: true }]);
   });
 
@@ -144,7 +157,10 @@ describe("gatehouse-migrate", () => {
     expect(run.stderr).toContain(
       `gatehouse-migrate: the controller's runtime login (CONTROLLER_DATABASE_URL): login role ${ownerish} is gatehouse_owner or a member of it`,
     );
-    const member = await admin.query("SELECT pg_has_role($1, $2, 'MEMBER') AS ok", [ownerish, COMPONENT_ROLES.controller]);
+    const member = await admin.query("SELECT pg_has_role($1, $2, 'MEMBER') AS ok", [
+      ownerish,
+      COMPONENT_ROLES.controller,
+    ]);
     expect(member.rows).toEqual([{ ok: false }]);
   });
 
@@ -154,16 +170,23 @@ describe("gatehouse-migrate", () => {
     expect(missing.stderr).toMatch(
       /^gatehouse-migrate: DATABASE_OWNER_URL is required: set DATABASE_OWNER_URL in the migrate program's environment/,
     );
-    const bad = await gatehouseMigrate({ DATABASE_OWNER_URL: ownerUrl, GATEWAY_DATABASE_URL: "postgres://db:5432/x" });
+    const bad = await gatehouseMigrate({
+      DATABASE_OWNER_URL: ownerUrl,
+      GATEWAY_DATABASE_URL: "postgres://db:5432/x",
+    });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^gatehouse-migrate: GATEWAY_DATABASE_URL is invalid \(a postgres:\/\/ URL naming its login/);
+    expect(bad.stderr).toMatch(
+      /^gatehouse-migrate: GATEWAY_DATABASE_URL is invalid \(a postgres:\/\/ URL naming its login/,
+    );
     expect(bad.stderr).not.toContain("postgres://db:5432/x");
   });
 
   it("exits 1 with one line naming DATABASE_OWNER_URL when the database cannot be reached", async () => {
     const run = await gatehouseMigrate({ DATABASE_OWNER_URL: "postgres://postgres@127.0.0.1:1/gatehouse" });
     expect(run.code).toBe(1);
-    expect(run.stderr.trim()).toMatch(/^gatehouse-migrate: migrating the database at 127\.0\.0\.1:1 \(DATABASE_OWNER_URL\) failed: /);
+    expect(run.stderr.trim()).toMatch(
+      /^gatehouse-migrate: migrating the database at 127\.0\.0\.1:1 \(DATABASE_OWNER_URL\) failed: /,
+    );
   });
 });
 
@@ -192,7 +215,10 @@ describe("gatehouse-migrate on a server without the roles", () => {
     }
     const ownerUrl = withDatabase(serverUrl, "postgres");
     const controllerUrl = runtimeLoginUrl(ownerUrl, "gatehouse_controller_login", PASSWORD);
-    const run = await gatehouseMigrate({ DATABASE_OWNER_URL: ownerUrl, CONTROLLER_DATABASE_URL: controllerUrl });
+    const run = await gatehouseMigrate({
+      DATABASE_OWNER_URL: ownerUrl,
+      CONTROLLER_DATABASE_URL: controllerUrl,
+    });
     expect(run.code, run.stderr).toBe(0);
     const after = new pg.Pool({ connectionString: serverUrl, max: 1 });
     try {

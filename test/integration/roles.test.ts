@@ -79,8 +79,22 @@ describe("database roles", () => {
       [OPERATOR_ROLE, OWNER_ROLE, Object.values(COMPONENT_ROLES)],
     );
     expect(roles.rows).toEqual([
-      { role: "gatehouse_controller", login: false, superuser: false, createrole: false, operator: true, owner: false },
-      { role: "gatehouse_gateway", login: false, superuser: false, createrole: false, operator: true, owner: false },
+      {
+        role: "gatehouse_controller",
+        login: false,
+        superuser: false,
+        createrole: false,
+        operator: true,
+        owner: false,
+      },
+      {
+        role: "gatehouse_gateway",
+        login: false,
+        superuser: false,
+        createrole: false,
+        operator: true,
+        owner: false,
+      },
     ]);
   });
 
@@ -95,7 +109,11 @@ describe("database roles", () => {
     const of = (role: string) =>
       privileges.rows.filter((row) => row.role === role).map((row) => `${row.table} ${row.privilege}`);
     expect(of(OPERATOR_ROLE)).toEqual(["audit_checkpoints SELECT", "audit_log INSERT", "audit_log SELECT"]);
-    expect(of(COMPONENT_ROLES.gateway)).toEqual(["audit_checkpoints SELECT", "audit_log INSERT", "audit_log SELECT"]);
+    expect(of(COMPONENT_ROLES.gateway)).toEqual([
+      "audit_checkpoints SELECT",
+      "audit_log INSERT",
+      "audit_log SELECT",
+    ]);
     expect(of(COMPONENT_ROLES.controller)).toEqual([
       "audit_checkpoints INSERT",
       "audit_checkpoints SELECT",

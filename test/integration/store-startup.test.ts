@@ -63,7 +63,9 @@ describe("openStore", () => {
   it("refuses a superuser's URL, naming DATABASE_URL and the runtime login to use instead", async () => {
     const error = await refusal(db.url);
     expect(error.kind).toBe("forbidden");
-    expect(error.message).toMatch(/^DATABASE_URL's login \S+ is a superuser, whom the audit triggers do not bind/);
+    expect(error.message).toMatch(
+      /^DATABASE_URL's login \S+ is a superuser, whom the audit triggers do not bind/,
+    );
     expect(error.message).toContain("gatehouse_controller");
     expect(error.message).toContain("docs/upgrading.md");
   });
@@ -94,16 +96,22 @@ describe("openStore", () => {
   it("refuses a login that is no runtime login at all", async () => {
     const url = await login("stranger", "");
     const error = await refusal(url);
-    expect(error.message).toMatch(/lacks the runtime privileges \(it is not a member of gatehouse_operator\)/);
+    expect(error.message).toMatch(
+      /lacks the runtime privileges \(it is not a member of gatehouse_operator\)/,
+    );
   });
 
   it("refuses a database that was never migrated, naming gatehouse-migrate", async () => {
     const name = `gh_test_${randomBytes(6).toString("hex")}`;
     databases.push(name);
     await ensureDatabase(withDatabase(db.url, "postgres"), name);
-    const error = await refusal(runtimeLoginUrl(withDatabase(db.url, name), `${db.name}_operator`, "gatehouse-operator-test"));
+    const error = await refusal(
+      runtimeLoginUrl(withDatabase(db.url, name), `${db.name}_operator`, "gatehouse-operator-test"),
+    );
     expect(error.kind).toBe("unavailable");
-    expect(error.message).toMatch(/^the database of DATABASE_URL was never migrated: run gatehouse-migrate with DATABASE_OWNER_URL/);
+    expect(error.message).toMatch(
+      /^the database of DATABASE_URL was never migrated: run gatehouse-migrate with DATABASE_OWNER_URL/,
+    );
   });
 
   it("refuses a schema behind the latest migration, and opens once it is migrated again", async () => {

@@ -79,7 +79,9 @@ export async function runMigrate(
     if (applied.length === 0) output.out("schema already at the latest migration");
   } catch (error) {
     const host = new URL(ownerUrl).host;
-    output.err(`gatehouse-migrate: migrating the database at ${host} (DATABASE_OWNER_URL) failed: ${describe(error)}`);
+    output.err(
+      `gatehouse-migrate: migrating the database at ${host} (DATABASE_OWNER_URL) failed: ${describe(error)}`,
+    );
     return MIGRATE_EXIT.failed;
   }
   const logins: Array<[Component, string, string | undefined]> = [

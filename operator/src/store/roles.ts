@@ -161,7 +161,10 @@ export async function ensureRuntimeLogin(
   password: string | undefined,
 ): Promise<"created" | "granted" | "unchanged"> {
   if (!LOGIN_NAME.test(login)) {
-    throw new GatehouseError("invalid_arguments", `login role ${JSON.stringify(login)} must match [a-z_][a-z0-9_]{0,62}`);
+    throw new GatehouseError(
+      "invalid_arguments",
+      `login role ${JSON.stringify(login)} must match [a-z_][a-z0-9_]{0,62}`,
+    );
   }
   const role = COMPONENT_ROLES[component];
   let outcome: "created" | "granted" | "unchanged" = "unchanged";

@@ -100,18 +100,25 @@ export function knownMigrations(): string[] {
  * what older code does not use. Returns the applied migrations this code does not know.
  * Errors: `unavailable` naming the missing migrations and the migrate program.
  */
-export async function assertSchemaCurrent(pool: pg.Pool, options: StartupCheckOptions = {}): Promise<string[]> {
+export async function assertSchemaCurrent(
+  pool: pg.Pool,
+  options: StartupCheckOptions = {},
+): Promise<string[]> {
   const variable = options.variable ?? "DATABASE_URL";
   const known = knownMigrations();
   const fix = `run gatehouse-migrate with DATABASE_OWNER_URL first (the chart's migrate Job does; ${SEE})`;
   let applied: string[];
   try {
-    const result = await pool.query<{ name: string }>(`SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY run_on, id`);
+    const result = await pool.query<{ name: string }>(
+      `SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY run_on, id`,
+    );
     applied = result.rows.map((row) => row.name);
   } catch (cause) {
     const code = (cause as { code?: string }).code;
     if (code === "42P01") {
-      throw new GatehouseError("unavailable", `the database of ${variable} was never migrated: ${fix}`, { cause });
+      throw new GatehouseError("unavailable", `the database of ${variable} was never migrated: ${fix}`, {
+        cause,
+      });
     }
     if (code === "42501") {
       // The runtime roles may read pgmigrations from 0010_component_roles on: a schema from before it.
