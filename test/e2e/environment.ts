@@ -425,14 +425,17 @@ export async function startEnvironment(
       };
       replicas.push(replica);
       gatewayPorts.push(port);
-      await waitFor(`operator ${name}'s gateway`, 120_000, async () => {
-        if (exitedWith)
-          throw new Error(`${exitedWith}; log tail:\n${readFileSync(logPath, "utf8").slice(-4000)}`);
+      // A replica that exits while starting fails the start at once, not at the deadline.
+      const ready = waitFor(`operator ${name}'s gateway`, 120_000, async () => {
+        if (exitedWith) return "exited";
         const response = await fetch(`${replica.gatewayUrl}/readyz`).catch(() => undefined);
-        return response?.ok ? true : undefined;
+        return response?.ok ? "ready" : undefined;
       }).catch((error: unknown) => {
         throw new Error(`${String(error)}\n${readFileSync(logPath, "utf8").slice(-4000)}`);
       });
+      if ((await ready) === "exited") {
+        throw new Error(`${exitedWith}; log tail:\n${readFileSync(logPath, "utf8").slice(-4000)}`);
+      }
       return replica;
     };
     stops.push(async () => {
