@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { runner } from "node-pg-migrate";
 import pg from "pg";
 import { GatehouseError } from "../core/errors.ts";
-import type { StoreLogger } from "./connection.ts";
+import type { StoreLogger } from "./pool.ts";
 import { type Component, ensureRoles, ensureRuntimeLogin, OWNER_ROLE } from "./roles.ts";
 
 /** Directory of the migration files. */

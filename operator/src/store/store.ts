@@ -12,8 +12,8 @@ import { createPostgresAuditLog, type PostgresAuditLog } from "./audit-log.ts";
 import { createPostgresBudgetLedger } from "./budget-ledger.ts";
 import type { CheckpointPublisher } from "./checkpoint-publisher.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
-import { createPool, type StoreLogger } from "./connection.ts";
 import { createPostgresExecutionStore, type PostgresExecutionStore } from "./executions.ts";
+import { createPool, type StoreLogger } from "./pool.ts";
 import { assertRuntimeLogin, assertSchemaCurrent } from "./startup-checks.ts";
 import { createPostgresTranscriptStore, type TranscriptStore } from "./transcripts.ts";
 
