@@ -11,9 +11,10 @@
 # imports (@gatehouse/provider-sdk), from the lockfile.
 #
 # Runtime: non-root (65532), read-only root filesystem. Writable paths: /tmp only (os.tmpdir(), for
-# libraries' scratch files; the chart mounts an emptyDir there); the operator itself writes no files. In
-# a cluster it needs DATABASE_URL: the local-server and embedded-postgres fallbacks of a developer
-# machine are not in it. The audit CLI is in it too:
+# libraries' scratch files; the chart mounts an emptyDir there); the operator itself writes no files. It
+# needs DATABASE_URL, its runtime login, and never migrates: `node /app/operator/src/main.ts migrate`
+# (the chart's migrate Job: args [migrate]) is the migrate program, run as the owner before it starts.
+# The audit CLI is in it too:
 #   kubectl exec -n <namespace> <operator pod> -- node /app/operator/src/cli/gatehouse-audit.ts verify
 FROM node:24-slim AS build
 WORKDIR /app

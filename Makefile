@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench clean logs audit
+.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -51,6 +51,10 @@ bench: deps host-deps cluster
 ## audit: verify the audit chain of DATABASE_URL's database, e.g. `make audit DATABASE_URL=postgres://… ARGS="--from 5"`; ARGS="--kubeconfig FILE [--namespace NS]" also compares it with the ConfigMap gatehouse-audit-checkpoints.
 audit: deps
 	@node operator/src/cli/gatehouse-audit.ts verify $(ARGS)
+
+## migrate: as the owner, create the roles and apply the migrations, e.g. `make migrate DATABASE_OWNER_URL=postgres://… CONTROLLER_DATABASE_URL=postgres://…` (the runtime logins given are created; docs/upgrading.md).
+migrate: deps
+	@node operator/src/cli/gatehouse-migrate.ts
 
 ## logs: print a pod's container logs from the local node, e.g. `make logs POD=plant-a/my-pod`.
 logs: deps

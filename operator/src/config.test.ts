@@ -2,9 +2,12 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, configFromEnvironment, endpointFor } from "./config.ts";
 import { defaultSessionCeilings } from "./core/limits.ts";
 
+/** The one variable without a default: the runtime login's URL. */
+const DATABASE = { DATABASE_URL: "postgres://gatehouse_controller_a:p@db:5432/gatehouse" };
+
 describe("operator configuration", () => {
   it("starts from the defaults: default ceilings, no approval floor, no failpoints", () => {
-    const config = configFromEnvironment({});
+    const config = configFromEnvironment(DATABASE);
     expect(config.sessionCeilings).toEqual(defaultSessionCeilings);
     expect(config.execution).toEqual({ providerDeadlineMs: 30_000, leaseGraceMs: 30_000 });
     expect(config.failpoints).toEqual([]);
@@ -12,6 +15,7 @@ describe("operator configuration", () => {
 
   it("reads ceilings, the approval floor, deadlines and failpoints", () => {
     const config = configFromEnvironment({
+      ...DATABASE,
       SESSION_CEILINGS: '{"maxWrites": 2, "timeoutSeconds": 600}',
       APPROVAL_FLOOR: '{"write": "Required"}',
       PROVIDER_DEADLINE_MS: "3000",
@@ -42,14 +46,23 @@ describe("operator configuration", () => {
       '[{"name": "openai", "baseURL": "https://api.openai.com/v1", "keySecretRef": {"name": "k"}}]',
     ],
   ])("refuses a bad %s, naming it", (variable, value) => {
-    expect(() => configFromEnvironment({ [variable]: value })).toThrow(ConfigError);
-    expect(() => configFromEnvironment({ [variable]: value })).toThrow(variable);
+    expect(() => configFromEnvironment({ ...DATABASE, [variable]: value })).toThrow(ConfigError);
+    expect(() => configFromEnvironment({ ...DATABASE, [variable]: value })).toThrow(variable);
+  });
+
+  it("refuses to start without DATABASE_URL, the runtime login, naming it and the migrate program's docs", () => {
+    expect(() => configFromEnvironment({})).toThrow(
+      /^DATABASE_URL is required: .*runtime login.*docs\/upgrading\.md/,
+    );
+    expect(() => configFromEnvironment({ DATABASE_URL: "mysql://x@y/z" })).toThrow(
+      /^DATABASE_URL is invalid/,
+    );
   });
 
   it("names each bad variable on its own line with where to set it, never echoing the value", () => {
     let message = "";
     try {
-      configFromEnvironment({ GATEWAY_PORT: "http", PROVIDER_DEADLINE_MS: "soon" });
+      configFromEnvironment({ ...DATABASE, GATEWAY_PORT: "http", PROVIDER_DEADLINE_MS: "soon" });
     } catch (error) {
       message = (error as Error).message;
     }
@@ -63,6 +76,7 @@ describe("operator configuration", () => {
 
   it("reads model endpoints with the Secret of their key; the default serves sessions without endpointRef", () => {
     const config = configFromEnvironment({
+      ...DATABASE,
       MODEL_ENDPOINTS: JSON.stringify([
         { name: "scripted", baseURL: "http://10.88.0.1:9000/v1" },
         {

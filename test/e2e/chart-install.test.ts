@@ -10,12 +10,15 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import { knownMigrations } from "../../operator/src/store/startup-checks.ts";
 import {
   type ChartEnvironment,
   GATEWAY_SERVICE,
   leaseHolder,
+  MIGRATE_JOB,
   OPERATOR_DEPLOYMENT,
   OPERATOR_POD_SELECTOR,
+  podLogs,
   RELEASE,
   startChartEnvironment,
 } from "./chart-environment.ts";
@@ -36,7 +39,10 @@ interface PodList {
     metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
     spec: {
       nodeName?: string;
-      containers: Array<{ image: string; env?: Array<{ name: string; value?: string }> }>;
+      containers: Array<{
+        image: string;
+        env?: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string } } }>;
+      }>;
     };
     status: { phase?: string; podIP?: string };
   }>;
@@ -106,6 +112,57 @@ describe("the installed release", () => {
     expect(pods.filter((p) => holder?.startsWith(`${p.metadata.name}_`))).toHaveLength(1);
     const status = await env.helm(["status", RELEASE, "-n", OPERATOR_NAMESPACE, "-o", "json"]);
     expect((JSON.parse(status.stdout) as { info: { status: string } }).info.status).toBe("deployed");
+  });
+
+  it("ran the migrate Job before the operator: every migration applied, both runtime logins created, its owner Secret gone", async () => {
+    const job = await env.kubectl.json<{
+      metadata: { annotations: Record<string, string> };
+      status: { succeeded?: number };
+    }>("admin", ["get", "job", MIGRATE_JOB, "-n", OPERATOR_NAMESPACE]);
+    expect(job.status.succeeded).toBe(1);
+    expect(job.metadata.annotations["helm.sh/hook"]).toBe("pre-install,pre-upgrade");
+    const jobPods = await env.kubectl.json<PodList>("admin", [
+      "get",
+      "pods",
+      "-n",
+      OPERATOR_NAMESPACE,
+      "-l",
+      `job-name=${MIGRATE_JOB}`,
+    ]);
+    const names = jobPods.items.map((p) => p.metadata.name);
+    expect(names.length).toBeGreaterThan(0);
+    const logs = Object.values(podLogs(env.cluster, names, "migrate")).join("");
+    for (const name of knownMigrations()) expect(logs).toContain(`applied ${name}`);
+    const database = new URL(env.databaseUrl).pathname.slice(1);
+    expect(logs).toContain(`controller login ${database}_controller: created`);
+    expect(logs).toContain(`gateway login ${database}_gateway: created`);
+    const applied = await env.pool.query("SELECT name FROM pgmigrations ORDER BY name");
+    expect(applied.rows.map((r) => r.name)).toEqual(knownMigrations());
+    // The hook Secret that carried the owner's URL is deleted once the hooks have run.
+    const secret = await env.kubectl.run("admin", ["get", "secret", MIGRATE_JOB, "-n", OPERATOR_NAMESPACE]);
+    expect(secret.stderr).toMatch(/NotFound/);
+  });
+
+  it("gives the operator pods only the controller's runtime login, which is what they connect as", async () => {
+    const database = new URL(env.databaseUrl).pathname.slice(1);
+    const pods = await operatorPods();
+    for (const pod of pods) {
+      const vars = pod.spec.containers[0]?.env ?? [];
+      const databaseVars = vars.filter((v) => v.name.includes("DATABASE"));
+      expect(databaseVars.map((v) => [v.name, v.valueFrom?.secretKeyRef?.name])).toEqual([
+        ["DATABASE_URL", `${RELEASE}-database-controller`],
+      ]);
+      for (const v of vars) expect(v.value ?? "").not.toContain(env.databaseUrl);
+    }
+    // Each pod logs the login it connected as (current_user) once its store passed the start-up checks.
+    const logs = podLogs(
+      env.cluster,
+      pods.map((p) => p.metadata.name),
+      "operator",
+    );
+    const started = Object.values(logs).filter((text) => text.includes('"databaseLogin"'));
+    expect(started).toHaveLength(pods.length);
+    for (const text of started) expect(text).toContain(`"databaseLogin":"${database}_controller"`);
   });
 
   it("gives agent pods the gateway Service's address, which reaches the operator pods' gateways", async () => {

@@ -8,7 +8,8 @@
  *
  * Environment:
  *   DEMO_EXIT=1        exit once the story has run (0 passed, 1 not)
- *   DATABASE_URL       the Postgres server to use (default: the local one on 127.0.0.1:5432, else embedded)
+ *   DATABASE_URL       the Postgres server to use, as an administrator who may create roles (default: the
+ *                      local one on 127.0.0.1:5432, else embedded); gatehouse-migrate runs with it first
  *   OPENAI_BASE_URL    a real OpenAI-compatible endpoint instead of the scripted model; the operator's
  *                      MODEL_ENDPOINTS then names it, with OPENAI_API_KEY (when set) in Secret
  *                      gatehouse-system/gatehouse-demo-model-key, which the gateway's model proxy reads
@@ -85,7 +86,7 @@ function printExploration(env: Environment, kubeconfigPath: string, kubectlPath:
     `  kubectl --context alice create -f examples/${NAMESPACE}/another-session.yaml   # then approve it as carol`,
     `  kubectl --context carol get approvals -n ${NAMESPACE}`,
     `  make logs POD=${NAMESPACE}/<pod>                # a pod's container logs from the local node`,
-    `  make audit DATABASE_URL=${env.databaseUrl} ARGS="--kubeconfig ${kubeconfigPath} --context admin"`,
+    `  make audit DATABASE_URL=${env.runtimeUrls.controller} ARGS="--kubeconfig ${kubeconfigPath} --context admin"   # as the controller's runtime login`,
     `  export DATABASE_URL=${env.databaseUrl}   # the transcript: SELECT * FROM session_events`,
     `  export PATH=$(scripts/ensure-node.sh):$PATH; npx gatehouse-audit show --approval <apr-…>   # one Approval's history from the chain`,
     `  npx gatehouse-audit lifecycle --kubeconfig ${kubeconfigPath} --context admin   # no Approval request lost its end`,

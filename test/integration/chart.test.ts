@@ -6,7 +6,7 @@
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import type { V1Deployment, V1EnvVar } from "@kubernetes/client-node";
+import type { V1Deployment, V1EnvVar, V1Job } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   IDENTITY_BINDING_RULE,
@@ -42,7 +42,8 @@ const rulesOf = (m: Manifest) => m.rules as Array<Record<string, unknown>>;
  * would: `secrets` maps `<Secret name>/<key>` to the value; a string is every key's value.
  */
 function resolvedEnv(deployment: Manifest, secrets: string | Record<string, string>): NodeJS.ProcessEnv {
-  const env = (deployment as unknown as V1Deployment).spec!.template.spec!.containers[0]!.env as V1EnvVar[];
+  const env = (deployment as unknown as V1Deployment | V1Job).spec!.template.spec!.containers[0]!
+    .env as V1EnvVar[];
   const out: NodeJS.ProcessEnv = {};
   for (const v of env) {
     if (v.value !== undefined) out[v.name] = v.value;
@@ -64,10 +65,53 @@ beforeAll(async () => {
 }, 3_600_000);
 
 describe("helm lint and helm template", () => {
-  it("lints the chart with its default values", async () => {
-    const result = await helm(["lint", "--strict", CHART_DIR]);
+  it("lints the chart with its default values and the one value without a default, the controller's runtime login", async () => {
+    const result = await helm([
+      "lint",
+      "--strict",
+      CHART_DIR,
+      "--set",
+      "database.runtime.controller.secretName=gatehouse-controller-db",
+    ]);
     expect(result.stdout + result.stderr, "helm lint").toContain("0 chart(s) failed");
     expect(result.code).toBe(0);
+  });
+
+  it.each([
+    ["no database values at all", []],
+    [
+      "only the owner's URL (what a release whose operator migrated itself had)",
+      ["--set", "database.url=postgres://owner@db/g"],
+    ],
+  ])(
+    "refuses to render with %s, naming database.runtime.controller and docs/upgrading.md",
+    async (_, args) => {
+      const result = await helm(["template", "gatehouse", CHART_DIR, ...args]);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(
+        "database.runtime.controller.secretName (or database.runtime.controller.url) is required",
+      );
+      expect(result.stderr).toContain("never the owner's; see docs/upgrading.md");
+    },
+  );
+
+  it.each([
+    "database.operatorUrl=postgres://gatehouse_operator@db/g",
+    "database.operatorSecretName=prod-postgres-operator",
+  ])("refuses the removed value in --set %s, naming its successor and docs/upgrading.md", async (set) => {
+    const result = await helm([
+      "template",
+      "gatehouse",
+      CHART_DIR,
+      "-f",
+      join(CHART_DIR, "ci", "default.yaml"),
+      "--set",
+      set,
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("database.operatorUrl and database.operatorSecretName are gone");
+    expect(result.stderr).toContain("database.runtime.controller.url");
+    expect(result.stderr).toContain("docs/upgrading.md");
   });
 
   it.each(CI_FILES)(`lints and renders for Kubernetes ${KUBE_VERSION} with ci/%s`, async (file) => {
@@ -98,8 +142,9 @@ describe("values.schema.json", () => {
     ["gateway.port=70000", "/gateway/port"],
     ["replicas=2", "replicas"],
     ["grants.ttlSeconds=600", "/grants/ttlSeconds"],
-    ["database.operatorUrl=mysql://x", "/database/operatorUrl"],
-    ["database.operatorSecretName=Bad_Name", "/database/operatorSecretName"],
+    ["database.runtime.controller.url=mysql://x", "/database/runtime/controller/url"],
+    ["database.runtime.gateway.secretName=Bad_Name", "/database/runtime/gateway/secretName"],
+    ["database.migrate.backoffLimit=-1", "/database/migrate/backoffLimit"],
   ])("refuses --set %s and names %s", async (set, field) => {
     const result = await helm(["template", "gatehouse", CHART_DIR, "--set", set]);
     expect(result.code).not.toBe(0);
@@ -196,16 +241,14 @@ describe("what the chart renders", () => {
     expect(container.resources?.requests && container.resources.limits).toBeTruthy();
   });
 
-  it("configures the operator so that its own parser accepts it: gateway URL, leader election, both database URLs", () => {
+  it("configures the operator so that its own parser accepts it: gateway URL, leader election, the controller's runtime login", () => {
     const deployment = one(defaults, "Deployment");
     const env = resolvedEnv(deployment, {
-      "gatehouse-database/url": "postgres://owner:p@db:5432/gatehouse",
-      "gatehouse-database-operator/url": "postgres://gatehouse_operator:p@db:5432/gatehouse",
+      "gatehouse-database-controller/url": "postgres://gatehouse_controller_login:p@db:5432/gatehouse",
     });
     const config = configFromEnvironment(env);
     expect(config.gatewayUrl).toBe("http://gatehouse-gateway.gatehouse-system.svc:8443");
-    expect(config.databaseUrl).toBe("postgres://owner:p@db:5432/gatehouse");
-    expect(env.GATEHOUSE_OPERATOR_DATABASE_URL).toBe("postgres://gatehouse_operator:p@db:5432/gatehouse");
+    expect(config.databaseUrl).toBe("postgres://gatehouse_controller_login:p@db:5432/gatehouse");
     expect(config.leaderElection).toEqual({
       enabled: true,
       namespace: "gatehouse-system",
@@ -215,37 +258,104 @@ describe("what the chart renders", () => {
     expect(config.healthPort).toBe(8081);
     expect(config.agentImage).toBe("gatehouse/agent:0.1.0");
     expect(config.failpoints).toEqual([]);
-    const owner = one(defaults, "Secret", "gatehouse-database") as { stringData?: Record<string, string> };
-    expect(owner.stringData).toEqual({
-      url: "postgres://gatehouse:secret@postgres.databases.svc:5432/gatehouse",
-    });
-    const operator = one(defaults, "Secret", "gatehouse-database-operator") as {
-      stringData?: Record<string, string>;
-    };
-    expect(operator.stringData).toEqual({
-      url: "postgres://gatehouse_operator:secret@postgres.databases.svc:5432/gatehouse",
+    const secrets = Object.fromEntries(
+      find(defaults, "Secret").map((s) => [
+        s.metadata.name,
+        (s as { stringData?: Record<string, string> }).stringData,
+      ]),
+    );
+    expect(secrets).toEqual({
+      "gatehouse-database-controller": {
+        url: "postgres://gatehouse_controller_login:secret@postgres.databases.svc:5432/gatehouse",
+      },
+      "gatehouse-database-gateway": {
+        url: "postgres://gatehouse_gateway_login:secret@postgres.databases.svc:5432/gatehouse",
+      },
+      "gatehouse-migrate": {
+        DATABASE_OWNER_URL: "postgres://gatehouse:secret@postgres.databases.svc:5432/gatehouse",
+        CONTROLLER_DATABASE_URL:
+          "postgres://gatehouse_controller_login:secret@postgres.databases.svc:5432/gatehouse",
+        GATEWAY_DATABASE_URL:
+          "postgres://gatehouse_gateway_login:secret@postgres.databases.svc:5432/gatehouse",
+      },
     });
   });
 
-  it("reads the operator role's URL from the Secret database.operatorSecretName names, and creates no Secret then", async () => {
+  it.each(CI_FILES)(
+    "gives the operator pods no owner URL: with ci/%s no env names an owner Secret or value",
+    async (file) => {
+      const manifests = await renderChart({ valuesFiles: [`charts/gatehouse/ci/${file}`] });
+      const container = (one(manifests, "Deployment") as unknown as V1Deployment).spec!.template.spec!
+        .containers[0]!;
+      const ownerSecrets = new Set([
+        "gatehouse-database",
+        "gatehouse-migrate",
+        "prod-postgres",
+        "gatehouse-postgres",
+      ]);
+      for (const v of container.env ?? []) {
+        expect(ownerSecrets.has(v.valueFrom?.secretKeyRef?.name ?? ""), `env ${v.name}`).toBe(false);
+        expect(v.value ?? "").not.toContain("postgres://gatehouse:secret@");
+      }
+      expect(container.envFrom).toBeUndefined();
+      const names = (container.env ?? []).map((v) => v.name);
+      expect(names.filter((n) => /DATABASE/.test(n))).toEqual(["DATABASE_URL"]);
+    },
+  );
+
+  it("runs the migrate program as a pre-install/pre-upgrade hook Job with the owner's URL and both runtime logins", () => {
+    const job = one(defaults, "Job", "gatehouse-migrate") as unknown as V1Job;
+    expect(job.metadata?.annotations).toEqual({
+      "helm.sh/hook": "pre-install,pre-upgrade",
+      "helm.sh/hook-weight": "0",
+      "helm.sh/hook-delete-policy": "before-hook-creation",
+    });
+    const pod = job.spec!.template.spec!;
+    expect(pod.restartPolicy).toBe("Never");
+    expect(pod.automountServiceAccountToken).toBe(false);
+    const container = pod.containers[0]!;
+    expect(container.image).toBe("gatehouse/operator:0.1.0");
+    expect(container.command).toBeUndefined();
+    expect(container.args).toEqual(["migrate"]);
+    expect(container.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+    });
+    const env = resolvedEnv(job as unknown as Manifest, {
+      "gatehouse-migrate/DATABASE_OWNER_URL": "postgres://owner@db/g",
+      "gatehouse-migrate/CONTROLLER_DATABASE_URL": "postgres://c@db/g",
+      "gatehouse-migrate/GATEWAY_DATABASE_URL": "postgres://gw@db/g",
+    });
+    expect(env).toEqual({
+      DATABASE_OWNER_URL: "postgres://owner@db/g",
+      CONTROLLER_DATABASE_URL: "postgres://c@db/g",
+      GATEWAY_DATABASE_URL: "postgres://gw@db/g",
+    });
+    // Not the operator's selector labels: no Service, PodDisruptionBudget or NetworkPolicy of it selects the Job's pod.
+    expect(job.spec!.template.metadata?.labels?.["app.kubernetes.io/name"]).toBe("gatehouse-migrate");
+    const hookSecret = one(defaults, "Secret", "gatehouse-migrate");
+    expect(hookSecret.metadata.annotations).toEqual({
+      "helm.sh/hook": "pre-install,pre-upgrade",
+      "helm.sh/hook-weight": "-10",
+      "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded,hook-failed",
+    });
+  });
+
+  it("reads the runtime login and the owner's URL from the Secrets of your own that the values name, and creates no Secret then", async () => {
     const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
     const env = resolvedEnv(one(external, "Deployment"), {
-      "prod-postgres/DATABASE_URL": "postgres://owner@db/gatehouse",
-      "prod-postgres-operator/GATEHOUSE_OPERATOR_DATABASE_URL": "postgres://gatehouse_operator@db/gatehouse",
+      "prod-postgres-controller/DATABASE_URL": "postgres://gatehouse_controller_login@db/gatehouse",
     });
-    expect(configFromEnvironment(env).databaseUrl).toBe("postgres://owner@db/gatehouse");
-    expect(env.GATEHOUSE_OPERATOR_DATABASE_URL).toBe("postgres://gatehouse_operator@db/gatehouse");
+    expect(configFromEnvironment(env).databaseUrl).toBe("postgres://gatehouse_controller_login@db/gatehouse");
+    const jobEnv = resolvedEnv(one(external, "Job", "gatehouse-migrate"), {
+      "prod-postgres/DATABASE_OWNER_URL": "postgres://owner@db/gatehouse",
+      "prod-postgres-controller/DATABASE_URL": "postgres://gatehouse_controller_login@db/gatehouse",
+    });
+    expect(jobEnv).toEqual({
+      DATABASE_OWNER_URL: "postgres://owner@db/gatehouse",
+      CONTROLLER_DATABASE_URL: "postgres://gatehouse_controller_login@db/gatehouse",
+    });
     expect(find(external, "Secret")).toEqual([]);
-  });
-
-  it("sets no GATEHOUSE_OPERATOR_DATABASE_URL when neither operatorSecretName nor operatorUrl is given", async () => {
-    const ownerOnly = await renderChart({ setJson: { "database.url": "postgres://owner@db/gatehouse" } });
-    const env = resolvedEnv(one(ownerOnly, "Deployment"), {
-      "gatehouse-database/url": "postgres://owner@db/g",
-    });
-    expect(configFromEnvironment(env).databaseUrl).toBe("postgres://owner@db/g");
-    expect(env).not.toHaveProperty("GATEHOUSE_OPERATOR_DATABASE_URL");
-    expect(find(ownerOnly, "Secret").map((s) => s.metadata.name)).toEqual(["gatehouse-database"]);
   });
 
   it("passes model endpoints, ceilings and the approval floor through to the operator", async () => {

@@ -4,8 +4,9 @@
  * one) and dropped afterwards, with three kinds of connection:
  *   - `admin`: the server's superuser (creates logins, terminates backends);
  *   - `owner`: runs as `gatehouse_owner`, which owns the tables (and so may disable their triggers);
- *   - `operator`: a login of this database's own that is a member of `gatehouse_operator`, so it has
- *     exactly the runtime privileges, and no test changes the shared role's password.
+ *   - `operator`: a login of this database's own that is a member of `gatehouse_controller`, so it has
+ *     exactly the controller's runtime privileges, and no test changes a shared role's password;
+ *   - `gatewayUrl`: a login of this database's own that is a member of `gatehouse_gateway`.
  */
 import { randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
@@ -20,10 +21,10 @@ import {
 import { startEmbeddedPostgres } from "../../operator/src/store/embedded.ts";
 import { MIGRATIONS_DIR, migrate } from "../../operator/src/store/migrate.ts";
 import {
-  createOperatorLogin,
-  dropOperatorLogin,
+  dropRuntimeLogin,
+  ensureRuntimeLogin,
   OWNER_ROLE,
-  operatorUrl,
+  runtimeLoginUrl,
 } from "../../operator/src/store/roles.ts";
 import { answers } from "../../operator/src/store/server-probe.ts";
 import { storeTypeParsers } from "../../operator/src/store/sql-values.ts";
@@ -45,13 +46,15 @@ export interface FreshDatabase {
   name: string;
   /** This database, as the superuser. */
   url: string;
-  /** This database, as the operator login. */
+  /** This database, as the controller's login. */
   operatorUrl: string;
+  /** This database, as the gateway's login (a member of `gatehouse_gateway`). */
+  gatewayUrl: string;
   /** The superuser: neither triggers nor REVOKE bind it. */
   admin: pg.Pool;
   /** Runs as `gatehouse_owner`, the tables' owner. */
   owner: pg.Pool;
-  /** Runs as this database's operator login (a member of `gatehouse_operator`). */
+  /** Runs as this database's controller login (a member of `gatehouse_controller`). */
   operator: pg.Pool;
   /** Another pool as the operator login — a second replica. Closed by `drop()`. */
   anotherOperatorPool(max?: number): pg.Pool;
@@ -71,11 +74,13 @@ export async function freshDatabase(): Promise<FreshDatabase> {
   const server = await serverUrl();
   const name = `gh_test_${randomBytes(6).toString("hex")}`;
   const login = `${name}_operator`;
+  const gatewayLogin = `${name}_gateway`;
   await ensureDatabase(server, name);
   const url = withDatabase(server, name);
   await migrate(url);
   const admin = createPool(url, { max: 2 });
-  await createOperatorLogin(admin, login, OPERATOR_PASSWORD);
+  await ensureRuntimeLogin(admin, "controller", login, OPERATOR_PASSWORD);
+  await ensureRuntimeLogin(admin, "gateway", gatewayLogin, OPERATOR_PASSWORD);
   const owner = new pg.Pool({
     connectionString: url,
     max: 2,
@@ -85,12 +90,13 @@ export async function freshDatabase(): Promise<FreshDatabase> {
   // pg-pool's end() resolves before its clients' sockets close; DROP DATABASE … WITH (FORCE) in drop()
   // can then terminate one of them, which the pool reports as an error event: expected, not a failure.
   owner.on("error", () => {});
-  const loginUrl = operatorUrl(url, OPERATOR_PASSWORD, login);
+  const loginUrl = runtimeLoginUrl(url, login, OPERATOR_PASSWORD);
   const pools: pg.Pool[] = [createPool(loginUrl, { max: 4 })];
   return {
     name,
     url,
     operatorUrl: loginUrl,
+    gatewayUrl: runtimeLoginUrl(url, gatewayLogin, OPERATOR_PASSWORD),
     admin,
     owner,
     operator: pools[0] as pg.Pool,
@@ -106,7 +112,8 @@ export async function freshDatabase(): Promise<FreshDatabase> {
       await dropDatabase(server, name);
       const serverPool = createPool(server, { max: 1 });
       try {
-        await dropOperatorLogin(serverPool, login);
+        await dropRuntimeLogin(serverPool, login);
+        await dropRuntimeLogin(serverPool, gatewayLogin);
       } finally {
         await serverPool.end();
       }

@@ -45,19 +45,44 @@ gatehouse.modelKeySecrets.
 {{- default (printf "http://%s.%s.svc:%d" (include "gatehouse.gatewayName" .) .Release.Namespace (int .Values.gateway.port)) .Values.gateway.url -}}
 {{- end }}
 
-{{/* Secret holding DATABASE_URL (the database owner's URL). */}}
+{{/* Secret holding the database owner's URL when it is the user's own (database.secretName, default
+<release>-database); the migrate Job reads it. */}}
 {{- define "gatehouse.databaseSecretName" -}}
 {{- default (printf "%s-database" (include "gatehouse.prefix" .)) .Values.database.secretName -}}
 {{- end }}
 
-{{/* Secret holding GATEHOUSE_OPERATOR_DATABASE_URL (the operator role's URL); empty when neither
-operatorSecretName nor operatorUrl is set. */}}
-{{- define "gatehouse.operatorDatabaseSecretName" -}}
-{{- if .Values.database.operatorSecretName -}}
-{{- .Values.database.operatorSecretName -}}
-{{- else if .Values.database.operatorUrl -}}
-{{- printf "%s-database-operator" (include "gatehouse.prefix" .) -}}
+{{/* The hook Secret holding the URLs given as values (database.url, database.runtime.*.url) for the
+migrate Job: <release>-migrate. */}}
+{{- define "gatehouse.migrateName" -}}
+{{- printf "%s-migrate" (include "gatehouse.prefix" .) -}}
+{{- end }}
+
+{{/* Refuses values from before the runtime logins (database.operatorUrl / operatorSecretName). */}}
+{{- define "gatehouse.refuseOldDatabaseValues" -}}
+{{- if or .Values.database.operatorUrl .Values.database.operatorSecretName -}}
+{{- fail "database.operatorUrl and database.operatorSecretName are gone: the operator role's URL is now database.runtime.controller.url (or .secretName), a login that is a member of gatehouse_controller; see docs/upgrading.md" -}}
 {{- end -}}
+{{- end }}
+
+{{/* The Secret holding component .component's runtime URL (dict "root" $ "component" "controller"):
+runtime.<component>.secretName, else <release>-database-<component> when runtime.<component>.url is
+set, else empty. */}}
+{{- define "gatehouse.runtimeSecretName" -}}
+{{- $runtime := index .root.Values.database.runtime .component -}}
+{{- if $runtime.secretName -}}
+{{- $runtime.secretName -}}
+{{- else if $runtime.url -}}
+{{- printf "%s-database-%s" (include "gatehouse.prefix" .root) .component -}}
+{{- end -}}
+{{- end }}
+
+{{/* Like gatehouse.runtimeSecretName, but fails the render when the component's runtime login is not given. */}}
+{{- define "gatehouse.requiredRuntimeSecretName" -}}
+{{- $name := include "gatehouse.runtimeSecretName" . -}}
+{{- if not $name -}}
+{{- fail (printf "database.runtime.%s.secretName (or database.runtime.%s.url) is required: the Postgres URL of the %s's runtime login, a member of gatehouse_%s, never the owner's; see docs/upgrading.md" .component .component .component .component) -}}
+{{- end -}}
+{{- $name -}}
 {{- end }}
 
 {{/* The operator image. */}}
@@ -82,6 +107,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* Labels of every object of the release. */}}
 {{- define "gatehouse.labels" -}}
 {{ include "gatehouse.selectorLabels" . }}
+app.kubernetes.io/part-of: gatehouse
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/* Labels of the migrate Job, its pod and its hook Secret: not the operator's selector labels, so no
+Service, PodDisruptionBudget or NetworkPolicy of the operator selects them. */}}
+{{- define "gatehouse.migrateLabels" -}}
+app.kubernetes.io/name: gatehouse-migrate
+app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/part-of: gatehouse
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}

@@ -36,7 +36,7 @@ import { CHECKPOINTS_CONFIGMAP, readCheckpointConfigMap } from "../kube/checkpoi
 import { describeApiError, isNotFound, loadKubeConfig, makeClients } from "../kube/client.ts";
 import { executionIdPrefixOf, readApprovalRecords, readOpenRequests } from "../store/approval-records.ts";
 import { createPostgresAuditLog } from "../store/audit-log.ts";
-import { createPool } from "../store/connection.ts";
+import { createPool } from "../store/pool.ts";
 import { approvalHistoryLines, approvalHistoryOf } from "./approval-history.ts";
 import {
   type ApprovalLookup,

@@ -43,7 +43,7 @@ export interface PostgresAuditLog extends AuditLog {
 }
 
 /**
- * A Postgres-backed audit log on `pool` (connect as `gatehouse_operator` in production).
+ * A Postgres-backed audit log on `pool` (connect as a runtime login in production; checkpoints need `gatehouse_controller`).
  * `clock` timestamps checkpoints (default `Date.now() * 1000`); `maxBatch` bounds the entries one
  * transaction carries under load (default 500, at most {@link MAX_ROWS_PER_INSERT}).
  * Errors of `append`: `invalid_arguments` for an entry that cannot be stored (checked before it is

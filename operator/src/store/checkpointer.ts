@@ -8,7 +8,7 @@
 import type { AuditCheckpoint } from "../core/audit.ts";
 import type { PostgresAuditLog } from "./audit-log.ts";
 import type { CheckpointPublisher } from "./checkpoint-publisher.ts";
-import type { StoreLogger } from "./connection.ts";
+import type { StoreLogger } from "./pool.ts";
 
 /** Options of {@link startCheckpointer}. */
 export interface CheckpointerOptions {

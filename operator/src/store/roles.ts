@@ -1,18 +1,21 @@
 /**
- * The two database roles of DESIGN §6, created before any migration runs:
+ * The database roles of DESIGN §6, created before any migration runs:
  *   - `gatehouse_owner` (NOLOGIN) owns the schema. Migrations run as it (`SET ROLE`, see `migrate.ts`),
  *     so it owns every table, and REVOKE and the append-only triggers bind everyone else;
- *   - `gatehouse_operator` (NOLOGIN) is what the operator runs as: the migrations grant it INSERT and
- *     SELECT on the audit tables and nothing more there; SELECT, INSERT and UPDATE on `executions`
- *     and `budget_reservations`, whose triggers guard the state transitions; SELECT and INSERT on
- *     `session_events`.
- * Roles are cluster-global, so they are created idempotently, tolerating another database's migration
- * creating them at the same moment. Triggers and REVOKE do not bind a superuser or the table owner
- * (NOTES "Postgres"), which is why the operator never connects as either.
+ *   - `gatehouse_operator` (NOLOGIN), the runtime privileges both components share: INSERT and SELECT
+ *     on `audit_log`, SELECT on `audit_checkpoints` and nothing more there; SELECT, INSERT and UPDATE on
+ *     `executions` and `budget_reservations`, whose triggers guard the state transitions; SELECT and
+ *     INSERT on `session_events`; SELECT on `pgmigrations` (the start-up schema check);
+ *   - `gatehouse_gateway` and `gatehouse_controller` (NOLOGIN), one per component, both members of
+ *     `gatehouse_operator`; only the controller may INSERT into `audit_checkpoints`.
+ * Roles and memberships are cluster-global, so they are created idempotently, tolerating another
+ * database's migration creating them at the same moment; table grants are in the migrations.
+ * Triggers and REVOKE do not bind a superuser or the table owner, which is why no long-running
+ * process connects as either (`startup-checks.ts` refuses them).
  *
- * Credentials are provisioned separately: production gives the operator a login role that is a
- * member of `gatehouse_operator` ({@link createOperatorLogin} shows the statement); local clusters let
- * `gatehouse_operator` itself log in ({@link enableOperatorLogin}).
+ * Credentials: each component gets a login role that is a member of its component role
+ * ({@link ensureRuntimeLogin}, which the migrate program runs for the logins it is given; the demo and
+ * e2e environment give it per-database logins with a random password).
  */
 import pg from "pg";
 import { GatehouseError } from "../core/errors.ts";
@@ -20,8 +23,18 @@ import { GatehouseError } from "../core/errors.ts";
 /** The role that owns the schema; migrations run as it. */
 export const OWNER_ROLE = "gatehouse_owner";
 
-/** The role the operator runs as: INSERT/SELECT on the audit tables, no UPDATE/DELETE/TRUNCATE. */
+/** The runtime privileges both components share: INSERT/SELECT on the audit chain, no UPDATE/DELETE/TRUNCATE. */
 export const OPERATOR_ROLE = "gatehouse_operator";
+
+/** The long-running components, each with its own runtime role (DESIGN §6). */
+export const COMPONENTS = ["gateway", "controller"] as const;
+export type Component = (typeof COMPONENTS)[number];
+
+/** The runtime role of each component: a member of {@link OPERATOR_ROLE}; the controller also checkpoints. */
+export const COMPONENT_ROLES: Readonly<Record<Component, string>> = {
+  gateway: "gatehouse_gateway",
+  controller: "gatehouse_controller",
+};
 
 /** SQLSTATEs of losing a race on a cluster-global catalog row (role, membership, grant). */
 const CONCURRENT_CATALOG_CHANGE = new Set([
@@ -32,8 +45,9 @@ const CONCURRENT_CATALOG_CHANGE = new Set([
 ]);
 
 /**
- * Makes sure both roles exist, that the connected user may `SET ROLE gatehouse_owner`, and that the
- * owner may create objects in schema `public` (Postgres 15 no longer grants CREATE there to PUBLIC).
+ * Makes sure the roles exist, that both component roles are members of `gatehouse_operator`, that
+ * the connected user may `SET ROLE gatehouse_owner`, and that the owner may create objects in schema
+ * `public` (Postgres 15 no longer grants CREATE there to PUBLIC).
  * Run it on the migrating connection before `SET ROLE`. Idempotent and safe to run concurrently.
  * Errors: `GatehouseError("forbidden")` naming the missing privilege when the connected user can
  * neither find nor create a role, nor grant what is missing; other pg errors propagate.
@@ -45,9 +59,18 @@ export async function ensureRoles(client: pg.ClientBase): Promise<void> {
   );
   const user = me.rows[0];
   if (!user) throw new GatehouseError("internal", "current_user is not in pg_roles");
-  for (const role of [OWNER_ROLE, OPERATOR_ROLE]) {
+  const componentRoles = COMPONENTS.map((component) => COMPONENT_ROLES[component]);
+  for (const role of [OWNER_ROLE, OPERATOR_ROLE, ...componentRoles]) {
     if (user.name === role) continue;
     await ensureRole(client, role, user.superuser || user.createrole, user.name);
+  }
+  for (const role of componentRoles) {
+    await grantIfMissing(
+      client,
+      `SELECT pg_has_role('${role}', '${OPERATOR_ROLE}', 'MEMBER') AS ok`,
+      `GRANT ${OPERATOR_ROLE} TO ${role}`,
+      `${role} is not a member of ${OPERATOR_ROLE}`,
+    );
   }
   if (!user.superuser && user.name !== OWNER_ROLE) {
     await grantIfMissing(
@@ -118,50 +141,91 @@ async function retryConcurrentCatalogChange(change: () => Promise<void>): Promis
   }
 }
 
-/**
- * Lets `gatehouse_operator` itself log in with `password` (local clusters; run as a role with
- * CREATEROLE, e.g. the local superuser). The password is cluster-global: every database on the server
- * shares it. Errors: pg errors propagate.
- */
-export async function enableOperatorLogin(admin: pg.Pool, password: string): Promise<void> {
-  const sql = `ALTER ROLE ${pg.escapeIdentifier(OPERATOR_ROLE)} LOGIN PASSWORD ${pg.escapeLiteral(password)}`;
-  await retryConcurrentCatalogChange(async () => {
-    await admin.query(sql);
-  });
-}
+const LOGIN_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
- * Creates the login role `login` as a member of `gatehouse_operator` (it inherits exactly the
- * runtime privileges), unless it exists. This is how to give one operator deployment its own
- * credentials without touching the shared role. Run as a role with CREATEROLE.
- * Errors: `invalid_arguments` for a name outside `[a-z_][a-z0-9_]{0,62}`; pg errors otherwise.
+ * Makes `login` a login role that is a member of `component`'s runtime role (so it inherits exactly
+ * that component's privileges): created with `password` (none: no password, for trust or certificate
+ * authentication) when missing, granted the membership when it
+ * exists without it (an existing login's password is left alone). Run as a role with CREATEROLE.
+ * Returns what it did. Idempotent and safe to run concurrently.
+ * Errors: `invalid_arguments` for a name outside `[a-z_][a-z0-9_]{0,62}` or a login that is the owner
+ * role, a superuser, has CREATEROLE or is a member of `gatehouse_owner` (the start-up checks would
+ * refuse it anyway);
+ * `forbidden` naming the statement when the connected user may not create or grant; pg errors otherwise.
  */
-export async function createOperatorLogin(admin: pg.Pool, login: string, password: string): Promise<void> {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(login)) {
+export async function ensureRuntimeLogin(
+  admin: pg.ClientBase | pg.Pool,
+  component: Component,
+  login: string,
+  password: string | undefined,
+): Promise<"created" | "granted" | "unchanged"> {
+  if (!LOGIN_NAME.test(login)) {
     throw new GatehouseError(
       "invalid_arguments",
       `login role ${JSON.stringify(login)} must match [a-z_][a-z0-9_]{0,62}`,
     );
   }
-  await retryConcurrentCatalogChange(async () => {
-    const found = await admin.query("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1", [login]);
-    if (found.rowCount) return;
-    await admin.query(
-      `CREATE ROLE ${pg.escapeIdentifier(login)} LOGIN PASSWORD ${pg.escapeLiteral(password)} ` +
-        `INHERIT IN ROLE ${pg.escapeIdentifier(OPERATOR_ROLE)}`,
+  const role = COMPONENT_ROLES[component];
+  let outcome: "created" | "granted" | "unchanged" = "unchanged";
+  try {
+    await retryConcurrentCatalogChange(async () => {
+      const found = await admin.query<{
+        superuser: boolean;
+        createrole: boolean;
+        owner: boolean;
+        member: boolean;
+      }>(
+        `SELECT rolsuper AS superuser, rolcreaterole AS createrole, pg_has_role(rolname, $2, 'MEMBER') AS owner,
+                pg_has_role(rolname, $3, 'MEMBER') AS member
+           FROM pg_catalog.pg_roles WHERE rolname = $1`,
+        [login, OWNER_ROLE, role],
+      );
+      const existing = found.rows[0];
+      if (!existing) {
+        const withPassword = password ? ` PASSWORD ${pg.escapeLiteral(password)}` : "";
+        await admin.query(
+          `CREATE ROLE ${pg.escapeIdentifier(login)} LOGIN${withPassword} INHERIT IN ROLE ${pg.escapeIdentifier(role)}`,
+        );
+        outcome = "created";
+        return;
+      }
+      if (login === OWNER_ROLE || existing.superuser || existing.owner || existing.createrole) {
+        const what = existing.superuser
+          ? "a superuser, whom the audit triggers do not bind"
+          : existing.createrole
+            ? "a role with CREATEROLE, which may grant itself the owner role"
+            : `${OWNER_ROLE} or a member of it, who may disable the audit triggers`;
+        throw new GatehouseError(
+          "invalid_arguments",
+          `login role ${login} is ${what}; give the ${component} a login of its own`,
+        );
+      }
+      if (existing.member) return;
+      await admin.query(`GRANT ${pg.escapeIdentifier(role)} TO ${pg.escapeIdentifier(login)}`);
+      outcome = "granted";
+    });
+  } catch (cause) {
+    if ((cause as { code?: string }).code !== "42501") throw cause;
+    throw new GatehouseError(
+      "forbidden",
+      `may not create login role ${login} or grant it ${role}; run as an administrator: ` +
+        `CREATE ROLE ${login} LOGIN PASSWORD '…' IN ROLE ${role}`,
+      { cause },
     );
-  });
+  }
+  return outcome;
 }
 
-/** Drops the login role `login` if it exists (the counterpart of {@link createOperatorLogin}). */
-export async function dropOperatorLogin(admin: pg.Pool, login: string): Promise<void> {
+/** Drops the login role `login` if it exists (the counterpart of {@link ensureRuntimeLogin}). */
+export async function dropRuntimeLogin(admin: pg.Pool, login: string): Promise<void> {
   await admin.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(login)}`);
 }
 
-/** `serverUrl` with the user and password replaced by `user` (default `gatehouse_operator`) and `password`. */
-export function operatorUrl(serverUrl: string, password: string, user: string = OPERATOR_ROLE): string {
+/** `serverUrl` with its user replaced by `login` and its password by `password` (URL-encoded). */
+export function runtimeLoginUrl(serverUrl: string, login: string, password: string): string {
   const url = new URL(serverUrl);
-  url.username = user;
+  url.username = login;
   url.password = encodeURIComponent(password);
   return url.toString();
 }

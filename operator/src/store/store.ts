@@ -1,12 +1,9 @@
 /**
- * Opens the operator's Postgres store: resolves the database (`connection.ts`), migrates it as the
- * owner (`migrate.ts`), and builds the Postgres-backed ports on a pool connected as the operator role
- * whenever one can be had (`roles.ts`):
- *   - `GATEHOUSE_OPERATOR_DATABASE_URL` set → the operator pool uses it (production);
- *   - local or embedded server → `gatehouse_operator` is given LOGIN with `GATEHOUSE_OPERATOR_PASSWORD`
- *     (default `gatehouse-operator-local`; loopback only) and the operator pool uses it;
- *   - otherwise (`DATABASE_URL` only) → the `DATABASE_URL` pool, with a warning: the audit tables
- *     are append-only for that login only if it is not the owner or a superuser.
+ * Opens the operator's Postgres store as a runtime login, never migrating it (DESIGN §6): checks the
+ * login (`startup-checks.ts`: not a superuser, not the owner, not able to become it) and that the
+ * schema is at the latest migration, then builds the Postgres-backed ports on one pool. Migrating and
+ * creating roles is the migrate program's job (`cli/gatehouse-migrate.ts`), run before the processes
+ * start (the chart's hook Job, the demo's and e2e environment's init step).
  * It also starts the periodic audit checkpoints (`checkpointer.ts`), stopped by `stop()`.
  */
 import type pg from "pg";
@@ -15,26 +12,32 @@ import { createPostgresAuditLog, type PostgresAuditLog } from "./audit-log.ts";
 import { createPostgresBudgetLedger } from "./budget-ledger.ts";
 import type { CheckpointPublisher } from "./checkpoint-publisher.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
-import { createPool, type Database, type ResolveDatabaseOptions, resolveDatabase } from "./connection.ts";
 import { createPostgresExecutionStore, type PostgresExecutionStore } from "./executions.ts";
-import { migrate } from "./migrate.ts";
-import { enableOperatorLogin, operatorUrl } from "./roles.ts";
+import { createPool, type StoreLogger } from "./pool.ts";
+import { assertRuntimeLogin, assertSchemaCurrent } from "./startup-checks.ts";
 import { createPostgresTranscriptStore, type TranscriptStore } from "./transcripts.ts";
 
 /** Options of {@link openStore}: where the database is, and how audit checkpoints are taken. */
-export interface OpenStoreOptions extends ResolveDatabaseOptions {
+export interface OpenStoreOptions {
+  /** Postgres URL of this process's runtime login (a member of `gatehouse_controller` or `gatehouse_gateway`). */
+  url: string;
+  /** The variable `url` came from, named in refusals. Default `DATABASE_URL`. */
+  variable?: string;
+  /** Pool size. Default 10. */
+  poolMax?: number;
+  logger?: StoreLogger;
   /** Period of audit checkpoints in milliseconds (default 60 000). */
   checkpointIntervalMs?: number;
   /** Publishes checkpoints outside Postgres (the operator's ConfigMap); none → Postgres only. */
   checkpointPublisher?: CheckpointPublisher;
 }
 
-/** The opened store. `stop()` stops the checkpointer and closes both pools (and an embedded server started for it). */
+/** The opened store. `stop()` stops the checkpointer and closes the pool. */
 export interface Store {
-  database: Database;
-  /** Pool connected as `gatehouse_operator` (or the owner pool, see `runsAsOperatorRole`). */
-  operatorPool: pg.Pool;
-  runsAsOperatorRole: boolean;
+  /** Pool connected as the runtime login. */
+  pool: pg.Pool;
+  /** The runtime login's name. */
+  login: string;
   executions: PostgresExecutionStore;
   budget: BudgetLedger;
   audit: PostgresAuditLog;
@@ -44,51 +47,46 @@ export interface Store {
 }
 
 /**
- * Resolves, migrates and opens the store. Errors: those of `resolveDatabase` and `migrate`.
+ * Checks and opens the store. Errors: `forbidden` for a login the audit triggers would not bind,
+ * `unavailable` for a database never migrated or behind the latest migration (each message names
+ * the variable, the fix and gatehouse-migrate); pg errors (unreachable server, bad password) propagate.
  */
-export async function openStore(options: OpenStoreOptions = {}): Promise<Store> {
-  const env = options.env ?? process.env;
-  const database = await resolveDatabase(options);
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const pool = createPool(options.url, {
+    max: options.poolMax ?? 10,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
   try {
-    await migrate(database.url, options.logger ? { logger: options.logger } : {});
-    let url: string | undefined = env.GATEHOUSE_OPERATOR_DATABASE_URL;
-    if (!url && database.source !== "env") {
-      const password = env.GATEHOUSE_OPERATOR_PASSWORD || "gatehouse-operator-local";
-      await enableOperatorLogin(database.pool, password);
-      url = operatorUrl(database.url, password);
-    }
-    if (!url) {
+    const checks = options.variable ? { variable: options.variable } : {};
+    const login = await assertRuntimeLogin(pool, checks);
+    const unknown = await assertSchemaCurrent(pool, checks);
+    if (unknown.length > 0) {
       options.logger?.warn(
-        {},
-        "GATEHOUSE_OPERATOR_DATABASE_URL is not set: running as the database owner, whom the audit triggers do not bind",
+        { migrations: unknown },
+        "the schema has migrations newer than this version (a newer version migrated it); running on",
       );
     }
-    const operatorPool = url
-      ? createPool(url, { max: options.poolMax ?? 10, ...(options.logger ? { logger: options.logger } : {}) })
-      : database.pool;
-    const audit = createPostgresAuditLog(operatorPool);
+    const audit = createPostgresAuditLog(pool);
     const checkpointer = startCheckpointer(audit, {
       ...(options.checkpointIntervalMs !== undefined ? { intervalMs: options.checkpointIntervalMs } : {}),
       ...(options.checkpointPublisher ? { publisher: options.checkpointPublisher } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
     return {
-      database,
-      operatorPool,
-      runsAsOperatorRole: url !== undefined,
-      executions: createPostgresExecutionStore(operatorPool),
-      budget: createPostgresBudgetLedger(operatorPool),
+      pool,
+      login,
+      executions: createPostgresExecutionStore(pool),
+      budget: createPostgresBudgetLedger(pool),
       audit,
-      transcripts: createPostgresTranscriptStore(operatorPool),
+      transcripts: createPostgresTranscriptStore(pool),
       checkpointer,
       stop: async () => {
         await checkpointer.stop();
-        if (operatorPool !== database.pool) await operatorPool.end();
-        await database.stop();
+        await pool.end();
       },
     };
   } catch (error) {
-    await database.stop();
+    await pool.end();
     throw error;
   }
 }
