@@ -236,7 +236,7 @@ describe("audit checkpoints", () => {
 
       const run = await verifyWith(documents.document!, db.operatorUrl);
       expect(run.code).toBe(1);
-      expect(run.stdout).toMatch(/^AUDIT CHAIN BROKEN/);
+      expect(run.stdout).toMatch(/^AUDIT CHAIN BROKEN/m);
       expect(run.stdout).toContain(`first checkpoint that disagrees: seq ${firstDisagreeing} (witness file `);
       expect(run.stdout).toContain("the chain holds another hash there");
       expect(run.stdout).toContain(`checkpoint seq ${firstDisagreeing} (witness file`);
@@ -352,7 +352,7 @@ describe("audit checkpoints", () => {
       ]);
       const run = await verifyWith(documents.document, db.operatorUrl);
       expect(run.code).toBe(0);
-      expect(run.stdout).toMatch(/^audit chain intact/);
+      expect(run.stdout).toMatch(/^audit chain intact/m);
       expect(run.stdout).toContain("checkpoint seq 4 (witness file");
       expect(run.stdout).toMatch(
         /checkpoint seq 4 \(witness file [^)]*\): ok — record 4 matches the checkpoint; unsigned \(legacy\)/,

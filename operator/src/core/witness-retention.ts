@@ -57,6 +57,8 @@ export function retainedCheckpoints<T extends AuditCheckpoint>(
     const age = nowMicros - checkpoint.atMicros;
     const tier = tiers.find((t) => age < t.youngerThanMicros) ?? tiers[tiers.length - 1]!;
     if (tier.bucketMicros === 0) return true;
-    return firsts.get(tier.bucketMicros)?.get(Math.floor(checkpoint.atMicros / tier.bucketMicros)) === checkpoint;
+    return (
+      firsts.get(tier.bucketMicros)?.get(Math.floor(checkpoint.atMicros / tier.bucketMicros)) === checkpoint
+    );
   });
 }
