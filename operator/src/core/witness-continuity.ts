@@ -22,7 +22,7 @@ export interface ChainEvidence {
 
 /** Why the witness refuses: its first kept checkpoint the chain disagrees with, or a broken stretch. */
 export interface WitnessDisagreement {
-  /** The first seq that disagrees. */
+  /** The first seq that disagrees (0: the witness's document itself does not parse). */
   seq: number;
   /**
    * `rewritten`: the chain holds another hash at a kept seq; `removed`: it no longer holds that record;

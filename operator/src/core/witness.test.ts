@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AuditCheckpoint } from "./audit.ts";
+import { GatehouseError } from "./errors.ts";
 import {
   type WitnessDocument,
   type WitnessDocuments,
@@ -164,6 +165,29 @@ describe("the witness", () => {
       outcome: "refused",
       disagreement: { seq: 3, reason: "forged" },
     });
+  });
+
+  it("refuses, and leaves alone, a document whose content does not parse", async () => {
+    const { metrics, events } = recordingMetrics();
+    const documents: WitnessDocuments = {
+      where: "memory",
+      async read() {
+        throw new GatehouseError("conflict", "memory checkpoints.json is not a JSON list of checkpoints");
+      },
+      async write() {
+        throw new Error("must not be written");
+      },
+    };
+    const witness = witnessPublisher({ documents, signer: keySigner(key), metrics });
+    expect(await witness.publish(cp(3), honestChain(cp(3)))).toEqual({
+      outcome: "refused",
+      disagreement: {
+        seq: 0,
+        reason: "forged",
+        message: "memory checkpoints.json is not a JSON list of checkpoints",
+      },
+    });
+    expect(events).toHaveLength(1);
   });
 
   it("reads and writes nothing on a standby", async () => {

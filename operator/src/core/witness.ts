@@ -10,7 +10,7 @@
  * intervenes (docs/audit.md "When the witness refuses").
  */
 import type { AuditCheckpoint } from "./audit.ts";
-import { GatehouseError } from "./errors.ts";
+import { GatehouseError, isGatehouseError } from "./errors.ts";
 import type { CoreLogger } from "./ports.ts";
 import { type ChainEvidence, planPublication, type WitnessDisagreement } from "./witness-continuity.ts";
 import {
@@ -29,7 +29,10 @@ export interface WitnessDocument {
 
 /** Where the witness document lives (the operator's: ConfigMap gatehouse-audit-checkpoints). */
 export interface WitnessDocuments {
-  /** The document and an opaque version for the write after it; undefined when there is none yet. Errors: unavailable, conflict (unparsable). */
+  /**
+   * The document and an opaque version for the write after it; undefined when there is none yet.
+   * Errors: `unavailable`; `conflict` when its content does not parse (the witness then refuses, seq 0).
+   */
   read(): Promise<{ document: WitnessDocument; version: string } | undefined>;
   /** Writes `document` if it is still at `version` (undefined: create). `"conflict"` when it changed meanwhile. */
   write(document: WitnessDocument, version: string | undefined): Promise<"written" | "conflict">;
@@ -88,13 +91,28 @@ const MAX_ATTEMPTS = 5;
 /** The witness over `options.documents`, signing with `options.signer` (see the file comment). */
 export function witnessPublisher(options: WitnessOptions): CheckpointPublisher {
   const { documents, signer, log } = options;
+  const refused = (checkpoint: AuditCheckpoint, disagreement: WitnessDisagreement): PublicationOutcome => {
+    log?.error(
+      { seq: disagreement.seq, reason: disagreement.reason, candidate: checkpoint.seq },
+      `${documents.where}: not publishing checkpoint ${checkpoint.seq}: ${disagreement.message} (the witness keeps refusing until a person intervenes; see docs/audit.md)`,
+    );
+    options.metrics?.refused(disagreement);
+    return { outcome: "refused", disagreement };
+  };
   return {
     async publish(checkpoint, evidenceOf) {
       if (options.isActive && !options.isActive()) return { outcome: "skipped", reason: "standby" };
       const { signing, published } = await signer.keys();
       const candidate = signCheckpoint(checkpoint, signing);
       for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-        const read = await documents.read();
+        let read: Awaited<ReturnType<WitnessDocuments["read"]>>;
+        try {
+          read = await documents.read();
+        } catch (error) {
+          if (!isGatehouseError(error, "conflict")) throw error;
+          // Content that does not parse was edited by hand: evidence to keep, and a refusal to raise.
+          return refused(checkpoint, { seq: 0, reason: "forged", message: error.message });
+        }
         const kept = read?.document.checkpoints ?? [];
         const plan = planPublication({
           kept,
@@ -103,14 +121,7 @@ export function witnessPublisher(options: WitnessOptions): CheckpointPublisher {
           evidence: await evidenceOf(kept),
           candidate,
         });
-        if (plan.action === "refuse") {
-          log?.error(
-            { seq: plan.disagreement.seq, reason: plan.disagreement.reason, candidate: checkpoint.seq },
-            `${documents.where}: not publishing checkpoint ${checkpoint.seq}: ${plan.disagreement.message} (the witness keeps refusing until a person intervenes; see docs/audit.md)`,
-          );
-          options.metrics?.refused(plan.disagreement);
-          return { outcome: "refused", disagreement: plan.disagreement };
-        }
+        if (plan.action === "refuse") return refused(checkpoint, plan.disagreement);
         if (plan.action === "skip") {
           options.metrics?.agreed(checkpoint.seq);
           return { outcome: "skipped", reason: plan.reason };
