@@ -249,13 +249,6 @@ const Environment = z.object({
     .max(86_400)
     .default(60)
     .describe("period of audit checkpoints (default 60)"),
-  AUDIT_CHECKPOINTS_KEPT: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(5000)
-    .default(50)
-    .describe("checkpoints kept in ConfigMap gatehouse-audit-checkpoints (default 50)"),
 });
 
 /** The `--help` text: every variable the operator reads, from the schema that parses them. */
@@ -304,8 +297,8 @@ export interface OperatorConfig {
   };
   /** Test-only failpoints (core/ports.ts Failpoint); empty in production. */
   failpoints: Failpoint[];
-  /** Audit checkpoints: period in milliseconds, and how many the ConfigMap keeps (DESIGN §6). */
-  auditCheckpoints: { intervalMs: number; kept: number };
+  /** Audit checkpoints: period in milliseconds (what the witness keeps is by age, core/witness-retention.ts; DESIGN §6). */
+  auditCheckpoints: { intervalMs: number };
 }
 
 /** A configuration the operator cannot start with; its message names every bad variable. */
@@ -369,7 +362,6 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     failpoints: parsed.GATEHOUSE_FAILPOINTS,
     auditCheckpoints: {
       intervalMs: Math.round(parsed.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000),
-      kept: parsed.AUDIT_CHECKPOINTS_KEPT,
     },
   };
 }

@@ -36,6 +36,7 @@ import { LeaderElector } from "./kube/leader-election.ts";
 import { createMetrics } from "./kube/metrics.ts";
 import { secretModelKeys } from "./kube/model-keys.ts";
 import { providerEndpoints } from "./kube/provider-endpoints.ts";
+import { secretWitnessSigner } from "./kube/witness-key.ts";
 import { sessionRecords } from "./store/session-records.ts";
 import { openStore } from "./store/store.ts";
 
@@ -107,8 +108,14 @@ const store = await openStore({
   // writes nothing to the API server.
   checkpointPublisher: configMapCheckpoints(clients.core, {
     namespace: config.leaderElection.namespace,
-    keep: config.auditCheckpoints.kept,
+    // Read only when publishing: the Lease holder's.
+    signer: secretWitnessSigner({
+      core: clients.core,
+      namespace: config.leaderElection.namespace,
+      log: log.child({ component: "audit-witness-key" }),
+    }),
     isLeader: () => elector?.isLeader ?? !config.leaderElection.enabled,
+    metrics: metrics.witnessMetrics,
     log: log.child({ component: "audit-checkpoints" }),
   }),
 }).catch((error: unknown) => {

@@ -1,13 +1,18 @@
 /**
  * Audit checkpoints outside Postgres (DESIGN §6) on the real control plane: after a real session
- * (the reference story), the operator's ConfigMap `gatehouse-system/gatehouse-audit-checkpoints` holds
- * the chain head; `gatehouse-audit verify` compares the chain with every checkpoint kept there; and a
- * checkpoint the database cannot match — a different hash for a seq, or a seq beyond its head — is
- * reported as a broken chain. The audit tables refuse UPDATE/DELETE, so the tampering is staged on the
- * ConfigMap side: what verification sees is the same disagreement.
+ * (the reference story), the witness's ConfigMap `gatehouse-system/gatehouse-audit-checkpoints` holds
+ * the chain head, signed with the key in Secret `gatehouse-audit-witness-key`, and its public key;
+ * `gatehouse-audit verify` compares the chain with every checkpoint kept there and checks each
+ * signature; a checkpoint forged by someone who can write the ConfigMap but not read the Secret, or
+ * one the database cannot match — a different hash for a seq, or a seq beyond its head — is reported
+ * as a broken chain, and the operator stops publishing over it. The audit tables refuse UPDATE/DELETE,
+ * so the tampering is staged on the ConfigMap side: what verification sees is the same disagreement
+ * (test/integration/audit-checkpoints.test.ts rewrites the chain itself).
  */
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newWitnessKey, privateKeyOf, signCheckpoint } from "../../operator/src/core/witness-signature.ts";
+import { microsOf } from "../../operator/src/kube/checkpoint-configmap.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually, forgetEarlierCheckpoints, playReferenceStory, runAuditCli } from "./story.ts";
@@ -19,6 +24,29 @@ interface StoredCheckpoint {
   seq: number;
   hash: string;
   at: string;
+  kid?: string;
+  sig?: string;
+}
+
+const WITNESS_SECRET = "gatehouse-audit-witness-key";
+
+/** The ConfigMap's data as admin reads it. */
+async function configMapData(): Promise<Record<string, string>> {
+  const configMap = await env.kubectl.json<{ data?: Record<string, string> }>("admin", [
+    "get",
+    "configmap",
+    CONFIGMAP,
+    "-n",
+    OPERATOR_NAMESPACE,
+  ]);
+  return configMap.data ?? {};
+}
+
+/** The operator's metric `name` (no labels) from its health server. */
+async function metric(name: string): Promise<number | undefined> {
+  const text = await (await fetch(`${env.operator.healthUrl}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : undefined;
 }
 
 let env: Environment;
@@ -98,6 +126,48 @@ describe("audit checkpoints in the ConfigMap", () => {
     expect(configMap.metadata.managedFields?.map((f) => f.manager)).toContain("gatehouse-operator");
   });
 
+  it("are signed with the witness's key, whose public part only is published beside them", async () => {
+    const data = await configMapData();
+    const keys = JSON.parse(data["keys.json"] ?? "[]") as Array<{
+      kid: string;
+      publicJwk: Record<string, string>;
+    }>;
+    expect(keys).toHaveLength(1);
+    expect(Object.keys(keys[0]!.publicJwk).sort()).toEqual(["crv", "kty", "x"]);
+    const latest = (await configMapCheckpoints())?.at(-1);
+    expect(latest?.kid).toBe(keys[0]!.kid);
+    expect(latest?.sig).toMatch(/^[A-Za-z0-9_-]{86}$/);
+    // The private key is in the Secret only, which the operator created.
+    const secret = await env.kubectl.json<{
+      data: Record<string, string>;
+      metadata: { managedFields?: Array<{ manager?: string }> };
+    }>("admin", ["get", "secret", WITNESS_SECRET, "-n", OPERATOR_NAMESPACE, "--show-managed-fields"]);
+    const stored = JSON.parse(Buffer.from(secret.data["keys.json"]!, "base64").toString()) as Array<{
+      kid: string;
+      privateJwk?: { d: string };
+    }>;
+    expect(stored.map((k) => k.kid)).toEqual([keys[0]!.kid]);
+    expect(JSON.stringify(data)).not.toContain(stored[0]!.privateJwk!.d);
+    expect(secret.metadata.managedFields?.map((f) => f.manager)).toContain("gatehouse-operator");
+    expect(await metric("gatehouse_audit_witness_mismatch")).toBe(0);
+  });
+
+  it("keep the signing key from people without get on its Secret", async () => {
+    for (const user of ["alice", "carol"]) {
+      const got = await env.kubectl.run(user, [
+        "get",
+        "secret",
+        WITNESS_SECRET,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "-o",
+        "json",
+      ]);
+      expect(got.code).not.toBe(0);
+      expect(got.stderr).toMatch(/forbidden/i);
+    }
+  });
+
   it("match the chain: gatehouse-audit verify compares with each of them and passes", async () => {
     const checkpoints = (await configMapCheckpoints()) ?? [];
     expect(checkpoints.length).toBeGreaterThan(0);
@@ -115,6 +185,39 @@ describe("audit checkpoints in the ConfigMap", () => {
     }
   });
 
+  it("report a checkpoint signed by another key as a failure, and the operator publishes nothing over it", async () => {
+    const checkpoints = (await configMapCheckpoints()) ?? [];
+    const head = await chainHead();
+    // Someone who may write the ConfigMap but not read the Secret signs with a key of their own.
+    const theirs = newWitnessKey(new Date());
+    const at = checkpoints.at(-1)!.at;
+    const forged = signCheckpoint(
+      { seq: head.seq + 1, headHash: "cd".repeat(32), atMicros: microsOf(at) },
+      { kid: theirs.kid, privateKey: privateKeyOf(theirs.privateJwk!) },
+    );
+    await writeConfigMapCheckpoints([
+      ...checkpoints,
+      { seq: forged.seq, hash: forged.headHash, at, kid: forged.kid!, sig: forged.sig! },
+    ]);
+    const run = await runAuditCli(env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(
+      `checkpoint seq ${forged.seq} (ConfigMap ${OPERATOR_NAMESPACE}/${CONFIGMAP}): missing`,
+    );
+    expect(run.stdout).toContain(`SIGNATURE FAILED (unknown_kid): signed by kid ${theirs.kid}`);
+    // The witness refuses: the forged entry stays, nothing newer is added, the metric says so.
+    await eventually("the witness to refuse", 30_000, async () =>
+      (await metric("gatehouse_audit_witness_mismatch")) === 1 ? true : undefined,
+    );
+    expect(await metric("gatehouse_audit_witness_mismatch_seq")).toBe(forged.seq);
+    expect((await configMapCheckpoints())?.at(-1)?.seq).toBe(forged.seq);
+    // A person intervenes: the forged entry is removed, and the witness publishes again.
+    await writeConfigMapCheckpoints(checkpoints);
+    await eventually("the witness to agree again", 30_000, async () =>
+      (await metric("gatehouse_audit_witness_mismatch")) === 0 ? true : undefined,
+    );
+  });
+
   it("report a checkpoint whose hash the database does not hold as a rewritten chain", async () => {
     const checkpoints = (await configMapCheckpoints()) ?? [];
     const target = checkpoints[0];
@@ -130,6 +233,10 @@ describe("audit checkpoints in the ConfigMap", () => {
       `checkpoint seq ${target!.seq} (ConfigMap ${OPERATOR_NAMESPACE}/${CONFIGMAP}): hash_mismatch — record ${target!.seq} hashes to`,
     );
     expect(run.stdout).toContain(`the checkpoint says ${forgedHash}: the chain was rewritten`);
+    expect(run.stdout).toContain(
+      `first checkpoint that disagrees: seq ${target!.seq} (ConfigMap ${OPERATOR_NAMESPACE}/${CONFIGMAP}): the chain holds another hash there`,
+    );
+    expect(run.stdout).toContain("SIGNATURE FAILED (bad_signature)");
     // The operator keeps the ConfigMap's entry rather than "repairing" the evidence.
     expect((await configMapCheckpoints())?.find((c) => c.seq === target!.seq)?.hash).toBe(forgedHash);
   });

@@ -339,13 +339,18 @@ describe("the transcript through the gateway", () => {
 });
 
 describe("audit verify", () => {
-  it("runs gatehouse-audit verify against the database and the ConfigMap's checkpoints", async () => {
+  it("runs gatehouse-audit verify against the database and the ConfigMap's checkpoints and their signatures", async () => {
     await checkpointsReachHead(env);
     const run = await plugin("admin", ["audit", "verify"], { DATABASE_URL: env.databaseUrl });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^ConfigMap gatehouse-system\/gatehouse-audit-checkpoints: \d+ checkpoints/m);
+    expect(run.stdout).toMatch(
+      /^ConfigMap gatehouse-system\/gatehouse-audit-checkpoints: (\d+) checkpoints \(seq \d+\.\.\d+\), \1 signed, 1 witness keys/m,
+    );
     expect(run.stdout).toMatch(/^audit chain intact: \d+ records from seq 1/m);
+    expect(run.stdout).toMatch(
+      /\(ConfigMap gatehouse-system\/gatehouse-audit-checkpoints\): ok — .*; signed by key /,
+    );
   });
 });
 

@@ -83,6 +83,18 @@ describe("gatehouse-audit verify", () => {
       /fromSeq 500000 is past the end of the chain \(head seq 5\): nothing would be verified/,
     ],
     ["the command is unknown", ["check"], "db", /unknown command check/],
+    [
+      "the witness file cannot be read",
+      ["verify", "--witness-file", "/nonexistent/configmap.json"],
+      "db",
+      /cannot read witness file \/nonexistent\/configmap.json: .*kubectl get configmap gatehouse-audit-checkpoints -o json/,
+    ],
+    [
+      "a witness file and a ConfigMap are both asked for",
+      ["verify", "--witness-file", "cm.json", "--namespace", "gatehouse-system"],
+      "db",
+      /--witness-file reads the ConfigMap from a file: give it or --kubeconfig\/--context\/--namespace, not both/,
+    ],
     ["the database does not answer", ["verify"], "postgres://nobody@127.0.0.1:1/none", /cannot verify/],
   ])("exits 2 when %s", async (_, args, url, message) => {
     const run = await gatehouseAudit(args, url === "db" ? db.operatorUrl : url);

@@ -19,7 +19,7 @@
  */
 import { RESOLVE_VERB } from "./admission.ts";
 import { GROUP } from "./kinds.ts";
-import { GRANT_KEYS_SECRET, OPERATOR_SERVICE_ACCOUNT } from "./well-known.ts";
+import { GRANT_KEYS_SECRET, OPERATOR_SERVICE_ACCOUNT, WITNESS_KEY_SECRET } from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
 /** A PolicyRule (rbac.authorization.k8s.io/v1). */
@@ -120,9 +120,27 @@ export const LEADER_LEASE = "gatehouse-operator";
 export const CHECKPOINTS_CONFIGMAP = "gatehouse-audit-checkpoints";
 
 /**
- * The operator's rules in its own (leader-election) namespace: the Lease, the audit checkpoints
- * ConfigMap and the grant signing keys Secret (DESIGN §5, §6). `create` cannot be limited by name (the
- * object does not exist yet); get and update are.
+ * The audit witness's rules in the operator's namespace (DESIGN §6): its ConfigMap (get, create,
+ * update) and its signing key Secret (get; create is {@link operatorRoleRules}' unnamed rule). They
+ * belong to the component that publishes checkpoints, and to no other.
+ */
+export function auditWitnessRoleRules(): NamedRule[] {
+  return [
+    { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      resourceNames: [CHECKPOINTS_CONFIGMAP],
+      verbs: ["get", "update"],
+    },
+    { apiGroups: [""], resources: ["secrets"], resourceNames: [WITNESS_KEY_SECRET], verbs: ["get"] },
+  ];
+}
+
+/**
+ * The operator's rules in its own (leader-election) namespace: the Lease, the grant signing keys
+ * Secret and the audit witness's ({@link auditWitnessRoleRules}; DESIGN §5, §6). `create` cannot be
+ * limited by name (the object does not exist yet); get and update are.
  */
 export function operatorRoleRules(): NamedRule[] {
   return [
@@ -133,15 +151,9 @@ export function operatorRoleRules(): NamedRule[] {
       resourceNames: [LEADER_LEASE],
       verbs: ["get", "update"],
     },
-    { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
-    {
-      apiGroups: [""],
-      resources: ["configmaps"],
-      resourceNames: [CHECKPOINTS_CONFIGMAP],
-      verbs: ["get", "update"],
-    },
     { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
     { apiGroups: [""], resources: ["secrets"], resourceNames: [GRANT_KEYS_SECRET], verbs: ["get", "update"] },
+    ...auditWitnessRoleRules(),
   ];
 }
 

@@ -46,5 +46,10 @@ export const OPERATOR_USERNAME = `system:serviceaccount:${OPERATOR_NAMESPACE}:${
 export const GARBAGE_COLLECTOR_USERNAME = "system:serviceaccount:kube-system:generic-garbage-collector";
 /** Secret in the operator's namespace holding the grant signing keys (kube/grant-keys.ts, DESIGN §5). */
 export const GRANT_KEYS_SECRET = "gatehouse-grant-keys";
+/**
+ * Secret in the operator's namespace holding the audit witness's signing keys (kube/witness-key.ts,
+ * DESIGN §6). Only the component that publishes checkpoints reads it.
+ */
+export const WITNESS_KEY_SECRET = "gatehouse-audit-witness-key";
 /** The gateway's path of the grant verification keys (RFC 7517 JWK Set), unauthenticated. */
 export const GRANT_JWKS_PATH = "/v1/grants/jwks";

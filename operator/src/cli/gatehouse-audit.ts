@@ -1,13 +1,17 @@
 #!/usr/bin/env node
+import { readFile } from "node:fs/promises";
 /**
  * `gatehouse-audit` — reads the audit chain in the Postgres named by `DATABASE_URL` (DESIGN §6).
  *
- * `gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]`
+ * `gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS] [--witness-file FILE]`
  * verifies the chain: every hash recomputed from the stored bytes, every link, every column against
  * the hashed bytes, sequence gaps, and the head against the last checkpoint. With `--kubeconfig`,
- * `--context` or `--namespace` it also compares the chain with every checkpoint kept outside Postgres,
- * in the ConfigMap `gatehouse-audit-checkpoints` of the operator's namespace (default
- * gatehouse-system; the kubeconfig defaults to $KUBECONFIG, else ~/.kube/config). A progress bar is
+ * `--context` or `--namespace` it also compares the chain with every checkpoint the witness keeps
+ * outside Postgres, in the ConfigMap `gatehouse-audit-checkpoints` of the operator's namespace (default
+ * gatehouse-system; the kubeconfig defaults to $KUBECONFIG, else ~/.kube/config), and checks each
+ * one's signature against the public keys published there (`unsigned (legacy)` for checkpoints
+ * written before signing is not a failure). `--witness-file FILE` reads that ConfigMap from a copy
+ * instead (`kubectl get configmap gatehouse-audit-checkpoints -o json`), for an archived one. A progress bar is
  * drawn on stderr when it is a terminal; the verdict goes to stdout (`--json`: the whole report).
  * Exit codes: 0 the chain is intact; 1 it is broken (tampering or loss detected); 2 usage error,
  * missing `DATABASE_URL`, the database or the ConfigMap could not be read (a ConfigMap asked for
@@ -29,10 +33,15 @@
  * kubeconfig's user needs `get` on that ConfigMap (verify) or on approvals (lifecycle).
  */
 import { parseArgs } from "node:util";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, type V1ConfigMap } from "@kubernetes/client-node";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../api/kinds.ts";
-import type { AuditCheckpoint } from "../core/audit.ts";
-import { CHECKPOINTS_CONFIGMAP, readCheckpointConfigMap } from "../kube/checkpoint-configmap.ts";
+import type { WitnessDocument } from "../core/witness.ts";
+import { checkSignatures, type SignatureCheck } from "../core/witness-signature.ts";
+import {
+  CHECKPOINTS_CONFIGMAP,
+  decodeWitnessDocument,
+  readCheckpointConfigMap,
+} from "../kube/checkpoint-configmap.ts";
 import { describeApiError, isNotFound, loadKubeConfig, makeClients } from "../kube/client.ts";
 import { executionIdPrefixOf, readApprovalRecords, readOpenRequests } from "../store/approval-records.ts";
 import { createPostgresAuditLog } from "../store/audit-log.ts";
@@ -47,12 +56,13 @@ import {
 import { ProgressBar } from "./progress-bar.ts";
 import { verifyReportLines } from "./verify-report-text.ts";
 
-const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS]
+const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS] [--witness-file FILE]
        gatehouse-audit show --approval NAME [--namespace NS] [--json]
        gatehouse-audit lifecycle [--kubeconfig FILE] [--context NAME] [--json]
 (all read DATABASE_URL)
-  verify   recompute the audit chain and compare its head with the checkpoints; --namespace is the
-           operator's (the ConfigMap gatehouse-audit-checkpoints there; default gatehouse-system)
+  verify   recompute the audit chain and compare it with the checkpoints and their signatures;
+           --namespace is the operator's (the ConfigMap gatehouse-audit-checkpoints there; default
+           gatehouse-system); --witness-file reads a copy of that ConfigMap (kubectl get -o json)
   show     print Approval NAME's history from the chain alone: request, decisions, outcome, execution;
            --namespace is the Approval's (default: every namespace with an Approval of that name)
   lifecycle  check that every Approval request has an end in the chain or a live Approval in the
@@ -84,9 +94,20 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   if (parsed.show) return showApproval(url, parsed.show);
   if (parsed.lifecycle) return checkLifecycle(url, parsed.lifecycle, parsed.json);
 
-  let outside: AuditCheckpoint[] = [];
+  let witness: WitnessDocument | undefined;
   let outsideName: string | undefined;
-  if (parsed.configMap) {
+  if (parsed.witnessFile !== undefined) {
+    outsideName = `witness file ${parsed.witnessFile}`;
+    try {
+      const configMap = JSON.parse(await readFile(parsed.witnessFile, "utf8")) as V1ConfigMap;
+      witness = decodeWitnessDocument(configMap.data, outsideName);
+    } catch (error) {
+      process.stderr.write(
+        `gatehouse-audit: cannot read ${outsideName}: ${(error as Error).message} (it must be the ConfigMap as JSON: kubectl get configmap ${CHECKPOINTS_CONFIGMAP} -o json)\n`,
+      );
+      return EXIT.error;
+    }
+  } else if (parsed.configMap) {
     const { kubeconfig, context, namespace } = parsed.configMap;
     const where = `ConfigMap ${namespace}/${CHECKPOINTS_CONFIGMAP}`;
     outsideName = where;
@@ -99,16 +120,21 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         );
         return EXIT.error;
       }
-      outside = read.checkpoints;
-      const seqs = outside.map((c) => c.seq);
-      // --json: stdout holds the report only.
-      (parsed.json ? process.stderr : process.stdout).write(
-        `${where}: ${outside.length} checkpoints${seqs.length ? ` (seq ${Math.min(...seqs)}..${Math.max(...seqs)})` : ""}\n`,
-      );
+      witness = read.document;
     } catch (error) {
       process.stderr.write(`gatehouse-audit: cannot read ${where}: ${describeApiError(error)}\n`);
       return EXIT.error;
     }
+  }
+  let signatures: SignatureCheck[] = [];
+  if (witness && outsideName) {
+    signatures = checkSignatures(witness.checkpoints, witness.keys);
+    const seqs = witness.checkpoints.map((c) => c.seq);
+    const signed = signatures.filter((c) => c.status === "valid").length;
+    // --json: stdout holds the report only.
+    (parsed.json ? process.stderr : process.stdout).write(
+      `${outsideName}: ${seqs.length} checkpoints${seqs.length ? ` (seq ${Math.min(...seqs)}..${Math.max(...seqs)})` : ""}, ${signed} signed, ${witness.keys.length} witness keys${witness.keys.length ? ` (${witness.keys.map((k) => `${k.kid} since ${k.createdAt}`).join(", ")})` : ""}\n`,
+    );
   }
 
   const pool = createPool(url, { max: 2 });
@@ -116,7 +142,8 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   try {
     const report = await createPostgresAuditLog(pool).verify({
       fromSeq: parsed.fromSeq,
-      checkpoints: outside,
+      checkpoints: witness?.checkpoints ?? [],
+      signatures,
       onProgress: (p) => bar.update(p.verified, Math.max(p.headSeq - p.fromSeq + 1, p.verified)),
     });
     bar.finish();
@@ -238,6 +265,7 @@ function parseCommand(argv: string[]): {
   fromSeq: number;
   json: boolean;
   configMap?: ConfigMapSource;
+  witnessFile?: string;
   show?: ShowCommand;
   lifecycle?: KubeconfigSource;
 } {
@@ -251,6 +279,7 @@ function parseCommand(argv: string[]): {
       context: { type: "string" },
       namespace: { type: "string", short: "n" },
       approval: { type: "string" },
+      "witness-file": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -260,6 +289,9 @@ function parseCommand(argv: string[]): {
     throw new Error(
       positionals.length === 0 ? "missing command" : `unknown command ${positionals.join(" ")}`,
     );
+  }
+  if (command !== "verify" && values["witness-file"] !== undefined) {
+    throw new Error(`--witness-file belongs to verify, not ${command}`);
   }
   if (command === "show") return { help: false, fromSeq: 1, json: values.json, show: showCommandOf(values) };
   if (command === "lifecycle") {
@@ -286,7 +318,20 @@ function parseCommand(argv: string[]): {
         namespace: values.namespace || DEFAULT_NAMESPACE,
       }
     : undefined;
-  return { help: false, fromSeq, json: values.json, ...(configMap ? { configMap } : {}) };
+  const witnessFile = values["witness-file"];
+  if (witnessFile !== undefined && configMap) {
+    throw new Error(
+      "--witness-file reads the ConfigMap from a file: give it or --kubeconfig/--context/--namespace, not both",
+    );
+  }
+  if (witnessFile === "") throw new Error("--witness-file must name a file");
+  return {
+    help: false,
+    fromSeq,
+    json: values.json,
+    ...(configMap ? { configMap } : {}),
+    ...(witnessFile !== undefined ? { witnessFile } : {}),
+  };
 }
 
 /** `show`'s flags. Errors: throws for a missing or malformed `--approval` and for `verify`'s flags. */

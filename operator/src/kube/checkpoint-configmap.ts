@@ -1,48 +1,68 @@
 /**
- * Audit checkpoints outside Postgres (DESIGN §6): the ConfigMap `gatehouse-audit-checkpoints` in the
- * operator's namespace keeps the last N checkpoints of the audit chain head, so that truncating or
- * rewriting `audit_log` (and `audit_checkpoints` with it) is detectable by someone who can read the
- * API server but does not trust the database. It implements the store's `CheckpointPublisher` port.
+ * The audit witness's document in ConfigMap `gatehouse-audit-checkpoints` of the operator's namespace
+ * (DESIGN §6): signed checkpoints of the audit chain head and the public keys that check them, outside
+ * Postgres, so that truncating or rewriting `audit_log` (and `audit_checkpoints` with it) is detectable
+ * by someone who can read the API server but does not trust the database. The witness itself
+ * (continuity, retention, signing) is `core/witness.ts`; this file reads and writes its document.
  *
- * Shape: `data["checkpoints.json"]` is a JSON array, ascending by seq, of
- *   { "seq": 123, "hash": "<64 hex: the hash of record 123>", "at": "2026-11-29T10:00:00.123456Z" }
- * (`at`: when the checkpoint was taken, RFC 3339 with microseconds, as metav1.MicroTime).
+ * Shape (docs/audit.md "The witness's ConfigMap"):
+ *   data["checkpoints.json"]: a JSON array, ascending by seq, one entry per line, of
+ *     { "seq": 123, "hash": "<64 hex>", "at": "2026-11-29T10:00:00.123456Z", "kid": "<thumbprint>", "sig": "<base64url>" }
+ *     (`at`: RFC 3339 with microseconds, as metav1.MicroTime; `kid` and `sig` absent on entries written
+ *     before checkpoints were signed, which are still read)
+ *   data["keys.json"]: a JSON array of { "kid", "createdAt", "publicJwk": {"kty":"OKP","crv":"Ed25519","x"} },
+ *     every key of the witness, retired ones included.
  *
- * Writes are optimistic, as client-go's `retry.RetryOnConflict`: read, merge, then create (absent) or
- * update carrying the read resourceVersion; a 409 re-reads and merges again. A seq already kept is
- * never overwritten: the ConfigMap is a witness, and a different hash for a seq it holds means one
- * of the two copies was rewritten — that is logged as an error and left for `gatehouse-audit verify`
- * to report, never "repaired".
+ * Writes are optimistic, as client-go's `retry.RetryOnConflict`: create (absent) or update carrying
+ * the read resourceVersion; a 409 makes the witness read and check again. Content that does not parse
+ * is never overwritten: the ConfigMap is evidence.
  */
 import type { CoreV1Api, V1ConfigMap } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { z } from "zod";
-import type { AuditCheckpoint } from "../core/audit.ts";
+import { CHECKPOINTS_CONFIGMAP } from "../api/rbac.ts";
 import { GatehouseError } from "../core/errors.ts";
-import type { CheckpointPublisher } from "../store/checkpoint-publisher.ts";
+import {
+  type CheckpointPublisher,
+  type WitnessDocument,
+  type WitnessDocuments,
+  type WitnessMetrics,
+  type WitnessSigner,
+  witnessPublisher,
+} from "../core/witness.ts";
+import type { WitnessCheckpoint, WitnessPublicKey } from "../core/witness-signature.ts";
 import { describeApiError, isConflict, isNotFound } from "./client.ts";
 
-/** The ConfigMap's name (DESIGN §6). */
-export const CHECKPOINTS_CONFIGMAP = "gatehouse-audit-checkpoints";
+export { CHECKPOINTS_CONFIGMAP };
 /** The data key holding the checkpoints. */
 export const CHECKPOINTS_KEY = "checkpoints.json";
-/** How many checkpoints the ConfigMap keeps by default (the most recent by seq). */
-export const DEFAULT_CHECKPOINTS_KEPT = 50;
-/** Read-merge-write rounds before a publish gives up on repeated 409 Conflicts. */
-const MAX_ATTEMPTS = 5;
+/** The data key holding the witness's public keys. */
+export const WITNESS_KEYS_KEY = "keys.json";
 
 const MICRO_TIME = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})(\d{3})Z$/;
+const Base64Url = z.string().regex(/^[A-Za-z0-9_-]+$/, "base64url");
 
-/** One checkpoint as the ConfigMap stores it. */
+/** One checkpoint as the ConfigMap stores it (`kid` and `sig` absent on a legacy entry). */
 const StoredCheckpoint = z
   .object({
     seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
     hash: z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex digits"),
     at: z.string().regex(MICRO_TIME, "RFC 3339 UTC with six fractional digits"),
+    kid: z.string().min(1).max(128).optional(),
+    sig: Base64Url.max(128).optional(),
   })
   .strict();
 const StoredCheckpoints = z.array(StoredCheckpoint);
-type StoredCheckpoint = z.infer<typeof StoredCheckpoint>;
+
+/** One published key. */
+const StoredPublicKey = z
+  .object({
+    kid: z.string().min(1).max(128),
+    createdAt: z.iso.datetime(),
+    publicJwk: z.object({ kty: z.literal("OKP"), crv: z.literal("Ed25519"), x: Base64Url }).strict(),
+  })
+  .strict();
+const StoredPublicKeys = z.array(StoredPublicKey);
 
 /** `micros` (µs since the epoch) as RFC 3339 UTC with six fractional digits, e.g. `…T10:00:00.123456Z`. */
 export function microTimeOf(micros: number): string {
@@ -64,70 +84,90 @@ export function microsOf(microTime: string): number {
  * Parses the ConfigMap's `checkpoints.json` (absent → none). Errors: `GatehouseError("conflict")`
  * naming the ConfigMap when the text is not a list of checkpoints — someone edited it by hand.
  */
-export function decodeCheckpoints(text: string | undefined, where: string): AuditCheckpoint[] {
+export function decodeCheckpoints(text: string | undefined, where: string): WitnessCheckpoint[] {
+  return parsed(
+    text,
+    where,
+    CHECKPOINTS_KEY,
+    StoredCheckpoints,
+    "{seq, hash, at[, kid, sig]} checkpoints",
+  ).map((c) => ({
+    seq: c.seq,
+    headHash: c.hash,
+    atMicros: microsOf(c.at),
+    ...(c.kid !== undefined ? { kid: c.kid } : {}),
+    ...(c.sig !== undefined ? { sig: c.sig } : {}),
+  }));
+}
+
+/** Parses the ConfigMap's `keys.json` (absent → none). Errors: as {@link decodeCheckpoints}. */
+export function decodeWitnessKeys(text: string | undefined, where: string): WitnessPublicKey[] {
+  return parsed(text, where, WITNESS_KEYS_KEY, StoredPublicKeys, "{kid, createdAt, publicJwk} Ed25519 keys");
+}
+
+function parsed<T>(
+  text: string | undefined,
+  where: string,
+  key: string,
+  schema: z.ZodType<T[]>,
+  what: string,
+): T[] {
   if (text === undefined || text.trim() === "") return [];
-  let parsed: StoredCheckpoint[];
   try {
-    parsed = StoredCheckpoints.parse(JSON.parse(text));
+    return schema.parse(JSON.parse(text));
   } catch (error) {
     throw new GatehouseError(
       "conflict",
-      `${where} ${CHECKPOINTS_KEY} is not a JSON list of {seq, hash, at} checkpoints: ${error instanceof z.ZodError ? z.prettifyError(error) : String(error)}`,
+      `${where} ${key} is not a JSON list of ${what}: ${error instanceof z.ZodError ? z.prettifyError(error) : String(error)}`,
       { cause: error },
     );
   }
-  return parsed.map((c) => ({ seq: c.seq, headHash: c.hash, atMicros: microsOf(c.at) }));
 }
 
-/** The `checkpoints.json` text of `checkpoints`: one checkpoint per line, ascending by seq. */
-export function encodeCheckpoints(checkpoints: AuditCheckpoint[]): string {
-  const lines = [...checkpoints]
-    .sort((a, b) => a.seq - b.seq)
-    .map((c) => JSON.stringify({ seq: c.seq, hash: c.headHash, at: microTimeOf(c.atMicros) }));
-  return `[\n${lines.join(",\n")}\n]\n`;
-}
-
-/** What merging a checkpoint into the kept ones gives. */
-export interface MergedCheckpoints {
-  /** The checkpoints to keep, ascending by seq, at most `keep`. */
-  checkpoints: AuditCheckpoint[];
-  /** Whether they differ from the existing ones (false → nothing to write). */
-  changed: boolean;
-  /** The kept checkpoint of the same seq when its hash differs from the new one's. */
-  disagreement?: AuditCheckpoint;
-}
-
-/**
- * Adds `checkpoint` to `existing` unless that seq is kept already (idempotent per seq; an existing
- * entry wins), then keeps the `keep` highest seqs. Pure.
- */
-export function mergeCheckpoints(
-  existing: AuditCheckpoint[],
-  checkpoint: AuditCheckpoint,
-  keep: number,
-): MergedCheckpoints {
-  const same = existing.find((c) => c.seq === checkpoint.seq);
-  const checkpoints = (same ? [...existing] : [...existing, checkpoint])
-    .sort((a, b) => a.seq - b.seq)
-    .slice(-keep);
-  // Changed when the new one is kept, or old ones were dropped.
-  const changed = checkpoints.length !== existing.length || (!same && checkpoints.includes(checkpoint));
+/** The witness document of a ConfigMap's data. Errors: as {@link decodeCheckpoints}. */
+export function decodeWitnessDocument(
+  data: Record<string, string> | undefined,
+  where: string,
+): WitnessDocument {
   return {
-    checkpoints,
-    changed,
-    ...(same && same.headHash !== checkpoint.headHash ? { disagreement: same } : {}),
+    checkpoints: decodeCheckpoints(data?.[CHECKPOINTS_KEY], where),
+    keys: decodeWitnessKeys(data?.[WITNESS_KEYS_KEY], where),
   };
 }
 
+/** The `checkpoints.json` text of `checkpoints`: one checkpoint per line, ascending by seq. */
+export function encodeCheckpoints(checkpoints: readonly WitnessCheckpoint[]): string {
+  const lines = [...checkpoints]
+    .sort((a, b) => a.seq - b.seq)
+    .map((c) =>
+      JSON.stringify({
+        seq: c.seq,
+        hash: c.headHash,
+        at: microTimeOf(c.atMicros),
+        ...(c.kid !== undefined ? { kid: c.kid } : {}),
+        ...(c.sig !== undefined ? { sig: c.sig } : {}),
+      }),
+    );
+  return `[\n${lines.join(",\n")}\n]\n`;
+}
+
+/** The `keys.json` text of `keys`: one key per line, oldest first. */
+export function encodeWitnessKeys(keys: readonly WitnessPublicKey[]): string {
+  const lines = [...keys]
+    .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt))
+    .map((k) => JSON.stringify({ kid: k.kid, createdAt: k.createdAt, publicJwk: k.publicJwk }));
+  return `[\n${lines.join(",\n")}\n]\n`;
+}
+
 /**
- * Reads the checkpoints kept in `namespace`'s ConfigMap; undefined when the ConfigMap does not
+ * Reads the witness document in `namespace`'s ConfigMap; undefined when the ConfigMap does not
  * exist. Errors: the API error (e.g. 403 without RBAC get); `GatehouseError("conflict")` when its
  * content does not parse.
  */
 export async function readCheckpointConfigMap(
   core: CoreV1Api,
   namespace: string,
-): Promise<{ configMap: V1ConfigMap; checkpoints: AuditCheckpoint[] } | undefined> {
+): Promise<{ configMap: V1ConfigMap; document: WitnessDocument } | undefined> {
   let configMap: V1ConfigMap;
   try {
     configMap = await core.readNamespacedConfigMap({ name: CHECKPOINTS_CONFIGMAP, namespace });
@@ -136,95 +176,103 @@ export async function readCheckpointConfigMap(
     throw error;
   }
   const where = `ConfigMap ${namespace}/${CHECKPOINTS_CONFIGMAP}`;
-  return { configMap, checkpoints: decodeCheckpoints(configMap.data?.[CHECKPOINTS_KEY], where) };
+  return { configMap, document: decodeWitnessDocument(configMap.data, where) };
 }
 
-/** Options of {@link configMapCheckpoints}. */
-export interface ConfigMapCheckpointOptions {
-  /** The operator's namespace (config.leaderElection.namespace). */
-  namespace: string;
-  /** How many checkpoints to keep (default {@link DEFAULT_CHECKPOINTS_KEPT}, at least 1). */
-  keep?: number;
-  /**
-   * Whether this replica should write (default: always). The operator passes "holds the Lease": every
-   * replica runs the checkpointer, only the leader writes the ConfigMap; a standby's publish is a no-op.
-   */
-  isLeader?: () => boolean;
-  log?: Pick<Logger, "info" | "error">;
-}
-
-/**
- * The ConfigMap-backed {@link CheckpointPublisher}. `publish` needs RBAC get, create and update on
- * the ConfigMap in `options.namespace`; `list` needs get. Errors: `publish` and `list` throw the API
- * error (unavailable, forbidden), a `GatehouseError("conflict")` when the ConfigMap's content is not
- * ours to parse (it is then left alone), or after {@link MAX_ATTEMPTS} conflicting writes.
- */
-export function configMapCheckpoints(
-  core: CoreV1Api,
-  options: ConfigMapCheckpointOptions,
-): CheckpointPublisher {
-  const { namespace } = options;
-  const keep = Math.max(1, options.keep ?? DEFAULT_CHECKPOINTS_KEPT);
+/** The {@link WitnessDocuments} of ConfigMap `gatehouse-audit-checkpoints` in `namespace`: get, create and update on it. */
+export function configMapWitnessDocuments(core: CoreV1Api, namespace: string): WitnessDocuments {
   const where = `ConfigMap ${namespace}/${CHECKPOINTS_CONFIGMAP}`;
+  const current = new Map<string, V1ConfigMap>();
 
-  const body = (checkpoints: AuditCheckpoint[], current: V1ConfigMap | undefined): V1ConfigMap => ({
+  const body = (document: WitnessDocument, read: V1ConfigMap | undefined): V1ConfigMap => ({
     apiVersion: "v1",
     kind: "ConfigMap",
     metadata: {
       name: CHECKPOINTS_CONFIGMAP,
       namespace,
       // The read object's resourceVersion: a concurrent write makes the update a 409.
-      ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
-      labels: { ...(current?.metadata?.labels ?? {}), "app.kubernetes.io/part-of": "gatehouse" },
-      ...(current?.metadata?.annotations ? { annotations: current.metadata.annotations } : {}),
+      ...(read?.metadata?.resourceVersion ? { resourceVersion: read.metadata.resourceVersion } : {}),
+      labels: { ...(read?.metadata?.labels ?? {}), "app.kubernetes.io/part-of": "gatehouse" },
+      ...(read?.metadata?.annotations ? { annotations: read.metadata.annotations } : {}),
     },
-    data: { ...(current?.data ?? {}), [CHECKPOINTS_KEY]: encodeCheckpoints(checkpoints) },
+    data: {
+      ...(read?.data ?? {}),
+      [CHECKPOINTS_KEY]: encodeCheckpoints(document.checkpoints),
+      [WITNESS_KEYS_KEY]: encodeWitnessKeys(document.keys),
+    },
   });
 
   return {
-    async publish(checkpoint) {
-      if (options.isLeader && !options.isLeader()) return;
-      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-        const read = await readCheckpointConfigMap(core, namespace);
-        const current = read?.configMap;
-        const merged = mergeCheckpoints(read?.checkpoints ?? [], checkpoint, keep);
-        if (merged.disagreement) {
-          options.log?.error(
-            { seq: checkpoint.seq, configMap: merged.disagreement.headHash, postgres: checkpoint.headHash },
-            `${where} holds a different hash for this seq than Postgres: one of them was rewritten; keeping the ConfigMap's (gatehouse-audit verify reports it)`,
-          );
-        }
-        if (!merged.changed) return;
-        try {
-          if (current) {
-            await core.replaceNamespacedConfigMap({
-              name: CHECKPOINTS_CONFIGMAP,
-              namespace,
-              body: body(merged.checkpoints, current),
-            });
-          } else {
-            await core.createNamespacedConfigMap({ namespace, body: body(merged.checkpoints, undefined) });
-          }
-          return;
-        } catch (error) {
-          if (!isConflict(error)) throw error;
-          options.log?.info({ seq: checkpoint.seq, attempt }, `${where} changed meanwhile; merging again`);
-        }
-      }
-      throw new GatehouseError(
-        "conflict",
-        `${where}: ${MAX_ATTEMPTS} writes of checkpoint ${checkpoint.seq} met a concurrent change`,
-      );
-    },
-    async list() {
+    where,
+    async read() {
+      let read: Awaited<ReturnType<typeof readCheckpointConfigMap>>;
       try {
-        return (await readCheckpointConfigMap(core, namespace))?.checkpoints ?? [];
+        read = await readCheckpointConfigMap(core, namespace);
       } catch (error) {
         if (error instanceof GatehouseError) throw error;
         throw new GatehouseError("unavailable", `cannot read ${where}: ${describeApiError(error)}`, {
           cause: error,
         });
       }
+      if (!read) return undefined;
+      const version = read.configMap.metadata?.resourceVersion ?? "";
+      current.clear();
+      current.set(version, read.configMap);
+      return { document: read.document, version };
+    },
+    async write(document, version) {
+      const read = version === undefined ? undefined : current.get(version);
+      try {
+        if (read) {
+          await core.replaceNamespacedConfigMap({
+            name: CHECKPOINTS_CONFIGMAP,
+            namespace,
+            body: body(document, read),
+          });
+        } else {
+          await core.createNamespacedConfigMap({ namespace, body: body(document, undefined) });
+        }
+        return "written";
+      } catch (error) {
+        if (isConflict(error)) return "conflict";
+        throw new GatehouseError("unavailable", `cannot write ${where}: ${describeApiError(error)}`, {
+          cause: error,
+        });
+      }
     },
   };
+}
+
+/** Options of {@link configMapCheckpoints}. */
+export interface ConfigMapCheckpointOptions {
+  /** The operator's namespace (config.leaderElection.namespace). */
+  namespace: string;
+  /** The witness's keys (`kube/witness-key.ts`). */
+  signer: WitnessSigner;
+  /**
+   * Whether this replica should write (default: always). The operator passes "holds the Lease": every
+   * replica runs the checkpointer, only the leader reads its key and writes the ConfigMap.
+   */
+  isLeader?: () => boolean;
+  metrics?: WitnessMetrics;
+  log?: Pick<Logger, "info" | "warn" | "error">;
+}
+
+/**
+ * The witness over ConfigMap `gatehouse-audit-checkpoints` (`core/witness.ts`). `publish` needs RBAC
+ * get, create and update on the ConfigMap in `options.namespace` and what the signer needs; `list`
+ * needs get. Errors: `unavailable` for API errors, `conflict` for content that does not parse (it is
+ * then left alone) or after repeated conflicting writes.
+ */
+export function configMapCheckpoints(
+  core: CoreV1Api,
+  options: ConfigMapCheckpointOptions,
+): CheckpointPublisher {
+  return witnessPublisher({
+    documents: configMapWitnessDocuments(core, options.namespace),
+    signer: options.signer,
+    ...(options.isLeader ? { isActive: options.isLeader } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
 }

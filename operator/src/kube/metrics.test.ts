@@ -17,6 +17,19 @@ describe("operator metrics", () => {
     expect(await metrics.registry.metrics()).toMatch(/^gatehouse_decision_rules_enforced 0$/m);
   });
 
+  it("says while the audit witness refuses to publish, and at which seq the chain disagrees", async () => {
+    const metrics = createMetrics();
+    metrics.witnessMetrics.refused({ seq: 42, reason: "rewritten", message: "…" });
+    let text = await metrics.registry.metrics();
+    expect(text).toMatch(/^gatehouse_audit_witness_mismatch 1$/m);
+    expect(text).toMatch(/^gatehouse_audit_witness_mismatch_seq 42$/m);
+    expect(sample(text, "gatehouse_audit_witness_refusals_total", 'reason="rewritten"')).toBe(1);
+    metrics.witnessMetrics.agreed(43);
+    text = await metrics.registry.metrics();
+    expect(text).toMatch(/^gatehouse_audit_witness_mismatch 0$/m);
+    expect(text).toMatch(/^gatehouse_audit_witness_mismatch_seq 0$/m);
+  });
+
   it("exposes invoke durations per decision in seconds", async () => {
     const metrics = createMetrics();
     metrics.coreMetrics.invoked("allowed", 40);

@@ -8,6 +8,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CoreMetrics } from "../core/ports.ts";
+import type { WitnessMetrics } from "../core/witness.ts";
 import type { Outcome } from "./workqueue.ts";
 
 /** How an Approval left Pending, as `gatehouse_approval_decision_seconds{outcome}` labels it. */
@@ -55,6 +56,12 @@ export interface OperatorMetrics {
    * `gatehouse_model_request_duration_seconds{endpoint}` and `gatehouse_model_tokens_total{endpoint,direction}`.
    */
   modelProxyMetrics: ModelProxyMetrics;
+  /**
+   * What the audit witness reports: `gatehouse_audit_witness_mismatch` (1 while it refuses to publish),
+   * `gatehouse_audit_witness_mismatch_seq` (the first seq that disagrees, 0 when none) and
+   * `gatehouse_audit_witness_refusals_total{reason}`.
+   */
+  witnessMetrics: WitnessMetrics;
 }
 
 /** Creates the registry with process metrics and Gatehouse's own. */
@@ -159,6 +166,33 @@ export function createMetrics(): OperatorMetrics {
     labelNames: ["endpoint", "direction"],
     registers: [registry],
   });
+  const witnessMismatch = new Gauge({
+    name: "gatehouse_audit_witness_mismatch",
+    help: "1 while the audit witness refuses to publish checkpoints because the chain no longer holds what it kept; a person must intervene (docs/audit.md).",
+    registers: [registry],
+  });
+  const witnessMismatchSeq = new Gauge({
+    name: "gatehouse_audit_witness_mismatch_seq",
+    help: "The first seq at which the chain disagrees with the audit witness (0 while it agrees).",
+    registers: [registry],
+  });
+  const witnessRefusals = new Counter({
+    name: "gatehouse_audit_witness_refusals_total",
+    help: "Checkpoint publications the audit witness refused, per reason (rewritten, removed, forged, broken).",
+    labelNames: ["reason"],
+    registers: [registry],
+  });
+  const witnessMetrics: WitnessMetrics = {
+    agreed() {
+      witnessMismatch.set(0);
+      witnessMismatchSeq.set(0);
+    },
+    refused(disagreement) {
+      witnessMismatch.set(1);
+      witnessMismatchSeq.set(disagreement.seq);
+      witnessRefusals.inc({ reason: disagreement.reason });
+    },
+  };
   const modelProxyMetrics: ModelProxyMetrics = {
     requested(endpoint, outcome, durationMs) {
       modelRequests.inc({ endpoint, outcome });
@@ -181,6 +215,7 @@ export function createMetrics(): OperatorMetrics {
     registry,
     coreMetrics,
     modelProxyMetrics,
+    witnessMetrics,
     approvalDecided(outcome, durationMs) {
       approvalDecisionSeconds.observe({ outcome }, Math.max(0, durationMs) / 1000);
     },

@@ -13,11 +13,13 @@ import type pg from "pg";
 import { type AuditCheckpoint, assertEncodable, decodeAuditRecord, toHex } from "../core/audit.ts";
 import { GatehouseError } from "../core/errors.ts";
 import type { AppendedRecord, AuditEntry, AuditLog, ChainedRecord, Clock } from "../core/ports.ts";
+import type { ChainEvidence } from "../core/witness-continuity.ts";
 import { AppendBatcher } from "./append-batcher.ts";
 import { appendInOneTransaction, MAX_ROWS_PER_INSERT, readHead } from "./audit-append.ts";
 import { readLastCheckpoint, writeCheckpoint } from "./audit-checkpoints.ts";
 import { AUDIT_COLUMN_LIST, type StoredAuditRecord, sealedFromRow, storedFromSealed } from "./audit-row.ts";
 import { type ChainVerifyReport, type VerifyOptions, verifyAuditChain } from "./audit-verify.ts";
+import { readChainEvidence } from "./chain-evidence.ts";
 
 /** Entries per transaction when many appends are waiting. */
 const DEFAULT_MAX_BATCH = 500;
@@ -34,6 +36,8 @@ export interface PostgresAuditLog extends AuditLog {
   head(): Promise<{ seq: number; hash: string }>;
   /** Stores a checkpoint of the current head (idempotent per seq) and returns it. */
   checkpoint(): Promise<AuditCheckpoint>;
+  /** What the chain says about a witness's kept checkpoints and the stretch to `candidate` (`chain-evidence.ts`). */
+  chainEvidence(kept: readonly AuditCheckpoint[], candidate: AuditCheckpoint): Promise<ChainEvidence>;
   /** The checkpoint with the highest seq, if any. */
   lastCheckpoint(): Promise<AuditCheckpoint | undefined>;
   /** Verifies the chain; see `verifyAuditChain` in `audit-verify.ts`. */
@@ -87,6 +91,8 @@ export function createPostgresAuditLog(
     checkpoint: () => writeCheckpoint(pool, clock),
 
     lastCheckpoint: () => readLastCheckpoint(pool),
+
+    chainEvidence: (kept, candidate) => readChainEvidence(pool, kept, candidate),
 
     verify: (verifyOptions) => verifyAuditChain(pool, verifyOptions),
 

@@ -5,7 +5,8 @@
  * (`core/audit.ts`): its hash recomputed from the stored bytes, its link to the previous hash, its
  * bytes being their own RFC 8785 form, and every queryable column against the hashed bytes. Sequence
  * gaps are reported, and the head is compared with the last stored checkpoint plus any checkpoints
- * kept outside Postgres.
+ * kept outside Postgres; the outside checkpoints' signature checks (`core/witness-signature.ts`), when
+ * given, count towards the verdict too.
  */
 import type pg from "pg";
 import {
@@ -17,6 +18,7 @@ import {
   EMPTY_CHAIN_HEAD,
 } from "../core/audit.ts";
 import { GatehouseError } from "../core/errors.ts";
+import { type SignatureCheck, signatureAcceptable } from "../core/witness-signature.ts";
 import { readLastCheckpoint } from "./audit-checkpoints.ts";
 import { AUDIT_COLUMN_LIST, sealedFromRow } from "./audit-row.ts";
 import { toBytes, toSafeInteger } from "./sql-values.ts";
@@ -42,6 +44,11 @@ export interface VerifyOptions {
   fromSeq?: number;
   /** Checkpoints kept outside Postgres (the ConfigMap copy), compared as well as the last stored one. */
   checkpoints?: AuditCheckpoint[];
+  /**
+   * The signature checks of `checkpoints` (`checkSignatures` against the published keys); a failing
+   * one makes the chain's verdict broken, `unsigned_legacy` does not.
+   */
+  signatures?: SignatureCheck[];
   /** Rows per page (default 5000). */
   pageSize?: number;
   /** Called after every page. */
@@ -54,10 +61,22 @@ export interface SourcedCheckpointCheck extends CheckpointCheck {
   source: "postgres" | "outside";
 }
 
+/** The first kept checkpoint that disagrees with the chain or whose signature fails, by seq. */
+export interface CheckpointDisagreement {
+  seq: number;
+  source: "postgres" | "outside";
+  /** `hash_mismatch`: the chain holds another hash there; `missing`: the chain lacks that record; `signature`: its signature fails. */
+  problem: "hash_mismatch" | "missing" | "signature";
+  message: string;
+}
+
 /** The report of `core/audit.ts` plus the first seq verified, each checkpoint labelled with its source. */
 export interface ChainVerifyReport extends AuditVerifyReport {
   fromSeq: number;
   checkpoints: SourcedCheckpointCheck[];
+  /** The outside checkpoints' signature checks (empty when none were given). */
+  signatures: SignatureCheck[];
+  firstDisagreement?: CheckpointDisagreement;
 }
 
 const DEFAULT_PAGE_SIZE = 5000;
@@ -120,7 +139,44 @@ export async function verifyAuditChain(
       source: check.checkpoint === last ? "postgres" : "outside",
     }),
   );
-  return { ...report, checkpoints, fromSeq };
+  const signatures = options.signatures ?? [];
+  const firstDisagreement = firstDisagreementOf(checkpoints, signatures);
+  return {
+    ...report,
+    ok: report.ok && signatures.every((check) => signatureAcceptable(check.status)),
+    checkpoints,
+    signatures,
+    fromSeq,
+    ...(firstDisagreement ? { firstDisagreement } : {}),
+  };
+}
+
+/** The disagreement of the lowest seq; at one seq, the chain's before the signature's. */
+function firstDisagreementOf(
+  checkpoints: SourcedCheckpointCheck[],
+  signatures: SignatureCheck[],
+): CheckpointDisagreement | undefined {
+  const found: CheckpointDisagreement[] = [
+    ...checkpoints
+      .filter((check) => check.status !== "ok")
+      .map((check) => ({
+        seq: check.checkpoint.seq,
+        source: check.source,
+        problem: check.status as "hash_mismatch" | "missing",
+        message: check.message,
+      })),
+    ...signatures
+      .filter((check) => !signatureAcceptable(check.status))
+      .map((check) => ({
+        seq: check.seq,
+        source: "outside" as const,
+        problem: "signature" as const,
+        message: `${check.status}: ${check.message}`,
+      })),
+  ];
+  return found.sort(
+    (a, b) => a.seq - b.seq || Number(a.problem === "signature") - Number(b.problem === "signature"),
+  )[0];
 }
 
 /** The nearest record below `fromSeq` (its hash is the anchor), or the empty chain's head. */

@@ -133,9 +133,11 @@ ${CONNECTION_FLAGS}`,
 All read the Postgres of $DATABASE_URL (SELECT on the audit tables; the operator role has it).
 
 audit verify runs gatehouse-audit verify (operator/src/cli/gatehouse-audit.ts): recomputes the audit
-chain and compares its head with the checkpoints in ConfigMap gatehouse-audit-checkpoints, read with
-your kubeconfig. Here -n is the operator's namespace (default gatehouse-system). Exit codes: 0 intact,
-1 broken, 2 usage or read error.
+chain, compares it with every checkpoint the witness keeps in ConfigMap gatehouse-audit-checkpoints
+(read with your kubeconfig) and checks each one's signature against the keys published there; it names
+the first checkpoint that disagrees, and entries written before signing show as unsigned (legacy).
+Here -n is the operator's namespace (default gatehouse-system). Exit codes: 0 intact, 1 broken (a
+failing signature included), 2 usage or read error.
 
       --from SEQ            start at sequence number SEQ
       --json                the whole report as JSON
