@@ -68,7 +68,7 @@ const signerOf = (key: WitnessKey) => ({
 });
 
 /** Runs `gatehouse-audit verify --witness-file` over `document`, as the ConfigMap `kubectl get -o json` prints. */
-async function verifyWith(document: WitnessDocument, databaseUrl: string) {
+async function verifyWith(document: WitnessDocument, databaseUrl: string, extra: string[] = []) {
   const dir = await mkdtemp(join(tmpdir(), "gatehouse-witness-"));
   const file = join(dir, "configmap.json");
   try {
@@ -87,7 +87,7 @@ async function verifyWith(document: WitnessDocument, databaseUrl: string) {
     return await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
         process.execPath,
-        [CLI, "verify", "--witness-file", file],
+        [CLI, "verify", "--witness-file", file, ...extra],
         { env: { ...process.env, DATABASE_URL: databaseUrl } },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
       );
@@ -329,6 +329,50 @@ describe("audit checkpoints", () => {
         outcome: "refused",
         disagreement: { seq: 6, reason: "forged" },
       });
+    } finally {
+      await checkpointer.stop();
+    }
+  });
+
+  it("with --trust-kid, fails a checkpoint signed by a key someone added to the ConfigMap, and signed checkpoints removed", async () => {
+    const documents = memoryDocuments();
+    const publisher = witnessPublisher({ documents, signer: signerOf(key) });
+    const checkpointer = startCheckpointer(log, { intervalMs: 3_600_000, publisher });
+    try {
+      for (let i = 1; i <= 3; i++) await log.append(auditEntry(i));
+      await checkpointer.checkpointNow();
+      for (let i = 4; i <= 6; i++) await log.append(auditEntry(i));
+      const head = await log.head();
+      const honest = documents.document!;
+
+      // Whoever may update the ConfigMap publishes a key of their own beside the witness's and signs
+      // with it: the keys the ConfigMap lists vouch for it.
+      const theirs = newWitnessKey(new Date());
+      const forged = signCheckpoint(
+        { seq: head.seq, headHash: head.hash, atMicros: nowMicros },
+        { kid: theirs.kid, privateKey: privateKeyOf(theirs.privateJwk!) },
+      );
+      const planted = {
+        checkpoints: [...honest.checkpoints, forged],
+        keys: [...honest.keys, publicPartOf(theirs)],
+      };
+      expect((await verifyWith(planted, db.operatorUrl)).code).toBe(0);
+
+      // A person who pinned the witness's key id (from an earlier reading) is not fooled.
+      const pinned = await verifyWith(planted, db.operatorUrl, ["--trust-kid", key.kid]);
+      expect(pinned.code).toBe(1);
+      expect(pinned.stdout).toContain(`SIGNATURE FAILED (unknown_kid): signed by kid ${theirs.kid}`);
+      expect((await verifyWith(honest, db.operatorUrl, ["--trust-kid", key.kid])).code).toBe(0);
+
+      // Nor by every signed checkpoint and key removed, leaving what would read as legacy entries.
+      const stripped = {
+        checkpoints: honest.checkpoints.map(({ seq, headHash, atMicros }) => ({ seq, headHash, atMicros })),
+        keys: [],
+      };
+      expect((await verifyWith(stripped, db.operatorUrl)).code).toBe(0);
+      const strippedPinned = await verifyWith(stripped, db.operatorUrl, ["--trust-kid", key.kid]);
+      expect(strippedPinned.code).toBe(1);
+      expect(strippedPinned.stdout).toContain("SIGNATURE FAILED (unsigned_after_signing)");
     } finally {
       await checkpointer.stop();
     }

@@ -95,6 +95,18 @@ describe("gatehouse-audit verify", () => {
       "db",
       /--witness-file reads the ConfigMap from a file: give it or --kubeconfig\/--context\/--namespace, not both/,
     ],
+    [
+      "--trust-kid is given without a witness to check",
+      ["verify", "--trust-kid", "x".repeat(43)],
+      "db",
+      /--trust-kid checks the witness's signatures: give --kubeconfig\/--context\/--namespace or --witness-file too/,
+    ],
+    [
+      "--trust-kid is not a key id",
+      ["verify", "--witness-file", "cm.json", "--trust-kid", "kPrK"],
+      "db",
+      /--trust-kid "kPrK" is not a witness key id \(43 base64url characters, as verify prints them\)/,
+    ],
     ["the database does not answer", ["verify"], "postgres://nobody@127.0.0.1:1/none", /cannot verify/],
   ])("exits 2 when %s", async (_, args, url, message) => {
     const run = await gatehouseAudit(args, url === "db" ? db.operatorUrl : url);

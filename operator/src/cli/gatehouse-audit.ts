@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 /**
  * `gatehouse-audit` — reads the audit chain in the Postgres named by `DATABASE_URL` (DESIGN §6).
  *
- * `gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS] [--witness-file FILE]`
+ * `gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS] [--witness-file FILE] [--trust-kid KID]…`
  * verifies the chain: every hash recomputed from the stored bytes, every link, every column against
  * the hashed bytes, sequence gaps, and the head against the last checkpoint. With `--kubeconfig`,
  * `--context` or `--namespace` it also compares the chain with every checkpoint the witness keeps
@@ -11,7 +11,9 @@ import { readFile } from "node:fs/promises";
  * gatehouse-system; the kubeconfig defaults to $KUBECONFIG, else ~/.kube/config), and checks each
  * one's signature against the public keys published there (`unsigned (legacy)` for checkpoints
  * written before signing is not a failure). `--witness-file FILE` reads that ConfigMap from a copy
- * instead (`kubectl get configmap gatehouse-audit-checkpoints -o json`), for an archived one. A progress bar is
+ * instead (`kubectl get configmap gatehouse-audit-checkpoints -o json`), for an archived one.
+ * `--trust-kid KID` (repeatable) checks signatures against those witness keys only, not whatever keys
+ * the ConfigMap lists (whoever may update it may list their own). A progress bar is
  * drawn on stderr when it is a terminal; the verdict goes to stdout (`--json`: the whole report).
  * Exit codes: 0 the chain is intact; 1 it is broken (tampering or loss detected); 2 usage error,
  * missing `DATABASE_URL`, the database or the ConfigMap could not be read (a ConfigMap asked for
@@ -36,7 +38,7 @@ import { parseArgs } from "node:util";
 import { CoreV1Api, type V1ConfigMap } from "@kubernetes/client-node";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../api/kinds.ts";
 import type { WitnessDocument } from "../core/witness.ts";
-import { checkSignatures, type SignatureCheck } from "../core/witness-signature.ts";
+import { checkSignatures, type SignatureCheck, trustedWitnessKeys } from "../core/witness-signature.ts";
 import {
   CHECKPOINTS_CONFIGMAP,
   decodeWitnessDocument,
@@ -56,13 +58,14 @@ import {
 import { ProgressBar } from "./progress-bar.ts";
 import { verifyReportLines } from "./verify-report-text.ts";
 
-const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS] [--witness-file FILE]
+const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS] [--witness-file FILE] [--trust-kid KID]…
        gatehouse-audit show --approval NAME [--namespace NS] [--json]
        gatehouse-audit lifecycle [--kubeconfig FILE] [--context NAME] [--json]
 (all read DATABASE_URL)
   verify   recompute the audit chain and compare it with the checkpoints and their signatures;
            --namespace is the operator's (the ConfigMap gatehouse-audit-checkpoints there; default
-           gatehouse-system); --witness-file reads a copy of that ConfigMap (kubectl get -o json)
+           gatehouse-system); --witness-file reads a copy of that ConfigMap (kubectl get -o json);
+           --trust-kid KID trusts only that witness key (repeatable), not the keys the ConfigMap lists
   show     print Approval NAME's history from the chain alone: request, decisions, outcome, execution;
            --namespace is the Approval's (default: every namespace with an Approval of that name)
   lifecycle  check that every Approval request has an end in the chain or a live Approval in the
@@ -128,7 +131,8 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
   let signatures: SignatureCheck[] = [];
   if (witness && outsideName) {
-    signatures = checkSignatures(witness.checkpoints, witness.keys);
+    const trust = trustedWitnessKeys(witness.keys, parsed.trustKids);
+    signatures = checkSignatures(witness.checkpoints, trust.keys, trust.signingBegan);
     const seqs = witness.checkpoints.map((c) => c.seq);
     const signed = signatures.filter((c) => c.status === "valid").length;
     // --json: stdout holds the report only.
@@ -266,6 +270,8 @@ function parseCommand(argv: string[]): {
   json: boolean;
   configMap?: ConfigMapSource;
   witnessFile?: string;
+  /** `--trust-kid`: the witness key ids to trust, not whatever keys the ConfigMap lists. */
+  trustKids?: string[];
   show?: ShowCommand;
   lifecycle?: KubeconfigSource;
 } {
@@ -280,6 +286,7 @@ function parseCommand(argv: string[]): {
       namespace: { type: "string", short: "n" },
       approval: { type: "string" },
       "witness-file": { type: "string" },
+      "trust-kid": { type: "string", multiple: true },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -292,6 +299,9 @@ function parseCommand(argv: string[]): {
   }
   if (command !== "verify" && values["witness-file"] !== undefined) {
     throw new Error(`--witness-file belongs to verify, not ${command}`);
+  }
+  if (command !== "verify" && values["trust-kid"] !== undefined) {
+    throw new Error(`--trust-kid belongs to verify, not ${command}`);
   }
   if (command === "show") return { help: false, fromSeq: 1, json: values.json, show: showCommandOf(values) };
   if (command === "lifecycle") {
@@ -325,12 +335,25 @@ function parseCommand(argv: string[]): {
     );
   }
   if (witnessFile === "") throw new Error("--witness-file must name a file");
+  const trustKids = values["trust-kid"];
+  if (trustKids !== undefined && !configMap && witnessFile === undefined) {
+    throw new Error(
+      "--trust-kid checks the witness's signatures: give --kubeconfig/--context/--namespace or --witness-file too",
+    );
+  }
+  const malformed = trustKids?.find((kid) => !/^[A-Za-z0-9_-]{43}$/.test(kid));
+  if (malformed !== undefined) {
+    throw new Error(
+      `--trust-kid ${JSON.stringify(malformed)} is not a witness key id (43 base64url characters, as verify prints them)`,
+    );
+  }
   return {
     help: false,
     fromSeq,
     json: values.json,
     ...(configMap ? { configMap } : {}),
     ...(witnessFile !== undefined ? { witnessFile } : {}),
+    ...(trustKids !== undefined ? { trustKids } : {}),
   };
 }
 

@@ -7,7 +7,7 @@
  *   kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS|false]
  *   kubectl gatehouse resolve NAME --succeeded|--failed --reason TEXT [--wait SECONDS|false]
  *   kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json]
- *   kubectl gatehouse audit verify [--from SEQ] [--json]
+ *   kubectl gatehouse audit verify [--from SEQ] [--json] [--trust-kid KID]…
  *   kubectl gatehouse audit show NAME [-n NS] [-o text|json]
  *   kubectl gatehouse audit lifecycle [--json]
  *   … [--kubeconfig FILE] [--context NAME] [-n NS] [-h]
@@ -49,7 +49,12 @@ const FLAGS = {
   reject: DECISION,
   resolve: { ...DECISION, succeeded: { type: "boolean" }, failed: { type: "boolean" } },
   transcript: { gateway: { type: "string" }, output: { type: "string", short: "o" } },
-  audit: { from: { type: "string" }, json: { type: "boolean" }, output: { type: "string", short: "o" } },
+  audit: {
+    from: { type: "string" },
+    json: { type: "boolean" },
+    output: { type: "string", short: "o" },
+    "trust-kid": { type: "string", multiple: true },
+  },
 } as const satisfies Record<string, ParseArgsOptionsConfig>;
 
 type Command = keyof typeof FLAGS;
@@ -196,12 +201,13 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
       }
       case "audit": {
         const sub = positionals[1];
-        const v = values as { from?: string; json?: boolean; output?: string };
+        const v = values as { from?: string; json?: boolean; output?: string; "trust-kid"?: string[] };
         if (sub === "show") {
           const [, name] = positionalsExactly(positionals, 2, "the Approval's NAME");
           const foreign = [
             ...(v.from !== undefined ? ["--from"] : []),
             ...(v.json !== undefined ? ["--json (use -o json)"] : []),
+            ...(v["trust-kid"] !== undefined ? ["--trust-kid"] : []),
             ...(flags.kubeconfig !== undefined ? ["--kubeconfig"] : []),
             ...(flags.context !== undefined ? ["--context"] : []),
           ];
@@ -216,7 +222,12 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
         }
         if (sub === "lifecycle") {
           positionalsExactly(positionals, 1, "no more arguments");
-          if (v.from !== undefined || v.output !== undefined || flags.namespace !== undefined) {
+          if (
+            v.from !== undefined ||
+            v.output !== undefined ||
+            flags.namespace !== undefined ||
+            v["trust-kid"] !== undefined
+          ) {
             throw new UsageError("audit lifecycle takes only --json and the kubeconfig flags");
           }
           return await runAuditLifecycle({ ...flags, json: v.json === true });
@@ -224,7 +235,12 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
         const [only] = positionalsExactly(positionals, 1, "the audit command (verify, show or lifecycle)");
         if (only !== "verify") throw new UsageError(`unknown audit command ${JSON.stringify(only)}`);
         if (v.output !== undefined) throw new UsageError("audit verify takes --json, not -o");
-        return await runAuditVerify({ ...flags, from: v.from, json: v.json === true });
+        return await runAuditVerify({
+          ...flags,
+          from: v.from,
+          json: v.json === true,
+          trustKids: v["trust-kid"],
+        });
       }
     }
   } catch (error) {

@@ -10,6 +10,7 @@ import {
   publicPartOf,
   signCheckpoint,
   signingKeyOf,
+  trustedWitnessKeys,
   type WitnessCheckpoint,
   type WitnessKey,
 } from "./witness-signature.ts";
@@ -20,6 +21,13 @@ const checkpoint = (seq: number): AuditCheckpoint => ({
   atMicros: 1_795_000_000_000_000 + seq,
 });
 const now = new Date("2026-12-01T10:00:00.000Z");
+
+/** `sig` (base64url) with the first bit of its first byte flipped. */
+function flipFirstBit(sig: string): string {
+  const bytes = Buffer.from(sig, "base64url");
+  bytes[0] = (bytes[0] ?? 0) ^ 0x80;
+  return bytes.toString("base64url");
+}
 const signer = (key: WitnessKey) => ({ kid: key.kid, privateKey: privateKeyOf(key.privateJwk!) });
 
 describe("checkpoint signatures", () => {
@@ -53,7 +61,9 @@ describe("checkpoint signatures", () => {
     ["hash", (c: WitnessCheckpoint) => ({ ...c, headHash: "f".repeat(64) })],
     ["seq", (c: WitnessCheckpoint) => ({ ...c, seq: c.seq + 1 })],
     ["time", (c: WitnessCheckpoint) => ({ ...c, atMicros: c.atMicros + 1 })],
-    ["signature", (c: WitnessCheckpoint) => ({ ...c, sig: `${c.sig!.slice(0, -2)}AA` })],
+    // One bit of the signature's first byte: replacing base64url characters could leave the bytes the
+    // same (the last character's padding bits; or the characters were those already), 1 run in 256.
+    ["signature", (c: WitnessCheckpoint) => ({ ...c, sig: flipFirstBit(c.sig!) })],
   ])("fail when the %s was changed after signing", (_field, change) => {
     const key = newWitnessKey(now);
     const forged = change(signCheckpoint(checkpoint(7), signer(key)));
@@ -66,7 +76,7 @@ describe("checkpoint signatures", () => {
     const forged = signCheckpoint(checkpoint(7), signer(theirs));
     expect(checkSignatures([forged], [publicPartOf(ours)])[0]).toMatchObject({
       status: "unknown_kid",
-      message: `signed by kid ${theirs.kid}, which is not a published witness key`,
+      message: `signed by kid ${theirs.kid}, which is not a published (or, with --trust-kid, a trusted) witness key`,
     });
   });
 
@@ -140,5 +150,36 @@ describe("checkpoint signatures", () => {
       "unsigned_legacy",
       "unsigned_after_signing",
     ]);
+  });
+
+  it("count only the pinned keys with --trust-kid: a key added to the document signs nothing that counts", () => {
+    const ours = newWitnessKey(now);
+    const theirs = newWitnessKey(now);
+    const published = [publicPartOf(ours), publicPartOf(theirs)];
+    const forged = signCheckpoint(checkpoint(9), signer(theirs));
+    expect(checkSignatures([forged], published).map((c) => c.status)).toEqual(["valid"]);
+    const trust = trustedWitnessKeys(published, [ours.kid]);
+    expect(trust.keys.map((k) => k.kid)).toEqual([ours.kid]);
+    expect(checkSignatures([forged], trust.keys, trust.signingBegan).map((c) => c.status)).toEqual([
+      "unknown_kid",
+    ]);
+  });
+
+  it("treat signing as begun with --trust-kid, so a document stripped of its keys and signed entries fails", () => {
+    const ours = newWitnessKey(now);
+    const stripped = [checkpoint(1), checkpoint(2)];
+    expect(checkSignatures(stripped, []).map((c) => c.status)).toEqual([
+      "unsigned_legacy",
+      "unsigned_legacy",
+    ]);
+    const trust = trustedWitnessKeys([], [ours.kid]);
+    expect(checkSignatures(stripped, trust.keys, trust.signingBegan).map((c) => c.status)).toEqual([
+      "unsigned_after_signing",
+      "unsigned_after_signing",
+    ]);
+    expect(trustedWitnessKeys([publicPartOf(ours)], undefined)).toEqual({
+      keys: [publicPartOf(ours)],
+      signingBegan: true,
+    });
   });
 });

@@ -220,7 +220,7 @@ export function checkSignatures(
         seq,
         status: "unknown_kid",
         kid,
-        message: `signed by kid ${kid}, which is not a published witness key`,
+        message: `signed by kid ${kid}, which is not a published (or, with --trust-kid, a trusted) witness key`,
       };
     }
     if (kidOf(key.publicJwk) !== kid) {
@@ -236,6 +236,22 @@ export function checkSignatures(
     }
     return { seq, status: "valid", kid, message: `signed by key ${kid}` };
   });
+}
+
+/**
+ * The published keys a person trusts, for {@link checkSignatures}: with `trusted` kids pinned (from an
+ * earlier, trusted reading — trust on first use, as SSH host keys), only those keys; a key someone
+ * added to the document then signs nothing that counts, and `signingBegan` holds, so removing every
+ * signed checkpoint does not pass as legacy. Without pins, every published key. Pure.
+ */
+export function trustedWitnessKeys(
+  keys: readonly WitnessPublicKey[],
+  trusted: readonly string[] | undefined,
+): { keys: WitnessPublicKey[]; signingBegan: boolean } {
+  if (trusted === undefined || trusted.length === 0)
+    return { keys: [...keys], signingBegan: keys.length > 0 };
+  const pinned = new Set(trusted);
+  return { keys: keys.filter((key) => pinned.has(key.kid)), signingBegan: true };
 }
 
 function verifies(checkpoint: AuditCheckpoint, kid: string, sig: string, jwk: Ed25519PublicJwk): boolean {

@@ -16,6 +16,8 @@ export interface AuditOptions {
   namespace?: string | undefined;
   from?: string | undefined;
   json: boolean;
+  /** Witness key ids to trust (`--trust-kid`), not the keys the ConfigMap lists. */
+  trustKids?: string[] | undefined;
 }
 
 /** What `audit show` forwards. */
@@ -37,6 +39,7 @@ export function auditArguments(options: AuditOptions): string[] {
     ...(options.context ? ["--context", options.context] : []),
     "--namespace",
     options.namespace || "gatehouse-system",
+    ...(options.trustKids ?? []).flatMap((kid) => ["--trust-kid", kid]),
   ];
 }
 

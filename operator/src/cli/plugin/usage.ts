@@ -126,7 +126,7 @@ RBAC lets you get that AgentSession.
 
 ${CONNECTION_FLAGS}`,
 
-  audit: `Usage: kubectl gatehouse audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [-n NS]
+  audit: `Usage: kubectl gatehouse audit verify [--from SEQ] [--json] [--trust-kid KID]… [--kubeconfig FILE] [--context NAME] [-n NS]
        kubectl gatehouse audit show NAME [-n NS] [-o text|json]
        kubectl gatehouse audit lifecycle [--json] [--kubeconfig FILE] [--context NAME]
 
@@ -141,6 +141,8 @@ failing signature included), 2 usage or read error.
 
       --from SEQ            start at sequence number SEQ
       --json                the whole report as JSON
+      --trust-kid KID       trust only this witness key (repeatable), not the keys the ConfigMap
+                            lists: note the kid verify prints once, from a reading you trust
 
 audit show runs gatehouse-audit show: prints Approval NAME's whole history from the audit chain alone —
 who requested it (arguments digest, target and version, approvers, expiry), each decision (approver,
