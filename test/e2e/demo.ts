@@ -111,10 +111,14 @@ async function main(): Promise<number> {
     })();
     return stopping;
   };
-  process.once("SIGINT", () => {
-    console.log("\nstopping…");
-    void stopAll().then(() => process.exit(0));
-  });
+  // Ctrl-C, and a plain `kill`: either stops everything in order (the node's namespaces, bridge and
+  // firewall table, the operator, the control plane), so nothing is left on the host.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      console.log(`\nstopping (${signal})…`);
+      void stopAll().then(() => process.exit(0));
+    });
+  }
   try {
     console.log(dim(`control plane up: ${cluster.serverURL} (kubeconfig ${cluster.kubeconfigPath})`));
     const node = await startLocalNode(cluster);

@@ -212,6 +212,8 @@ function startOperator(env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
       cwd: REPO_ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],
+      // Its own process group: Ctrl-C on the demo reaches the demo, which stops the operator first.
+      detached: true,
     },
   );
   child.stdout?.pipe(log);

@@ -65,7 +65,7 @@ describe("maxToolCalls and maxWrites, reserved before anything runs", () => {
     const denied = auditPayloads(world, AuditKind.denied);
     expect(denied.map((p) => p.reason)).toEqual(Array(18).fill("ToolCallLimitReached"));
     expect(results.filter((r) => r.answer.status === "denied").map((r) => r.answer.content)).toEqual(
-      Array(18).fill(expect.stringMatching(/used all 2 tool calls/)),
+      Array(18).fill(expect.stringMatching(/used the 2 tool calls it is allowed/)),
     );
   });
 

@@ -131,7 +131,7 @@ describe("policy decision", () => {
     expect(limitDecision("write", 1)).toMatchObject({
       verdict: "deny",
       reason: "WriteLimitReached",
-      message: "this session has used all 1 writes it is allowed",
+      message: "this session has used the 1 write it is allowed",
     });
   });
 

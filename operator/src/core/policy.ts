@@ -144,12 +144,12 @@ export function limitDecision(resource: BudgetResource, limit: number): PolicyDe
     ? {
         verdict: "deny",
         reason: "ToolCallLimitReached",
-        message: `this session has used all ${limit} tool calls it is allowed; finish with what you have`,
+        message: `this session has used the ${limit} tool ${limit === 1 ? "call" : "calls"} it is allowed; finish with what you have`,
       }
     : {
         verdict: "deny",
         reason: "WriteLimitReached",
-        message: `this session has used all ${limit} writes it is allowed`,
+        message: `this session has used the ${limit} ${limit === 1 ? "write" : "writes"} it is allowed`,
       };
 }
 

@@ -39,6 +39,9 @@ export class ManagedProcess {
         cwd: options.cwd,
         env: options.env ?? process.env,
         stdio: ["ignore", log, log],
+        // A process group of its own: a terminal's Ctrl-C reaches only the harness, which stops the
+        // components in order (etcd last), instead of etcd dying under a draining API server.
+        detached: true,
       });
     } finally {
       closeSync(log);

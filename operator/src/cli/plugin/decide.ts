@@ -273,7 +273,9 @@ export async function decide(
     if (code !== EXIT.ok) {
       const call = options.verdict === "Approve" ? "the call you approved" : "the call";
       output.err(
-        `kubectl-gatehouse: Approval ${options.name} is ${approval.status?.phase}: ${call} did not run or did not succeed`,
+        approval.status?.phase === "Unknown"
+          ? `kubectl-gatehouse: Approval ${options.name} is Unknown: ${call} may have run — nobody knows its outcome; check the business system, then kubectl gatehouse resolve ${options.name} -n ${connection.namespace} --succeeded|--failed --reason "…"`
+          : `kubectl-gatehouse: Approval ${options.name} is ${approval.status?.phase}: ${call} did not run or did not succeed`,
       );
     }
     return code;

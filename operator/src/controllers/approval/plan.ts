@@ -42,7 +42,7 @@ import { isSettled } from "../../kube/approval-outcome.ts";
 import { requestOf } from "../../kube/approvals.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { hasFinalizer } from "../../kube/finalizers.ts";
-import { needsResolution, planResolution } from "./resolution.ts";
+import { needsResolution, planResolution, unknownOutcomeMessage } from "./resolution.ts";
 
 /** `status` of an Approval. */
 export type ApprovalStatus = NonNullable<Approval["status"]>;
@@ -557,7 +557,7 @@ export function executionStatusOf(execution: ExecutionRecord): ApprovalStatus["e
   return {
     id: execution.id,
     state: execution.state,
-    ...(execution.errorKind ? { errorKind: execution.errorKind } : {}),
+    ...(execution.errorKind && execution.state !== "succeeded" ? { errorKind: execution.errorKind } : {}),
     ...(summary ? { resultSummary: summary.slice(0, 4096) } : {}),
     startedAt: iso(execution.createdAtMicros),
     ...(execution.state !== "started" ? { finishedAt: iso(execution.updatedAtMicros) } : {}),
@@ -599,7 +599,10 @@ export function planDispatchOutcome(
         type: "Executed",
         status: next === "Executing" ? "False" : "True",
         reason: next,
-        message: final.execution?.resultSummary ?? next,
+        message:
+          next === "Unknown"
+            ? unknownOutcomeMessage(approval, final.execution?.resultSummary)
+            : (final.execution?.resultSummary ?? next),
         observedGeneration: generation,
       },
       now,

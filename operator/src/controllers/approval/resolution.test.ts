@@ -46,7 +46,21 @@ describe("planResolution", () => {
     expect(plan.resolve).toBeUndefined();
     expect(plan.status.phase).toBe("Unknown");
     expect(plan.status.execution).toMatchObject({ id: "e1", state: "unknown" });
-    expect(plan.status.conditions?.[0]).toMatchObject({ type: "Executed", reason: "Unknown" });
+    expect(plan.status.conditions?.[0]).toMatchObject({
+      type: "Executed",
+      reason: "Unknown",
+      message:
+        'no definite answer from the provider. Check the business system, then: kubectl gatehouse resolve apr-1 -n plant-a --succeeded|--failed --reason "…"',
+    });
+  });
+
+  it("drops the unknown_outcome error kind once the outcome is settled as a success", () => {
+    const plan = planResolution(approval({ phase: "Unknown", resolutions: [carol] }), {
+      ...resolvedRow,
+      errorKind: "unknown_outcome",
+    } as ExecutionRecord);
+    expect(plan.status.execution).toMatchObject({ state: "succeeded" });
+    expect(plan.status.execution).not.toHaveProperty("errorKind");
   });
 
   it("marks an Auto execution's new record Unknown from its row", () => {

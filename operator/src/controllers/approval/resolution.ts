@@ -53,6 +53,15 @@ export function needsResolution(approval: Approval): boolean {
  * person settled it); status.execution is copied from the row. No row: nothing to do but keep the
  * status. Pure.
  */
+/**
+ * The Executed condition's message while an outcome is unknown: what is known, and how a person
+ * settles it (the command, with the namespace and the reason admission requires).
+ */
+export function unknownOutcomeMessage(approval: Approval, summary: string | undefined): string {
+  const known = (summary ?? "the outcome is unknown").replace(/[.\s]+$/, "");
+  return `${known}. Check the business system, then: kubectl gatehouse resolve ${approval.metadata.name} -n ${approval.metadata.namespace} --succeeded|--failed --reason "…"`;
+}
+
 export function planResolution(approval: Approval, execution: ExecutionRecord | undefined): ResolutionPlan {
   const status: Status = { ...approval.status, observedGeneration: approval.metadata.generation };
   if (!execution) return { status };
@@ -78,7 +87,8 @@ export function planResolution(approval: Approval, execution: ExecutionRecord | 
   status.execution = {
     id: execution.id,
     state: execution.state,
-    ...(execution.errorKind ? { errorKind: execution.errorKind } : {}),
+    // A settled success carries no error kind: the unknown_outcome it had is history, in the chain.
+    ...(execution.errorKind && execution.state !== "succeeded" ? { errorKind: execution.errorKind } : {}),
     ...(summary ? { resultSummary: summary.slice(0, 4096) } : {}),
     startedAt: iso(execution.createdAtMicros),
     ...(execution.state !== "started" ? { finishedAt: iso(execution.updatedAtMicros) } : {}),
@@ -101,7 +111,9 @@ export function planResolution(approval: Approval, execution: ExecutionRecord | 
           ? `resolved by ${resolution.resolver} as ${phase}: ${resolution.reason}`
           : phase === "Succeeded" || phase === "Failed"
             ? `the provider settled the unknown outcome as ${phase}${summary ? `: ${summary}` : ""}`
-            : (summary ?? phase),
+            : phase === "Unknown"
+              ? unknownOutcomeMessage(approval, summary)
+              : (summary ?? phase),
       observedGeneration: approval.metadata.generation,
     },
     // The time only matters when the condition changes; setCondition keeps it otherwise.

@@ -227,6 +227,19 @@ describe("fake APS drop switch", () => {
     await expect(publish("alice", 2, "key-http")).rejects.toThrow();
     expect(aps.publishes()).toHaveLength(1);
   });
+
+  it("is switched off again with count 0", async () => {
+    await draft("alice");
+    const drop = (count: number) =>
+      fetch(`${aps.url}/_fake/drop`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ operation: "publish", count }),
+      }).then((r) => r.json());
+    expect(await drop(5)).toEqual({ operation: "publish", pending: 5 });
+    expect(await drop(0)).toEqual({ operation: "publish", pending: 0 });
+    expect(await publish("alice", 2, "key-off")).toMatchObject({ status: 200 });
+  });
 });
 
 describe("fake APS persistence", () => {

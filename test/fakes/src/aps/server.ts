@@ -6,7 +6,7 @@
  *   POST /api/plans/:id/publish {version}  → 200 publication        (right plan.publish; Idempotency-Key required)
  *   GET  /api/operations/:key              → OperationRecord        (right operation.read): the status query
  *   GET  /_fake/publishes                  → PublishEvent[]         (test hook, no user)
- *   POST /_fake/drop {operation, count?}   → {pending}              (test hook: drop the next answers)
+ *   POST /_fake/drop {operation, count?}   → {pending}              (test hook: drop the next `count` answers; 0 disarms)
  * Errors: `{error, message}` with 400 invalid_request, 401 unauthenticated, 403 forbidden, 404 not_found,
  * 409 conflict (a stale version), 422 idempotency_key_reused.
  *
@@ -38,7 +38,10 @@ export interface FakeAps {
   url: string;
   state: ApsState;
   publishes(): PublishEvent[];
-  /** Carry out the next `count` (default 1) requests of `operation`, then destroy their connection unanswered. */
+  /**
+   * Carry out the next `count` (default 1) requests of `operation`, then destroy their connection
+   * unanswered; sets the number pending, so `count: 0` disarms it.
+   */
   dropResponses(operation: DroppableOperation, count?: number): void;
   close(): Promise<void>;
 }
@@ -64,7 +67,7 @@ export async function startFakeAps(options: FakeApsOptions): Promise<FakeAps> {
   });
   const pendingDrops = new Map<DroppableOperation, number>();
   const dropResponses = (operation: DroppableOperation, count = 1) => {
-    pendingDrops.set(operation, (pendingDrops.get(operation) ?? 0) + count);
+    pendingDrops.set(operation, count);
   };
   const app = Fastify({ logger: false });
 
