@@ -91,7 +91,9 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
   const url = env.DATABASE_URL;
   if (!url) {
-    process.stderr.write(`gatehouse-audit: DATABASE_URL is not set\n${USAGE}\n`);
+    process.stderr.write(
+      `gatehouse-audit: DATABASE_URL is not set: set it to the URL of a login that may SELECT the audit tables (the controller's runtime login has it)\n${USAGE}\n`,
+    );
     return EXIT.error;
   }
   if (parsed.show) return showApproval(url, parsed.show);
@@ -125,7 +127,9 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       }
       witness = read.document;
     } catch (error) {
-      process.stderr.write(`gatehouse-audit: cannot read ${where}: ${describeApiError(error)}\n`);
+      process.stderr.write(
+        `gatehouse-audit: cannot read ${where}: ${describeApiError(error)}; verify as someone who may get that ConfigMap, or without --kubeconfig/--context/--namespace to check the chain in Postgres alone\n`,
+      );
       return EXIT.error;
     }
   }
