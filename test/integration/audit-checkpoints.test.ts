@@ -97,6 +97,20 @@ async function verifyWith(document: WitnessDocument, databaseUrl: string, extra:
   }
 }
 
+/**
+ * Records 1–3 witnessed (one signed checkpoint of seq 3 in an in-memory ConfigMap), then records 4–6
+ * appended: the honest document and the head a forger would sign. Stop the checkpointer after.
+ */
+async function witnessedThenMoved() {
+  const documents = memoryDocuments();
+  const publisher = witnessPublisher({ documents, signer: signerOf(key) });
+  const checkpointer = startCheckpointer(log, { intervalMs: 3_600_000, publisher });
+  for (let i = 1; i <= 3; i++) await log.append(auditEntry(i));
+  await checkpointer.checkpointNow();
+  for (let i = 4; i <= 6; i++) await log.append(auditEntry(i));
+  return { documents, checkpointer, head: await log.head(), honest: documents.document! };
+}
+
 let db: FreshDatabase;
 let log: PostgresAuditLog;
 let nowMicros: number;
@@ -280,16 +294,8 @@ describe("audit checkpoints", () => {
   });
 
   it("reports a forged checkpoint, unsigned or signed by another key, as a failure", async () => {
-    const documents = memoryDocuments();
-    const publisher = witnessPublisher({ documents, signer: signerOf(key) });
-    const checkpointer = startCheckpointer(log, { intervalMs: 3_600_000, publisher });
+    const { documents, checkpointer, head, honest } = await witnessedThenMoved();
     try {
-      for (let i = 1; i <= 3; i++) await log.append(auditEntry(i));
-      await checkpointer.checkpointNow();
-      for (let i = 4; i <= 6; i++) await log.append(auditEntry(i));
-      const head = await log.head();
-      const honest = documents.document!;
-
       // Someone who can write the ConfigMap (not read the Secret) adds a checkpoint of the real head.
       const unsigned = { seq: head.seq, headHash: head.hash, atMicros: nowMicros };
       const unsignedRun = await verifyWith(
@@ -335,16 +341,8 @@ describe("audit checkpoints", () => {
   });
 
   it("with --trust-kid, fails a checkpoint signed by a key someone added to the ConfigMap, and signed checkpoints removed", async () => {
-    const documents = memoryDocuments();
-    const publisher = witnessPublisher({ documents, signer: signerOf(key) });
-    const checkpointer = startCheckpointer(log, { intervalMs: 3_600_000, publisher });
+    const { checkpointer, head, honest } = await witnessedThenMoved();
     try {
-      for (let i = 1; i <= 3; i++) await log.append(auditEntry(i));
-      await checkpointer.checkpointNow();
-      for (let i = 4; i <= 6; i++) await log.append(auditEntry(i));
-      const head = await log.head();
-      const honest = documents.document!;
-
       // Whoever may update the ConfigMap publishes a key of their own beside the witness's and signs
       // with it: the keys the ConfigMap lists vouch for it.
       const theirs = newWitnessKey(new Date());
