@@ -21,6 +21,7 @@ import { registerImage } from "../cluster/src/index.ts";
 import { CHART_DIR } from "../helm/helm.ts";
 import {
   type ChartEnvironment,
+  MIGRATE_JOB,
   OPERATOR_DEPLOYMENT,
   OPERATOR_POD_SELECTOR,
   podLogs,
@@ -29,6 +30,7 @@ import {
   startChartEnvironment,
 } from "./chart-environment.ts";
 import { clusterInfo } from "./cluster-info.ts";
+import type { ApprovalObject } from "./core-approvals.ts";
 import { executionsOfSession } from "./core-records.ts";
 import { NAMESPACE, REPO_ROOT } from "./environment.ts";
 import {
@@ -59,6 +61,8 @@ let approvalName: string;
 let oldHead: number;
 let upgrade: { code: number; stdout: string; stderr: string };
 let upgradeSeconds: number;
+/** Images of the operator pods and of the session's agent pod while the older version ran. */
+let oldImages: { operator: Array<string | undefined>; agent: Array<string | undefined> };
 
 function git(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -146,6 +150,15 @@ beforeAll(async () => {
   ]);
   await checkpointsReachHead(env);
   oldHead = (await createPostgresAuditLog(env.pool).head()).seq;
+  const agentPods = await env.kubectl.json<{
+    items: Array<{ metadata: { name: string }; spec: { containers: Array<{ image: string }> } }>;
+  }>("admin", ["get", "pods", "-n", NAMESPACE]);
+  oldImages = {
+    operator: (await liveOperatorPods()).map((p) => p.image),
+    agent: agentPods.items
+      .filter((p) => p.metadata.name.startsWith(`${SESSION}-agent-`))
+      .map((p) => p.spec.containers[0]?.image),
+  };
 
   // docs/upgrading.md steps 2 and 3: the controller login's URL in a Secret, then the upgrade. The
   // login does not exist yet: the migrate Job creates it (the owner here may create roles).
@@ -205,28 +218,60 @@ afterAll(async () => {
   if (oldDir) await git(["worktree", "remove", "--force", oldDir]).catch(() => {});
 });
 
-/** The images of the release's operator pods that are not being deleted. */
-async function liveOperatorPods(): Promise<Array<{ name: string; image: string | undefined }>> {
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string } };
+}
+
+/** The release's operator pods that are not being deleted: name, image and environment. */
+async function liveOperatorPods(): Promise<
+  Array<{ name: string; image: string | undefined; env: EnvVar[] }>
+> {
   const pods = await env.kubectl.json<{
     items: Array<{
       metadata: { name: string; deletionTimestamp?: string };
-      spec: { containers: Array<{ image: string }> };
+      spec: { containers: Array<{ image: string; env?: EnvVar[] }> };
     }>;
   }>("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-l", OPERATOR_POD_SELECTOR]);
   return pods.items
     .filter((p) => !p.metadata.deletionTimestamp)
-    .map((p) => ({ name: p.metadata.name, image: p.spec.containers[0]?.image }));
+    .map((p) => ({
+      name: p.metadata.name,
+      image: p.spec.containers[0]?.image,
+      env: p.spec.containers[0]?.env ?? [],
+    }));
 }
 
 /** The working tree's operator image, which every live operator pod runs once the upgrade is done. */
 const NEW_OPERATOR_IMAGE = "gatehouse/operator:0.1.0";
 
 describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading.md says`, () => {
-  it("succeeds, running the migrate Job, and replaces the older pods with the working tree's", async () => {
+  it("succeeds, running the migrate Job, and replaces the older pods with the working tree's, which hold the controller's login and no owner URL", async () => {
+    expect(oldImages.operator).toEqual([OLD_OPERATOR_IMAGE, OLD_OPERATOR_IMAGE]);
+    expect(oldImages.agent).toEqual([OLD_AGENT_IMAGE]);
     expect(upgrade.code, upgrade.stderr).toBe(0);
+    // The older pods migrated the schema up to its last migration; the Job adds this version's.
+    const jobPods = await env.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
+      "get",
+      "pods",
+      "-n",
+      OPERATOR_NAMESPACE,
+      "-l",
+      `job-name=${MIGRATE_JOB}`,
+    ]);
+    const migrateLog = Object.values(
+      podLogs(
+        env.cluster,
+        jobPods.items.map((p) => p.metadata.name),
+        "migrate",
+      ),
+    ).join("");
+    const database = new URL(env.databaseUrl).pathname.slice(1);
+    expect(migrateLog.match(/^applied .*/gm)).toEqual(["applied 0010_component_roles"]);
+    expect(migrateLog).toContain(`controller login ${database}_controller: created`);
     const live = await liveOperatorPods();
     expect(live.map((p) => p.image)).toEqual([NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE]);
-    const database = new URL(env.databaseUrl).pathname.slice(1);
     const logs = Object.values(
       podLogs(
         env.cluster,
@@ -235,12 +280,32 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
       ),
     );
     for (const text of logs) expect(text).toContain(`"databaseLogin":"${database}_controller"`);
+    // The owner's URL and the older login's are out of the operator pods and their Secrets are gone.
+    for (const pod of live) {
+      const databaseVars = pod.env.filter((v) => v.name.includes("DATABASE"));
+      expect(databaseVars.map((v) => [v.name, v.valueFrom?.secretKeyRef?.name])).toEqual([
+        ["DATABASE_URL", CONTROLLER_LOGIN_SECRET],
+      ]);
+    }
+    for (const secret of [`${RELEASE}-database`, `${RELEASE}-database-operator`]) {
+      const got = await env.kubectl.run("admin", ["get", "secret", secret, "-n", OPERATOR_NAMESPACE]);
+      expect(got.stderr, secret).toMatch(/NotFound/);
+    }
     console.log(`helm upgrade and rollout: ${upgradeSeconds.toFixed(1)} s`);
   });
 
   it("lets the Approval created before it be approved after it, and runs the publish exactly once", async () => {
     // Against the working tree's pods only: a failed upgrade leaves the older ones running.
     expect((await liveOperatorPods()).map((p) => p.image)).toEqual([NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE]);
+    const approval = await env.kubectl.json<ApprovalObject>("admin", [
+      "get",
+      "approval",
+      approvalName,
+      "-n",
+      NAMESPACE,
+    ]);
+    expect(approval.status?.phase).toBe("Pending");
+    expect(env.aps.publishes()).toEqual([]);
     await env.kubectl.ok("alice", [
       "patch",
       "approval",
