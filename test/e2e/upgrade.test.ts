@@ -12,7 +12,7 @@
  * to run from there (test/cluster/src/node/images.ts, registerImage).
  */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
@@ -86,20 +86,42 @@ function installedPackages(lockPath: string): string {
   return JSON.stringify(Object.entries(lock.packages).filter(([path]) => path.startsWith("node_modules/")));
 }
 
+/**
+ * Makes `to` a node_modules of links into `from`, except the workspace links (`@gatehouse/operator` →
+ * `../../operator`, relative), copied as they are so they point into `to`'s own checkout: the older
+ * operator must import the older provider SDK, not the working tree's.
+ */
+function shareNodeModules(from: string, to: string): void {
+  mkdirSync(to);
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
+    else if (entry.isDirectory() && entry.name.startsWith("@")) shareNodeModules(source, target);
+    else symlinkSync(source, target);
+  }
+}
+
 /** A checkout of {@link OLD_COMMIT} under the run directory, with node_modules. */
 async function checkOutOldVersion(runDir: string): Promise<string> {
   const dir = join(runDir, `upgrade-from-${OLD_COMMIT}`);
   if (existsSync(dir))
     await git(["worktree", "remove", "--force", dir]).catch(() => rmSync(dir, { recursive: true }));
   await git(["worktree", "prune"]);
+  await git(["cat-file", "-e", `${OLD_COMMIT}^{commit}`]).catch(() => {
+    throw new Error(
+      `commit ${OLD_COMMIT} (the older version this test upgrades from) is not in this clone: a shallow clone lacks it; run \`git fetch --unshallow\` (or clone with the full history of main)`,
+    );
+  });
   await git(["worktree", "add", "--detach", dir, OLD_COMMIT]);
   // The same third-party packages (the locks differ at most in the workspaces' own entries, such as a
-  // bin added since): the working tree's node_modules serves both, saving an `npm ci` of a minute or more.
+  // bin added since): the working tree's installed packages serve both, saving an `npm ci` of a minute
+  // or more.
   if (
     installedPackages(join(dir, "package-lock.json")) ===
     installedPackages(join(REPO_ROOT, "package-lock.json"))
   ) {
-    symlinkSync(join(REPO_ROOT, "node_modules"), join(dir, "node_modules"));
+    shareNodeModules(join(REPO_ROOT, "node_modules"), join(dir, "node_modules"));
   } else {
     await npmCi(dir);
   }
