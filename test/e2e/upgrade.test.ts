@@ -187,6 +187,15 @@ beforeAll(async () => {
   const podSide = new URL(env.runtimeUrls.controller);
   podSide.hostname = env.cluster.bridgeIP;
   podSide.port = String(env.databaseForwarder.port);
+  // A run that was killed may have left it (the environment's stop deletes the rest).
+  await env.kubectl.ok("admin", [
+    "delete",
+    "secret",
+    CONTROLLER_LOGIN_SECRET,
+    "-n",
+    OPERATOR_NAMESPACE,
+    "--ignore-not-found",
+  ]);
   await env.kubectl.ok("admin", [
     "create",
     "secret",
