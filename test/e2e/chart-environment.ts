@@ -15,12 +15,13 @@
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type pg from "pg";
 import { parse } from "yaml";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { dropDatabase } from "../../operator/src/store/connection.ts";
 import {
   forwardHostService,
-  IMAGE_COMMANDS,
+  resolveImage,
   type ServiceProxy,
   startServiceProxy,
   type TcpProxy,
@@ -31,6 +32,7 @@ import {
   applyModelKey,
   type BaseEnvironment,
   type ClusterInfo,
+  installApi,
   MODEL_KEY_SECRET,
   NAMESPACE,
   prepareDatabase,
@@ -67,10 +69,29 @@ export interface ChartEnvironment extends BaseEnvironment {
   uninstall(): Promise<KubectlResult>;
 }
 
+/** What {@link ChartEnvironmentOptions.values} may use to compute its values. */
+export interface ChartValuesContext {
+  /** The database's name (its runtime logins are `<database>_controller`, `<database>_gateway`). */
+  database: string;
+  /** The owner's URL as the host reaches it. */
+  ownerUrl: string;
+  /** A pool to the database as its owner. */
+  pool: pg.Pool;
+  /** `url` (host-side) as pods reach it, through the database forwarder. */
+  podUrl(url: string): string;
+}
+
 /** Options of {@link startChartEnvironment}. */
 export interface ChartEnvironmentOptions {
-  /** More chart values, merged over the environment's at the top level. */
-  values?: Record<string, unknown>;
+  /**
+   * More chart values, merged over the environment's at the top level; a function is called once the
+   * database and its forwarder exist (for values naming logins it creates).
+   */
+  values?: Record<string, unknown> | ((context: ChartValuesContext) => Promise<Record<string, unknown>>);
+  /** The chart to install. Default: the working tree's charts/gatehouse. */
+  chartDir?: string;
+  /** The operator image the values select. Default: gatehouse/operator:<the chart's appVersion>. */
+  image?: string;
   progress?: (line: string) => void;
 }
 
@@ -114,10 +135,11 @@ export async function startChartEnvironment(
     for (const fn of stops.reverse()) await fn().catch(() => {});
   };
   try {
-    const appVersion = (parse(readFileSync(join(CHART_DIR, "Chart.yaml"), "utf8")) as { appVersion: string })
+    const chartDir = options.chartDir ?? CHART_DIR;
+    const appVersion = (parse(readFileSync(join(chartDir, "Chart.yaml"), "utf8")) as { appVersion: string })
       .appVersion;
-    const image = `gatehouse/operator:${appVersion}`;
-    if (!IMAGE_COMMANDS[image]) {
+    const image = options.image ?? `gatehouse/operator:${appVersion}`;
+    if (!resolveImage(cluster.runDir, image)) {
       throw new Error(
         `the chart's image ${image} is not in the local node's map (test/cluster/src/node/images.ts)`,
       );
@@ -177,7 +199,14 @@ export async function startChartEnvironment(
       // the release adopts it but must not delete it on uninstall.
       serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } },
       audit: { checkpointIntervalSeconds: 1 },
-      ...options.values,
+      ...(typeof options.values === "function"
+        ? await options.values({
+            database,
+            ownerUrl: prepared.url,
+            pool: prepared.pool,
+            podUrl: (url) => viaForwarder(url, cluster.bridgeIP, databaseForwarder.port),
+          })
+        : options.values),
     };
     const valuesPath = join(cluster.runDir, `chart-values-${database}.json`);
     writeFileSync(valuesPath, JSON.stringify(values, null, 2), { mode: 0o600 });
@@ -226,7 +255,7 @@ export async function startChartEnvironment(
     const install = await helm([
       "install",
       RELEASE,
-      CHART_DIR,
+      chartDir,
       "-n",
       OPERATOR_NAMESPACE,
       "--take-ownership",
@@ -250,7 +279,7 @@ export async function startChartEnvironment(
       );
     }
     installed = true;
-    progress(`helm install ${RELEASE} ${CHART_DIR} -n ${OPERATOR_NAMESPACE}: ${image} × 2`);
+    progress(`helm install ${RELEASE} ${chartDir} -n ${OPERATOR_NAMESPACE}: ${image} × 2`);
 
     await kubectl
       .ok("admin", [
@@ -295,6 +324,16 @@ export async function startChartEnvironment(
     await stop();
     throw error;
   }
+}
+
+/**
+ * What the files after a release's uninstall need: crds/ (CRDs, admission policies, persona roles:
+ * kept by the uninstall, with helm still the manager of their fields, hence --force-conflicts) and the
+ * operator's ClusterRole and bindings from deploy/ (removed with the release).
+ */
+export async function restoreApiAfterRelease(kubectl: Kubectl): Promise<void> {
+  await kubectl.ok("admin", ["apply", "--server-side", "--force-conflicts", "-f", join(REPO_ROOT, "crds")]);
+  await installApi(kubectl);
 }
 
 /** The holder of Lease gatehouse-operator (`<POD_NAME>_<random>`), if any. */

@@ -7,7 +7,6 @@
  * keeps the CRDs; the API and the operator's RBAC from crds/ and deploy/ are applied again for the
  * files that run after this one.
  */
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { knownMigrations } from "../../operator/src/store/startup-checks.ts";
@@ -20,10 +19,11 @@ import {
   OPERATOR_POD_SELECTOR,
   podLogs,
   RELEASE,
+  restoreApiAfterRelease,
   startChartEnvironment,
 } from "./chart-environment.ts";
 import { clusterInfo } from "./cluster-info.ts";
-import { installApi, NAMESPACE, REPO_ROOT } from "./environment.ts";
+import { NAMESPACE } from "./environment.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
 import { eventually, forgetEarlierCheckpoints, playReferenceStory, type StoryReport } from "./story.ts";
 
@@ -61,14 +61,8 @@ async function operatorServiceAccountUid(kubectl: Kubectl): Promise<string> {
   return got.stdout;
 }
 
-/**
- * What later files need: crds/ (CRDs, admission policies, persona roles: kept by the uninstall, with
- * helm still the manager of their fields, hence --force-conflicts) and the operator's ClusterRole and
- * bindings from deploy/ (removed with the release).
- */
 async function restoreApi(kubectl: Kubectl): Promise<void> {
-  await kubectl.ok("admin", ["apply", "--server-side", "--force-conflicts", "-f", join(REPO_ROOT, "crds")]);
-  await installApi(kubectl);
+  await restoreApiAfterRelease(kubectl);
   restored = true;
 }
 

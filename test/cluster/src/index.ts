@@ -7,7 +7,7 @@ export { HarnessError, type HarnessErrorKind } from "./errors.ts";
 export { exposeHostPort } from "./firewall.ts";
 export { forwardHostService } from "./host-forwarder.ts";
 export { LOCAL_NODE_ROOT } from "./node/env.ts";
-export { IMAGE_COMMANDS } from "./node/images.ts";
+export { IMAGE_COMMANDS, type RegisteredImage, registerImage, resolveImage } from "./node/images.ts";
 export { containerLogPath, type PodKey } from "./node/layout.ts";
 export { type LocalNode, type LocalNodeOptions, startLocalNode } from "./node/start.ts";
 export { pollUntil } from "./poll.ts";

@@ -1,4 +1,7 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { V1Container } from "@kubernetes/client-node";
+import { REPO_ROOT } from "../paths.ts";
 
 /**
  * Image → command map of the local node (there is no container runtime: an image names a program of
@@ -22,6 +25,51 @@ export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/sleeper:dev": ["sleep", "infinity"],
 };
 
+/**
+ * An image registered at run time (the upgrade test's older version): the command of `like` (an image
+ * of {@link IMAGE_COMMANDS}), run from `codeDir` (a checkout of another commit) instead of the repo root.
+ */
+export interface RegisteredImage {
+  like: string;
+  codeDir: string;
+}
+
+/** `<runDir>/images.json`: the images registered with {@link registerImage}, by name. */
+function registeredImagesPath(runDir: string): string {
+  return join(runDir, "images.json");
+}
+
+function registeredImages(runDir: string): Record<string, RegisteredImage> {
+  try {
+    return JSON.parse(readFileSync(registeredImagesPath(runDir), "utf8")) as Record<string, RegisteredImage>;
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Tells the local node of run directory `runDir` that `image` runs `registered.like`'s command from
+ * `registered.codeDir` (read at each container start, so no restart of the node). Throws when `like`
+ * is not in {@link IMAGE_COMMANDS}.
+ */
+export function registerImage(runDir: string, image: string, registered: RegisteredImage): void {
+  if (!IMAGE_COMMANDS[registered.like]) throw new Error(imageNotInMapMessage(registered.like));
+  const images = { ...registeredImages(runDir), [image]: registered };
+  writeFileSync(registeredImagesPath(runDir), JSON.stringify(images, null, 2));
+}
+
+/** The command and working directory of `image` on the node of `runDir`; undefined when unknown. */
+export function resolveImage(
+  runDir: string,
+  image: string,
+): { command: readonly string[]; cwd: string } | undefined {
+  const mapped = IMAGE_COMMANDS[image];
+  if (mapped) return { command: mapped, cwd: REPO_ROOT };
+  const registered = registeredImages(runDir)[image];
+  const like = registered && IMAGE_COMMANDS[registered.like];
+  return like ? { command: like, cwd: registered.codeDir } : undefined;
+}
+
 /** The reason a container waits with when its image is not in {@link IMAGE_COMMANDS}. */
 export const IMAGE_NOT_IN_MAP = "ImageNotInMap";
 
@@ -31,16 +79,17 @@ export function imageNotInMapMessage(image: string): string {
 }
 
 /**
- * The argv to run for `container`: the mapped command (`node` replaced by `nodeBinary`) followed by the
- * container's `command` and `args`, each expanded with {@link expandVariables} against `env`.
- * Undefined when the image is not in the map.
+ * The argv to run for `container`: the mapped command (`base`, default the image's in
+ * {@link IMAGE_COMMANDS}; `node` replaced by `nodeBinary`) followed by the container's `command` and
+ * `args`, each expanded with {@link expandVariables} against `env`. Undefined when the image is not in
+ * the map.
  */
 export function containerArgv(
   container: Pick<V1Container, "image" | "command" | "args">,
   env: Readonly<Record<string, string>>,
   nodeBinary: string,
+  base: readonly string[] | undefined = IMAGE_COMMANDS[container.image ?? ""],
 ): string[] | undefined {
-  const base = IMAGE_COMMANDS[container.image ?? ""];
   if (!base) return undefined;
   const extra = [...(container.command ?? []), ...(container.args ?? [])].map((a) => expandVariables(a, env));
   return [...base.map((part) => (part === "node" ? nodeBinary : part)), ...extra];

@@ -9,7 +9,13 @@ import { REPO_ROOT } from "../paths.ts";
 import { ContainerRunner, execInNetns } from "./container.ts";
 import { containerEnv } from "./env.ts";
 import type { EventRecorder } from "./events.ts";
-import { containerArgv, expandVariables, IMAGE_NOT_IN_MAP, imageNotInMapMessage } from "./images.ts";
+import {
+  containerArgv,
+  expandVariables,
+  IMAGE_NOT_IN_MAP,
+  imageNotInMapMessage,
+  resolveImage,
+} from "./images.ts";
 import type { IpAllocator } from "./ip-allocator.ts";
 import { asDate, type NodeClients, type ObjectReader, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
 import { containerLogPath, type PodKey, podDir, podRootDir } from "./layout.ts";
@@ -332,8 +338,9 @@ export class PodWorker {
       this.reportOnce(`config:${spec.name}`, "Failed", `Error: ${err.message}`, spec.name);
       return;
     }
-    const argv = containerArgv(spec, env, process.execPath);
-    if (!argv) {
+    const image = resolveImage(this.deps.runDir, spec.image ?? "");
+    const argv = image && containerArgv(spec, env, process.execPath, image.command);
+    if (!image || !argv) {
       const message = imageNotInMapMessage(spec.image ?? "");
       runner.wait(IMAGE_NOT_IN_MAP, message);
       this.reportOnce(`image:${spec.name}`, "Failed", message, spec.name);
@@ -342,7 +349,7 @@ export class PodWorker {
     runner.start({
       argv,
       env,
-      cwd: REPO_ROOT,
+      cwd: image.cwd,
       netns: this.network.netns,
       logPath: containerLogPath(this.deps.runDir, this.key, spec.name),
     });
@@ -394,7 +401,8 @@ export class PodWorker {
       // As the kubelet does, `$(VAR)` in an exec probe's command expands to the container's env.
       exec: async (command, timeoutMs) => {
         const argv = command.map((part) => expandVariables(part, env));
-        return (await execInNetns(network.netns, argv, { env, cwd: REPO_ROOT, timeoutMs })) === 0;
+        const cwd = resolveImage(this.deps.runDir, spec.image ?? "")?.cwd ?? REPO_ROOT;
+        return (await execInNetns(network.netns, argv, { env, cwd, timeoutMs })) === 0;
       },
       onChange,
       log: this.log.child({ container: spec.name }),

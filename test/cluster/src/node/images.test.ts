@@ -1,0 +1,54 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../paths.ts";
+import { containerArgv, registerImage, resolveImage } from "./images.ts";
+
+describe("images registered at run time", () => {
+  const dirs: string[] = [];
+  const runDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), "images-"));
+    dirs.push(dir);
+    return dir;
+  };
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("runs a mapped image from the repo root and a registered one with its like's command from its code directory", () => {
+    const dir = runDir();
+    expect(resolveImage(dir, "gatehouse/operator:0.1.0")).toEqual({
+      command: ["node", "operator/src/main.ts"],
+      cwd: REPO_ROOT,
+    });
+    expect(resolveImage(dir, "gatehouse/operator:0.1.0-old")).toBeUndefined();
+    registerImage(dir, "gatehouse/operator:0.1.0-old", {
+      like: "gatehouse/operator:0.1.0",
+      codeDir: "/src/old",
+    });
+    registerImage(dir, "gatehouse/agent:old", { like: "gatehouse/agent:dev", codeDir: "/src/old" });
+    const old = resolveImage(dir, "gatehouse/operator:0.1.0-old");
+    expect(old).toEqual({ command: ["node", "operator/src/main.ts"], cwd: "/src/old" });
+    expect(resolveImage(dir, "gatehouse/agent:old")?.command).toEqual(["node", "agent-image/src/main.ts"]);
+    // Another node's run directory knows nothing of it.
+    expect(resolveImage(runDir(), "gatehouse/operator:0.1.0-old")).toBeUndefined();
+    expect(
+      containerArgv(
+        { image: "gatehouse/operator:0.1.0-old", args: ["migrate"] },
+        {},
+        "/usr/bin/node",
+        old?.command,
+      ),
+    ).toEqual(["/usr/bin/node", "operator/src/main.ts", "migrate"]);
+  });
+
+  it("refuses to register an image like one the node does not know, naming the map", () => {
+    expect(() =>
+      registerImage(runDir(), "gatehouse/operator:old", {
+        like: "gatehouse/nothing:dev",
+        codeDir: "/src/old",
+      }),
+    ).toThrow(/image "gatehouse\/nothing:dev" is not in the local node's image map/);
+  });
+});
