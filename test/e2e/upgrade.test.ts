@@ -15,7 +15,7 @@ import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import { OPERATOR_NAMESPACE, WITNESS_KEY_SECRET } from "../../operator/src/api/well-known.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { registerImage } from "../cluster/src/index.ts";
 import { CHART_DIR } from "../helm/helm.ts";
@@ -158,6 +158,17 @@ beforeAll(async () => {
     },
   });
   await forgetEarlierCheckpoints(env.kubectl);
+  // Earlier files' operators left this version's witness key in the namespace; the older version
+  // never made one, so an install that upgrades from it has none. A key older than the older
+  // version's unsigned checkpoints would make the upgraded witness refuse them as forged.
+  await env.kubectl.ok("admin", [
+    "delete",
+    "secret",
+    WITNESS_KEY_SECRET,
+    "-n",
+    OPERATOR_NAMESPACE,
+    "--ignore-not-found",
+  ]);
 
   // Live state under the older version: a session waiting on its Pending Approval, audit records.
   sessionUid = await createReferenceSession(env, SESSION);
