@@ -263,19 +263,9 @@ export async function startChartEnvironment(
       valuesPath,
     ]);
     if (install.code !== 0) {
-      const jobPods = await kubectl.run("admin", [
-        "get",
-        "pods",
-        "-n",
-        OPERATOR_NAMESPACE,
-        "-l",
-        `job-name=${MIGRATE_JOB}`,
-        "-o",
-        "jsonpath={.items[*].metadata.name}",
-      ]);
-      const migrateLogs = podLogs(cluster, jobPods.stdout.split(" ").filter(Boolean), "migrate");
+      const migrateLogs = await migrateJobLogs(kubectl, cluster);
       throw new Error(
-        `helm install failed (${install.code}): ${install.stderr}\nmigrate Job logs: ${JSON.stringify(migrateLogs)}`,
+        `helm install failed (${install.code}): ${install.stderr}\nmigrate Job logs:\n${migrateLogs.text}`,
       );
     }
     installed = true;
@@ -362,6 +352,23 @@ export async function operatorPodNames(kubectl: Kubectl): Promise<string[]> {
  * What the local node logged for container `container` of each pod of `pods` (names in the operator's
  * namespace), by pod directory.
  */
+/** The migrate Job's pods (names) and their `migrate` containers' logs, joined. */
+export async function migrateJobLogs(
+  kubectl: Pick<Kubectl, "json">,
+  cluster: ClusterInfo,
+): Promise<{ pods: string[]; text: string }> {
+  const list = await kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
+    "get",
+    "pods",
+    "-n",
+    OPERATOR_NAMESPACE,
+    "-l",
+    `job-name=${MIGRATE_JOB}`,
+  ]);
+  const pods = list.items.map((p) => p.metadata.name);
+  return { pods, text: Object.values(podLogs(cluster, pods, "migrate")).join("") };
+}
+
 export function podLogs(
   cluster: ClusterInfo,
   pods: readonly string[],

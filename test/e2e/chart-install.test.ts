@@ -15,6 +15,7 @@ import {
   GATEWAY_SERVICE,
   leaseHolder,
   MIGRATE_JOB,
+  migrateJobLogs,
   OPERATOR_DEPLOYMENT,
   OPERATOR_POD_SELECTOR,
   podLogs,
@@ -115,17 +116,8 @@ describe("the installed release", () => {
     }>("admin", ["get", "job", MIGRATE_JOB, "-n", OPERATOR_NAMESPACE]);
     expect(job.status.succeeded).toBe(1);
     expect(job.metadata.annotations["helm.sh/hook"]).toBe("pre-install,pre-upgrade");
-    const jobPods = await env.kubectl.json<PodList>("admin", [
-      "get",
-      "pods",
-      "-n",
-      OPERATOR_NAMESPACE,
-      "-l",
-      `job-name=${MIGRATE_JOB}`,
-    ]);
-    const names = jobPods.items.map((p) => p.metadata.name);
+    const { pods: names, text: logs } = await migrateJobLogs(env.kubectl, env.cluster);
     expect(names.length).toBeGreaterThan(0);
-    const logs = Object.values(podLogs(env.cluster, names, "migrate")).join("");
     for (const name of knownMigrations()) expect(logs).toContain(`applied ${name}`);
     const database = new URL(env.databaseUrl).pathname.slice(1);
     expect(logs).toContain(`controller login ${database}_controller: created`);

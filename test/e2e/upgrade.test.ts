@@ -21,7 +21,7 @@ import { registerImage } from "../cluster/src/index.ts";
 import { CHART_DIR } from "../helm/helm.ts";
 import {
   type ChartEnvironment,
-  MIGRATE_JOB,
+  migrateJobLogs,
   OPERATOR_DEPLOYMENT,
   OPERATOR_POD_SELECTOR,
   podLogs,
@@ -294,21 +294,7 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
     expect(oldImages.agent).toEqual([OLD_AGENT_IMAGE]);
     expect(upgrade.code, upgrade.stderr).toBe(0);
     // The older pods migrated the schema up to its last migration; the Job adds this version's.
-    const jobPods = await env.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
-      "get",
-      "pods",
-      "-n",
-      OPERATOR_NAMESPACE,
-      "-l",
-      `job-name=${MIGRATE_JOB}`,
-    ]);
-    const migrateLog = Object.values(
-      podLogs(
-        env.cluster,
-        jobPods.items.map((p) => p.metadata.name),
-        "migrate",
-      ),
-    ).join("");
+    const migrateLog = (await migrateJobLogs(env.kubectl, env.cluster)).text;
     const database = new URL(env.databaseUrl).pathname.slice(1);
     expect(migrateLog.match(/^applied .*/gm)).toEqual(["applied 0010_component_roles"]);
     expect(migrateLog).toContain(`controller login ${database}_controller: created`);
