@@ -42,6 +42,7 @@ function failingFinishes(chain: PostgresAuditLog, failures: { left: number }): A
     },
     appendAll: (entries) => chain.appendAll(entries),
     recordsOf: (executionId) => chain.recordsOf(executionId),
+    recentOfKind: (kind, sinceMicros, limit) => chain.recentOfKind(kind, sinceMicros, limit),
   };
 }
 
@@ -102,6 +103,8 @@ describe("an execution.finished lost after the receipt, with Core on Postgres", 
       },
       appendAll: (entries) => chain.appendAll(entries),
       recordsOf: (executionId) => chain.recordsOf(executionId),
+      recentOfKind: (kind, sinceMicros, limit) => chain.recentOfKind(kind, sinceMicros, limit),
+    recentOfKind: (kind, sinceMicros, limit) => chain.recentOfKind(kind, sinceMicros, limit),
     };
     world.deps = { ...world.deps, executions, audit: lostAnswer };
 

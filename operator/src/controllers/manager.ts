@@ -20,6 +20,7 @@ import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { reconcileAgentSession } from "./agentsession/reconciler.ts";
+import { startConflictSweep } from "./approval/conflict-sweep.ts";
 import { reconcileApproval } from "./approval/reconciler.ts";
 import { reconcileCapability } from "./capability/reconciler.ts";
 import { Controller } from "./controller.ts";
@@ -209,7 +210,9 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   for (const c of caches.capabilities.list()) capabilities.enqueue(c);
   for (const p of caches.providers.list()) providers.enqueue(p);
   const recovery = startExecutionRecovery(deps.core, log.child({ component: "execution-recovery" }));
+  const conflicts = startConflictSweep(deps, log.child({ component: "conflict-sweep" }));
   return {
-    stop: async () => void (await Promise.all([...all.map((c) => c.stop()), recovery.stop()])),
+    stop: async () =>
+      void (await Promise.all([...all.map((c) => c.stop()), recovery.stop(), conflicts.stop()])),
   };
 }

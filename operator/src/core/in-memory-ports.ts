@@ -346,13 +346,6 @@ export function createInMemoryWorld(
       }
       return handle(stored, request.sessionRef.uid, request);
     },
-    async markConflict(namespace, name, message) {
-      const stored = world.approvals.get(key(namespace, name));
-      if (stored) {
-        stored.phase = "Failed";
-        stored.conflictMessage = message;
-      }
-    },
     async findRejected(query) {
       const match = [...world.approvals.values()].find(
         (a) =>
@@ -364,19 +357,16 @@ export function createInMemoryWorld(
       );
       return match ? { name: match.request.name } : undefined;
     },
-    async recordUnknownExecution(request, message) {
+    async createOrGetRecord(request) {
       const k = key(request.namespace, request.name);
       const existing = world.approvals.get(k);
-      if (existing) {
-        if (existing.phase === "Pending" && existing.request.autoExecution) existing.phase = "Unknown";
-        return { handle: handle(existing, request.sessionRef.uid, request), created: false };
-      }
+      if (existing) return { handle: handle(existing, request.sessionRef.uid, request), created: false };
+      // Phase-less, as the API server creates it: the approval reconciler moves it to Unknown.
       const stored: StoredApproval = {
         request: structuredClone(request),
         ownerUid: request.sessionRef.uid,
         decisions: [],
-        phase: "Unknown",
-        conflictMessage: message,
+        phase: "Pending",
       };
       world.approvals.set(k, stored);
       return { handle: handle(stored, request.sessionRef.uid, request), created: true };
@@ -452,6 +442,16 @@ export function createInMemoryWorld(
         return world.audit.flatMap((entry, index) =>
           entry.executionId === executionId ? [{ ...structuredClone(entry), ...sealed(index) }] : [],
         );
+      },
+      async recentOfKind(kind, sinceMicros, limit) {
+        return world.audit
+          .flatMap((entry, index) =>
+            entry.kind === kind && entry.atMicros >= sinceMicros
+              ? [{ ...structuredClone(entry), ...sealed(index) }]
+              : [],
+          )
+          .reverse()
+          .slice(0, limit);
       },
     },
     logger: { info: silent, warn: silent, error: silent },

@@ -171,7 +171,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     return { answer, decision: "repeated" };
   }
   if (approval) {
-    if (!ours) return conflict(deps, session, identity, call.tool, audit);
+    if (!ours) return conflict(deps, session, identity, call.tool, approval, audit);
     await audit(AuditKind.repeated, "success", {
       tool: call.tool,
       approval: approval.name,
@@ -326,7 +326,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     const handle = await deps.approvals.createOrGet(request);
     if (!handle.ownedBySession || !handle.sameSpec) {
       await deps.budget.release(identity.executionId, deps.clock.nowMicros());
-      return conflict(deps, session, identity, call.tool, audit);
+      return conflict(deps, session, identity, call.tool, handle, audit);
     }
     // Handed to approvers: it counts whatever they decide, so proposing more writes than allowed is
     // refused before anyone approves them.
@@ -538,16 +538,24 @@ function auditor(deps: CoreDeps, session: SessionContext, executionId: string) {
     });
 }
 
+/**
+ * Refuses a call whose Approval name is squatted. Only audited here (the gateway writes no status):
+ * the controller marks the squat Failed/Conflict from this record, by `approvalUid`
+ * (controllers/approval/conflict-sweep.ts).
+ */
 async function conflict(
   deps: CoreDeps,
   session: SessionContext,
   identity: ExecutionIdentity,
   tool: string,
+  squat: ApprovalHandle,
   audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
 ): Promise<InvokeResult> {
-  const message = `Approval ${identity.approvalName} already exists but was not created for this call; refusing it`;
-  await deps.approvals.markConflict(session.namespace, identity.approvalName, message);
-  await audit(AuditKind.approvalConflict, "failure", { tool, approval: identity.approvalName });
+  await audit(AuditKind.approvalConflict, "failure", {
+    tool,
+    approval: `${session.namespace}/${identity.approvalName}`,
+    ...(squat.uid ? { approvalUid: squat.uid } : {}),
+  });
   deps.logger.warn(
     { executionId: identity.executionId, approval: identity.approvalName },
     "approval name squatted",

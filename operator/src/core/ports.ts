@@ -266,8 +266,6 @@ export interface ApprovalPort {
    * telling whether it is ours. Errors: throws on API failures (the caller answers `unavailable`).
    */
   createOrGet(request: ApprovalRequest): Promise<ApprovalHandle>;
-  /** Marks a squatted or mismatching Approval `Failed` with reason `Conflict` and `message`. */
-  markConflict(namespace: string, name: string, message: string): Promise<void>;
   /**
    * A Rejected Approval of this session for the same capability and arguments digest (any turn), or
    * undefined (DESIGN §4 step 6: a rejected action repeated identically is refused).
@@ -290,15 +288,14 @@ export interface ApprovalPort {
     argumentsDigest: string;
   }): Promise<ApprovalHandle[]>;
   /**
-   * Creates (or finds) the Approval `request` describes — an Auto execution's record, `autoExecution`
-   * set — and makes sure its phase is `Unknown` with `message` saying what a person must check.
-   * `created` is true when this call created it. Errors: throws on API failures (the caller or the
-   * leader's sweep tries again).
+   * Creates the Approval `request` describes — an Auto execution's record, `autoExecution` set — or
+   * reads the existing one of that name; `created` is true when this call created it. Writes no
+   * status: the approval reconciler moves a new record to phase Unknown from its execution row.
+   * Errors: throws on API failures (the caller or the leader's sweep tries again).
    */
-  recordUnknownExecution(
+  createOrGetRecord(
     request: ApprovalRequest,
-    message: string,
-  ): Promise<{ handle: ApprovalHandle; created: boolean }>;
+): Promise<{ handle: ApprovalHandle; created: boolean }>;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -645,6 +642,11 @@ export interface AuditLog {
    * (its request, decisions, end, execution). Errors: the store's.
    */
   recordsOf(executionId: string): Promise<ChainedRecord[]>;
+  /**
+   * The records of `kind` appended at or after `sinceMicros`, newest first, at most `limit` (a leader
+   * sweep's bounded look-back). Errors: the store's.
+   */
+  recentOfKind(kind: string, sinceMicros: number, limit: number): Promise<ChainedRecord[]>;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -168,10 +168,11 @@ export function autoExecutionRecordOf(
 }
 
 /**
- * Makes sure an Auto execution whose outcome is unknown has its Approval in phase Unknown, so a
- * person can resolve it. Returns that Approval's name, or undefined when the row needs none (not
- * unknown, or it has an Approval of its own) or cannot have one (arguments beyond what an Approval
- * holds, or the name is squatted: marked Conflict and audited). Audits `approval.unknown_recorded`
+ * Makes sure an Auto execution whose outcome is unknown has its record Approval, which the approval
+ * reconciler moves to phase Unknown so a person can resolve it. Returns that Approval's name, or
+ * undefined when the row needs none (not unknown, or it has an Approval of its own) or cannot have one
+ * (arguments beyond what an Approval holds, or the name is squatted: audited `approval.conflict`, which
+ * the controller marks on the squat). Audits `approval.unknown_recorded`
  * when it creates one. Errors: throws on API or audit failures (the leader's sweep tries again).
  */
 export async function recordUnknownAutoExecution(
@@ -192,8 +193,9 @@ export async function recordUnknownAutoExecution(
     execution,
     capability?.id === execution.capability ? capability : undefined,
   );
-  const message = `${execution.message ?? "the outcome is unknown"}. Check the business system, then run kubectl gatehouse resolve ${request.name} --succeeded|--failed --reason "…"`;
-  const { handle, created } = await deps.approvals.recordUnknownExecution(request, message);
+  // Created phase-less: the approval reconciler moves it to Unknown from this row (with the message
+  // saying how to resolve it, controllers/approval/resolution.ts).
+  const { handle, created } = await deps.approvals.createOrGetRecord(request);
   const ours =
     handle.ownedBySession &&
     handle.identity.executionId === execution.id &&
@@ -211,12 +213,11 @@ export async function recordUnknownAutoExecution(
       payload: { approval: `${request.namespace}/${request.name}`, ...payload },
     });
   if (!ours) {
-    await deps.approvals.markConflict(
-      request.namespace,
-      request.name,
-      `Approval ${request.name} already exists but was not created for execution ${execution.id}; refusing it`,
-    );
-    await audit(AuditKind.approvalConflict, "failure", { capability: execution.capability });
+    // The controller marks the squat Failed from this record (controllers/approval/conflict-sweep.ts).
+    await audit(AuditKind.approvalConflict, "failure", {
+      ...(handle.uid ? { approvalUid: handle.uid } : {}),
+      capability: execution.capability,
+    });
     deps.logger.warn(log, "approval name of an unknown Auto execution squatted");
     return undefined;
   }
@@ -275,7 +276,13 @@ export async function recordUnknownAutoExecutions(deps: CoreDeps, limit = 100): 
         approvalNameOf(row.id),
         row.session.uid,
       );
-      if (existing?.phase === "Unknown" && existing.identity.executionId === row.id) count++;
+      // Its own record, whatever its phase: the approval reconciler moves it to Unknown.
+      if (
+        existing?.ownedBySession &&
+        existing.identity.executionId === row.id &&
+        existing.identity.sessionUid === row.session.uid
+      )
+        count++;
       else if (await recordUnknownAutoExecution(deps, row)) count++;
     } catch (error) {
       deps.logger.warn(

@@ -1,10 +1,12 @@
 /**
  * Core's ApprovalPort over the API server. Approvals are created with the operator's identity, owned
  * by their session (controller owner reference), named from the execution identity — so an existing
- * Approval of that name with another spec or owner is a squat and is refused (DESIGN §2).
+ * Approval of that name with another spec or owner is a squat and is refused (DESIGN §2). It writes no
+ * status (the gateway runs it and may patch none): the controller marks a squat Failed from its
+ * `approval.conflict` record (controllers/approval/conflict-sweep.ts) and a record of an unknown Auto
+ * execution Unknown (controllers/approval/resolution.ts).
  */
 import { isDeepStrictEqual } from "node:util";
-import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Approval } from "../api/kinds.ts";
 import { API_VERSION, APPROVAL, GROUP, VERSION } from "../api/kinds.ts";
 import { APPROVAL_FINALIZER, MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
@@ -13,7 +15,6 @@ import { settlementMessageOf } from "./approval-outcome.ts";
 import type { Caches } from "./caches.ts";
 import type { KubeClients } from "./client.ts";
 import { isConflict, isNotFound } from "./client.ts";
-import { setCondition } from "./conditions.ts";
 
 /** The Approval spec for a request (decisions start empty). */
 export function approvalSpecOf(request: ApprovalRequest): Approval["spec"] {
@@ -90,8 +91,8 @@ function handleOf(
   };
 }
 
-/** Builds the port. */
-export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () => Date): ApprovalPort {
+/** Builds the port. `_now` is no longer read (the port sets no condition times). */
+export function kubeApprovalPort(clients: KubeClients, caches: Caches, _now?: () => Date): ApprovalPort {
   const read = async (namespace: string, name: string): Promise<Approval | undefined> => {
     try {
       return (await clients.custom.getNamespacedCustomObject({
@@ -162,51 +163,11 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches, now: () =
     async createOrGet(request) {
       return (await createOrRead(request)).handle;
     },
-    async recordUnknownExecution(request, message) {
-      const { approval, handle, created } = await createOrRead(request);
-      // Only our own record of an Auto execution is moved to Unknown: anything else is left alone
-      // for the caller's squat check.
-      const ours = handle.ownedBySession && approval.spec.autoExecution === true;
-      if (ours && !approval.status?.phase) {
-        const conditions = setCondition(
-          approval.status?.conditions,
-          { type: "Executed", status: "True", reason: "Unknown", message },
-          now(),
-        );
-        await clients.custom.patchNamespacedCustomObjectStatus(
-          {
-            group: GROUP,
-            version: VERSION,
-            namespace: request.namespace,
-            plural: APPROVAL.plural,
-            name: request.name,
-            body: { status: { phase: "Unknown", conditions } },
-          },
-          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-        );
-        return { handle: { ...handle, phase: "Unknown" }, created };
-      }
+    async createOrGetRecord(request) {
+      // No status write: the gateway may not patch status; the approval reconciler moves the new
+      // record to Unknown from its execution row.
+      const { handle, created } = await createOrRead(request);
       return { handle, created };
-    },
-    async markConflict(namespace, name, message) {
-      const approval = await read(namespace, name);
-      if (!approval) return;
-      const conditions = setCondition(
-        approval.status?.conditions,
-        { type: "Ready", status: "False", reason: "Conflict", message },
-        now(),
-      );
-      await clients.custom.patchNamespacedCustomObjectStatus(
-        {
-          group: GROUP,
-          version: VERSION,
-          namespace,
-          plural: APPROVAL.plural,
-          name,
-          body: { status: { phase: "Failed", conditions } },
-        },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      );
     },
     async findRejected(query) {
       const match = caches.approvals

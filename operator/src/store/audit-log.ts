@@ -107,6 +107,18 @@ export function createPostgresAuditLog(
       });
     },
 
+    async recentOfKind(kind, sinceMicros, limit) {
+      // audit_log_by_kind (kind, at_us) serves the look-back.
+      const result = await pool.query(
+        `SELECT ${AUDIT_COLUMN_LIST} FROM audit_log WHERE kind = $1 AND at_us >= $2 ORDER BY seq DESC LIMIT $3`,
+        [kind, sinceMicros, limit],
+      );
+      return result.rows.map((row): ChainedRecord => {
+        const sealed = sealedFromRow(row);
+        return { ...decodeAuditRecord(sealed.canonical).entry, seq: sealed.seq, hash: toHex(sealed.hash) };
+      });
+    },
+
     async read(readOptions = {}) {
       const params: unknown[] = [readOptions.afterSeq ?? 0, readOptions.limit ?? 100];
       let where = "seq > $1";
