@@ -104,7 +104,6 @@ describe("an execution.finished lost after the receipt, with Core on Postgres", 
       appendAll: (entries) => chain.appendAll(entries),
       recordsOf: (executionId) => chain.recordsOf(executionId),
       recentOfKind: (kind, sinceMicros, limit) => chain.recentOfKind(kind, sinceMicros, limit),
-    recentOfKind: (kind, sinceMicros, limit) => chain.recentOfKind(kind, sinceMicros, limit),
     };
     world.deps = { ...world.deps, executions, audit: lostAnswer };
 

@@ -353,7 +353,10 @@ describe("an Approval found under the derived name", () => {
       decision: "conflict",
       answer: { status: "denied", errorKind: "conflict" },
     });
-    expect(stored.phase).toBe("Failed");
+    // Core writes no status (the gateway may patch none): it records the squat for the controller.
+    expect(stored.phase).toBe("Pending");
+    const [conflict] = world.audit.filter((r) => r.kind === "approval.conflict");
+    expect(conflict?.payload).toMatchObject({ approval: `${session.namespace}/${stored.request.name}` });
     expect(world.providerCalls).toHaveLength(0);
   });
 });

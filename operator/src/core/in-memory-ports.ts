@@ -314,7 +314,8 @@ export function createInMemoryWorld(
 
   const handle = (stored: StoredApproval, sessionUid: string, request?: ApprovalRequest): ApprovalHandle => ({
     name: stored.request.name,
-    phase: stored.phase,
+    // As kube/approvals.ts reads it: an Auto record not yet marked is Unknown.
+    phase: stored.phase === "Pending" && stored.request.autoExecution ? "Unknown" : stored.phase,
     ownedBySession: stored.ownerUid === sessionUid,
     sameSpec: request ? JSON.stringify(stored.request) === JSON.stringify(request) : true,
     identity: {

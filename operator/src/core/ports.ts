@@ -293,9 +293,7 @@ export interface ApprovalPort {
    * status: the approval reconciler moves a new record to phase Unknown from its execution row.
    * Errors: throws on API failures (the caller or the leader's sweep tries again).
    */
-  createOrGetRecord(
-    request: ApprovalRequest,
-): Promise<{ handle: ApprovalHandle; created: boolean }>;
+  createOrGetRecord(request: ApprovalRequest): Promise<{ handle: ApprovalHandle; created: boolean }>;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -55,12 +55,15 @@ function viewOf(world: InMemoryWorld, name: string): ApprovalView {
 }
 
 describe("an Auto call whose outcome is unknown", () => {
-  it("gets an Approval in phase Unknown that records it and takes no decisions", async () => {
+  it("gets a record Approval, read as Unknown before the controller marks it, that takes no decisions", async () => {
     const { world, execution } = await unknownAutoCall();
     const stored = [...world.approvals.values()];
     expect(stored).toHaveLength(1);
+    // Created phase-less: the approval reconciler writes phase Unknown (controllers/approval/plan.ts).
+    const name = `apr-${execution.id.slice(0, 20)}`;
+    expect((await world.deps.approvals.get(session.namespace, name, session.uid))?.phase).toBe("Unknown");
     expect(stored[0]).toMatchObject({
-      phase: "Unknown",
+      phase: "Pending",
       request: {
         name: `apr-${execution.id.slice(0, 20)}`,
         executionId: execution.id,
@@ -92,17 +95,19 @@ describe("an Auto call whose outcome is unknown", () => {
     const { world } = await unknownAutoCall();
     world.approvals.clear();
     expect(await recordUnknownAutoExecutions(world.deps)).toBe(1);
-    expect([...world.approvals.values()][0]?.phase).toBe("Unknown");
+    expect([...world.approvals.values()][0]?.request.autoExecution).toBe(true);
   });
 
-  it("refuses a squatted Approval name: marked Conflict and audited, nothing recorded on it", async () => {
+  it("refuses a squatted Approval name: audited for the controller to mark, its status untouched", async () => {
     const { world, execution } = await unknownAutoCall();
     const stored = [...world.approvals.values()][0]!;
     stored.ownerUid = "someone-else";
     stored.phase = "Pending";
     expect(await recordUnknownAutoExecution(world.deps, execution)).toBeUndefined();
-    expect(stored.phase).toBe("Failed");
-    expect(auditPayloads(world, AuditKind.approvalConflict)).toHaveLength(1);
+    expect(stored.phase).toBe("Pending");
+    expect(auditPayloads(world, AuditKind.approvalConflict)).toEqual([
+      expect.objectContaining({ approval: `${stored.request.namespace}/${stored.request.name}` }),
+    ]);
   });
 });
 

@@ -76,7 +76,9 @@ function handleOf(
   } = request ? approvalSpecOf(request) : approval.spec;
   return {
     name: approval.metadata.name,
-    phase: (approval.status?.phase ?? "Pending") as ApprovalPhase,
+    // An Auto execution's record is Unknown from its creation: the controller writes that phase, and
+    // Core reads it so before it has (the agent's answer does not wait for the reconciler).
+    phase: (approval.status?.phase ?? (approval.spec.autoExecution ? "Unknown" : "Pending")) as ApprovalPhase,
     ownedBySession: owner?.kind === "AgentSession" && owner.uid === sessionUid,
     sameSpec: isDeepStrictEqual(stored, wanted) && Date.parse(storedExpiry) <= Date.parse(wantedExpiry),
     identity: {
