@@ -147,7 +147,7 @@ const core: CoreDeps = {
   timer: { sleep: async (ms) => void (await sleep(ms)) },
   catalog: cacheCatalog(caches),
   identities: secretIdentityResolver(clients),
-  approvals: kubeApprovalPort(clients, caches, now),
+  approvals: kubeApprovalPort(clients, caches),
   executions: store.executions,
   budget: store.budget,
   providers: httpProviderClient(providerEndpoints(caches), grants),

@@ -93,8 +93,8 @@ function handleOf(
   };
 }
 
-/** Builds the port. `_now` is no longer read (the port sets no condition times). */
-export function kubeApprovalPort(clients: KubeClients, caches: Caches, _now?: () => Date): ApprovalPort {
+/** Builds the port. */
+export function kubeApprovalPort(clients: KubeClients, caches: Caches): ApprovalPort {
   const read = async (namespace: string, name: string): Promise<Approval | undefined> => {
     try {
       return (await clients.custom.getNamespacedCustomObject({
