@@ -154,6 +154,25 @@ const Environment = z.object({
     .describe(
       "the operator's namespace: model key Secrets, grant keys, audit checkpoints (default gatehouse-system)",
     ),
+  WATCH_NAMESPACES: z
+    .string()
+    .default("")
+    .transform((value) =>
+      value
+        .split(",")
+        .map((namespace) => namespace.trim())
+        .filter((namespace) => namespace !== ""),
+    )
+    .pipe(z.array(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "not a namespace name")))
+    .describe(
+      "controller: comma list of the namespaces whose AgentSessions it runs (its pod RBAC is bound there); sessions elsewhere get condition Ready=False, reason NamespaceNotServed (default empty: every namespace)",
+    ),
+  GATEWAY_SERVICE_ACCOUNT: z
+    .string()
+    .default("gatehouse-gateway")
+    .describe(
+      "controller: the gateway's ServiceAccount in POD_NAMESPACE, the only user besides the controller that admission lets create Approvals (default gatehouse-gateway)",
+    ),
   POD_NAME: z
     .string()
     .optional()
@@ -279,6 +298,10 @@ export interface OperatorConfig {
   healthHost: string;
   healthPort: number;
   leaderElection: { enabled: boolean; namespace: string; identityPrefix: string };
+  /** The namespaces whose AgentSessions the controller runs (WATCH_NAMESPACES); empty = every namespace. */
+  watchNamespaces: string[];
+  /** The gateway's user name as the API server authenticates it (GATEWAY_SERVICE_ACCOUNT in POD_NAMESPACE). */
+  gatewayUsername: string;
   logLevel: string;
   /** Provider grants and their signing keys (kube/grant-keys.ts); durations in seconds. */
   grants: {
@@ -346,6 +369,8 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
       namespace: parsed.LEADER_ELECTION_NAMESPACE ?? parsed.POD_NAMESPACE ?? "gatehouse-system",
       identityPrefix: parsed.POD_NAME ?? hostname(),
     },
+    watchNamespaces: parsed.WATCH_NAMESPACES,
+    gatewayUsername: `system:serviceaccount:${parsed.POD_NAMESPACE ?? OPERATOR_NAMESPACE}:${parsed.GATEWAY_SERVICE_ACCOUNT}`,
     logLevel: parsed.LOG_LEVEL,
     grants: {
       ttlSeconds: parsed.GRANT_TTL_SECONDS,

@@ -27,6 +27,41 @@ export const APPROVAL_FINALIZER = "gatehouse.dev/audit-lifecycle";
 export const AGENT_NETWORK_POLICY = "gatehouse-agent";
 /** Label of the operator's pods, which serve the gateway (the agent NetworkPolicy allows egress to them). */
 export const OPERATOR_POD_LABELS = { "app.kubernetes.io/name": "gatehouse-operator" } as const;
+/**
+ * The two long-running components (DESIGN §3): the gateway, which agent pods reach (agent routes, model
+ * proxy, the invoke path), and the controller, which nothing agent-facing reaches (reconcilers, approved
+ * dispatch, the audit witness). Each runs as its own ServiceAccount with its own RBAC, grant keys and
+ * database role.
+ */
+export const COMPONENTS = ["gateway", "controller"] as const;
+export type Component = (typeof COMPONENTS)[number];
+/** Each component's ServiceAccount in the operator's namespace (and its Deployment's name in the chart). */
+export const COMPONENT_SERVICE_ACCOUNTS: Readonly<Record<Component, string>> = {
+  gateway: "gatehouse-gateway",
+  controller: "gatehouse-controller",
+};
+/** The user name the API server authenticates a component's ServiceAccount as. */
+export function componentUsername(component: Component, namespace: string = OPERATOR_NAMESPACE): string {
+  return `system:serviceaccount:${namespace}:${COMPONENT_SERVICE_ACCOUNTS[component]}`;
+}
+/** The components' pod labels; the agent NetworkPolicy allows egress to the gateway's. */
+export const COMPONENT_POD_LABELS: Readonly<Record<Component, Readonly<Record<string, string>>>> = {
+  gateway: { "app.kubernetes.io/name": "gatehouse-gateway" },
+  controller: { "app.kubernetes.io/name": "gatehouse-controller" },
+};
+/**
+ * Each component's grant signing keys (kube/grant-keys.ts, DESIGN §5): the gateway signs the grants of
+ * Auto calls, the controller those of approved dispatch; neither can read the other's private keys.
+ */
+export const GRANT_KEYS_SECRETS: Readonly<Record<Component, string>> = {
+  gateway: "gatehouse-gateway-grant-keys",
+  controller: "gatehouse-controller-grant-keys",
+};
+/**
+ * ConfigMap in the operator's namespace where the controller publishes its grant public keys (JWKs,
+ * no private part), so the gateway's JWKS serves both rings (kube/grant-public-keys.ts).
+ */
+export const GRANT_PUBLIC_KEYS_CONFIGMAP = "gatehouse-grant-public-keys";
 /** The agent pod's container that runs Sidecar provider `providerName` (a DNS label). */
 export function sidecarContainerName(providerName: string): string {
   return `provider-${providerName}`.slice(0, 63).replace(/-+$/, "");
