@@ -102,6 +102,24 @@ export class ContainerRunner {
     if (!this.child) this.state = { kind: "waiting", reason, message };
   }
 
+  /**
+   * A pod gone terminal before this container ever exited (e.g. its deadline passed while the sandbox
+   * was still being set up) reports it terminated, never waiting: the kubelet's ContainerStatusUnknown,
+   * exit code 137.
+   */
+  terminateUnstarted(at: Date): void {
+    if (this.child || this.state.kind === "terminated") return;
+    this.state = {
+      kind: "terminated",
+      exitCode: 137,
+      reason: "ContainerStatusUnknown",
+      message: "The container could not be located when the pod was terminated",
+      startedAt: at,
+      finishedAt: at,
+      containerID: "",
+    };
+  }
+
   /** Starts the process; output is appended to `spec.logPath` after a header line. */
   start(spec: LaunchSpec): void {
     if (this.child) return;

@@ -153,7 +153,7 @@ function containerStatus(c: ContainerView): Record<string, unknown> {
     name: c.name,
     image: c.image,
     imageID: "",
-    containerID: current.kind === "waiting" ? null : current.containerID,
+    containerID: current.kind === "waiting" || current.containerID === "" ? null : current.containerID,
     ready: c.ready,
     started: c.started,
     restartCount: c.restartCount,
@@ -184,7 +184,7 @@ function stateObject(state: ContainerState): Record<string, unknown> {
           message: state.message ?? null,
           startedAt: rfc3339(state.startedAt),
           finishedAt: rfc3339(state.finishedAt),
-          containerID: state.containerID,
+          containerID: state.containerID === "" ? null : state.containerID,
         },
       };
   }

@@ -216,6 +216,8 @@ export class PodWorker {
 
   private async finish(terminal: { phase: PodPhase; reason?: string; message?: string }): Promise<void> {
     this.terminal = terminal;
+    const now = new Date();
+    for (const runner of this.runners.values()) runner.terminateUnstarted(now);
     this.dropStaleProbers();
     await this.writeStatus();
     await this.releaseNetwork();
