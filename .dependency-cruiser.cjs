@@ -22,13 +22,30 @@ module.exports = {
     {
       name: "nothing-imports-controllers",
       severity: "error",
-      from: { path: "^operator/src/", pathNot: "^operator/src/(controllers/|main\\.ts)" },
+      from: { path: "^operator/src/", pathNot: "^operator/src/(controllers/|programs/)" },
       to: { path: "^operator/src/controllers/" },
+    },
+    {
+      name: "the-gateway-runs-no-controller",
+      comment:
+        "The agent-facing program holds none of the controller's privileges, so it runs none of its code.",
+      severity: "error",
+      from: { path: "^operator/src/programs/gateway\\.ts$" },
+      to: {
+        reachable: true,
+        path: "^operator/src/(controllers/|programs/controller\\.ts$|kube/(checkpoint-configmap|witness-key|leader-election|admission-guard)\\.ts$)",
+      },
+    },
+    {
+      name: "only-main-starts-a-program",
+      severity: "error",
+      from: { path: "^operator/src/", pathNot: "^operator/src/(programs/|main\\.ts$)" },
+      to: { path: "^operator/src/programs/" },
     },
     {
       name: "nothing-imports-gateway",
       severity: "error",
-      from: { path: "^operator/src/", pathNot: "^operator/src/(gateway/|main\\.ts)" },
+      from: { path: "^operator/src/", pathNot: "^operator/src/(gateway/|programs/)" },
       to: { path: "^operator/src/gateway/" },
     },
     {

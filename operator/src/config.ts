@@ -272,8 +272,8 @@ const Environment = z.object({
 
 /** The `--help` text: every variable the operator reads, from the schema that parses them. */
 export const USAGE = environmentUsage(
-  "node operator/src/main.ts [--help | migrate [--help]]",
-  "The Gatehouse operator: the four controllers (on the Lease holder), the gateway and the health server. Configured by environment variables only; it writes no files. It never migrates: run gatehouse-migrate (node operator/src/main.ts migrate) first.",
+  "node operator/src/main.ts gateway | controller | migrate [--help]",
+  "The Gatehouse programs: `gateway` serves agent pods (agent routes, model proxy, the invoke path) and the grant JWKS; `controller` runs the four controllers, approved dispatch and the audit witness on the Lease holder; both serve /healthz, /readyz and /metrics. Configured by environment variables only; they write no files and never migrate: run `migrate` (gatehouse-migrate) first.",
   [Environment],
 );
 

@@ -66,7 +66,7 @@ function approvalReconcileSeconds(metrics: string): { sum: number; count: number
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
 const env = await startEnvironment(plane, {
-  operatorEnv: {
+  componentEnv: {
     AGENT_IMAGE: SLEEPER_IMAGE,
     LOG_LEVEL: "warn",
     SESSION_CEILINGS: JSON.stringify({ maxToolCalls: 10_000, maxWrites: 10_000 }),
@@ -114,7 +114,7 @@ try {
   for (const [i, approval] of approvals.entries()) {
     if (i === WARMUP) {
       metricsBefore = approvalReconcileSeconds(
-        await (await fetch(`${env.operator.healthUrl}/metrics`)).text(),
+        await (await fetch(`${env.controller.healthUrl}/metrics`)).text(),
       );
       measuredFromMs = Date.now();
     }
@@ -164,7 +164,7 @@ try {
     samples.push({ approval, startMs, ackMs, providerMs: effect.atMs ?? Number.NaN });
   }
   const metricsAfter = approvalReconcileSeconds(
-    await (await fetch(`${env.operator.healthUrl}/metrics`)).text(),
+    await (await fetch(`${env.controller.healthUrl}/metrics`)).text(),
   );
 
   // Decompose each sample with the API server's own timestamps.

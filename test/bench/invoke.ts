@@ -55,7 +55,7 @@ async function measure(
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
 const env = await startEnvironment(plane, {
-  operatorEnv: {
+  componentEnv: {
     AGENT_IMAGE: SLEEPER_IMAGE,
     LOG_LEVEL: "warn",
     // Every call is a new tool call of its session: lift the ceiling the default limits would hit.

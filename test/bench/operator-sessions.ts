@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   // The local node offers the machine's CPUs (2 here): small requests, so 200 pods fit, for both runs.
   const requests = { cpu: "5m", memory: "16Mi" };
   const env = await startEnvironment(plane, {
-    operatorEnv: { AGENT_IMAGE: "gatehouse/sleeper:dev", AGENT_RESOURCES: JSON.stringify({ requests }) },
+    componentEnv: { AGENT_IMAGE: "gatehouse/sleeper:dev", AGENT_RESOURCES: JSON.stringify({ requests }) },
   });
   try {
     const { kubectl } = env;
@@ -94,7 +94,8 @@ async function main(): Promise<void> {
     await kubectl.ok("admin", ["delete", "namespace", "bench-pods", "--wait=true", "--timeout=300s"]);
 
     const since = new Date().toISOString();
-    const pid = env.operator.pid;
+    // The controller runs the sessions; the gateway only serves their agents (idle here).
+    const pid = env.controller.pid;
     const cpuBefore = cpuSeconds(pid);
     const sessions = Array.from({ length: count }, (_, i) => ({
       apiVersion: "gatehouse.dev/v1alpha1",

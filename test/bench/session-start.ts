@@ -160,13 +160,13 @@ try {
     samples.push({ session, startMs, modelMs: Date.parse(first.time) });
   }
 
-  // Decompose each sample with the API server's, the node's and the operator's own timestamps.
+  // Decompose each sample with the API server's, the node's and the gateway's own timestamps.
   const requests = readApiRequests(plane.auditLogPath, measuredFromMs - 1000);
   const nodeLog = readLogLines(node.logPath);
-  const operatorLog = readLogLines(env.operatorLogPath);
-  const incoming = operatorLog.filter((l) => l.msg === "incoming request");
+  const gatewayLog = readLogLines(env.gateway.logPath);
+  const incoming = gatewayLog.filter((l) => l.msg === "incoming request");
   const completed = new Map(
-    operatorLog.filter((l) => l.msg === "request completed" && l.reqId).map((l) => [l.reqId, l]),
+    gatewayLog.filter((l) => l.msg === "request completed" && l.reqId).map((l) => [l.reqId, l]),
   );
   const stages = {
     kubectlStartToApiAnswer: [] as number[],

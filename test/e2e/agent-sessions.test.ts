@@ -358,7 +358,7 @@ describe("the session lifecycle", () => {
       return result.code !== 0 && /NotFound/.test(result.stderr) ? true : undefined;
     });
     // Creating in the terminating namespace is refused (NamespaceTerminating): that is no error.
-    const errors = readFileSync(env.operatorLogPath, "utf8")
+    const errors = readFileSync(env.controller.logPath, "utf8")
       .split("\n")
       .filter((line) => line.includes('"level":50') && line.includes(namespace));
     expect(errors).toEqual([]);

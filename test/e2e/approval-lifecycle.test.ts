@@ -16,7 +16,7 @@ import { clusterInfo } from "./cluster-info.ts";
 import {
   type Environment,
   NAMESPACE,
-  type OperatorReplica,
+  type ComponentReplica,
   REPO_ROOT,
   startEnvironment,
 } from "./environment.ts";
@@ -40,8 +40,8 @@ interface ApprovalObject {
 }
 
 let env: Environment;
-/** The operator replica running now (tests restart it). */
-let operator: OperatorReplica;
+/** The controller replica running now (tests restart it). */
+let controller: ComponentReplica;
 const suffix = Date.now().toString(36);
 
 /** alice asks for the reference story's publish; resolves with the session uid and its Pending Approval. */
@@ -143,7 +143,7 @@ function lifecycleCheck() {
 
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo());
-  operator = env.operator;
+  controller = env.controller;
 }, 600_000);
 
 afterAll(async () => {
@@ -248,7 +248,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
   it("backfills the approval record of an Approval an earlier version approved, before running it", async () => {
     const { approval } = await proposedPublish(`lifecycle-upgrade-${suffix}`);
     const name = approval.metadata.name;
-    await operator.kill("SIGKILL");
+    await controller.kill("SIGKILL");
     // What an earlier version leaves: alice's decision, the phase Approved, no finalizer, no records.
     await decide("alice", name, "Approve");
     await patchStatusAsOperator(env.cluster.kubeconfigPath, "approvals", NAMESPACE, name, {
@@ -256,7 +256,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
       approvals: 1,
       observedDecisions: 1,
     });
-    await env.kubectl.ok("gatehouse-operator", [
+    await env.kubectl.ok("gatehouse-controller", [
       "patch",
       "approval",
       name,
@@ -268,7 +268,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
       JSON.stringify([{ op: "remove", path: "/metadata/finalizers" }]),
     ]);
     expect(kindsOf(await chainOf(approval.spec.executionId))).toEqual(["approval.requested"]);
-    operator = await env.startReplica("after-upgrade");
+    controller = await env.startReplica("controller", "after-upgrade");
     const done = await approvalInPhase(name, "Succeeded");
     expect(done.metadata.finalizers).toContain(APPROVAL_FINALIZER);
     const chain = await chainOf(approval.spec.executionId);
@@ -286,12 +286,12 @@ describe("an Approval's lifecycle in the audit chain", () => {
     expect(lifecycle.code).toBe(0);
   });
 
-  it("records the end of a Pending Approval whose namespace was deleted while the operator was down", async () => {
+  it("records the end of a Pending Approval whose namespace was deleted while the controller was down", async () => {
     const { approval } = await proposedPublish(`lifecycle-namespace-${suffix}`);
     const name = approval.metadata.name;
     const { approval: released } = await proposedPublish(`lifecycle-released-${suffix}`);
-    await operator.kill("SIGKILL");
-    // The escape when no operator will run again: a cluster admin removes one finalizer by hand.
+    await controller.kill("SIGKILL");
+    // The escape when no controller will run again: a cluster admin removes one finalizer by hand.
     await env.kubectl.ok("admin", [
       "patch",
       "approval",
@@ -304,14 +304,14 @@ describe("an Approval's lifecycle in the audit chain", () => {
       JSON.stringify([{ op: "remove", path: "/metadata/finalizers" }]),
     ]);
     await env.kubectl.ok("admin", ["delete", "namespace", NAMESPACE, "--wait=false"]);
-    // The namespace controller deletes the Approval; its finalizer keeps it until an operator is back.
+    // The namespace controller deletes the Approval; its finalizer keeps it until a controller is back.
     await eventually("the Approval to be marked for deletion", 60_000, async () => {
       const run = await env.kubectl.run("admin", ["get", "approval", name, "-n", NAMESPACE, "-o", "json"]);
       const current =
         run.code === 0 ? (JSON.parse(run.stdout) as { metadata: { deletionTimestamp?: string } }) : undefined;
       return current?.metadata.deletionTimestamp ? true : undefined;
     });
-    operator = await env.startReplica("after-namespace-delete");
+    controller = await env.startReplica("controller", "after-namespace-delete");
     await eventually(`namespace ${NAMESPACE} to be gone`, 240_000, async () => {
       const run = await env.kubectl.run("admin", ["get", "namespace", NAMESPACE]);
       return run.code !== 0 ? true : undefined;

@@ -44,7 +44,7 @@ async function configMapData(): Promise<Record<string, string>> {
 
 /** The operator's metric `name` (no labels) from its health server. */
 async function metric(name: string): Promise<number | undefined> {
-  const text = await (await fetch(`${env.operator.healthUrl}/metrics`)).text();
+  const text = await (await fetch(`${env.controller.healthUrl}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));
   return line ? Number(line.slice(name.length + 1)) : undefined;
 }
@@ -92,7 +92,7 @@ async function chainHead(): Promise<{ seq: number; hash: string }> {
 }
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
+  env = await startEnvironment(clusterInfo(), { componentEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
   await forgetEarlierCheckpoints(env.kubectl);
   await env.kubectl.ok("admin", [
     "delete",

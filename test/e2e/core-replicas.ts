@@ -1,14 +1,16 @@
 /**
- * Operator replicas for Core's crash tests: replace whatever runs by one new replica (with its own
- * environment, e.g. a test-only failpoint) and wait until it holds the leader Lease, so it is the one
- * that dispatches Approvals.
+ * Controller replicas for Core's crash tests: replace whatever controller runs by one new replica (with
+ * its own environment, e.g. a test-only failpoint) and wait until it holds the leader Lease, so it is the
+ * one that dispatches Approvals.
  */
-import type { Environment, OperatorReplica } from "./environment.ts";
+import { LEADER_LEASE } from "../../operator/src/api/rbac.ts";
+import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import type { ComponentReplica, Environment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
-/** The replicas a test file started and has not stopped yet. */
+/** The controller replicas a test file started and has not stopped yet. */
 export interface Replicas {
-  running: OperatorReplica[];
+  running: ComponentReplica[];
 }
 
 /**
@@ -20,27 +22,27 @@ export async function replaceReplicas(
   replicas: Replicas,
   name: string,
   overrides: NodeJS.ProcessEnv,
-): Promise<OperatorReplica> {
+): Promise<ComponentReplica> {
   for (const replica of replicas.running) await replica.kill("SIGTERM");
-  const replica = await env.startReplica(name, overrides);
+  const replica = await env.startReplica("controller", name, overrides);
   replicas.running = [replica];
   await leaderIs(env, replica);
   return replica;
 }
 
-/** Waits until `replica` holds Lease gatehouse-system/gatehouse-operator (after a crash, once it lapsed). */
+/** Waits until controller `replica` holds the leader Lease (after a crash, once it lapsed). */
 export async function leaderIs(
   env: Environment,
-  replica: OperatorReplica,
+  replica: ComponentReplica,
   timeoutMs = 120_000,
 ): Promise<void> {
   await eventually(`replica ${replica.name} to hold the leader Lease`, timeoutMs, async () => {
     const lease = await env.kubectl.run("admin", [
       "get",
       "lease",
-      "gatehouse-operator",
+      LEADER_LEASE,
       "-n",
-      "gatehouse-system",
+      OPERATOR_NAMESPACE,
       "-o",
       "jsonpath={.spec.holderIdentity}",
     ]);

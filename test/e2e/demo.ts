@@ -1,7 +1,7 @@
 /**
  * `make demo`: brings up the real local control plane (etcd, kube-apiserver, kube-controller-manager,
  * kube-scheduler built from Go modules), the local node, Postgres, the fake APS, the model (the scripted
- * one, or a real OpenAI-compatible endpoint), the CRDs and the operator, applies examples/gitops/overlays/plant-a, then plays
+ * one, or a real OpenAI-compatible endpoint), the CRDs, the gateway and the controller, applies examples/gitops/overlays/plant-a, then plays
  * the reference story (story.ts) printing every command with its real output, and checks what the
  * story must show. It stays up for exploration until Ctrl-C; with DEMO_EXIT=1 it exits 0 once the story
  * has passed (1 otherwise).
@@ -10,7 +10,7 @@
  *   DEMO_EXIT=1        exit once the story has run (0 passed, 1 not)
  *   DATABASE_URL       the Postgres server to use, as an administrator who may create roles (default: the
  *                      local one on 127.0.0.1:5432, else embedded); gatehouse-migrate runs with it first
- *   OPENAI_BASE_URL    a real OpenAI-compatible endpoint instead of the scripted model; the operator's
+ *   OPENAI_BASE_URL    a real OpenAI-compatible endpoint instead of the scripted model; the gateway's
  *                      MODEL_ENDPOINTS then names it, with OPENAI_API_KEY (when set) in Secret
  *                      gatehouse-system/gatehouse-demo-model-key, which the gateway's model proxy reads
  *   OPENAI_MODEL       the model the sessions ask that endpoint for (default gpt-4o-mini)
@@ -74,7 +74,7 @@ function checksOf(report: StoryReport): Array<[string, boolean]> {
   ];
 }
 
-function printExploration(env: Environment, kubeconfigPath: string, kubectlPath: string, healthUrl: string) {
+function printExploration(env: Environment, kubeconfigPath: string, kubectlPath: string) {
   const lines = [
     "",
     bold("Everything stays up for exploration. In another shell:"),
@@ -90,8 +90,9 @@ function printExploration(env: Environment, kubeconfigPath: string, kubectlPath:
     `  export DATABASE_URL=${env.databaseUrl}   # the transcript: SELECT * FROM session_events`,
     `  export PATH=$(scripts/ensure-node.sh):$PATH; npx gatehouse-audit show --approval <apr-…>   # one Approval's history from the chain`,
     `  npx gatehouse-audit lifecycle --kubeconfig ${kubeconfigPath} --context admin   # no Approval request lost its end`,
-    `  curl -s ${healthUrl}/metrics | grep ^gatehouse_   # the operator's metrics`,
-    `  less ${env.operatorLogPath}   # the operator's log`,
+    `  curl -s ${env.controller.healthUrl}/metrics | grep ^gatehouse_   # the controller's metrics (the gateway's: ${env.gateway.healthUrl})`,
+    `  less ${env.controller.logPath}   # the controller's log`,
+    `  less ${env.gateway.logPath}   # the gateway's log`,
     "The README's walkthrough lists more. Ctrl-C stops everything (the database is kept).",
   ];
   for (const line of lines) console.log(line);
@@ -112,7 +113,7 @@ async function main(): Promise<number> {
     return stopping;
   };
   // Ctrl-C, and a plain `kill`: either stops everything in order (the node's namespaces, bridge and
-  // firewall table, the operator, the control plane), so nothing is left on the host.
+  // firewall table, the gateway and the controller, the control plane), so nothing is left on the host.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {
       console.log(`\nstopping (${signal})…`);
@@ -124,7 +125,7 @@ async function main(): Promise<number> {
     const node = await startLocalNode(cluster);
     stops.push(() => node.stop());
     console.log(dim("local node Ready"));
-    const operatorEnv: NodeJS.ProcessEnv = {
+    const componentEnv: NodeJS.ProcessEnv = {
       // Checkpoints every few seconds, so the audit step can compare the head with one at once.
       AUDIT_CHECKPOINT_INTERVAL_SECONDS: "3",
       ...(endpoint
@@ -144,7 +145,7 @@ async function main(): Promise<number> {
       database: "gatehouse_demo",
       keepDatabase: true,
       progress: (line) => console.log(dim(line)),
-      operatorEnv,
+      componentEnv,
     });
     stops.push(() => env.stop());
     const options: StoryOptions = {};
@@ -203,7 +204,7 @@ async function main(): Promise<number> {
       await stopAll();
       return passed ? 0 : 1;
     }
-    printExploration(env, cluster.kubeconfigPath, cluster.kubectlPath, env.operator.healthUrl);
+    printExploration(env, cluster.kubeconfigPath, cluster.kubectlPath);
     await new Promise(() => {});
     return 0;
   } catch (error) {

@@ -47,7 +47,7 @@ let ident: Ledger;
 let movedTo: Ledger;
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
+  env = await startEnvironment(clusterInfo(), { componentEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
   namespace = await coreNamespace(env, "dispatch");
   counter = await deployCounter(
     env,

@@ -2,9 +2,9 @@
  * Brings up everything the reference story needs on top of a running control plane and local node:
  * a fresh Postgres database, the fake APS business system (on the bridge address, where provider pods
  * reach it) and the scripted model (on the bridge address too, but reached only by the operator's
- * model proxy, with a key from Secret gatehouse-system/gatehouse-model-key), the CRDs, the operator's
- * RBAC, the operator process itself (running
- * as its ServiceAccount, never as admin), and the plant-a example manifests (`examples.ts`: namespace,
+ * gateway's model proxy, with a key from Secret gatehouse-system/gatehouse-model-key), the CRDs, both
+ * components' RBAC, the two programs — `main.ts controller` and `main.ts gateway`, each as its own
+ * ServiceAccount and database login, never as admin or the owner — and the plant-a example manifests (`examples.ts`: namespace,
  * RBAC, provider, identity bindings, Capabilities) — then waits until the provider and its Capabilities
  * are Ready. Every state it reports is read from the API server.
  */
@@ -16,7 +16,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V1Pod } from "@kubernetes/client-node";
 import type pg from "pg";
-import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import type { Component } from "../../operator/src/api/well-known.ts";
+import { COMPONENT_SERVICE_ACCOUNTS, OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import {
   createPool,
   dropDatabase,
@@ -24,7 +25,7 @@ import {
   resolveDatabase,
   withDatabase,
 } from "../../operator/src/store/connection.ts";
-import { type Component, dropRuntimeLogin, runtimeLoginUrl } from "../../operator/src/store/roles.ts";
+import { dropRuntimeLogin, runtimeLoginUrl } from "../../operator/src/store/roles.ts";
 import { exposeHostPort, startTcpProxy } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
@@ -46,14 +47,16 @@ export interface ClusterInfo {
   instance: number;
 }
 
-/** One operator process of the environment (the first is the one the story uses). */
-export interface OperatorReplica {
+/** One process of a component (`main.ts gateway` or `main.ts controller`) of the environment. */
+export interface ComponentReplica {
+  component: Component;
   /** Its POD_NAME, the start of its leader-election identity and User-Agent. */
   name: string;
   logPath: string;
   /** The health server: /healthz, /readyz, /metrics. */
   healthUrl: string;
-  gatewayUrl: string;
+  /** A gateway replica's own address (the environment's `gatewayUrl` reaches any live one); a controller's is undefined. */
+  gatewayUrl?: string;
   pid: number;
   /** Resolves with a description once the process has exited. */
   exited: Promise<string>;
@@ -73,7 +76,7 @@ export interface BaseEnvironment {
   databaseUrl: string;
   /**
    * The runtime logins' URLs of that database, one per component (members of gatehouse_gateway and
-   * gatehouse_controller), as the migrate program created them; the operator runs with the controller's.
+   * gatehouse_controller), as the migrate program created them; each component runs with its own.
    */
   runtimeUrls: Record<Component, string>;
   /** A small owner pool on that database, for checks such as audit verification. */
@@ -83,13 +86,17 @@ export interface BaseEnvironment {
   stop(): Promise<void>;
 }
 
-/** A running environment whose operator replicas are host processes (see {@link startEnvironment}). */
+/** A running environment whose components are host processes (see {@link startEnvironment}). */
 export interface Environment extends BaseEnvironment {
-  operatorLogPath: string;
-  /** The operator the environment started with. */
-  operator: OperatorReplica;
-  /** Starts another operator replica on the same cluster and database (own gateway and health ports). */
-  startReplica(name: string, env?: NodeJS.ProcessEnv): Promise<OperatorReplica>;
+  /** The gateway replica the environment started with. */
+  gateway: ComponentReplica;
+  /** The controller replica the environment started with (the Lease holder, unless it lost the Lease). */
+  controller: ComponentReplica;
+  /**
+   * Starts another replica of `component` on the same cluster and database (own health port; a gateway
+   * also its own gateway port, behind the environment's `gatewayUrl`).
+   */
+  startReplica(component: Component, name: string, env?: NodeJS.ProcessEnv): Promise<ComponentReplica>;
 }
 
 /** Options of startEnvironment. */
@@ -100,18 +107,19 @@ export interface EnvironmentOptions {
   keepDatabase?: boolean;
   /** Progress lines (the demo prints them). */
   progress?: (line: string) => void;
-  /** Extra environment of the first operator replica (e.g. AGENT_IMAGE for the benchmark). */
-  operatorEnv?: NodeJS.ProcessEnv;
+  /** Extra environment of the first replica of each component (e.g. AGENT_IMAGE for the benchmark). */
+  componentEnv?: NodeJS.ProcessEnv;
 }
 
 /**
  * Installs the Gatehouse API as a platform engineer would: crds/ (CRDs, admission policies, persona
- * and operator ClusterRoles) by server-side apply, and the operator's binding; waits until the CRDs
- * are Established. Idempotent. Throws when kubectl fails.
+ * and component ClusterRoles) by server-side apply, and deploy/ (the components' ServiceAccount
+ * bindings and namespaced Roles for the local cluster); waits until the CRDs are Established.
+ * Idempotent. Throws when kubectl fails.
  */
 export async function installApi(kubectl: Kubectl): Promise<void> {
   await kubectl.ok("admin", ["apply", "--server-side", "-f", join(REPO_ROOT, "crds")]);
-  await kubectl.ok("admin", ["apply", "-f", join(REPO_ROOT, "deploy/operator-rbac.yaml")]);
+  await kubectl.ok("admin", ["apply", "-f", join(REPO_ROOT, "deploy")]);
   await kubectl.ok("admin", [
     "wait",
     "--for=condition=Established",
@@ -202,17 +210,17 @@ async function runMigrateProgram(ownerUrl: string, runtimeUrls: Record<Component
   });
 }
 
-function startOperator(env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
+function startProgram(component: Component, env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
   const log = createWriteStream(logPath, { flags: "a" });
-  // setpriv --pdeathsig: the operator dies with the test process or demo, even when that is killed.
+  // setpriv --pdeathsig: the program dies with the test process or demo, even when that is killed.
   const child = spawn(
     "setpriv",
-    ["--pdeathsig", "TERM", "--", process.execPath, join(REPO_ROOT, "operator/src/main.ts")],
+    ["--pdeathsig", "TERM", "--", process.execPath, join(REPO_ROOT, "operator/src/main.ts"), component],
     {
       cwd: REPO_ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],
-      // Its own process group: Ctrl-C on the demo reaches the demo, which stops the operator first.
+      // Its own process group: Ctrl-C on the demo reaches the demo, which stops the programs first.
       detached: true,
     },
   );
@@ -323,7 +331,7 @@ export async function applyExampleNamespace(kubectl: Kubectl, apsUrl: string): P
   ]);
 }
 
-/** Starts the environment on `cluster`. Throws with the operator's log tail when it fails to start. */
+/** Starts the environment on `cluster`. Throws with a program's log tail when it fails to start. */
 export async function startEnvironment(
   cluster: ClusterInfo,
   options: EnvironmentOptions = {},
@@ -351,11 +359,11 @@ export async function startEnvironment(
       `Postgres database ${database} on the ${prepared.server.source} server: DATABASE_URL=${shownUrl.toString()}`,
     );
     progress(
-      `gatehouse-migrate applied the schema and created the runtime logins ${database}_controller (the operator's DATABASE_URL) and ${database}_gateway`,
+      `gatehouse-migrate applied the schema and created the runtime logins ${database}_controller and ${database}_gateway (each component's DATABASE_URL)`,
     );
 
     await installApi(kubectl);
-    progress("CRDs, admission policies, persona roles and the operator's RBAC applied");
+    progress("CRDs, admission policies, persona roles and the gateway's and controller's RBAC applied");
     const modelKey = await applyModelKey(kubectl);
     progress(
       `model key in Secret ${OPERATOR_NAMESPACE}/${MODEL_KEY_SECRET.name}, for the gateway's model proxy`,
@@ -370,35 +378,40 @@ export async function startEnvironment(
     stops.push(() => service.close());
     const gatewayUrl = `http://${cluster.bridgeIP}:${service.port}`;
     await exposeHostPort(cluster.instance, service.port);
+    // What the chart sets on both Deployments; each component's context authenticates as its own
+    // ServiceAccount (test/cluster's kubeconfig), and each connects as its own database login.
     const baseEnv: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       KUBECONFIG: cluster.kubeconfigPath,
-      KUBE_CONTEXT: "gatehouse-operator",
       GATEWAY_HOST: cluster.bridgeIP,
+      // Agent pods reach whichever gateway replica answers, as through the gateway's Service.
+      GATEWAY_URL: gatewayUrl,
       MODEL_ENDPOINTS: JSON.stringify([
         { name: "scripted", baseURL: model.url, keySecretRef: MODEL_KEY_SECRET, default: true },
       ]),
       LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
-      // The controller's runtime login until the gateway runs as a process of its own.
-      DATABASE_URL: prepared.runtimeUrls.controller,
       HEALTH_HOST: "127.0.0.1",
-      LEADER_ELECTION_NAMESPACE: "gatehouse-system",
+      POD_NAMESPACE: OPERATOR_NAMESPACE,
+      LEADER_ELECTION_NAMESPACE: OPERATOR_NAMESPACE,
+      GATEWAY_SERVICE_ACCOUNT: COMPONENT_SERVICE_ACCOUNTS.gateway,
     };
-    const replicas: OperatorReplica[] = [];
+    const replicas: ComponentReplica[] = [];
     const startReplica = async (
+      component: Component,
       name: string,
       overrides: NodeJS.ProcessEnv = {},
-    ): Promise<OperatorReplica> => {
-      const port = await freePort(cluster.bridgeIP);
+    ): Promise<ComponentReplica> => {
+      const port = component === "gateway" ? await freePort(cluster.bridgeIP) : undefined;
       const healthPort = await freePort("127.0.0.1");
-      const logPath = join(cluster.runDir, `operator-${database}-${name}.log`);
-      const child = startOperator(
+      const logPath = join(cluster.runDir, `${component}-${database}-${name}.log`);
+      const child = startProgram(
+        component,
         {
           ...baseEnv,
-          GATEWAY_PORT: String(port),
-          // Agent pods reach whichever replica answers, as through the gateway's Service.
-          GATEWAY_URL: gatewayUrl,
+          KUBE_CONTEXT: COMPONENT_SERVICE_ACCOUNTS[component],
+          DATABASE_URL: prepared.runtimeUrls[component],
+          ...(port !== undefined ? { GATEWAY_PORT: String(port) } : {}),
           HEALTH_PORT: String(healthPort),
           POD_NAME: name,
           ...overrides,
@@ -406,17 +419,18 @@ export async function startEnvironment(
         logPath,
       );
       const exited = new Promise<string>((resolve) =>
-        child.once("exit", (code, signal) => resolve(`operator ${name} exited (${code ?? signal})`)),
+        child.once("exit", (code, signal) => resolve(`${component} ${name} exited (${code ?? signal})`)),
       );
       let exitedWith: string | undefined;
       void exited.then((why) => {
         exitedWith = why;
       });
-      const replica: OperatorReplica = {
+      const replica: ComponentReplica = {
+        component,
         name,
         logPath,
         healthUrl: `http://127.0.0.1:${healthPort}`,
-        gatewayUrl: `http://${cluster.bridgeIP}:${port}`,
+        ...(port !== undefined ? { gatewayUrl: `http://${cluster.bridgeIP}:${port}` } : {}),
         pid: child.pid ?? 0,
         exited,
         kill: async (signal) => {
@@ -426,11 +440,13 @@ export async function startEnvironment(
         },
       };
       replicas.push(replica);
-      gatewayPorts.push(port);
-      // A replica that exits while starting fails the start at once, not at the deadline.
-      const ready = waitFor(`operator ${name}'s gateway`, 120_000, async () => {
+      if (port !== undefined) gatewayPorts.push(port);
+      // A replica that exits while starting fails the start at once, not at the deadline. Ready: its
+      // caches synced (and a gateway listening), whether or not it holds a Lease.
+      const readyz = `${replica.gatewayUrl ?? replica.healthUrl}/readyz`;
+      const ready = waitFor(`${component} ${name} to be ready`, 120_000, async () => {
         if (exitedWith) return "exited";
-        const response = await fetch(`${replica.gatewayUrl}/readyz`).catch(() => undefined);
+        const response = await fetch(readyz).catch(() => undefined);
         return response?.ok ? "ready" : undefined;
       }).catch((error: unknown) => {
         throw new Error(`${String(error)}\n${readFileSync(logPath, "utf8").slice(-4000)}`);
@@ -443,17 +459,19 @@ export async function startEnvironment(
     stops.push(async () => {
       for (const replica of replicas) await replica.kill("SIGTERM");
     });
-    const operator = await startReplica("operator-0", options.operatorEnv);
+    // The controller first: it publishes its grant public keys, which the gateway's JWKS serves.
+    const controller = await startReplica("controller", "controller-0", options.componentEnv);
+    const gateway = await startReplica("gateway", "gateway-0", options.componentEnv);
     // Leave the shared example namespace as we found it for the next environment on this cluster: its
-    // sessions go while the operator still runs (their finalizer cancels their Approvals). Not when the
-    // operator is gone already (a terminal's Ctrl-C signals every process of the group): nobody would
+    // sessions go while the controller still runs (their finalizer cancels their Approvals). Not when the
+    // controller is gone already (a terminal's Ctrl-C signals every process of the group): nobody would
     // remove the finalizers, and the control plane may be going too.
-    let operatorGone = false;
-    void operator.exited.then(() => {
-      operatorGone = true;
+    let controllerGone = false;
+    void controller.exited.then(() => {
+      controllerGone = true;
     });
     stops.push(async () => {
-      if (operatorGone) return;
+      if (controllerGone) return;
       await kubectl.run("admin", [
         "delete",
         "agentsessions",
@@ -464,9 +482,11 @@ export async function startEnvironment(
         "--request-timeout=10s",
       ]);
     });
-    const operatorLogPath = operator.logPath;
     progress(
-      `operator running as ServiceAccount gatehouse-system/gatehouse-operator; gateway at ${gatewayUrl}; health server (/healthz, /readyz, /metrics) at ${operator.healthUrl}`,
+      `controller running as ServiceAccount ${OPERATOR_NAMESPACE}/${COMPONENT_SERVICE_ACCOUNTS.controller} and login ${database}_controller; health server (/healthz, /readyz, /metrics) at ${controller.healthUrl}`,
+    );
+    progress(
+      `gateway running as ServiceAccount ${OPERATOR_NAMESPACE}/${COMPONENT_SERVICE_ACCOUNTS.gateway} and login ${database}_gateway at ${gatewayUrl}; health server at ${gateway.healthUrl}`,
     );
 
     await applyExampleNamespace(kubectl, aps.url);
@@ -482,8 +502,8 @@ export async function startEnvironment(
       runtimeUrls: prepared.runtimeUrls,
       pool: prepared.pool,
       gatewayUrl,
-      operatorLogPath,
-      operator,
+      gateway,
+      controller,
       startReplica,
       stop,
     };

@@ -52,8 +52,8 @@ let ledger: Ledger;
 const replicas: Replicas = { running: [] };
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: OPERATOR_ENV });
-  replicas.running = [env.operator];
+  env = await startEnvironment(clusterInfo(), { componentEnv: OPERATOR_ENV });
+  replicas.running = [env.controller];
   namespace = await coreNamespace(env, "once");
   ledger = await deployCounter(
     env,
@@ -212,7 +212,7 @@ describe("an operator SIGKILLed in the middle of an approved write", () => {
 
   /** Starts a replica without failpoints; it takes over once the dead leader's Lease lapsed. */
   async function recover(name: string) {
-    replicas.running = [await env.startReplica(`recovery-${name}`, OPERATOR_ENV)];
+    replicas.running = [await env.startReplica("controller", `recovery-${name}`, OPERATOR_ENV)];
   }
 
   it("right after the claim: a new replica executes it once with the same key, Succeeded, audited", async () => {

@@ -34,7 +34,7 @@ let endpoint: string;
 
 beforeAll(async () => {
   // Re-read the keys Secret every second, so a rotation forced by editing it shows within the test.
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { GRANT_KEYS_RESYNC_SECONDS: "1" } });
+  env = await startEnvironment(clusterInfo(), { componentEnv: { GRANT_KEYS_RESYNC_SECONDS: "1" } });
   namespace = `grants-${randomBytes(3).toString("hex")}`;
   await env.kubectl.ok("admin", ["create", "namespace", namespace]);
   await env.kubectl.ok(

@@ -61,7 +61,7 @@ let namespace: string;
 let counter: Ledger;
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
+  env = await startEnvironment(clusterInfo(), { componentEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
   namespace = await coreNamespace(env, "invoke");
   counter = await deployCounter(
     env,

@@ -68,7 +68,7 @@ async function proposedPublish(prefix: string): Promise<{ session: RuntimeSessio
 }
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
+  env = await startEnvironment(clusterInfo(), { componentEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
   await forgetEarlierCheckpoints(env.kubectl);
 }, 900_000);
 

@@ -120,7 +120,7 @@ async function publishExecutions(sessionUid: string) {
 }
 
 async function metricsText(): Promise<string> {
-  return await (await fetch(`${env.operator.healthUrl}/metrics`)).text();
+  return await (await fetch(`${env.controller.healthUrl}/metrics`)).text();
 }
 
 async function restoreBinding(): Promise<void> {

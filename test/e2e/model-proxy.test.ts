@@ -24,7 +24,7 @@ let env: Environment;
 let namespace: string;
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
+  env = await startEnvironment(clusterInfo(), { componentEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
   namespace = await coreNamespace(env, "model-proxy");
 }, 600_000);
 

@@ -1,6 +1,6 @@
 /**
- * Operator replicas on the real control plane (DESIGN §3): only the holder of Lease
- * `gatehouse-system/gatehouse-operator` reconciles; when it is killed the next replica takes over only
+ * Controller replicas on the real control plane (DESIGN §3): only the holder of Lease
+ * `gatehouse-system/gatehouse-controller` reconciles; when it is killed the next replica takes over only
  * after the Lease lapsed; a replica killed in the middle of reconciles leaves neither duplicates nor
  * lost work; a replica that loses the Lease exits. Who did what is read from the API server's audit
  * log, where each replica's User-Agent names it. The tests run in order and share one environment.
@@ -8,7 +8,9 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
-import { type Environment, NAMESPACE, type OperatorReplica, startEnvironment } from "./environment.ts";
+import { LEADER_LEASE } from "../../operator/src/api/rbac.ts";
+import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import { type ComponentReplica, type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
 interface AuditEvent {
@@ -26,7 +28,7 @@ const WRITES = new Set(["create", "update", "patch", "delete", "deletecollection
 
 /**
  * A request that changes cluster state. Reviews (SelfSubjectReview, TokenReview, SubjectAccessReview)
- * are `create`s that persist nothing: the admission guard asks who the operator is on every replica.
+ * are `create`s that persist nothing: the admission guard asks who the controller is on every replica.
  */
 function isWrite(e: AuditEvent): boolean {
   return WRITES.has(e.verb) && !(e.objectRef?.resource ?? "").endsWith("reviews");
@@ -43,16 +45,16 @@ function auditEvents(): AuditEvent[] {
 }
 
 /** Requests sent by one replica (its User-Agent carries `(<name>_<random>)`). */
-function by(replica: OperatorReplica, events: AuditEvent[]): AuditEvent[] {
+function by(replica: ComponentReplica, events: AuditEvent[]): AuditEvent[] {
   return events.filter((e) => e.userAgent?.includes(`(${replica.name}_`));
 }
 
 const isLeaseWrite = (e: AuditEvent) =>
-  isWrite(e) && e.objectRef?.resource === "leases" && e.objectRef.name === "gatehouse-operator";
+  isWrite(e) && e.objectRef?.resource === "leases" && e.objectRef.name === LEADER_LEASE;
 
 let env: Environment;
-let standby: OperatorReplica;
-let successor: OperatorReplica;
+let standby: ComponentReplica;
+let successor: ComponentReplica;
 let capabilitySeq = 0;
 
 /** Namespace of the probe Capabilities (never Ready, so not in the story's plant-a). */
@@ -94,14 +96,14 @@ afterAll(async () => {
   await env?.stop();
 });
 
-describe("operator replicas", () => {
+describe("controller replicas", () => {
   it("reconcile only on the holder of the Lease", async () => {
-    standby = await env.startReplica("operator-1");
+    standby = await env.startReplica("controller", "controller-1");
     const since = new Date().toISOString();
     const name = await createProbeCapability();
     await reconciledCapability(name);
     const events = auditEvents();
-    const leaderWrites = by(env.operator, events).filter(
+    const leaderWrites = by(env.controller, events).filter(
       (e) => isWrite(e) && e.requestReceivedTimestamp >= since,
     );
     expect(leaderWrites.some((e) => e.objectRef?.name === name && e.objectRef.subresource === "status")).toBe(
@@ -115,11 +117,11 @@ describe("operator replicas", () => {
   });
 
   it("hand over to the standby only after the killed leader's Lease lapsed", async () => {
-    await env.operator.kill("SIGKILL");
+    await env.controller.kill("SIGKILL");
     const name = await createProbeCapability();
     await reconciledCapability(name);
     const events = auditEvents();
-    const lastRenewal = by(env.operator, events).filter(isLeaseWrite).at(-1);
+    const lastRenewal = by(env.controller, events).filter(isLeaseWrite).at(-1);
     const takeover = by(standby, events).find(isLeaseWrite);
     const standbyWrites = by(standby, events).filter((e) => isWrite(e) && !isLeaseWrite(e));
     const firstReconcile = standbyWrites.find((e) => e.objectRef?.name === name);
@@ -132,15 +134,15 @@ describe("operator replicas", () => {
     expect(takeover!.requestReceivedTimestamp < firstReconcile!.requestReceivedTimestamp).toBe(true);
     const lease = await env.kubectl.json<{ spec: { holderIdentity: string; leaseTransitions: number } }>(
       "admin",
-      ["get", "lease", "gatehouse-operator", "-n", "gatehouse-system"],
+      ["get", "lease", LEADER_LEASE, "-n", OPERATOR_NAMESPACE],
     );
-    expect(lease.spec.holderIdentity.startsWith("operator-1_")).toBe(true);
+    expect(lease.spec.holderIdentity.startsWith("controller-1_")).toBe(true);
     expect(lease.spec.leaseTransitions).toBeGreaterThanOrEqual(1);
   });
 
   it("leave no duplicate pod and lose no session when the leader is killed in the middle of reconciles", async () => {
-    // Two replicas, as a Deployment runs them: the standby serves the gateway and takes over.
-    successor = await env.startReplica("operator-2");
+    // Two replicas, as the controller's Deployment runs them: the standby takes over.
+    successor = await env.startReplica("controller", "controller-2");
     const names = ["one", "two", "three", "four"].map((n) => `restart-${n}-${Date.now().toString(36)}`);
     await env.kubectl.ok(
       "alice",
@@ -211,9 +213,9 @@ describe("operator replicas", () => {
     await env.kubectl.ok("admin", [
       "patch",
       "lease",
-      "gatehouse-operator",
+      LEADER_LEASE,
       "-n",
-      "gatehouse-system",
+      OPERATOR_NAMESPACE,
       "--type=merge",
       "-p",
       JSON.stringify({ spec: { holderIdentity: "intruder", renewTime: micro, leaseDurationSeconds: 3600 } }),
@@ -221,13 +223,13 @@ describe("operator replicas", () => {
     expect(await successor.exited).toMatch(/exited \(1\)/);
     expect(readFileSync(successor.logPath, "utf8")).toMatch(/could not renew the leader lease in time/);
     // Leave the Lease free for whoever runs next on this cluster.
-    await env.kubectl.ok("admin", ["delete", "lease", "gatehouse-operator", "-n", "gatehouse-system"]);
+    await env.kubectl.ok("admin", ["delete", "lease", LEADER_LEASE, "-n", OPERATOR_NAMESPACE]);
   });
 });
 
-describe("an operator replica given a database login the audit triggers do not bind", () => {
+describe("a replica given a database login the audit triggers do not bind, or another component's", () => {
   it("exits before serving when DATABASE_URL is a superuser's, naming the variable and the fix", async () => {
-    const start = env.startReplica("as-superuser", { DATABASE_URL: env.databaseUrl });
+    const start = env.startReplica("controller", "as-superuser", { DATABASE_URL: env.databaseUrl });
     await expect(start).rejects.toThrow(/exited \(1\)/);
     await expect(start).rejects.toThrow(
       /DATABASE_URL's login \S+ is a superuser, whom the audit triggers do not bind/,
@@ -244,12 +246,18 @@ describe("an operator replica given a database login the audit triggers do not b
       const url = new URL(env.databaseUrl);
       url.username = login;
       url.password = "x";
-      const start = env.startReplica("as-owner", { DATABASE_URL: url.toString() });
+      const start = env.startReplica("controller", "as-owner", { DATABASE_URL: url.toString() });
       await expect(start).rejects.toThrow(
         new RegExp(`DATABASE_URL's login ${login} may SET ROLE gatehouse_owner`),
       );
     } finally {
       await env.pool.query(`DROP ROLE ${login}`);
     }
+  });
+
+  it("exits before serving when a gateway is given the controller's login, naming the role", async () => {
+    const start = env.startReplica("gateway", "as-controller", { DATABASE_URL: env.runtimeUrls.controller });
+    await expect(start).rejects.toThrow(/exited \(1\)/);
+    await expect(start).rejects.toThrow(/is not a member of gatehouse_gateway/);
   });
 });

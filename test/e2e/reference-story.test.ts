@@ -23,7 +23,7 @@ let report: StoryReport;
 const silent = { say: () => {}, command: () => {} };
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { operatorEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
+  env = await startEnvironment(clusterInfo(), { componentEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
   await forgetEarlierCheckpoints(env.kubectl);
   report = await playReferenceStory(env, silent);
 }, 900_000);

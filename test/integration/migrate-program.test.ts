@@ -111,7 +111,7 @@ describe("gatehouse-migrate", () => {
   });
 
   it("leaves a login the store accepts: the controller's opens the store on the migrated database", async () => {
-    const store = await openStore({ url: urls.CONTROLLER_DATABASE_URL, checkpointIntervalMs: 3_600_000 });
+    const store = await openStore({ url: urls.CONTROLLER_DATABASE_URL, checkpoints: false });
     expect(store.login).toBe(logins.controller);
     await store.stop();
   });
@@ -234,7 +234,7 @@ describe("gatehouse-migrate on a server without the roles", () => {
     } finally {
       await after.end();
     }
-    const store = await openStore({ url: controllerUrl, checkpointIntervalMs: 3_600_000 });
+    const store = await openStore({ url: controllerUrl, checkpoints: false });
     await store.stop();
   });
 });

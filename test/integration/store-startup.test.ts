@@ -27,7 +27,7 @@ describe("openStore", () => {
     return runtimeLoginUrl(db.url, name, PASSWORD);
   };
   const refusal = async (url: string) => {
-    const error = await openStore({ url, checkpointIntervalMs: 3_600_000 }).then(
+    const error = await openStore({ url, checkpoints: false }).then(
       async (store) => {
         await store.stop();
         return undefined;
@@ -48,8 +48,27 @@ describe("openStore", () => {
     await db?.drop();
   });
 
+  it("opened as a component, refuses the other component's login and a login of both, naming the role", async () => {
+    const gateway = await openStore({ url: db.gatewayUrl, component: "gateway", checkpoints: false });
+    await gateway.stop();
+    const asGateway = await openStore({ url: db.operatorUrl, component: "gateway", checkpoints: false }).then(
+      async (store) => void (await store.stop()),
+      (e: unknown) => e as Error & { kind?: string },
+    );
+    expect(asGateway).toMatchObject({ kind: "forbidden" });
+    expect((asGateway as Error).message).toMatch(/is not a member of gatehouse_gateway/);
+    const both = await login("both", "NOCREATEROLE");
+    await db.admin.query(`GRANT gatehouse_gateway, gatehouse_controller TO ${db.name}_both`);
+    const asController = await openStore({ url: both, component: "controller", checkpoints: false }).then(
+      async (store) => void (await store.stop()),
+      (e: unknown) => e as Error & { kind?: string },
+    );
+    expect(asController).toMatchObject({ kind: "forbidden" });
+    expect((asController as Error).message).toMatch(/also a member of gatehouse_gateway/);
+  });
+
   it("opens for the controller's runtime login, and takes a checkpoint with it", async () => {
-    const store = await openStore({ url: db.operatorUrl, checkpointIntervalMs: 3_600_000 });
+    const store = await openStore({ url: db.operatorUrl, checkpoints: false });
     try {
       expect(store.login).toBe(`${db.name}_operator`);
       await store.audit.checkpoint();
@@ -122,7 +141,7 @@ describe("openStore", () => {
     expect(error.message).toMatch(/^the schema of DATABASE_URL's database is behind this version/);
     expect(error.message).toContain("run gatehouse-migrate");
     expect(await migrate(db.url)).toEqual([latest]);
-    const store = await openStore({ url: db.operatorUrl, checkpointIntervalMs: 3_600_000 });
+    const store = await openStore({ url: db.operatorUrl, checkpoints: false });
     await store.stop();
   });
 });

@@ -8,8 +8,8 @@
  */
 import { environmentProblems, environmentUsage, type HowToSet } from "@gatehouse/provider-sdk";
 import { z } from "zod";
+import type { Component } from "../api/well-known.ts";
 import { migrate, provisionRuntimeLogin } from "../store/migrate.ts";
-import type { Component } from "../store/roles.ts";
 
 /** Exit codes of the migrate program. */
 export const MIGRATE_EXIT = { ok: 0, failed: 1, configuration: 2 } as const;

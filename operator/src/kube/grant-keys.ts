@@ -29,7 +29,7 @@ import {
 } from "jose";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { GRANT_KEYS_SECRET, MANAGED_BY } from "../api/well-known.ts";
+import { MANAGED_BY } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { describeApiError, isConflict, isNotFound } from "./client.ts";
 
@@ -168,6 +168,8 @@ export interface GrantKeyRingOptions {
   core: CoreV1Api;
   /** The operator's namespace, where the Secret lives. */
   namespace: string;
+  /** The Secret holding this component's keys (GRANT_KEYS_SECRETS). */
+  secretName: string;
   timings: KeyTimings;
   /** How often every replica re-reads the Secret, in milliseconds. */
   resyncMs: number;
@@ -181,9 +183,9 @@ export interface GrantKeyRingOptions {
  * Errors: the first read's API error, or `invalid_arguments` for a Secret whose content does not parse.
  */
 export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<GrantKeyRing> {
-  const { core, namespace, timings, log } = options;
+  const { core, namespace, secretName, timings, log } = options;
   const now = options.now ?? (() => new Date());
-  const where = `Secret ${namespace}/${GRANT_KEYS_SECRET}`;
+  const where = `Secret ${namespace}/${secretName}`;
   let keys: StoredGrantKey[] = [];
   const imported = new Map<string, CryptoKey>();
 
@@ -192,7 +194,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
     kind: "Secret",
     type: "Opaque",
     metadata: {
-      name: GRANT_KEYS_SECRET,
+      name: secretName,
       namespace,
       labels: { ...MANAGED_BY, "app.kubernetes.io/part-of": "gatehouse" },
       ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
@@ -211,7 +213,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
 
   async function read(): Promise<V1Secret | undefined> {
     try {
-      return await core.readNamespacedSecret({ name: GRANT_KEYS_SECRET, namespace });
+      return await core.readNamespacedSecret({ name: secretName, namespace });
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw new GatehouseError("unavailable", `cannot read ${where}: ${describeApiError(error)}`, {
@@ -242,7 +244,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
           return;
         }
         await core.replaceNamespacedSecret({
-          name: GRANT_KEYS_SECRET,
+          name: secretName,
           namespace,
           body: bodyOf(next, current),
         });

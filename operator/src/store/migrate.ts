@@ -13,9 +13,10 @@
 import { fileURLToPath } from "node:url";
 import { runner } from "node-pg-migrate";
 import pg from "pg";
+import type { Component } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 import type { StoreLogger } from "./pool.ts";
-import { type Component, ensureRoles, ensureRuntimeLogin, OWNER_ROLE } from "./roles.ts";
+import { ensureRoles, ensureRuntimeLogin, OWNER_ROLE } from "./roles.ts";
 
 /** Directory of the migration files. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));

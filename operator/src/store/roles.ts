@@ -18,6 +18,7 @@
  * e2e environment give it per-database logins with a random password).
  */
 import pg from "pg";
+import { COMPONENTS, type Component } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 
 /** The role that owns the schema; migrations run as it. */
@@ -25,10 +26,6 @@ export const OWNER_ROLE = "gatehouse_owner";
 
 /** The runtime privileges both components share: INSERT/SELECT on the audit chain, no UPDATE/DELETE/TRUNCATE. */
 export const OPERATOR_ROLE = "gatehouse_operator";
-
-/** The long-running components, each with its own runtime role (DESIGN §6). */
-export const COMPONENTS = ["gateway", "controller"] as const;
-export type Component = (typeof COMPONENTS)[number];
 
 /** The runtime role of each component: a member of {@link OPERATOR_ROLE}; the controller also checkpoints. */
 export const COMPONENT_ROLES: Readonly<Record<Component, string>> = {

@@ -6,9 +6,10 @@
  */
 import { readdirSync } from "node:fs";
 import type pg from "pg";
+import { COMPONENTS, type Component } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from "./migrate.ts";
-import { OPERATOR_ROLE, OWNER_ROLE } from "./roles.ts";
+import { COMPONENT_ROLES, OPERATOR_ROLE, OWNER_ROLE } from "./roles.ts";
 
 /** Where to read how the logins are set up; named by every refusal. */
 const SEE = "see docs/upgrading.md";
@@ -16,6 +17,11 @@ const SEE = "see docs/upgrading.md";
 /** How the process names the variable its URL came from, e.g. `DATABASE_URL`. */
 export interface StartupCheckOptions {
   variable?: string;
+  /**
+   * The component the process runs as: its login must be a member of that component's role and of
+   * no other's, so a gateway cannot start with the controller's login (which may write checkpoints).
+   */
+  component?: Component;
 }
 
 /**
@@ -83,7 +89,33 @@ export async function assertRuntimeLogin(pool: pg.Pool, options: StartupCheckOpt
       `${variable}'s login ${me.login} lacks the runtime privileges (it is not a member of ${OPERATOR_ROLE}): set ${variable} to ${runtimeLogin}`,
     );
   }
+  if (options.component) await assertComponentRole(pool, me.login, variable, options.component);
   return me.login;
+}
+
+/** Refuses a login that is not a member of `component`'s role, or is also a member of another's. */
+async function assertComponentRole(
+  pool: pg.Pool,
+  login: string,
+  variable: string,
+  component: Component,
+): Promise<void> {
+  const memberships = await pool.query<{ role: string; member: boolean }>(
+    `SELECT role, pg_has_role(current_user, role, 'USAGE') AS member FROM unnest($1::text[]) AS role`,
+    [COMPONENTS.map((c) => COMPONENT_ROLES[c])],
+  );
+  const held = new Set(memberships.rows.filter((row) => row.member).map((row) => row.role));
+  const own = COMPONENT_ROLES[component];
+  const foreign = [...held].filter((role) => role !== own);
+  if (!held.has(own) || foreign.length > 0) {
+    const problem = held.has(own)
+      ? `is also a member of ${foreign.join(", ")}, another component's role`
+      : `is not a member of ${own}`;
+    throw new GatehouseError(
+      "forbidden",
+      `${variable}'s login ${login} ${problem}: the ${component} runs as a login of ${own} only (gatehouse-migrate creates one with --${component}-url; ${SEE})`,
+    );
+  }
 }
 
 /** The migrations this code knows, oldest first, e.g. `["0001_executions", …]`. */

@@ -4,9 +4,11 @@
  * schema is at the latest migration, then builds the Postgres-backed ports on one pool. Migrating and
  * creating roles is the migrate program's job (`cli/gatehouse-migrate.ts`), run before the processes
  * start (the chart's hook Job, the demo's and e2e environment's init step).
- * It also starts the periodic audit checkpoints (`checkpointer.ts`), stopped by `stop()`.
+ * It also starts the periodic audit checkpoints (`checkpointer.ts`) unless told not to (the gateway),
+ * stopped by `stop()`.
  */
 import type pg from "pg";
+import type { Component } from "../api/well-known.ts";
 import type { BudgetLedger } from "../core/ports.ts";
 import { createPostgresAuditLog, type PostgresAuditLog } from "./audit-log.ts";
 import { createPostgresBudgetLedger } from "./budget-ledger.ts";
@@ -26,10 +28,14 @@ export interface OpenStoreOptions {
   /** Pool size. Default 10. */
   poolMax?: number;
   logger?: StoreLogger;
-  /** Period of audit checkpoints in milliseconds (default 60 000). */
-  checkpointIntervalMs?: number;
-  /** Publishes checkpoints outside Postgres (the operator's ConfigMap); none → Postgres only. */
-  checkpointPublisher?: CheckpointPublisher;
+  /** The component this process runs as; its login must hold that component's role only (`startup-checks.ts`). */
+  component?: Component;
+  /**
+   * Periodic audit checkpoints: their period (default 60 000 ms) and where they are published outside
+   * Postgres (the controller's ConfigMap; none = Postgres only). `false`: none — the gateway's role may
+   * not write checkpoints. Default: checkpoints every minute, Postgres only.
+   */
+  checkpoints?: false | { intervalMs?: number; publisher?: CheckpointPublisher };
 }
 
 /** The opened store. `stop()` stops the checkpointer and closes the pool. */
@@ -42,7 +48,8 @@ export interface Store {
   budget: BudgetLedger;
   audit: PostgresAuditLog;
   transcripts: TranscriptStore;
-  checkpointer: Checkpointer;
+  /** The periodic checkpoints; absent when opened with `checkpoints: false`. */
+  checkpointer?: Checkpointer;
   stop(): Promise<void>;
 }
 
@@ -57,7 +64,10 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     ...(options.logger ? { logger: options.logger } : {}),
   });
   try {
-    const checks = options.variable ? { variable: options.variable } : {};
+    const checks = {
+      ...(options.variable ? { variable: options.variable } : {}),
+      ...(options.component ? { component: options.component } : {}),
+    };
     const login = await assertRuntimeLogin(pool, checks);
     const unknown = await assertSchemaCurrent(pool, checks);
     if (unknown.length > 0) {
@@ -67,11 +77,15 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
       );
     }
     const audit = createPostgresAuditLog(pool);
-    const checkpointer = startCheckpointer(audit, {
-      ...(options.checkpointIntervalMs !== undefined ? { intervalMs: options.checkpointIntervalMs } : {}),
-      ...(options.checkpointPublisher ? { publisher: options.checkpointPublisher } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
-    });
+    const checkpoints = options.checkpoints ?? {};
+    const checkpointer =
+      checkpoints === false
+        ? undefined
+        : startCheckpointer(audit, {
+            ...(checkpoints.intervalMs !== undefined ? { intervalMs: checkpoints.intervalMs } : {}),
+            ...(checkpoints.publisher ? { publisher: checkpoints.publisher } : {}),
+            ...(options.logger ? { logger: options.logger } : {}),
+          });
     return {
       pool,
       login,
@@ -79,9 +93,9 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
       budget: createPostgresBudgetLedger(pool),
       audit,
       transcripts: createPostgresTranscriptStore(pool),
-      checkpointer,
+      ...(checkpointer ? { checkpointer } : {}),
       stop: async () => {
-        await checkpointer.stop();
+        await checkpointer?.stop();
         await pool.end();
       },
     };

@@ -1,0 +1,216 @@
+/**
+ * What both long-running programs start the same way (DESIGN §3): configuration, logger, metrics,
+ * Kubernetes clients and informer caches, the health server, the Postgres store as the component's own
+ * runtime login, the component's grant key ring and the Core ports. Each program adds its own parts
+ * (the gateway its HTTP server, the controller its Lease, witness and reconcilers) and its shutdown
+ * steps, run in order on SIGTERM/SIGINT.
+ * Exit codes: 2 on a bad configuration, 1 on a store that refuses to open (a deployment mistake, logged
+ * as one line naming the fix).
+ */
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
+import { pino } from "pino";
+import { type Component, GRANT_KEYS_SECRETS } from "../api/well-known.ts";
+import { ConfigError, configFromEnvironment, type OperatorConfig } from "../config.ts";
+import { defaultCoreConfig } from "../core/invoke.ts";
+import type { CoreDeps } from "../core/ports.ts";
+import { grantSigner } from "../gateway/grant-signer.ts";
+import { buildHealthServer } from "../gateway/health.ts";
+import { httpProviderClient } from "../gateway/provider-client.ts";
+import { closeWithin } from "../gateway/shutdown.ts";
+import { kubeApprovalPort } from "../kube/approvals.ts";
+import { type Caches, makeCaches, startCaches, stopCaches } from "../kube/caches.ts";
+import { cacheCatalog } from "../kube/catalog.ts";
+import { type KubeClients, loadKubeConfig, makeClients } from "../kube/client.ts";
+import { failpointTrigger } from "../kube/failpoints.ts";
+import { type GrantKeyRing, startGrantKeyRing } from "../kube/grant-keys.ts";
+import { secretIdentityResolver } from "../kube/identities.ts";
+import { createMetrics, type OperatorMetrics } from "../kube/metrics.ts";
+import { providerEndpoints } from "../kube/provider-endpoints.ts";
+import type { CheckpointPublisher } from "../store/checkpoint-publisher.ts";
+import { openStore, type Store } from "../store/store.ts";
+
+/** What a program tells {@link startComponent} about itself. */
+export interface ComponentOptions {
+  /** Whether this replica holds the component's Lease (always true for one without a Lease). */
+  isLeader: () => boolean;
+  /** Readiness checks beyond the caches' sync. */
+  checks: { name: string; ready: () => boolean }[];
+  /**
+   * Audit checkpoints into Postgres and, when given, published outside it (the controller's witness);
+   * `false` takes none (the gateway's role may not write them).
+   */
+  checkpoints: false | { publisher: (deps: PublisherDeps) => CheckpointPublisher };
+}
+
+/** What a checkpoint publisher is built from. */
+export interface PublisherDeps {
+  config: OperatorConfig;
+  clients: KubeClients;
+  metrics: OperatorMetrics;
+  log: Logger;
+}
+
+/** A started component: the parts both programs share. */
+export interface StartedComponent {
+  component: Component;
+  config: OperatorConfig;
+  log: Logger;
+  metrics: OperatorMetrics;
+  /** This replica's identity: its leader-election holder name, also in its User-Agent. */
+  identity: string;
+  clients: KubeClients;
+  caches: Caches;
+  store: Store;
+  grantKeys: GrantKeyRing;
+  core: CoreDeps;
+  /** Starts the caches and marks the replica's caches synced. */
+  syncCaches(): Promise<void>;
+  /**
+   * Adds a shutdown step, run after the steps added before it; the time each takes is logged, so a
+   * shutdown that outlasts the pod's grace period says what held it.
+   */
+  onShutdown(name: string, step: () => unknown): void;
+  /** Runs the shutdown steps, then the common ones (grant keys, caches, store, health), and exits 0. */
+  shutdown(signal: string): Promise<void>;
+  /** True once shutdown has begun. */
+  stopping(): boolean;
+}
+
+/** The configuration, or exit 2 with one line per bad variable. */
+function configOrExit(): OperatorConfig {
+  try {
+    return configFromEnvironment(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(2);
+  }
+}
+
+/** Starts what `component` shares with the other program; see the file comment. */
+export async function startComponent(
+  component: Component,
+  options: ComponentOptions,
+): Promise<StartedComponent> {
+  const config = configOrExit();
+  const log = pino({ level: config.logLevel, base: { component: `gatehouse-${component}` } });
+  const metrics = createMetrics();
+  const identity = `${config.leaderElection.identityPrefix}_${randomBytes(4).toString("hex")}`;
+  const clients = makeClients(
+    loadKubeConfig(
+      config.kubeconfig,
+      config.kubeContext,
+      `gatehouse-${component}/v1alpha1 (${identity})`,
+      config.mountRoot,
+    ),
+  );
+  const caches = makeCaches(clients, log, (path, reason) => metrics.informerRestarted(path, reason));
+  metrics.trackPendingApprovals(
+    () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
+  );
+  let synced = false;
+  const health = buildHealthServer({
+    registry: metrics.registry,
+    checks: [{ name: "caches", ready: () => synced }, ...options.checks],
+    isLeader: options.isLeader,
+  });
+  await health.listen({ host: config.healthHost, port: config.healthPort });
+
+  const store = await openStore({
+    url: config.databaseUrl,
+    logger: log,
+    component,
+    checkpoints:
+      options.checkpoints === false
+        ? false
+        : {
+            intervalMs: config.auditCheckpoints.intervalMs,
+            publisher: options.checkpoints.publisher({ config, clients, metrics, log }),
+          },
+  }).catch((error: unknown) => {
+    // A refused login or a schema behind is a deployment mistake: one line naming the fix, no stack.
+    log.fatal(
+      { kind: (error as { kind?: string }).kind },
+      error instanceof Error ? error.message : String(error),
+    );
+    process.exit(1);
+  });
+
+  // Each component signs with keys of its own (DESIGN §5); providers tell them apart by kid.
+  const grantKeys = await startGrantKeyRing({
+    core: clients.core,
+    namespace: config.operatorNamespace,
+    secretName: GRANT_KEYS_SECRETS[component],
+    timings: {
+      rotationMs: config.grants.keyRotationSeconds * 1000,
+      activationMs: config.grants.keyActivationSeconds * 1000,
+      // A superseded key outlives the longest grant it signed, plus two re-reads and a minute of clock skew.
+      retainMs: (60 + 2 * config.grants.keysResyncSeconds + 60) * 1000,
+    },
+    resyncMs: config.grants.keysResyncSeconds * 1000,
+    log: log.child({ component: "grant-keys" }),
+  });
+  const grants = grantSigner({ signingKey: grantKeys.signingKey, ttlSeconds: config.grants.ttlSeconds });
+
+  const core: CoreDeps = {
+    clock: { nowMicros: () => Date.now() * 1000 },
+    timer: { sleep: async (ms) => void (await sleep(ms)) },
+    catalog: cacheCatalog(caches),
+    identities: secretIdentityResolver(clients),
+    approvals: kubeApprovalPort(clients, caches),
+    executions: store.executions,
+    budget: store.budget,
+    providers: httpProviderClient(providerEndpoints(caches), grants),
+    audit: store.audit,
+    logger: log.child({ component: "core" }),
+    config: { ...defaultCoreConfig, ...config.execution },
+    metrics: metrics.coreMetrics,
+    ...(config.failpoints.length > 0 ? { failpoint: failpointTrigger(config.failpoints, log) } : {}),
+  };
+
+  const steps: { name: string; run: () => unknown }[] = [];
+  let stopping = false;
+  const shutdown = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "shutting down");
+    const took: Record<string, number> = {};
+    const common = [
+      { name: "grantKeys", run: () => grantKeys.stop() },
+      { name: "caches", run: () => stopCaches(caches) },
+      { name: "store", run: () => store.stop() },
+      { name: "health", run: () => closeWithin(health, 1_000) },
+    ];
+    for (const step of [...steps, ...common]) {
+      const started = performance.now();
+      await step.run();
+      took[step.name] = Math.round(performance.now() - started);
+    }
+    log.info({ stepsMs: took }, "shut down");
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+
+  return {
+    component,
+    config,
+    log,
+    metrics,
+    identity,
+    clients,
+    caches,
+    store,
+    grantKeys,
+    core,
+    syncCaches: async () => {
+      await startCaches(caches);
+      synced = true;
+    },
+    onShutdown: (name, run) => void steps.push({ name, run }),
+    shutdown,
+    stopping: () => stopping,
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The controller program (`main.ts controller`, Deployment gatehouse-controller; DESIGN §3): the four
+ * reconcilers, approved dispatch, execution recovery and the audit witness, on the replica holding
+ * Lease gatehouse-controller; the others keep warm caches and checkpoint into Postgres. Nothing agent
+ * pods can reach listens here but the health server. It alone holds the witness's signing key and may
+ * write the checkpoint ConfigMap; the process exits when it loses the Lease.
+ */
+import { CoordinationV1Api } from "@kubernetes/client-node";
+import { LEADER_LEASE } from "../api/rbac.ts";
+import { startControllers } from "../controllers/manager.ts";
+import { fetchManifest } from "../gateway/provider-client.ts";
+import { startAdmissionGuard } from "../kube/admission-guard.ts";
+import { configMapCheckpoints } from "../kube/checkpoint-configmap.ts";
+import { LeaderElector } from "../kube/leader-election.ts";
+import { secretWitnessSigner } from "../kube/witness-key.ts";
+import { sessionRecords } from "../store/session-records.ts";
+import { startComponent } from "./common.ts";
+
+/** Runs the controller until SIGTERM/SIGINT, or exits 1 on losing the Lease. */
+export async function runController(): Promise<void> {
+  let elector: LeaderElector | undefined;
+  let leaderElection = true;
+  const isLeader = () => elector?.isLeader ?? !leaderElection;
+  const started = await startComponent("controller", {
+    isLeader,
+    checks: [],
+    checkpoints: {
+      // Every replica checkpoints into Postgres; only the Lease holder reads the witness key and writes
+      // the ConfigMap, so a standby writes nothing to the API server.
+      publisher: ({ config, clients, metrics, log }) =>
+        configMapCheckpoints(clients.core, {
+          namespace: config.leaderElection.namespace,
+          signer: secretWitnessSigner({
+            core: clients.core,
+            namespace: config.leaderElection.namespace,
+            log: log.child({ component: "audit-witness-key" }),
+          }),
+          isLeader,
+          metrics: metrics.witnessMetrics,
+          log: log.child({ component: "audit-checkpoints" }),
+        }),
+    },
+  });
+  const { config, clients, caches, store, core, log, metrics } = started;
+  leaderElection = config.leaderElection.enabled;
+  await started.syncCaches();
+  const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
+  started.onShutdown("admission", () => admission.stop());
+  metrics.trackDecisionRules(admission.enforced);
+  log.info({ databaseLogin: store.login }, "caches synced; electing the leader");
+
+  let controllers: { stop(): Promise<void> } | undefined;
+  started.onShutdown("controllers", () => controllers?.stop());
+  const startLeading = () => {
+    metrics.setLeader(true);
+    controllers = startControllers({
+      clients,
+      caches,
+      core,
+      transcripts: store.transcripts,
+      records: sessionRecords(store.transcripts),
+      config,
+      log,
+      metrics,
+      now: () => new Date(),
+      fetchManifest,
+      decisionRules: admission.checkedSince,
+    });
+  };
+  if (!config.leaderElection.enabled) {
+    startLeading();
+    return;
+  }
+  elector = new LeaderElector({
+    api: clients.config.makeApiClient(CoordinationV1Api),
+    namespace: config.leaderElection.namespace,
+    name: LEADER_LEASE,
+    identity: started.identity,
+    log: log.child({ component: "leader-election" }),
+  });
+  const lease = elector;
+  started.onShutdown("leaderElection", () => lease.stop());
+  void lease.run(startLeading, () => {
+    metrics.setLeader(false);
+    if (started.stopping()) return;
+    // Another replica may already reconcile: stop at once rather than race it (client-go's OnStoppedLeading).
+    log.error("lost the leader lease; exiting");
+    process.exit(1);
+  });
+}
