@@ -14,9 +14,9 @@ import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { patchStatusAsOperator } from "../cluster-tests/api-fixtures.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import {
+  type ComponentReplica,
   type Environment,
   NAMESPACE,
-  type ComponentReplica,
   REPO_ROOT,
   startEnvironment,
 } from "./environment.ts";

@@ -7,9 +7,9 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { clusterInfo } from "./cluster-info.ts";
 import { LEADER_LEASE } from "../../operator/src/api/rbac.ts";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import { clusterInfo } from "./cluster-info.ts";
 import { type ComponentReplica, type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
@@ -224,6 +224,59 @@ describe("controller replicas", () => {
     expect(readFileSync(successor.logPath, "utf8")).toMatch(/could not renew the leader lease in time/);
     // Leave the Lease free for whoever runs next on this cluster.
     await env.kubectl.ok("admin", ["delete", "lease", LEADER_LEASE, "-n", OPERATOR_NAMESPACE]);
+  });
+});
+
+describe("a controller serving listed namespaces only (WATCH_NAMESPACES)", () => {
+  it("leaves a session elsewhere Pending with Progressing=False NamespaceNotServed, and creates no pod", async () => {
+    const served = await env.startReplica("controller", "served-only", { WATCH_NAMESPACES: NAMESPACE });
+    try {
+      await eventually("the served-only controller to hold the Lease", 120_000, async () => {
+        const lease = await env.kubectl.run("admin", [
+          "get",
+          "lease",
+          LEADER_LEASE,
+          "-n",
+          OPERATOR_NAMESPACE,
+          "-o",
+          "jsonpath={.spec.holderIdentity}",
+        ]);
+        return lease.stdout.startsWith("served-only_") ? true : undefined;
+      });
+      const name = `unserved-${Date.now().toString(36)}`;
+      await env.kubectl.ok(
+        "admin",
+        ["create", "-f", "-"],
+        JSON.stringify({
+          apiVersion: "gatehouse.dev/v1alpha1",
+          kind: "AgentSession",
+          metadata: { name, namespace: PROBES },
+          spec: {
+            subject: { user: "alice" },
+            model: { name: "scripted/answer" },
+            messages: [{ text: "hello" }],
+          },
+        }),
+      );
+      const session = await eventually(`session ${name} to say NamespaceNotServed`, 60_000, async () => {
+        const s = await env.kubectl.json<{
+          status?: {
+            phase?: string;
+            conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+          };
+        }>("admin", ["get", "agentsession", name, "-n", PROBES]);
+        return s.status?.conditions?.some((c) => c.reason === "NamespaceNotServed") ? s : undefined;
+      });
+      expect(session.status?.phase).toBe("Pending");
+      const condition = session.status?.conditions?.find((c) => c.type === "Progressing");
+      expect(condition).toMatchObject({ status: "False", reason: "NamespaceNotServed" });
+      expect(condition?.message).toContain(`not in ${PROBES}`);
+      const pods = await env.kubectl.json<{ items: unknown[] }>("admin", ["get", "pods", "-n", PROBES]);
+      expect(pods.items).toEqual([]);
+      await env.kubectl.ok("admin", ["delete", "agentsession", name, "-n", PROBES, "--timeout=60s"]);
+    } finally {
+      await served.kill("SIGTERM");
+    }
   });
 });
 

@@ -61,6 +61,14 @@ export function approvalsOf(caches: Caches, session: AgentSession): Approval[] {
     .filter((a) => a.spec.sessionRef.uid === session.metadata.uid);
 }
 
+/** Why a session in `namespace` does not run, and the fix: the controller serves only `served`. */
+export function namespaceNotServedMessage(namespace: string, served: readonly string[]): string {
+  return (
+    `Gatehouse runs AgentSessions only in namespaces ${served.join(", ")} (the controller's WATCH_NAMESPACES, ` +
+    `chart value watchNamespaces), not in ${namespace}: ask the platform team to add ${namespace} there.`
+  );
+}
+
 /** Reconciles one AgentSession. */
 export async function reconcileAgentSession(
   deps: AgentSessionDeps,
@@ -93,6 +101,34 @@ export async function reconcileAgentSession(
     deps.events.warning(session, reason, message);
     return undefined;
   };
+
+  // Outside the namespaces this controller serves it has no right to create pods: say so and wait, as
+  // Pending, for the platform to add the namespace (a new configuration restarts the controller).
+  const served = deps.config.watchNamespaces;
+  if (served.length > 0 && !served.includes(namespace)) {
+    const message = namespaceNotServedMessage(namespace, served);
+    const conditions = setCondition(
+      session.status?.conditions,
+      {
+        type: "Progressing",
+        status: "False",
+        reason: "NamespaceNotServed",
+        message,
+        observedGeneration: session.metadata.generation,
+      },
+      now,
+    );
+    if (
+      await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
+        ...session.status,
+        phase: session.status?.phase ?? "Pending",
+        conditions,
+      })
+    ) {
+      deps.events.warning(session, "NamespaceNotServed", message);
+    }
+    return undefined;
+  }
 
   const endpoint = endpointFor(deps.config, session.spec.model.endpointRef);
   if (!endpoint) {
