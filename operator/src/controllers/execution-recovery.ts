@@ -16,45 +16,44 @@ import {
   settleUnknownExecutions,
 } from "../core/recovery.ts";
 import { recordUnknownAutoExecutions } from "../core/resolution.ts";
+import { startPeriodicSweep } from "./periodic-sweep.ts";
 
-/** Starts the loop; `stop()` waits for a running sweep. */
+/** Starts the loop (periodic-sweep.ts); `stop()` waits for a running sweep. */
 export function startExecutionRecovery(
   core: CoreDeps,
   log: Logger,
   intervalMs = 5_000,
 ): { stop(): Promise<void> } {
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-  const sweep = () => {
-    running = recoverExpiredExecutions(core)
-      .then((count) => {
-        if (count > 0) log.info({ count }, "recovered executions whose lease ended");
-      })
-      .catch((error: unknown) => log.error({ err: error }, "execution recovery sweep failed"))
-      .then(() => settleUnknownExecutions(core))
-      .then((count) => {
-        if (count > 0) log.info({ count }, "asked again about executions of unknown outcome");
-      })
-      .catch((error: unknown) => log.error({ err: error }, "settle sweep of unknown executions failed"))
-      .then(() => appendMissingFinishes(core))
-      .then((count) => {
-        if (count > 0) log.info({ count }, "settled finishes missing from the audit chain");
-      })
-      .catch((error: unknown) => log.error({ err: error }, "finish outbox sweep failed"))
-      .then(() => recordUnknownAutoExecutions(core))
-      .then(() => undefined)
-      .catch((error: unknown) => log.error({ err: error }, "unknown Auto executions sweep failed"));
+  // Each step's failure is logged on its own, so one broken step does not starve the others.
+  const step = async (what: string, run: () => Promise<number>, done?: string) => {
+    try {
+      const count = await run();
+      if (done && count > 0) log.info({ count }, done);
+    } catch (error) {
+      log.error({ err: error }, `${what} failed`);
+    }
   };
-  const timer = setInterval(() => {
-    if (!stopped) void running.then(sweep);
-  }, intervalMs);
-  timer.unref();
-  sweep();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
+  return startPeriodicSweep(
+    "execution recovery",
+    async () => {
+      await step(
+        "execution recovery sweep",
+        () => recoverExpiredExecutions(core),
+        "recovered executions whose lease ended",
+      );
+      await step(
+        "settle sweep of unknown executions",
+        () => settleUnknownExecutions(core),
+        "asked again about executions of unknown outcome",
+      );
+      await step(
+        "finish outbox sweep",
+        () => appendMissingFinishes(core),
+        "settled finishes missing from the audit chain",
+      );
+      await step("unknown Auto executions sweep", () => recordUnknownAutoExecutions(core));
     },
-  };
+    log,
+    intervalMs,
+  );
 }

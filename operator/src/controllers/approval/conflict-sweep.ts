@@ -24,6 +24,7 @@ import { isConflict } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import { namespaceNamedBy } from "../../store/approval-records.ts";
+import { startPeriodicSweep } from "../periodic-sweep.ts";
 import type { ApprovalStatus } from "./plan.ts";
 
 /** How far back the sweep reads `approval.conflict` records. */
@@ -148,29 +149,11 @@ export async function markRecordedConflicts(deps: ConflictSweepDeps, log: Logger
   return marked;
 }
 
-/** Starts the sweep every `intervalMs`; a sweep never overlaps the previous one. `stop()` waits for it. */
+/** Starts the sweep every `intervalMs` (periodic-sweep.ts: never overlapping; `stop()` waits for it). */
 export function startConflictSweep(
   deps: ConflictSweepDeps,
   log: Logger,
   intervalMs = 5_000,
 ): { stop(): Promise<void> } {
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-  const sweep = () => {
-    running = markRecordedConflicts(deps, log)
-      .then(() => undefined)
-      .catch((error: unknown) => log.error({ err: error }, "conflict sweep failed"));
-  };
-  const timer = setInterval(() => {
-    if (!stopped) void running.then(sweep);
-  }, intervalMs);
-  timer.unref();
-  sweep();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startPeriodicSweep("conflict sweep", () => markRecordedConflicts(deps, log), log, intervalMs);
 }
