@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { pino } from "pino";
+import { GRANT_KEYS_SECRETS } from "./api/well-known.ts";
 import { ConfigError, configFromEnvironment, endpointFor, type OperatorConfig, USAGE } from "./config.ts";
 import { startControllers } from "./controllers/manager.ts";
 import { defaultCoreConfig } from "./core/invoke.ts";
@@ -131,6 +132,7 @@ const now = () => new Date();
 const grantKeys = await startGrantKeyRing({
   core: clients.core,
   namespace: config.leaderElection.namespace,
+  secretName: GRANT_KEYS_SECRETS.controller,
   timings: {
     rotationMs: config.grants.keyRotationSeconds * 1000,
     activationMs: config.grants.keyActivationSeconds * 1000,

@@ -1,6 +1,8 @@
 /**
- * The operator's grant signing keys (DESIGN §5, §7), kept in Secret `gatehouse-grant-keys` in the
- * operator's namespace so that every replica signs with the same keys and publishes the same JWKS.
+ * A component's grant signing keys (DESIGN §5, §7), kept in its own Secret in the operator's namespace
+ * (well-known.ts GRANT_KEYS_SECRETS: the gateway's and the controller's rings are separate, so neither
+ * can sign with the other's keys) so that every replica of the component signs with the same keys and
+ * publishes the same JWKS.
  *
  * Shape: `data["keys.json"]` is a JSON array of
  *   { "kid": "<RFC 7638 thumbprint>", "createdAt": "2026-12-01T10:00:00.000Z",
@@ -29,7 +31,7 @@ import {
 } from "jose";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { GRANT_KEYS_SECRET, MANAGED_BY } from "../api/well-known.ts";
+import { MANAGED_BY } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { describeApiError, isConflict, isNotFound } from "./client.ts";
 
@@ -168,6 +170,11 @@ export interface GrantKeyRingOptions {
   core: CoreV1Api;
   /** The operator's namespace, where the Secret lives. */
   namespace: string;
+  /**
+   * The Secret holding this component's keys (GRANT_KEYS_SECRETS[component]); required, so that no
+   * component falls back to another's ring.
+   */
+  secretName: string;
   timings: KeyTimings;
   /** How often every replica re-reads the Secret, in milliseconds. */
   resyncMs: number;
@@ -181,9 +188,9 @@ export interface GrantKeyRingOptions {
  * Errors: the first read's API error, or `invalid_arguments` for a Secret whose content does not parse.
  */
 export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<GrantKeyRing> {
-  const { core, namespace, timings, log } = options;
+  const { core, namespace, secretName, timings, log } = options;
   const now = options.now ?? (() => new Date());
-  const where = `Secret ${namespace}/${GRANT_KEYS_SECRET}`;
+  const where = `Secret ${namespace}/${secretName}`;
   let keys: StoredGrantKey[] = [];
   const imported = new Map<string, CryptoKey>();
 
@@ -192,7 +199,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
     kind: "Secret",
     type: "Opaque",
     metadata: {
-      name: GRANT_KEYS_SECRET,
+      name: secretName,
       namespace,
       labels: { ...MANAGED_BY, "app.kubernetes.io/part-of": "gatehouse" },
       ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
@@ -211,7 +218,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
 
   async function read(): Promise<V1Secret | undefined> {
     try {
-      return await core.readNamespacedSecret({ name: GRANT_KEYS_SECRET, namespace });
+      return await core.readNamespacedSecret({ name: secretName, namespace });
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw new GatehouseError("unavailable", `cannot read ${where}: ${describeApiError(error)}`, {
@@ -242,7 +249,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
           return;
         }
         await core.replaceNamespacedSecret({
-          name: GRANT_KEYS_SECRET,
+          name: secretName,
           namespace,
           body: bodyOf(next, current),
         });
