@@ -137,14 +137,16 @@ describe("publishing the controller's grant public keys", () => {
     const controllerKeys = publishableKeys(controllerRing.jwks());
     const sig = { alg: "EdDSA", use: "sig" };
     await editConfigMap([
+      // Another key claiming the controller's kid, ahead of the controller's own entry.
+      { ...impostor.publicJwk, ...sig, kid: controllerKeys[0]!.kid },
       ...controllerKeys,
       // A private key smuggled in under its own, correct kid.
       { ...planted.publicJwk, ...sig, kid: planted.kid, d: planted.privateJwk.d },
-      // Another key claiming the controller's kid.
-      { ...impostor.publicJwk, ...sig, kid: controllerKeys[0]!.kid },
+      // A key under a made-up kid.
+      { ...impostor.publicJwk, ...sig, kid: "controller-2026" },
     ]);
     await reader.sync();
-    expect(reader.keys().map((k) => k.kid)).toEqual(controllerKeys.map((k) => k.kid));
+    expect(reader.keys()).toEqual(controllerKeys);
 
     // A grant signed with the planted private key finds no key in the JWKS the gateway serves.
     const verify = jwksGrantVerifier({ jwksUrl, audience: "plant-a/aps", jwksCooldownSeconds: 0 });
