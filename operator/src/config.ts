@@ -206,7 +206,9 @@ const Environment = z.object({
     .min(0.1)
     .max(3600)
     .default(30)
-    .describe("how often every replica re-reads Secret gatehouse-grant-keys (default 30)"),
+    .describe(
+      "how often every replica re-reads its grant key Secret and the published grant public keys (default 30)",
+    ),
   SESSION_CEILINGS: jsonVariable(
     "SESSION_CEILINGS",
     "{}",

@@ -1,16 +1,25 @@
 /**
- * Grants on the real control plane and local node (DESIGN §5, issue 7 "Grants"): a Shared provider
- * (the fixture on the SDK's production verifier) accepts a call only with a grant the operator's keys
- * signed for exactly that call — the test reads the signing keys as admin from Secret
- * `gatehouse-grant-keys` and calls the provider's pod directly, as an agent container that tried to
- * bypass Core would. The gateway publishes the Secret's public keys without authentication, and a key
- * rotation keeps grants of the old key valid while that key is kept.
+ * Grants on the real control plane and local node (DESIGN §5): a Shared provider (the fixture on the
+ * SDK's production verifier) accepts a call only with a grant one of the operator's two key rings
+ * signed for exactly that call — the gateway's (Auto calls) or the controller's (approved dispatch).
+ * The test reads the signing keys as admin from each component's Secret and calls the provider's pod
+ * directly, as an agent container that tried to bypass Core would. The gateway publishes, without
+ * authentication, its own ring's public keys and those the controller published in ConfigMap
+ * gatehouse-grant-public-keys, so a provider verifies either ring's grants by kid; a rotation of the
+ * controller's ring reaches the gateway's JWKS and keeps grants of the old key valid while it is kept.
  */
 import { randomBytes } from "node:crypto";
 import { canonicalDigest, type InvokeRequest, ProtocolError, Receipt } from "@gatehouse/provider-sdk";
 import type { V1Secret } from "@kubernetes/client-node";
 import { type CryptoKey, importJWK, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type Component,
+  GRANT_JWKS_PATH,
+  GRANT_KEYS_SECRETS,
+  GRANT_PUBLIC_KEYS_CONFIGMAP,
+} from "../../operator/src/api/well-known.ts";
+import { GRANT_PUBLIC_KEYS_KEY } from "../../operator/src/kube/grant-public-keys.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
@@ -24,7 +33,6 @@ interface SecretKey {
 }
 
 const OPERATOR_NAMESPACE = "gatehouse-system";
-const SECRET = "gatehouse-grant-keys";
 const CAPABILITY = "fixture.thing.write";
 
 let env: Environment;
@@ -33,7 +41,8 @@ let namespace: string;
 let endpoint: string;
 
 beforeAll(async () => {
-  // Re-read the keys Secret every second, so a rotation forced by editing it shows within the test.
+  // Re-read the keys Secrets (and the published keys) every second, so a rotation forced by editing
+  // the controller's Secret shows within the test.
   env = await startEnvironment(clusterInfo(), { componentEnv: { GRANT_KEYS_RESYNC_SECONDS: "1" } });
   namespace = `grants-${randomBytes(3).toString("hex")}`;
   await env.kubectl.ok("admin", ["create", "namespace", namespace]);
@@ -67,11 +76,12 @@ afterAll(async () => {
   await env?.stop();
 });
 
-async function readSecret(): Promise<{ secret: V1Secret; keys: SecretKey[] }> {
+/** The keys of `component`'s grant key Secret. */
+async function readSecret(component: Component): Promise<{ secret: V1Secret; keys: SecretKey[] }> {
   const secret = await env.kubectl.json<V1Secret>("admin", [
     "get",
     "secret",
-    SECRET,
+    GRANT_KEYS_SECRETS[component],
     "-n",
     OPERATOR_NAMESPACE,
   ]);
@@ -123,7 +133,7 @@ async function invoke(body: unknown, grant?: string): Promise<{ status: number; 
 }
 
 async function jwks(): Promise<{ contentType: string | null; kids: string[]; keys: JWK[] }> {
-  const response = await fetch(`${env.gatewayUrl}/v1/grants/jwks`);
+  const response = await fetch(`${env.gatewayUrl}${GRANT_JWKS_PATH}`);
   expect(response.status).toBe(200);
   const set = (await response.json()) as { keys: JWK[] };
   return {
@@ -140,20 +150,23 @@ describe("a provider behind grants", () => {
     expect(ProtocolError.parse(answer.body).kind).toBe("unauthenticated");
   });
 
-  it("executes a call with the operator's grant once, and refuses the same grant replayed with 403", async () => {
-    const { keys } = await readSecret();
-    const body = invokeBody(2);
-    const grant = await grantFor(keys[0]!, body);
-    const first = await invoke(body, grant);
-    expect(first.status).toBe(200);
-    expect(Receipt.parse(first.body)).toEqual({ status: "succeeded", result: { n: 2 } });
-    const replay = await invoke(body, grant);
-    expect(replay.status).toBe(403);
-    expect(ProtocolError.parse(replay.body).message).toContain("already used");
-  });
+  it.each<Component>(["gateway", "controller"])(
+    "executes a call with the %s's grant once, and refuses the same grant replayed with 403",
+    async (component) => {
+      const { keys } = await readSecret(component);
+      const body = invokeBody(2);
+      const grant = await grantFor(keys[0]!, body);
+      const first = await invoke(body, grant);
+      expect(first.status).toBe(200);
+      expect(Receipt.parse(first.body)).toEqual({ status: "succeeded", result: { n: 2 } });
+      const replay = await invoke(body, grant);
+      expect(replay.status).toBe(403);
+      expect(ProtocolError.parse(replay.body).message).toContain("already used");
+    },
+  );
 
   it("refuses a body that differs from the one the grant's argsDigest pins", async () => {
-    const { keys } = await readSecret();
+    const { keys } = await readSecret("controller");
     const granted = invokeBody(3);
     const grant = await grantFor(keys[0]!, granted);
     const answer = await invoke({ ...granted, arguments: { n: 1000 } }, grant);
@@ -162,7 +175,7 @@ describe("a provider behind grants", () => {
   });
 
   it("refuses a grant whose audience is another ProviderInstance", async () => {
-    const { keys } = await readSecret();
+    const { keys } = await readSecret("gateway");
     const body = invokeBody(4);
     const answer = await invoke(body, await grantFor(keys[0]!, body, { aud: `${namespace}/other` }));
     expect(answer.status).toBe(403);
@@ -173,18 +186,36 @@ describe("a provider behind grants", () => {
 });
 
 describe("the grant keys", () => {
-  it("are published without authentication at GET /v1/grants/jwks, public parts only, by the Secret's kids", async () => {
-    const { keys } = await readSecret();
+  it("are published without authentication at GET /v1/grants/jwks, public parts only, by both Secrets' kids", async () => {
+    const gateway = (await readSecret("gateway")).keys.map((k) => k.kid);
+    const controller = (await readSecret("controller")).keys.map((k) => k.kid);
+    expect(controller.filter((kid) => gateway.includes(kid))).toEqual([]);
     const published = await jwks();
     expect(published.contentType).toBe("application/jwk-set+json");
-    expect(published.kids.sort()).toEqual(keys.map((k) => k.kid).sort());
+    expect(published.kids.sort()).toEqual([...gateway, ...controller].sort());
     expect(published.keys.every((k) => k.d === undefined && k.kty === "OKP" && k.crv === "Ed25519")).toBe(
       true,
     );
   });
 
-  it("rotate when the newest key is old enough, and grants of the old key stay valid while it is kept", async () => {
-    const { secret, keys: before } = await readSecret();
+  it("of the controller reach the gateway through ConfigMap gatehouse-grant-public-keys, public parts only", async () => {
+    const { keys } = await readSecret("controller");
+    const configMap = await env.kubectl.json<{ data?: Record<string, string> }>("admin", [
+      "get",
+      "configmap",
+      GRANT_PUBLIC_KEYS_CONFIGMAP,
+      "-n",
+      OPERATOR_NAMESPACE,
+    ]);
+    const published =
+      (JSON.parse(configMap.data?.[GRANT_PUBLIC_KEYS_KEY] ?? "{}") as { keys?: JWK[] }).keys ?? [];
+    expect(published.map((k) => k.kid).sort()).toEqual(keys.map((k) => k.kid).sort());
+    expect(published.every((k) => k.d === undefined)).toBe(true);
+  });
+
+  it("of the controller rotate when the newest is old enough; the gateway serves the new key, the old stays valid", async () => {
+    const { secret, keys: before } = await readSecret("controller");
+    const gatewayKids = (await readSecret("gateway")).keys.map((k) => k.kid);
     // As if every key had been made two days ago: rotation is due (default period one day).
     const backdated = before.map((k) => ({
       ...k,
@@ -199,15 +230,20 @@ describe("the grant keys", () => {
       }),
     );
     const rotated = await eventually("a new key in the Secret", 60_000, async () => {
-      const { keys } = await readSecret();
+      const { keys } = await readSecret("controller");
       return keys.length > before.length ? keys : undefined;
     });
     const added = rotated.find((k) => !before.some((b) => b.kid === k.kid))!;
     const old = rotated.find((k) => k.kid === before.at(-1)!.kid)!;
     expect(old).toBeDefined();
-    await eventually("the JWKS to list the old and the new key", 60_000, async () => {
+    // Secret → controller's ring → ConfigMap → gateway's reader → JWKS: one more hop than the gateway's own keys.
+    await eventually("the gateway's JWKS to list the old and the new controller key", 90_000, async () => {
       const { kids } = await jwks();
-      return kids.includes(added.kid) && kids.includes(old.kid) ? true : undefined;
+      return kids.includes(added.kid) &&
+        kids.includes(old.kid) &&
+        gatewayKids.every((kid) => kids.includes(kid))
+        ? true
+        : undefined;
     });
 
     const oldBody = invokeBody(5);

@@ -1,5 +1,7 @@
-import type { V1Secret } from "@kubernetes/client-node";
+import { ApiException, type CoreV1Api, type V1Secret } from "@kubernetes/client-node";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import {
   GRANT_KEYS_KEY,
   jwksOf,
@@ -10,6 +12,7 @@ import {
   rotationDue,
   type StoredGrantKey,
   signingKeyOf,
+  startGrantKeyRing,
 } from "./grant-keys.ts";
 
 const SECOND = 1000;
@@ -102,5 +105,51 @@ describe("the Secret's content", () => {
       /Secret gatehouse-system\/gatehouse-grant-keys key keys.json is not a list/,
     );
     expect(() => keysOfSecret({ ...secret, data: {} })).toThrow(/delete the Secret to start over/);
+  });
+});
+
+/** A CoreV1Api holding Secrets by name in memory. */
+function secretsCore() {
+  const secrets = new Map<string, V1Secret>();
+  const core = {
+    async readNamespacedSecret({ name }: { name: string }) {
+      const secret = secrets.get(name);
+      if (!secret) throw new ApiException(404, "not found", JSON.stringify({ reason: "NotFound" }), {});
+      return structuredClone(secret);
+    },
+    async createNamespacedSecret({ body }: { body: V1Secret }) {
+      const name = body.metadata!.name!;
+      if (secrets.has(name)) throw new ApiException(409, "AlreadyExists", "{}", {});
+      secrets.set(name, { ...body, metadata: { ...body.metadata, resourceVersion: "1" } });
+      return body;
+    },
+  };
+  return { core: core as unknown as CoreV1Api, secrets };
+}
+
+describe("startGrantKeyRing", () => {
+  it("keeps each component's ring in the Secret it is given, so the two rings share no key", async () => {
+    const { core, secrets } = secretsCore();
+    const start = (secretName: string) =>
+      startGrantKeyRing({
+        core,
+        namespace: "gatehouse-system",
+        secretName,
+        timings,
+        resyncMs: 3_600_000,
+        log: pino({ level: "silent" }),
+      });
+    const gateway = await start(GRANT_KEYS_SECRETS.gateway);
+    const controller = await start(GRANT_KEYS_SECRETS.controller);
+    gateway.stop();
+    controller.stop();
+    expect([...secrets.keys()].sort()).toEqual(
+      [GRANT_KEYS_SECRETS.controller, GRANT_KEYS_SECRETS.gateway].sort(),
+    );
+    expect(secrets.get(GRANT_KEYS_SECRETS.controller)?.metadata?.name).toBe(GRANT_KEYS_SECRETS.controller);
+    const [gatewayKid, controllerKid] = [gateway.jwks().keys[0]?.kid, controller.jwks().keys[0]?.kid];
+    expect(gatewayKid).toBeDefined();
+    expect(controllerKid).not.toBe(gatewayKid);
+    expect((await controller.signingKey()).kid).toBe(controllerKid);
   });
 });

@@ -1,6 +1,8 @@
 /**
- * The operator's grant signing keys (DESIGN §5, §7), kept in Secret `gatehouse-grant-keys` in the
- * operator's namespace so that every replica signs with the same keys and publishes the same JWKS.
+ * A component's grant signing keys (DESIGN §5, §7), kept in its own Secret in the operator's namespace
+ * (well-known.ts GRANT_KEYS_SECRETS: the gateway's and the controller's rings are separate, so neither
+ * can sign with the other's keys) so that every replica of the component signs with the same keys and
+ * publishes the same JWKS.
  *
  * Shape: `data["keys.json"]` is a JSON array of
  *   { "kid": "<RFC 7638 thumbprint>", "createdAt": "2026-12-01T10:00:00.000Z",
@@ -168,7 +170,10 @@ export interface GrantKeyRingOptions {
   core: CoreV1Api;
   /** The operator's namespace, where the Secret lives. */
   namespace: string;
-  /** The Secret holding this component's keys (GRANT_KEYS_SECRETS). */
+  /**
+   * The Secret holding this component's keys (GRANT_KEYS_SECRETS[component]); required, so that no
+   * component falls back to another's ring.
+   */
   secretName: string;
   timings: KeyTimings;
   /** How often every replica re-reads the Secret, in milliseconds. */

@@ -11,6 +11,7 @@ import { startControllers } from "../controllers/manager.ts";
 import { fetchManifest } from "../gateway/provider-client.ts";
 import { startAdmissionGuard } from "../kube/admission-guard.ts";
 import { configMapCheckpoints } from "../kube/checkpoint-configmap.ts";
+import { publishGrantPublicKeys } from "../kube/grant-public-keys.ts";
 import { LeaderElector } from "../kube/leader-election.ts";
 import { secretWitnessSigner } from "../kube/witness-key.ts";
 import { sessionRecords } from "../store/session-records.ts";
@@ -41,8 +42,18 @@ export async function runController(): Promise<void> {
         }),
     },
   });
-  const { config, clients, caches, store, core, log, metrics } = started;
+  const { config, clients, caches, store, core, log, metrics, grantKeys } = started;
   leaderElection = config.leaderElection.enabled;
+  // The gateway serves these in its JWKS, so providers verify approved dispatch's grants by kid. A write
+  // only when the ring changed: a standby writes nothing.
+  const publisher = await publishGrantPublicKeys({
+    core: clients.core,
+    namespace: config.operatorNamespace,
+    ring: grantKeys,
+    log: log.child({ component: "grant-public-keys" }),
+    intervalMs: config.grants.keysResyncSeconds * 1000,
+  });
+  started.onShutdown("grantPublicKeys", () => publisher.stop());
   await started.syncCaches();
   const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
   started.onShutdown("admission", () => admission.stop());

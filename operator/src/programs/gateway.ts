@@ -10,6 +10,7 @@ import { tokenReviewer } from "../gateway/authenticate.ts";
 import { personAccess } from "../gateway/person-access.ts";
 import { buildGateway } from "../gateway/server.ts";
 import { closeWithin } from "../gateway/shutdown.ts";
+import { combinedJwks, readGrantPublicKeys } from "../kube/grant-public-keys.ts";
 import { secretModelKeys } from "../kube/model-keys.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import { startComponent } from "./common.ts";
@@ -30,13 +31,21 @@ export async function runGateway(): Promise<void> {
   });
   const { config, clients, caches, store, core, log, metrics, grantKeys } = started;
   await started.syncCaches();
+  // Providers verify by kid: the JWKS serves the controller's published public keys beside ours.
+  const published = await readGrantPublicKeys({
+    core: clients.core,
+    namespace: config.operatorNamespace,
+    resyncMs: config.grants.keysResyncSeconds * 1000,
+    log: log.child({ component: "grant-public-keys" }),
+  });
+  started.onShutdown("grantPublicKeys", () => published.stop());
   const gateway = buildGateway({
     caches,
     core,
     transcripts: store.transcripts,
     review: tokenReviewer(clients),
     people: personAccess(clients.config),
-    jwks: grantKeys.jwks,
+    jwks: combinedJwks(grantKeys.jwks, published.keys),
     log,
     ceilings: config.sessionCeilings,
     records: sessionRecords(store.transcripts),
