@@ -96,12 +96,16 @@ export function allGeneratedFiles(): Map<string, string> {
       ),
     ),
   );
+  // The namespaces themselves first, so one `kubectl apply` works on a fresh cluster.
+  const namespaces = [...new Set(namespaced.map((doc) => (doc.metadata as { namespace?: string }).namespace))]
+    .filter((ns): ns is string => ns !== undefined)
+    .map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } }));
   files.set(
     "deploy/namespaced-rbac.yaml",
-    yaml(namespaced).replace(
+    yaml([...namespaces, ...namespaced]).replace(
       HEADER,
       note(
-        `Bindings of the local cluster's namespaces: identity-binding Secrets in ${LOCAL_IDENTITY_BINDING_NAMESPACES.join(", ")}\n# (both components); agent pods ${LOCAL_WATCH_NAMESPACES.length === 0 ? "in every namespace" : `in ${LOCAL_WATCH_NAMESPACES.join(", ")}`} (the controller).`,
+        `The local cluster's namespaces and their bindings: identity-binding Secrets in ${LOCAL_IDENTITY_BINDING_NAMESPACES.join(", ")}\n# (both components); agent pods ${LOCAL_WATCH_NAMESPACES.length === 0 ? "in every namespace" : `in ${LOCAL_WATCH_NAMESPACES.join(", ")}`} (the controller).`,
       ),
     ),
   );
