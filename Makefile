@@ -34,7 +34,7 @@ demo: deps host-deps cluster
 test: deps host-deps cluster helm
 	npx vitest run
 
-## crds: regenerate crds/, the chart's templates/generated/ and deploy/operator-rbac.yaml from operator/src/api.
+## crds: regenerate crds/, the chart's templates/generated/ and deploy/*-rbac.yaml from operator/src/api.
 crds: deps
 	node operator/src/api/generate.ts
 

@@ -29,7 +29,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { OPERATOR_USERNAME } from "../../operator/src/api/well-known.ts";
+import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { coreNamespace, SLEEPER_IMAGE, startAgent } from "../e2e/core-agent.ts";
 import { deployCounter, toolName } from "../e2e/core-counter.ts";
@@ -183,7 +183,7 @@ try {
     if (!patch) throw new Error(`no audit record of alice's patch of ${sample.approval}`);
     const ownWrites = requests.filter(
       (r) =>
-        r.user === OPERATOR_USERNAME &&
+        r.user === CONTROLLER_USERNAME &&
         r.name === sample.approval &&
         r.receivedMs >= patch.completedMs &&
         r.completedMs <= sample.providerMs,

@@ -26,7 +26,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { OPERATOR_USERNAME } from "../../operator/src/api/well-known.ts";
+import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { NAMESPACE, startEnvironment } from "../e2e/environment.ts";
 import { eventually } from "../e2e/story.ts";
@@ -191,7 +191,7 @@ try {
         r.verb === "create" &&
         r.resource === "pods" &&
         !r.subresource &&
-        r.user === OPERATOR_USERNAME &&
+        r.user === CONTROLLER_USERNAME &&
         r.namespace === NAMESPACE &&
         r.name?.startsWith(`${sample.session}-agent-`),
     );

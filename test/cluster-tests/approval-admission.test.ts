@@ -1,8 +1,8 @@
 /**
  * The API server itself enforces the decision rules of an Approval (DESIGN §2): every offending request
  * is sent as the offending user through that user's kubeconfig context, and must be refused with the
- * object unchanged (same resourceVersion). Approvals are created through the operator's identity; no
- * operator process runs here, so nothing but the requests below touches them.
+ * object unchanged (same resourceVersion). Approvals are created through the controller's identity; no
+ * Gatehouse process runs here, so nothing but the requests below touches them.
  */
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { DECISION_POLICY } from "../../operator/src/api/admission.ts";
@@ -229,7 +229,7 @@ describe("Approval updates the API server refuses", () => {
     expectRefused(await kubectl.run("alice", ["create", "-f", "-"], text), /forbidden/i);
     expectRefused(
       await kubectl.run("admin", ["create", "-f", "-"], text),
-      /approval-create: only the Gatehouse operator creates Approvals; admin may not/,
+      /approval-create: only the Gatehouse gateway and controller create Approvals; admin may not/,
     );
   });
 
@@ -491,7 +491,7 @@ describe("the operator's admission guard", () => {
     );
     expect(verdict.enforced).toBe(false);
     expect(verdict.enforced ? "" : verdict.message).toMatch(
-      /ValidatingAdmissionPolicy gatehouse-approval-create: validations\[0\]\.expression is "request\.userInfo\.username == 'system:serviceaccount:gatehouse-system:gatehouse-operator'", the chart renders "request\.userInfo\.username == 'system:serviceaccount:elsewhere:gatehouse'"/,
+      /ValidatingAdmissionPolicy gatehouse-approval-decide: matchConditions\[0\]\.expression is "request\.userInfo\.username != 'system:serviceaccount:gatehouse-system:gatehouse-controller'", the chart renders "request\.userInfo\.username != 'system:serviceaccount:elsewhere:gatehouse'"/,
     );
   });
 });

@@ -28,6 +28,7 @@ const REDIRECT = {
   "leaderElection.namespace": OTHER_NS,
   "networkPolicy.sessionNamespaces": [OTHER_NS],
   "rbac.identityBindingNamespaces": [OTHER_NS],
+  watchNamespaces: [OTHER_NS],
 };
 
 beforeAll(async () => {
@@ -98,7 +99,8 @@ describe("the chart on the API server (server-side dry run)", () => {
     ]);
     expect(result.code, result.stderr).toBe(0);
     const notes = result.stdout.slice(result.stdout.indexOf("NOTES:"));
-    expect(notes).toContain(`kubectl -n ${RELEASE_NS} rollout status deployment/gatehouse-operator`);
+    expect(notes).toContain(`kubectl -n ${RELEASE_NS} rollout status deployment/gatehouse-gateway`);
+    expect(notes).toContain(`kubectl -n ${RELEASE_NS} rollout status deployment/gatehouse-controller`);
     expect(notes).toContain("enforced only if your CNI");
     expect(notes).toContain("helm.sh/resource-policy: keep");
   });

@@ -40,6 +40,16 @@ describe("identities of the kubeconfig contexts", () => {
       ["system:serviceaccounts", "system:serviceaccounts:gatehouse-system"],
     ],
     [
+      "gatehouse-gateway",
+      "system:serviceaccount:gatehouse-system:gatehouse-gateway",
+      ["system:serviceaccounts", "system:serviceaccounts:gatehouse-system"],
+    ],
+    [
+      "gatehouse-controller",
+      "system:serviceaccount:gatehouse-system:gatehouse-controller",
+      ["system:serviceaccounts", "system:serviceaccounts:gatehouse-system"],
+    ],
+    [
       "local-node",
       "system:serviceaccount:kube-system:local-node",
       ["system:serviceaccounts", "system:serviceaccounts:kube-system"],

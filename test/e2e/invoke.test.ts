@@ -455,7 +455,9 @@ describe("a squatted Approval", () => {
     const body = await squatBody(session, approvalName, executionId, ARGS, true);
     const result = await env.kubectl.run("admin", ["create", "-f", "-"], JSON.stringify(body));
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(/approval-create: only the Gatehouse operator creates Approvals/);
+    expect(result.stderr).toMatch(
+      /approval-create: only the Gatehouse gateway and controller create Approvals/,
+    );
   });
 
   it("with the derived name but a different spec, though owned by the session, is marked Failed Conflict and the call refused", async () => {

@@ -9,10 +9,13 @@ import { join } from "node:path";
 import type { V1Deployment, V1EnvVar, V1Job } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
+  CONTROLLER_POD_RULE,
+  CONTROLLER_RULES,
+  controllerRoleRules,
+  GATEWAY_RULES,
+  gatewayRoleRules,
   IDENTITY_BINDING_RULE,
   modelKeyRule,
-  OPERATOR_RULES,
-  operatorRoleRules,
 } from "../../operator/src/api/rbac.ts";
 import { configFromEnvironment } from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
@@ -37,8 +40,12 @@ const one = (manifests: Manifest[], kind: string, name?: string): Manifest => {
 };
 const rulesOf = (m: Manifest) => m.rules as Array<Record<string, unknown>>;
 
+/** The Deployment of component `component` (`<release>-<component>`). */
+const deploymentOf = (manifests: Manifest[], component: "gateway" | "controller", release = "gatehouse") =>
+  one(manifests, "Deployment", `${release}-${component}`);
+
 /**
- * The operator container's environment with downward-API and Secret references resolved as a node
+ * A component container's environment with downward-API and Secret references resolved as a node
  * would: `secrets` maps `<Secret name>/<key>` to the value; a string is every key's value.
  */
 function resolvedEnv(deployment: Manifest, secrets: string | Record<string, string>): NodeJS.ProcessEnv {
@@ -65,13 +72,17 @@ beforeAll(async () => {
 }, 3_600_000);
 
 describe("helm lint and helm template", () => {
-  it("lints the chart with its default values and the one value without a default, the controller's runtime login", async () => {
+  it("lints the chart with its default values and the values without a default: both runtime logins, the identity-binding namespaces", async () => {
     const result = await helm([
       "lint",
       "--strict",
       CHART_DIR,
       "--set",
       "database.runtime.controller.secretName=gatehouse-controller-db",
+      "--set",
+      "database.runtime.gateway.secretName=gatehouse-gateway-db",
+      "--set",
+      "rbac.identityBindingNamespaces={plant-a}",
     ]);
     expect(result.stdout + result.stderr, "helm lint").toContain("0 chart(s) failed");
     expect(result.code).toBe(0);
@@ -86,7 +97,14 @@ describe("helm lint and helm template", () => {
   ])(
     "refuses to render with %s, naming database.runtime.controller and docs/upgrading.md",
     async (_, args) => {
-      const result = await helm(["template", "gatehouse", CHART_DIR, ...args]);
+      const result = await helm([
+        "template",
+        "gatehouse",
+        CHART_DIR,
+        "--set",
+        "rbac.identityBindingNamespaces={plant-a}",
+        ...args,
+      ]);
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain(
         "database.runtime.controller.secretName (or database.runtime.controller.url) is required",
@@ -118,7 +136,10 @@ describe("helm lint and helm template", () => {
     const lint = await helm(["lint", "--strict", CHART_DIR, "-f", join(CHART_DIR, "ci", file)]);
     expect(lint.code, lint.stdout + lint.stderr).toBe(0);
     const manifests = await renderChart({ valuesFiles: [`charts/gatehouse/ci/${file}`] });
-    expect(find(manifests, "Deployment")).toHaveLength(1);
+    expect(find(manifests, "Deployment").map((d) => d.metadata.name)).toEqual([
+      "gatehouse-gateway",
+      "gatehouse-controller",
+    ]);
     expect(find(manifests, "CustomResourceDefinition")).toHaveLength(4);
   });
 
@@ -137,7 +158,9 @@ describe("helm lint and helm template", () => {
 
 describe("values.schema.json", () => {
   it.each([
-    ["replicaCount=0", "/replicaCount"],
+    ["gateway.replicas=0", "/gateway/replicas"],
+    ["controller.replicas=0", "/controller/replicas"],
+    ["watchNamespaces={Bad_NS}", "/watchNamespaces/0"],
     ["logLevel=verbose", "/logLevel"],
     ["gateway.port=70000", "/gateway/port"],
     ["replicas=2", "replicas"],
@@ -177,8 +200,10 @@ describe("what the chart renders", () => {
       const api =
         API_KINDS.has(m.kind) ||
         (m.kind === "ClusterRole" &&
-          m.metadata.name !== "gatehouse-operator" &&
-          m.metadata.name.startsWith("gatehouse-"));
+          ["gatehouse-view", "gatehouse-session-user", "gatehouse-approver", "gatehouse-platform"].some(
+            (persona) => m.metadata.name === persona,
+          )) ||
+        (m.kind === "ClusterRole" && m.metadata.name.startsWith("gatehouse-aggregate-"));
       expect(m.metadata.annotations?.[KEEP], `${m.kind} ${m.metadata.name}`).toBe(api ? "keep" : undefined);
     }
     expect(find(defaults, "ValidatingAdmissionPolicy").length).toBeGreaterThanOrEqual(5);
@@ -192,79 +217,151 @@ describe("what the chart renders", () => {
     );
   });
 
-  it("names the release's ServiceAccount as the operator in the admission policies", async () => {
+  it("names the release's controller and gateway ServiceAccounts in the admission policies and bindings", async () => {
     const other = await renderChart({
       release: "gh",
       namespace: "agents-control",
       valuesFiles: ["charts/gatehouse/ci/default.yaml"],
     });
     const policies = JSON.stringify(find(other, "ValidatingAdmissionPolicy"));
-    expect(policies).toContain("'system:serviceaccount:agents-control:gh-operator'");
+    expect(policies).toContain("'system:serviceaccount:agents-control:gh-controller'");
+    expect(policies).toContain("'system:serviceaccount:agents-control:gh-gateway'");
     expect(policies).not.toContain("gatehouse-system");
-    expect(one(other, "ServiceAccount").metadata).toMatchObject({
-      name: "gh-operator",
-      namespace: "agents-control",
-    });
-    const binding = one(other, "ClusterRoleBinding", "gh-operator") as { subjects?: unknown };
-    expect(binding.subjects).toEqual([
-      { kind: "ServiceAccount", name: "gh-operator", namespace: "agents-control" },
+    expect(find(other, "ServiceAccount").map((sa) => sa.metadata)).toEqual([
+      expect.objectContaining({ name: "gh-gateway", namespace: "agents-control" }),
+      expect.objectContaining({ name: "gh-controller", namespace: "agents-control" }),
     ]);
+    for (const component of ["gateway", "controller"]) {
+      const binding = one(other, "ClusterRoleBinding", `gh-${component}`) as { subjects?: unknown };
+      expect(binding.subjects).toEqual([
+        { kind: "ServiceAccount", name: `gh-${component}`, namespace: "agents-control" },
+      ]);
+    }
+    // The gateway is exempt from the Approval create rule only.
+    const exempting = find(other, "ValidatingAdmissionPolicy")
+      .filter((p) => JSON.stringify(p).includes("gh-gateway"))
+      .map((p) => p.metadata.name);
+    expect(exempting).toEqual(["gatehouse-approval-create"]);
   });
 
-  it("runs two hardened operator replicas with probes on the health server and resources", () => {
-    const deployment = one(defaults, "Deployment") as unknown as V1Deployment;
-    expect(deployment.spec?.replicas).toBe(2);
-    const pod = deployment.spec!.template.spec!;
-    const container = pod.containers[0]!;
-    expect(container.image).toBe("gatehouse/operator:0.1.0");
-    expect(pod.securityContext).toMatchObject({
-      runAsNonRoot: true,
-      runAsUser: 65532,
-      seccompProfile: { type: "RuntimeDefault" },
+  it.each([
+    ["replicaCount=3", "replicaCount moved", "gateway.replicas and controller.replicas"],
+    ["serviceAccount.name=x", "serviceAccount moved", "gateway.serviceAccount and controller.serviceAccount"],
+    ["resources.limits.cpu=2", "resources moved", "gateway.resources and controller.resources"],
+    [
+      "podDisruptionBudget.enabled=false",
+      "podDisruptionBudget moved",
+      "gateway.podDisruptionBudget and controller.podDisruptionBudget",
+    ],
+  ])(
+    "refuses the moved value --set %s, naming its successors and docs/upgrading.md",
+    async (set, what, successor) => {
+      const result = await helm([
+        "template",
+        "gatehouse",
+        CHART_DIR,
+        "-f",
+        join(CHART_DIR, "ci", "default.yaml"),
+        "--set",
+        set,
+      ]);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain(what);
+      expect(result.stderr).toContain(successor);
+      expect(result.stderr).toContain("docs/upgrading.md");
+    },
+  );
+
+  it("refuses to render without identity-binding namespaces (none listed and no watchNamespaces)", async () => {
+    const result = await helm([
+      "template",
+      "gatehouse",
+      CHART_DIR,
+      "-f",
+      join(CHART_DIR, "ci", "default.yaml"),
+      "--set-json",
+      "rbac.identityBindingNamespaces=[]",
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("rbac.identityBindingNamespaces is required");
+    expect(result.stderr).toContain("docs/upgrading.md");
+    const scoped = await renderChart({
+      valuesFiles: ["charts/gatehouse/ci/default.yaml"],
+      setJson: { "rbac.identityBindingNamespaces": [], watchNamespaces: ["team-a"] },
     });
-    expect(container.securityContext).toMatchObject({
-      runAsNonRoot: true,
-      runAsUser: 65532,
-      readOnlyRootFilesystem: true,
-      allowPrivilegeEscalation: false,
-      capabilities: { drop: ["ALL"] },
-    });
-    expect(container.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
-    expect(pod.volumes).toContainEqual(
-      expect.objectContaining({ name: "tmp", emptyDir: expect.any(Object) }),
-    );
-    expect(container.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "health" });
-    expect(container.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "health" });
-    expect(container.ports).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: "health", containerPort: 8081 })]),
-    );
-    expect(container.resources?.requests && container.resources.limits).toBeTruthy();
+    expect(
+      find(scoped, "RoleBinding", "gatehouse-identity-bindings").map((b) => b.metadata.namespace),
+    ).toEqual(["team-a"]);
   });
 
-  it("configures the operator so that its own parser accepts it: gateway URL, leader election, the controller's runtime login", () => {
-    const deployment = one(defaults, "Deployment");
-    const env = resolvedEnv(deployment, {
+  it.each(["gateway", "controller"] as const)(
+    "runs two hardened %s replicas with probes on the health server and resources",
+    (component) => {
+      const deployment = deploymentOf(defaults, component) as unknown as V1Deployment;
+      expect(deployment.spec?.replicas).toBe(2);
+      expect(deployment.spec?.template.spec?.serviceAccountName).toBe(`gatehouse-${component}`);
+      expect(deployment.spec?.template.metadata?.labels?.["app.kubernetes.io/name"]).toBe(
+        `gatehouse-${component}`,
+      );
+      const pod = deployment.spec!.template.spec!;
+      const container = pod.containers[0]!;
+      expect(container.image).toBe("gatehouse/operator:0.1.0");
+      expect(container.args).toEqual([component]);
+      expect(pod.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        seccompProfile: { type: "RuntimeDefault" },
+      });
+      expect(container.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ["ALL"] },
+      });
+      expect(container.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
+      expect(pod.volumes).toContainEqual(
+        expect.objectContaining({ name: "tmp", emptyDir: expect.any(Object) }),
+      );
+      expect(container.livenessProbe?.httpGet).toEqual({ path: "/healthz", port: "health" });
+      expect(container.readinessProbe?.httpGet).toEqual({ path: "/readyz", port: "health" });
+      expect(container.ports).toEqual(
+        expect.arrayContaining([expect.objectContaining({ name: "health", containerPort: 8081 })]),
+      );
+      expect(container.resources?.requests && container.resources.limits).toBeTruthy();
+    },
+  );
+
+  it("configures each component so that its own parser accepts it: gateway URL, leader election, its own runtime login", () => {
+    const secrets = {
       "gatehouse-database-controller/url": "postgres://gatehouse_controller_login:p@db:5432/gatehouse",
-    });
-    const config = configFromEnvironment(env);
-    expect(config.gatewayUrl).toBe("http://gatehouse-gateway.gatehouse-system.svc:8443");
-    expect(config.databaseUrl).toBe("postgres://gatehouse_controller_login:p@db:5432/gatehouse");
-    expect(config.leaderElection).toEqual({
+      "gatehouse-database-gateway/url": "postgres://gatehouse_gateway_login:p@db:5432/gatehouse",
+    };
+    const controller = configFromEnvironment(resolvedEnv(deploymentOf(defaults, "controller"), secrets));
+    const gateway = configFromEnvironment(resolvedEnv(deploymentOf(defaults, "gateway"), secrets));
+    for (const config of [controller, gateway]) {
+      expect(config.gatewayUrl).toBe("http://gatehouse-gateway.gatehouse-system.svc:8443");
+      expect(config.operatorNamespace).toBe("gatehouse-system");
+      expect(config.healthPort).toBe(8081);
+      expect(config.failpoints).toEqual([]);
+    }
+    expect(controller.databaseUrl).toBe("postgres://gatehouse_controller_login:p@db:5432/gatehouse");
+    expect(gateway.databaseUrl).toBe("postgres://gatehouse_gateway_login:p@db:5432/gatehouse");
+    expect(controller.leaderElection).toEqual({
       enabled: true,
       namespace: "gatehouse-system",
       identityPrefix: "gatehouse-operator-abc12",
     });
-    expect(config.operatorNamespace).toBe("gatehouse-system");
-    expect(config.healthPort).toBe(8081);
-    expect(config.agentImage).toBe("gatehouse/agent:0.1.0");
-    expect(config.failpoints).toEqual([]);
-    const secrets = Object.fromEntries(
+    expect(controller.agentImage).toBe("gatehouse/agent:0.1.0");
+    expect(controller.watchNamespaces).toEqual([]);
+    expect(controller.gatewayUsername).toBe("system:serviceaccount:gatehouse-system:gatehouse-gateway");
+    const secretsRendered = Object.fromEntries(
       find(defaults, "Secret").map((s) => [
         s.metadata.name,
         (s as { stringData?: Record<string, string> }).stringData,
       ]),
     );
-    expect(secrets).toEqual({
+    expect(secretsRendered).toEqual({
       "gatehouse-database-controller": {
         url: "postgres://gatehouse_controller_login:secret@postgres.databases.svc:5432/gatehouse",
       },
@@ -281,12 +378,45 @@ describe("what the chart renders", () => {
     });
   });
 
-  it.each(CI_FILES)(
-    "gives the operator pods no owner URL: with ci/%s no env names an owner Secret or value",
-    async (file) => {
+  it("tells the controller its watched namespaces, and gives it pod rights only there", async () => {
+    const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
+    const env = resolvedEnv(deploymentOf(external, "controller"), "postgres://x@y/z");
+    expect(configFromEnvironment(env).watchNamespaces).toEqual(["plant-a", "plant-b"]);
+    const pods = find(external, "RoleBinding", "gatehouse-controller-pods") as unknown as Array<{
+      metadata: { namespace: string };
+      roleRef: unknown;
+      subjects: unknown;
+    }>;
+    expect(pods.map((b) => b.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
+    for (const b of pods) {
+      expect(b.roleRef).toEqual({
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "gatehouse-controller-pods",
+      });
+      expect(b.subjects).toEqual([
+        { kind: "ServiceAccount", name: "gatehouse-controller", namespace: "gatehouse-system" },
+      ]);
+    }
+    expect(find(external, "ClusterRoleBinding", "gatehouse-controller-pods")).toEqual([]);
+    expect(rulesOf(one(external, "ClusterRole", "gatehouse-controller-pods"))).toEqual([CONTROLLER_POD_RULE]);
+    // Without watchNamespaces: every namespace.
+    expect(find(defaults, "RoleBinding", "gatehouse-controller-pods")).toEqual([]);
+    one(defaults, "ClusterRoleBinding", "gatehouse-controller-pods");
+  });
+
+  it.each(
+    CI_FILES.flatMap((file) => [
+      [file, "gateway"],
+      [file, "controller"],
+    ]),
+  )(
+    "gives the component pods no owner URL: with ci/%s the %s's env names no owner Secret or value",
+    async (file, component) => {
       const manifests = await renderChart({ valuesFiles: [`charts/gatehouse/ci/${file}`] });
-      const container = (one(manifests, "Deployment") as unknown as V1Deployment).spec!.template.spec!
-        .containers[0]!;
+      const container = (
+        deploymentOf(manifests, component as "gateway" | "controller") as unknown as V1Deployment
+      ).spec!.template.spec!.containers[0]!;
       const ownerSecrets = new Set([
         "gatehouse-database",
         "gatehouse-migrate",
@@ -343,24 +473,29 @@ describe("what the chart renders", () => {
 
   it("reads the runtime login and the owner's URL from the Secrets of your own that the values name, and creates no Secret then", async () => {
     const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
-    const env = resolvedEnv(one(external, "Deployment"), {
-      "prod-postgres-controller/DATABASE_URL": "postgres://gatehouse_controller_login@db/gatehouse",
-    });
-    expect(configFromEnvironment(env).databaseUrl).toBe("postgres://gatehouse_controller_login@db/gatehouse");
-    const jobEnv = resolvedEnv(one(external, "Job", "gatehouse-migrate"), {
+    const secrets = {
       "prod-postgres/DATABASE_OWNER_URL": "postgres://owner@db/gatehouse",
       "prod-postgres-controller/DATABASE_URL": "postgres://gatehouse_controller_login@db/gatehouse",
-    });
+      "prod-postgres-gateway/DATABASE_URL": "postgres://gatehouse_gateway_login@db/gatehouse",
+    };
+    const env = resolvedEnv(deploymentOf(external, "controller"), secrets);
+    expect(configFromEnvironment(env).databaseUrl).toBe("postgres://gatehouse_controller_login@db/gatehouse");
+    const gatewayEnv = resolvedEnv(deploymentOf(external, "gateway"), secrets);
+    expect(configFromEnvironment(gatewayEnv).databaseUrl).toBe(
+      "postgres://gatehouse_gateway_login@db/gatehouse",
+    );
+    const jobEnv = resolvedEnv(one(external, "Job", "gatehouse-migrate"), secrets);
     expect(jobEnv).toEqual({
       DATABASE_OWNER_URL: "postgres://owner@db/gatehouse",
       CONTROLLER_DATABASE_URL: "postgres://gatehouse_controller_login@db/gatehouse",
+      GATEWAY_DATABASE_URL: "postgres://gatehouse_gateway_login@db/gatehouse",
     });
     expect(find(external, "Secret")).toEqual([]);
   });
 
   it("passes model endpoints, ceilings and the approval floor through to the operator", async () => {
     const ha = await renderChart({ valuesFiles: ["charts/gatehouse/ci/ha-with-servicemonitor.yaml"] });
-    const config = configFromEnvironment(resolvedEnv(one(ha, "Deployment"), "postgres://x@y/z"));
+    const config = configFromEnvironment(resolvedEnv(deploymentOf(ha, "gateway"), "postgres://x@y/z"));
     expect(config.modelEndpoints).toEqual([
       {
         name: "openai",
@@ -372,48 +507,67 @@ describe("what the chart renders", () => {
     ]);
     expect(config.sessionCeilings).toMatchObject({ maxTurns: 20, timeoutSeconds: 1800 });
     expect(config.execution.approvalFloor).toEqual({ write: "Required" });
-    expect((one(ha, "Deployment") as unknown as V1Deployment).spec?.replicas).toBe(3);
+    expect((deploymentOf(ha, "gateway") as unknown as V1Deployment).spec?.replicas).toBe(3);
+    expect((deploymentOf(ha, "controller") as unknown as V1Deployment).spec?.replicas).toBe(2);
     const monitor = one(ha, "ServiceMonitor") as {
-      spec?: { endpoints?: Array<{ port: string; path: string }> };
+      spec?: {
+        selector?: { matchLabels?: Record<string, string> };
+        endpoints?: Array<{ port: string; path: string }>;
+      };
     };
     expect(monitor.spec?.endpoints?.[0]).toMatchObject({ port: "metrics", path: "/metrics" });
+    // One ServiceMonitor selects both components' metrics Services.
+    const selected = find(ha, "Service").filter((svc) =>
+      Object.entries(monitor.spec?.selector?.matchLabels ?? {}).every(
+        ([k, v]) => (svc.metadata as { labels?: Record<string, string> }).labels?.[k] === v,
+      ),
+    );
+    expect(selected.map((svc) => svc.metadata.name)).toEqual([
+      "gatehouse-gateway-metrics",
+      "gatehouse-controller-metrics",
+    ]);
     expect(find(defaults, "ServiceMonitor")).toEqual([]);
   });
 
-  it("gives the operator exactly the generated rules: ClusterRole, its Role and only the model key Secrets named", async () => {
-    expect(rulesOf(one(defaults, "ClusterRole", "gatehouse-operator"))).toEqual(OPERATOR_RULES);
-    const role = one(defaults, "Role", "gatehouse-operator");
-    expect(rulesOf(role)).toEqual(operatorRoleRules());
-    expect(find(defaults, "Role", "gatehouse-operator-model-keys")).toEqual([]);
+  it("gives each component exactly the generated rules: ClusterRole, its Role and only the model key Secrets named, to the gateway", async () => {
+    expect(rulesOf(one(defaults, "ClusterRole", "gatehouse-gateway"))).toEqual(GATEWAY_RULES);
+    expect(rulesOf(one(defaults, "ClusterRole", "gatehouse-controller"))).toEqual(CONTROLLER_RULES);
+    expect(rulesOf(one(defaults, "Role", "gatehouse-gateway"))).toEqual(gatewayRoleRules([]));
+    expect(rulesOf(one(defaults, "Role", "gatehouse-controller"))).toEqual(controllerRoleRules());
+    expect(find(defaults, "Role", "gatehouse-gateway-model-keys")).toEqual([]);
     const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
-    expect(one(external, "Role", "gatehouse-operator").metadata.namespace).toBe("gatehouse-leases");
-    const keys = one(external, "Role", "gatehouse-operator-model-keys");
+    expect(one(external, "Role", "gatehouse-controller").metadata.namespace).toBe("gatehouse-leases");
+    expect(one(external, "Role", "gatehouse-gateway").metadata.namespace).toBe("gatehouse-leases");
+    const keys = one(external, "Role", "gatehouse-gateway-model-keys");
     expect(keys.metadata.namespace).toBe("gatehouse-system");
     expect(rulesOf(keys)).toEqual([modelKeyRule(["internal-llm-key"])]);
+    const keysBinding = one(external, "RoleBinding", "gatehouse-gateway-model-keys") as {
+      subjects?: unknown;
+    };
+    expect(keysBinding.subjects).toEqual([
+      { kind: "ServiceAccount", name: "gatehouse-gateway", namespace: "gatehouse-system" },
+    ]);
   });
 
-  it("lists identity-binding Secrets cluster-wide, or only in the provider namespaces the values name", async () => {
-    expect(find(defaults, "Role").map((r) => r.metadata.name)).not.toContain(
-      "gatehouse-operator-identity-bindings",
-    );
+  it("lists identity-binding Secrets only in the provider namespaces the values name, for both components", async () => {
+    for (const rules of [GATEWAY_RULES, CONTROLLER_RULES]) {
+      expect(rules.some((r) => r.resources.includes("secrets"))).toBe(false);
+    }
+    expect(rulesOf(one(defaults, "ClusterRole", "gatehouse-identity-bindings"))).toEqual([
+      IDENTITY_BINDING_RULE,
+    ]);
     const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
-    expect(rulesOf(one(external, "ClusterRole", "gatehouse-operator"))).toEqual(
-      OPERATOR_RULES.filter((rule) => rule !== IDENTITY_BINDING_RULE),
-    );
-    const roles = find(external, "Role", "gatehouse-operator-identity-bindings");
-    expect(roles.map((r) => r.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
-    for (const role of roles) expect(rulesOf(role)).toEqual([IDENTITY_BINDING_RULE]);
-    const bindings = find(
-      external,
-      "RoleBinding",
-      "gatehouse-operator-identity-bindings",
-    ) as unknown as Array<{
+    const bindings = find(external, "RoleBinding", "gatehouse-identity-bindings") as unknown as Array<{
+      metadata: { namespace: string };
       subjects: unknown;
     }>;
-    expect(bindings.map((b) => b.subjects)).toEqual([
-      [{ kind: "ServiceAccount", name: "gatehouse-operator", namespace: "gatehouse-system" }],
-      [{ kind: "ServiceAccount", name: "gatehouse-operator", namespace: "gatehouse-system" }],
-    ]);
+    expect(bindings.map((b) => b.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
+    for (const b of bindings) {
+      expect(b.subjects).toEqual([
+        { kind: "ServiceAccount", name: "gatehouse-gateway", namespace: "gatehouse-system" },
+        { kind: "ServiceAccount", name: "gatehouse-controller", namespace: "gatehouse-system" },
+      ]);
+    }
   });
 
   it("exposes the gateway as <release>-gateway and keeps one replica through voluntary disruptions", () => {
@@ -424,15 +578,34 @@ describe("what the chart renders", () => {
       { name: "gateway", port: 8443, targetPort: "gateway", protocol: "TCP" },
     ]);
     expect(service.spec?.selector).toEqual({
-      "app.kubernetes.io/name": "gatehouse-operator",
+      "app.kubernetes.io/name": "gatehouse-gateway",
       "app.kubernetes.io/instance": "gatehouse",
     });
-    const pdb = one(defaults, "PodDisruptionBudget") as { spec?: Record<string, unknown> };
+    const pdb = one(defaults, "PodDisruptionBudget", "gatehouse-gateway") as {
+      spec?: Record<string, unknown>;
+    };
     expect(pdb.spec).toMatchObject({ maxUnavailable: 1, selector: { matchLabels: service.spec?.selector } });
+    const controllerPdb = one(defaults, "PodDisruptionBudget", "gatehouse-controller") as {
+      spec?: Record<string, unknown>;
+    };
+    expect(controllerPdb.spec).toMatchObject({
+      maxUnavailable: 1,
+      selector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-controller" } },
+    });
   });
 
-  it("lets the operator's pods be reached only on the gateway port (agents, providers) and the health port", () => {
-    const policy = one(defaults, "NetworkPolicy", "gatehouse-operator") as unknown as {
+  it("lets the gateway's pods be reached only on the gateway port (agents, providers) and the health port, the controller's only on the health port", () => {
+    const controller = one(defaults, "NetworkPolicy", "gatehouse-controller") as unknown as {
+      spec: { podSelector: unknown; policyTypes: string[]; ingress: unknown[] };
+    };
+    expect(controller.spec.podSelector).toEqual({
+      matchLabels: {
+        "app.kubernetes.io/name": "gatehouse-controller",
+        "app.kubernetes.io/instance": "gatehouse",
+      },
+    });
+    expect(controller.spec.ingress).toEqual([{ ports: [{ protocol: "TCP", port: "health" }] }]);
+    const policy = one(defaults, "NetworkPolicy", "gatehouse-gateway") as unknown as {
       spec: { policyTypes: string[]; ingress: Array<{ from?: unknown[]; ports: unknown[] }> };
     };
     expect(policy.spec.policyTypes).toEqual(["Ingress"]);
@@ -454,7 +627,7 @@ describe("what the chart renders", () => {
     ]);
   });
 
-  it("lays down the same agent NetworkPolicy the operator creates in each listed session namespace", async () => {
+  it("lays down the same agent NetworkPolicy the controller applies in each listed session namespace", async () => {
     const external = await renderChart({
       valuesFiles: ["charts/gatehouse/ci/external-database.yaml"],
       setJson: { "gateway.port": 8443 },

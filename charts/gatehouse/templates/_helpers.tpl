@@ -1,7 +1,7 @@
 {{/*
 Names and labels shared by the templates. templates/generated/ (written by `make crds`) uses
-gatehouse.operatorName, gatehouse.serviceAccountName, gatehouse.leaderElectionNamespace and
-gatehouse.modelKeySecrets.
+gatehouse.prefix, gatehouse.componentName, gatehouse.componentServiceAccount,
+gatehouse.leaderElectionNamespace, gatehouse.identityBindingNamespaces and gatehouse.modelKeySecrets.
 */}}
 
 {{/* The release's prefix: the release name, at most 40 characters so every suffix fits a DNS label. */}}
@@ -9,17 +9,44 @@ gatehouse.modelKeySecrets.
 {{- .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- end }}
 
-{{/* Name of the operator's Deployment, ClusterRole, Role and bindings: <release>-operator. */}}
-{{- define "gatehouse.operatorName" -}}
-{{- printf "%s-operator" (include "gatehouse.prefix" .) -}}
+{{/* Name of component .component's Deployment, ClusterRole, Role and bindings (dict "root" $
+"component" "gateway"): <release>-gateway, <release>-controller. */}}
+{{- define "gatehouse.componentName" -}}
+{{- printf "%s-%s" (include "gatehouse.prefix" .root) .component -}}
 {{- end }}
 
-{{/* The operator's ServiceAccount (the admission policies' operator identity). */}}
-{{- define "gatehouse.serviceAccountName" -}}
-{{- default (include "gatehouse.operatorName" .) .Values.serviceAccount.name -}}
+{{/* Component .component's ServiceAccount (dict "root" $ "component" "controller"): the admission
+policies name the controller's as the only writer of status and finalizers, and the gateway's beside it
+as a creator of Approvals. */}}
+{{- define "gatehouse.componentServiceAccount" -}}
+{{- $values := index .root.Values .component -}}
+{{- default (include "gatehouse.componentName" .) (($values.serviceAccount | default dict).name) -}}
 {{- end }}
 
-{{/* Namespace of the Lease, the audit checkpoints ConfigMap and the grant keys Secret. */}}
+{{/* Refuses the values of the one-Deployment chart that moved under gateway.* and controller.*. */}}
+{{- define "gatehouse.refuseMovedValues" -}}
+{{- range $old := list "replicaCount" "serviceAccount" "resources" "podDisruptionBudget" "topologySpreadConstraints" -}}
+{{- if hasKey $.Values $old -}}
+{{- $new := $old -}}
+{{- if eq $old "replicaCount" }}{{ $new = "replicas" }}{{ end -}}
+{{- fail (printf "%s moved: the gateway and the controller are two Deployments now; set gateway.%s and controller.%s instead (see docs/upgrading.md, \"What moved\")" $old $new $new) -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* JSON list of the provider namespaces where both components may list identity-binding Secrets:
+rbac.identityBindingNamespaces, else watchNamespaces; the render fails when both are empty, since
+RBAC cannot narrow `list secrets` by label and neither component holds it cluster-wide. */}}
+{{- define "gatehouse.identityBindingNamespaces" -}}
+{{- $names := .Values.rbac.identityBindingNamespaces | default .Values.watchNamespaces -}}
+{{- if not $names -}}
+{{- fail "rbac.identityBindingNamespaces is required: the provider namespaces whose identity-binding Secrets (label gatehouse.dev/identity-binding) the gateway and the controller may list; neither may list Secrets cluster-wide (see docs/upgrading.md)" -}}
+{{- end -}}
+{{- $names | toJson -}}
+{{- end }}
+
+{{/* Namespace of the Lease, the audit checkpoints ConfigMap, the grant keys Secrets and the grant
+public keys ConfigMap. */}}
 {{- define "gatehouse.leaderElectionNamespace" -}}
 {{- default .Release.Namespace .Values.leaderElection.namespace -}}
 {{- end }}
@@ -96,25 +123,38 @@ set, else empty. */}}
 {{- end }}
 
 {{/*
-Labels that select the operator's pods. app.kubernetes.io/name=gatehouse-operator is part of the API:
-the NetworkPolicies the operator creates for agent and provider pods select the gateway by it.
+Labels that select component .component's pods (dict "root" $ "component" "gateway").
+app.kubernetes.io/name=gatehouse-gateway and gatehouse-controller are part of the API
+(COMPONENT_POD_LABELS): the NetworkPolicies the controller applies for agent and provider pods select
+the components by them.
 */}}
-{{- define "gatehouse.selectorLabels" -}}
-app.kubernetes.io/name: gatehouse-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
+{{- define "gatehouse.componentSelectorLabels" -}}
+app.kubernetes.io/name: gatehouse-{{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{- end }}
 
-{{/* Labels of every object of the release. */}}
+{{/* Labels of component .component's objects (dict "root" $ "component" "gateway"). */}}
+{{- define "gatehouse.componentLabels" -}}
+{{ include "gatehouse.componentSelectorLabels" . }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/part-of: gatehouse
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/* Labels of the release's objects that belong to neither component alone. */}}
 {{- define "gatehouse.labels" -}}
-{{ include "gatehouse.selectorLabels" . }}
+app.kubernetes.io/name: gatehouse
+app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/part-of: gatehouse
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
-{{/* Labels of the migrate Job, its pod and its hook Secret: not the operator's selector labels, so no
-Service, PodDisruptionBudget or NetworkPolicy of the operator selects them. */}}
+{{/* Labels of the migrate Job, its pod and its hook Secret: neither component's selector labels, so no
+Service, PodDisruptionBudget or NetworkPolicy of the components selects them. */}}
 {{- define "gatehouse.migrateLabels" -}}
 app.kubernetes.io/name: gatehouse-migrate
 app.kubernetes.io/instance: {{ .Release.Name }}

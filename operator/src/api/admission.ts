@@ -15,7 +15,12 @@
 import { AgentSessionSpec } from "./agentsession.ts";
 import { GROUP } from "./kinds.ts";
 import { unchanged } from "./validation-rules.ts";
-import { APPROVAL_FINALIZER, GARBAGE_COLLECTOR_USERNAME, OPERATOR_USERNAME } from "./well-known.ts";
+import {
+  APPROVAL_FINALIZER,
+  CONTROLLER_USERNAME,
+  GARBAGE_COLLECTOR_USERNAME,
+  GATEWAY_USERNAME,
+} from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
 
@@ -36,7 +41,13 @@ interface PolicyDefinition {
   validations: Validation[];
 }
 
-const OPERATOR = `'${OPERATOR_USERNAME}'`;
+/**
+ * The controller: the only writer of status, finalizers and the rest of the metadata the components
+ * keep. The gateway is exempt from nothing but the Approval create rule: it records what agents
+ * request, and changes nothing afterwards.
+ */
+const CONTROLLER = `'${CONTROLLER_USERNAME}'`;
+const GATEWAY = `'${GATEWAY_USERNAME}'`;
 const GARBAGE_COLLECTOR = `'${GARBAGE_COLLECTOR_USERNAME}'`;
 const USER = "request.userInfo.username";
 const GROUPS = "(has(request.userInfo.groups) ? request.userInfo.groups : [])";
@@ -90,13 +101,14 @@ const AUTO_EXECUTION = "has(oldObject.spec.autoExecution) && oldObject.spec.auto
 
 const APPROVAL_CREATE: PolicyDefinition = {
   name: "gatehouse-approval-create",
-  description: "Approvals are created only by the Gatehouse operator, so nobody can pre-create one.",
+  description:
+    "Approvals are created only by the Gatehouse gateway or controller, so nobody can pre-create one.",
   operations: ["CREATE"],
   resources: ["approvals"],
   validations: [
     {
-      expression: `${USER} == ${OPERATOR}`,
-      messageExpression: `'approval-create: only the Gatehouse operator creates Approvals; ' + ${USER} + ' may not (approvers append a decision to an existing Approval instead)'`,
+      expression: `${USER} == ${GATEWAY} || ${USER} == ${CONTROLLER}`,
+      messageExpression: `'approval-create: only the Gatehouse gateway and controller create Approvals; ' + ${USER} + ' may not (approvers append a decision to an existing Approval instead)'`,
       reason: "Forbidden",
     },
   ],
@@ -112,7 +124,7 @@ const APPROVAL_DECIDE: PolicyDefinition = {
   operations: ["UPDATE"],
   resources: ["approvals"],
   matchConditions: [
-    { name: "not-the-operator", expression: `${USER} != ${OPERATOR}` },
+    { name: "not-the-operator", expression: `${USER} != ${CONTROLLER}` },
     {
       name: "not-garbage-collection",
       expression: `!(${GARBAGE_COLLECTION} && object.spec.decisions == oldObject.spec.decisions)`,
@@ -192,7 +204,7 @@ const APPROVAL_RESOLVE: PolicyDefinition = {
   operations: ["UPDATE"],
   resources: ["approvals"],
   matchConditions: [
-    { name: "not-the-operator", expression: `${USER} != ${OPERATOR}` },
+    { name: "not-the-operator", expression: `${USER} != ${CONTROLLER}` },
     { name: "a-resolution", expression: `${RESOLUTIONS("object")} != ${RESOLUTIONS("oldObject")}` },
   ],
   variables: [
@@ -247,7 +259,7 @@ const APPROVAL_OPERATOR: PolicyDefinition = {
     "The operator changes an Approval (outside its status) only to add or remove its own finalizer: decisions are people's, and the rest is immutable.",
   operations: ["UPDATE"],
   resources: ["approvals"],
-  matchConditions: [{ name: "the-operator", expression: `${USER} == ${OPERATOR}` }],
+  matchConditions: [{ name: "the-operator", expression: `${USER} == ${CONTROLLER}` }],
   validations: [
     {
       expression: ONLY_OWN_FINALIZER_CHANGED,
@@ -259,13 +271,13 @@ const APPROVAL_OPERATOR: PolicyDefinition = {
 
 const STATUS: PolicyDefinition = {
   name: "gatehouse-status",
-  description: "Only the Gatehouse operator writes the status of Gatehouse objects.",
+  description: "Only the Gatehouse controller writes the status of Gatehouse objects.",
   operations: ["UPDATE"],
   resources: KIND_RESOURCES.map((r) => `${r}/status`),
   validations: [
     {
-      expression: `${USER} == ${OPERATOR}`,
-      messageExpression: `'status-writer: the status of ' + object.kind + ' ' + object.metadata.name + ' is written only by the Gatehouse operator; ' + ${USER} + ' may not change it'`,
+      expression: `${USER} == ${CONTROLLER}`,
+      messageExpression: `'status-writer: the status of ' + object.kind + ' ' + object.metadata.name + ' is written only by the Gatehouse controller; ' + ${USER} + ' may not change it'`,
       reason: "Forbidden",
     },
   ],
@@ -310,7 +322,7 @@ const SESSION_UPDATE: PolicyDefinition = {
   operations: ["UPDATE"],
   resources: ["agentsessions"],
   matchConditions: [
-    { name: "not-the-operator", expression: `${USER} != ${OPERATOR}` },
+    { name: "not-the-operator", expression: `${USER} != ${CONTROLLER}` },
     {
       name: "not-garbage-collection",
       expression: `!(${GARBAGE_COLLECTION} && object.spec == oldObject.spec)`,

@@ -1,6 +1,6 @@
 /**
- * RBAC shipped with the API (DESIGN §7): the four persona ClusterRoles and the operator's own
- * ClusterRole.
+ * RBAC shipped with the API (DESIGN §7): the four persona ClusterRoles and those of the two components,
+ * the gateway and the controller, each holding only what it uses.
  *
  * The personas are aggregated ClusterRoles, the way Kubernetes builds admin/edit/view: each persona
  * selects rule fragments by the label `gatehouse.dev/aggregate-to-<persona>: "true"`, so a platform
@@ -15,11 +15,19 @@
  *                             which admission narrows to setting spec.cancel); never Approvals, which
  *                             are evidence and the operator's to keep
  *
- * Nobody but the operator gets `create` on approvals or any `*\/status`: RBAC and admission both say so.
+ * Nobody but the components gets `create` on approvals, and nobody but the controller any `*\/status`:
+ * RBAC and admission both say so.
  */
 import { RESOLVE_VERB } from "./admission.ts";
 import { GROUP } from "./kinds.ts";
-import { GRANT_KEYS_SECRET, OPERATOR_SERVICE_ACCOUNT, WITNESS_KEY_SECRET } from "./well-known.ts";
+import {
+  COMPONENT_SERVICE_ACCOUNTS,
+  COMPONENTS,
+  type Component,
+  GRANT_KEYS_SECRETS,
+  GRANT_PUBLIC_KEYS_CONFIGMAP,
+  WITNESS_KEY_SECRET,
+} from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
 /** A PolicyRule (rbac.authorization.k8s.io/v1). */
@@ -78,35 +86,74 @@ function persona(p: Persona): Manifest {
 
 /**
  * `list` on Secrets, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding` in
- * provider namespaces (kube/identities.ts). RBAC cannot narrow it to a label: cluster-wide unless the
- * chart's `rbac.identityBindingNamespaces` names the provider namespaces (one Role each).
+ * provider namespaces (kube/identities.ts). RBAC cannot narrow it to a label, so neither component holds
+ * it cluster-wide: {@link IDENTITY_BINDINGS_ROLE} grants it, bound by a RoleBinding in each provider
+ * namespace the platform lists (chart value `rbac.identityBindingNamespaces`).
  */
 export const IDENTITY_BINDING_RULE: Rule = { apiGroups: [""], resources: ["secrets"], verbs: ["list"] };
 
 /**
- * The operator's cluster-wide permissions: exactly the verbs it uses across all namespaces (the chart's
- * audit-log test, test/e2e/operator-rbac-verbs.test.ts, checks them: none unused, none missing).
- * Secrets: `list` only, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding` in
- * provider namespaces (kube/identities.ts); the operator's own Secrets are in {@link operatorRoleRules}.
+ * ClusterRole holding only {@link IDENTITY_BINDING_RULE}, bound per listed namespace to both components:
+ * the invoke path (gateway) and approved dispatch (controller) both resolve identities (core/ports.ts).
  */
-export const OPERATOR_RULES: Rule[] = [
-  // The informers (kube/caches.ts); Approvals are also read and created one by one (kube/approvals.ts).
+export const IDENTITY_BINDINGS_ROLE = "gatehouse-identity-bindings";
+
+/**
+ * What the controller does to agent pods one by one: create them, read one back when the create finds
+ * it already there, delete them (controllers/agentsession/reconciler.ts). Bound by RoleBinding in each
+ * watched namespace, so a controller confined by WATCH_NAMESPACES cannot start a pod anywhere else; the
+ * cluster-wide pod informer's list/watch is in {@link CONTROLLER_RULES}.
+ */
+export const CONTROLLER_POD_RULE: Rule = {
+  apiGroups: [""],
+  resources: ["pods"],
+  verbs: ["get", "create", "delete"],
+};
+
+/** ClusterRole holding only {@link CONTROLLER_POD_RULE}. */
+export const CONTROLLER_PODS_ROLE = "gatehouse-controller-pods";
+
+/**
+ * The gateway's cluster-wide permissions, exactly the verbs it uses (test/e2e/operator-rbac-verbs.test.ts
+ * compares them with the API server's audit log): it reads, authenticates agents and records requests;
+ * it writes no status, patches nothing and creates no pods. Its Secrets and ConfigMap are in
+ * {@link gatewayRoleRules}; identity-binding Secrets come from {@link IDENTITY_BINDINGS_ROLE}.
+ */
+export const GATEWAY_RULES: Rule[] = [
+  // The informers of the four kinds; Approvals are also read and created one by one (kube/approvals.ts:
+  // the invoke path creates the Approval a call waits on, or the record of an Auto call).
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
+  // Provider endpoints (kube/provider-endpoints.ts).
+  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
+  // Agent pods' projected tokens (gateway/authenticate.ts).
+  { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+];
+
+/**
+ * The controller's cluster-wide permissions, exactly the verbs it uses (checked like
+ * {@link GATEWAY_RULES}). Pods are created and deleted only where {@link CONTROLLER_PODS_ROLE} is bound;
+ * its own Secrets and ConfigMaps are in {@link controllerRoleRules}. It serves no agent, so it reviews no
+ * tokens, and it reads no model key.
+ */
+export const CONTROLLER_RULES: Rule[] = [
+  { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
+  // The leader's sweep creates the record of an Auto call the gateway could not (core/resolution.ts).
+  { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
   // Finalizers of AgentSessions and Approvals (metadata only; admission lets no one else touch them,
-  // and lets the operator change nothing else of an Approval: gatehouse-approval-operator).
+  // and lets the controller change nothing else of an Approval: gatehouse-approval-operator).
   { apiGroups: [GROUP], resources: ["agentsessions", "approvals"], verbs: ["patch"] },
   { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["patch"] },
-  { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "create", "delete"] },
+  // The pod informer watches every namespace (kube/caches.ts).
+  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },
-  { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create"] },
-  // Server-side apply of the providers' workloads: `patch`, and `create` when the object is new.
+  // Server-side apply on every reconcile: `patch`, and `create` when the object is new (the API server
+  // checks both for an apply that creates).
+  { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create", "patch"] },
   { apiGroups: [""], resources: ["services"], verbs: ["create", "patch"] },
   { apiGroups: ["apps"], resources: ["deployments"], verbs: ["create", "patch"] },
-  IDENTITY_BINDING_RULE,
   { apiGroups: [""], resources: ["events"], verbs: ["create"] },
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
-  { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
   {
     apiGroups: ["admissionregistration.k8s.io"],
     resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
@@ -114,19 +161,24 @@ export const OPERATOR_RULES: Rule[] = [
   },
 ];
 
-/** Lease of the operator's leader election (main.ts). */
-export const LEADER_LEASE = "gatehouse-operator";
+/** Each component's cluster-wide rules, by component. */
+export const COMPONENT_RULES: Readonly<Record<Component, Rule[]>> = {
+  gateway: GATEWAY_RULES,
+  controller: CONTROLLER_RULES,
+};
+
+/** Lease of the controller's leader election; the gateway runs on every replica and holds none. */
+export const LEADER_LEASE = "gatehouse-controller";
 /** ConfigMap of the audit checkpoints (kube/checkpoint-configmap.ts, DESIGN §6). */
 export const CHECKPOINTS_CONFIGMAP = "gatehouse-audit-checkpoints";
 
 /**
- * The audit witness's rules in the operator's namespace (DESIGN §6): its ConfigMap (get, create,
- * update) and its signing key Secret (get; create is {@link operatorRoleRules}' unnamed rule). They
- * belong to the component that publishes checkpoints, and to no other.
+ * The audit witness's rules in the operator's namespace (DESIGN §6): its ConfigMap (get, update; create
+ * is {@link controllerRoleRules}' unnamed rule) and its signing key Secret (get; create likewise). They
+ * belong to the controller, which publishes checkpoints, and to no other component.
  */
 export function auditWitnessRoleRules(): NamedRule[] {
   return [
-    { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
     {
       apiGroups: [""],
       resources: ["configmaps"],
@@ -138,11 +190,12 @@ export function auditWitnessRoleRules(): NamedRule[] {
 }
 
 /**
- * The operator's rules in its own (leader-election) namespace: the Lease, the grant signing keys
- * Secret and the audit witness's ({@link auditWitnessRoleRules}; DESIGN §5, §6). `create` cannot be
- * limited by name (the object does not exist yet); get and update are.
+ * The controller's rules in its own namespace: the Lease, its grant signing keys Secret, the ConfigMap
+ * where it publishes their public half for the gateway's JWKS, and the audit witness's
+ * ({@link auditWitnessRoleRules}; DESIGN §5, §6). `create` cannot be limited by name (the object does
+ * not exist yet); get and update are.
  */
-export function operatorRoleRules(): NamedRule[] {
+export function controllerRoleRules(): NamedRule[] {
   return [
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
     {
@@ -152,72 +205,171 @@ export function operatorRoleRules(): NamedRule[] {
       verbs: ["get", "update"],
     },
     { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
-    { apiGroups: [""], resources: ["secrets"], resourceNames: [GRANT_KEYS_SECRET], verbs: ["get", "update"] },
+    {
+      apiGroups: [""],
+      resources: ["secrets"],
+      resourceNames: [GRANT_KEYS_SECRETS.controller],
+      verbs: ["get", "update"],
+    },
+    { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP],
+      verbs: ["get", "update"],
+    },
     ...auditWitnessRoleRules(),
   ];
 }
 
 /**
+ * The gateway's rules in its own namespace: its grant signing keys Secret, the controller's published
+ * public keys (read only: the gateway's JWKS serves both rings) and, when `modelKeySecrets` is not
+ * empty, the model proxy's key Secrets ({@link modelKeyRule}).
+ */
+export function gatewayRoleRules(modelKeySecrets: readonly string[]): NamedRule[] {
+  return [
+    { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+    {
+      apiGroups: [""],
+      resources: ["secrets"],
+      resourceNames: [GRANT_KEYS_SECRETS.gateway],
+      verbs: ["get", "update"],
+    },
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP],
+      verbs: ["get"],
+    },
+    ...(modelKeySecrets.length > 0 ? [modelKeyRule(modelKeySecrets)] : []),
+  ];
+}
+
+/** Each component's namespace Role rules. */
+export function componentRoleRules(component: Component, modelKeySecrets: readonly string[]): NamedRule[] {
+  return component === "gateway" ? gatewayRoleRules(modelKeySecrets) : controllerRoleRules();
+}
+
+/**
  * `get` on the model endpoints' key Secrets (MODEL_ENDPOINTS' keySecretRef names, in the operator's
- * namespace; kube/model-keys.ts). `names` must not be empty: a rule without resourceNames would cover
- * every Secret of the namespace.
+ * namespace; kube/model-keys.ts): the gateway's model proxy only. `names` must not be empty: a rule
+ * without resourceNames would cover every Secret of the namespace.
  */
 export function modelKeyRule(names: readonly string[]): NamedRule {
   if (names.length === 0) throw new Error("modelKeyRule needs at least one Secret name");
   return { apiGroups: [""], resources: ["secrets"], resourceNames: [...names], verbs: ["get"] };
 }
 
-/** Where and as whom the operator runs, for its bindings. */
-export interface OperatorIdentity {
-  namespace: string;
-  serviceAccount: string;
-  /** Name of its ClusterRole, ClusterRoleBinding, Role and RoleBinding. */
+const RBAC_GROUP = "rbac.authorization.k8s.io";
+
+/** A ServiceAccount subject of a binding. */
+export interface Subject {
+  kind: "ServiceAccount";
   name: string;
+  namespace: string;
+}
+
+/** The subject of `component`'s ServiceAccount in `namespace`. */
+export function serviceAccountSubject(component: Component, namespace: string): Subject {
+  return { kind: "ServiceAccount", name: COMPONENT_SERVICE_ACCOUNTS[component], namespace };
 }
 
 /**
- * The operator's ClusterRoleBinding (to the ClusterRole named `identity.name`), its Role in its own
- * namespace ({@link operatorRoleRules}, plus {@link modelKeyRule} when `modelKeySecrets` is not empty)
- * and that Role's binding: what deploy/operator-rbac.yaml holds for the local cluster.
+ * A RoleBinding `name` in `namespace` of the ClusterRole or Role `role` to `subjects` (a RoleBinding of a
+ * ClusterRole grants its rules in that namespace only).
  */
-export function operatorBindingManifests(
-  identity: OperatorIdentity,
-  modelKeySecrets: readonly string[],
-): Manifest[] {
-  const subjects = [{ kind: "ServiceAccount", name: identity.serviceAccount, namespace: identity.namespace }];
-  const rbac = "rbac.authorization.k8s.io";
+export function roleBinding(
+  name: string,
+  namespace: string,
+  role: { kind: "ClusterRole" | "Role"; name: string },
+  subjects: readonly Subject[],
+): Manifest {
+  return {
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind: "RoleBinding",
+    metadata: { name, namespace, labels: PART_OF },
+    roleRef: { apiGroup: RBAC_GROUP, ...role },
+    subjects: [...subjects],
+  };
+}
+
+/** A ClusterRoleBinding `name` of the ClusterRole `role` to `subjects`. */
+export function clusterRoleBinding(name: string, role: string, subjects: readonly Subject[]): Manifest {
+  return {
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind: "ClusterRoleBinding",
+    metadata: { name, labels: PART_OF },
+    roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: role },
+    subjects: [...subjects],
+  };
+}
+
+/** A ClusterRole `name` with `rules`. */
+export function clusterRole(name: string, rules: readonly Rule[]): Manifest {
+  return { apiVersion: `${RBAC_GROUP}/v1`, kind: "ClusterRole", metadata: { name, labels: PART_OF }, rules };
+}
+
+/** The ClusterRoles of the components: theirs (named after their ServiceAccounts), identity bindings, pods. */
+export function componentClusterRoles(): Manifest[] {
   return [
-    {
-      apiVersion: `${rbac}/v1`,
-      kind: "ClusterRoleBinding",
-      metadata: { name: identity.name, labels: PART_OF },
-      roleRef: { apiGroup: rbac, kind: "ClusterRole", name: identity.name },
-      subjects,
-    },
-    {
-      apiVersion: `${rbac}/v1`,
-      kind: "Role",
-      metadata: { name: identity.name, namespace: identity.namespace, labels: PART_OF },
-      rules: [...operatorRoleRules(), ...(modelKeySecrets.length > 0 ? [modelKeyRule(modelKeySecrets)] : [])],
-    },
-    {
-      apiVersion: `${rbac}/v1`,
-      kind: "RoleBinding",
-      metadata: { name: identity.name, namespace: identity.namespace, labels: PART_OF },
-      roleRef: { apiGroup: rbac, kind: "Role", name: identity.name },
-      subjects,
-    },
+    clusterRole(COMPONENT_SERVICE_ACCOUNTS.gateway, GATEWAY_RULES),
+    clusterRole(COMPONENT_SERVICE_ACCOUNTS.controller, CONTROLLER_RULES),
+    clusterRole(IDENTITY_BINDINGS_ROLE, [IDENTITY_BINDING_RULE]),
+    clusterRole(CONTROLLER_PODS_ROLE, [CONTROLLER_POD_RULE]),
   ];
 }
 
-/** The operator's ClusterRole named `name`. */
-export function operatorClusterRole(name: string): Manifest {
-  return {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "ClusterRole",
-    metadata: { name, labels: PART_OF },
-    rules: OPERATOR_RULES,
-  };
+/** Where the components run and what the platform lets them reach, for their bindings. */
+export interface ComponentBindingOptions {
+  /** The operator's namespace: both ServiceAccounts, the Lease, the grant keys, the witness. */
+  namespace: string;
+  /** The gateway's model key Secrets (in `namespace`). */
+  modelKeySecrets: readonly string[];
+  /** Provider namespaces whose identity-binding Secrets both components may list. */
+  identityBindingNamespaces: readonly string[];
+  /** Namespaces where the controller may create pods; empty: every namespace (ClusterRoleBinding). */
+  watchNamespaces: readonly string[];
+}
+
+/**
+ * Every binding (and namespace Role) of both components on one cluster, for the ClusterRoles of
+ * {@link componentClusterRoles}: what deploy/ holds for the local cluster.
+ */
+export function componentBindingManifests(options: ComponentBindingOptions): Manifest[] {
+  const { namespace } = options;
+  const subject = (c: Component) => [serviceAccountSubject(c, namespace)];
+  const perComponent = COMPONENTS.flatMap((c) => {
+    const name = COMPONENT_SERVICE_ACCOUNTS[c];
+    return [
+      clusterRoleBinding(name, name, subject(c)),
+      {
+        apiVersion: `${RBAC_GROUP}/v1`,
+        kind: "Role",
+        metadata: { name, namespace, labels: PART_OF },
+        rules: componentRoleRules(c, options.modelKeySecrets),
+      },
+      roleBinding(name, namespace, { kind: "Role", name }, subject(c)),
+    ];
+  });
+  const identities = options.identityBindingNamespaces.map((ns) =>
+    roleBinding(IDENTITY_BINDINGS_ROLE, ns, { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE }, [
+      ...subject("gateway"),
+      ...subject("controller"),
+    ]),
+  );
+  const pods =
+    options.watchNamespaces.length === 0
+      ? [clusterRoleBinding(CONTROLLER_PODS_ROLE, CONTROLLER_PODS_ROLE, subject("controller"))]
+      : options.watchNamespaces.map((ns) =>
+          roleBinding(
+            CONTROLLER_PODS_ROLE,
+            ns,
+            { kind: "ClusterRole", name: CONTROLLER_PODS_ROLE },
+            subject("controller"),
+          ),
+        );
+  return [...perComponent, ...identities, ...pods];
 }
 
 /** The persona ClusterRoles and their aggregated rule fragments. */
@@ -255,7 +407,7 @@ export function personaManifests(): Manifest[] {
   ];
 }
 
-/** Persona roles, their fragments and the operator's ClusterRole (crds/rbac.yaml). */
+/** Persona roles, their fragments and the components' ClusterRoles (crds/rbac.yaml). */
 export function rbacManifests(): Manifest[] {
-  return [...personaManifests(), operatorClusterRole(OPERATOR_SERVICE_ACCOUNT)];
+  return [...personaManifests(), ...componentClusterRoles()];
 }

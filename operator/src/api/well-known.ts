@@ -25,8 +25,6 @@ export const SESSION_FINALIZER = "gatehouse.dev/cancel-approvals";
 export const APPROVAL_FINALIZER = "gatehouse.dev/audit-lifecycle";
 /** The NetworkPolicy that confines agent pods in each session namespace (egress: gateway and DNS only). */
 export const AGENT_NETWORK_POLICY = "gatehouse-agent";
-/** Label of the operator's pods, which serve the gateway (the agent NetworkPolicy allows egress to them). */
-export const OPERATOR_POD_LABELS = { "app.kubernetes.io/name": "gatehouse-operator" } as const;
 /**
  * The two long-running components (DESIGN §3): the gateway, which agent pods reach (agent routes, model
  * proxy, the invoke path), and the controller, which nothing agent-facing reaches (reconcilers, approved
@@ -72,11 +70,15 @@ export const AGENT_SERVICE_ACCOUNT = "gatehouse-agent";
 export const GATEHOUSE_AUDIENCE = "gatehouse";
 /** Field manager of the operator's server-side applies. */
 export const FIELD_MANAGER = "gatehouse-operator";
-/** Namespace and ServiceAccount the operator runs as (the chart issue makes the namespace a value). */
+/** Namespace the components run in (the chart makes it the release namespace). */
 export const OPERATOR_NAMESPACE = "gatehouse-system";
-export const OPERATOR_SERVICE_ACCOUNT = "gatehouse-operator";
-/** The operator's user name as the API server authenticates it; admission policies name it. */
-export const OPERATOR_USERNAME = `system:serviceaccount:${OPERATOR_NAMESPACE}:${OPERATOR_SERVICE_ACCOUNT}`;
+/**
+ * The controller's user name in {@link OPERATOR_NAMESPACE}: the admission policies name it as the only
+ * writer of status and finalizers (the chart and kube/admission-drift.ts substitute the real one).
+ */
+export const CONTROLLER_USERNAME = componentUsername("controller");
+/** The gateway's user name in {@link OPERATOR_NAMESPACE}; admission lets it create Approvals. */
+export const GATEWAY_USERNAME = componentUsername("gateway");
 /** The garbage collector's user name (kube-controller-manager, --use-service-account-credentials). */
 export const GARBAGE_COLLECTOR_USERNAME = "system:serviceaccount:kube-system:generic-garbage-collector";
 /** Secret in the operator's namespace holding the grant signing keys (kube/grant-keys.ts, DESIGN §5). */

@@ -4,12 +4,18 @@ import type {
 } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { admissionManifests } from "../api/admission.ts";
-import { OPERATOR_USERNAME } from "../api/well-known.ts";
-import { admissionDrift, type InstalledAdmission, renderedApprovalAdmission } from "./admission-drift.ts";
+import { CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../api/well-known.ts";
+import {
+  admissionDrift,
+  gatewayBeside,
+  type InstalledAdmission,
+  renderedApprovalAdmission,
+} from "./admission-drift.ts";
 
-const OPERATOR = "system:serviceaccount:gatehouse-prod:gatehouse";
+const OPERATOR = "system:serviceaccount:gatehouse-prod:gatehouse-controller";
+const GATEWAY = "system:serviceaccount:gatehouse-prod:gatehouse-gateway";
 const DECIDE = "gatehouse-approval-decide";
-const rendered = renderedApprovalAdmission(OPERATOR);
+const rendered = renderedApprovalAdmission(OPERATOR, GATEWAY);
 
 /**
  * The rendered objects as the API server returns them: defaults filled in, server-set metadata and
@@ -76,16 +82,31 @@ describe("which policies protect Approvals", () => {
         validations: [{ expression: "true" }],
       },
     };
-    const names = renderedApprovalAdmission(OPERATOR, [...admissionManifests(), added]).policies.map(
+    const names = renderedApprovalAdmission(OPERATOR, GATEWAY, [...admissionManifests(), added]).policies.map(
       (p) => p.metadata?.name,
     );
     expect(names).toContain("gatehouse-approval-extra");
   });
 
-  it("name the release's operator wherever the sources name OPERATOR_USERNAME", () => {
+  it("name the release's controller and gateway wherever the sources name CONTROLLER_USERNAME and GATEWAY_USERNAME", () => {
     const text = JSON.stringify(rendered);
     expect(text).toContain(`'${OPERATOR}'`);
-    expect(text).not.toContain(OPERATOR_USERNAME);
+    expect(text).toContain(`'${GATEWAY}'`);
+    expect(text).not.toContain(CONTROLLER_USERNAME);
+    expect(text).not.toContain(GATEWAY_USERNAME);
+  });
+
+  it("admit the gateway only to the create rule; every other exemption is the controller's", () => {
+    const exempting = rendered.policies.filter((p) => JSON.stringify(p).includes(`'${GATEWAY}'`));
+    expect(exempting.map((p) => p.metadata?.name)).toEqual(["gatehouse-approval-create"]);
+    const status = rendered.policies.find((p) => p.metadata?.name === "gatehouse-status");
+    expect(status?.spec?.validations?.[0]?.expression).toBe(`request.userInfo.username == '${OPERATOR}'`);
+  });
+
+  it("take the gateway beside the controller (same namespace) when it is not named", () => {
+    expect(gatewayBeside(OPERATOR)).toBe(GATEWAY);
+    expect(JSON.stringify(renderedApprovalAdmission(OPERATOR))).toContain(`'${GATEWAY}'`);
+    expect(gatewayBeside("kubernetes-admin")).toBe("kubernetes-admin");
   });
 });
 
@@ -257,8 +278,11 @@ describe("comparing the installed policies with the rendered ones", () => {
     expect(drift[1]).toBe(`ValidatingAdmissionPolicyBinding ${DECIDE} is missing`);
   });
 
-  it("counts a policy rendered for another operator as not enforced", () => {
-    const other = renderedApprovalAdmission("system:serviceaccount:gatehouse-system:gatehouse-operator");
+  it("counts a policy rendered for another controller as not enforced", () => {
+    const other = renderedApprovalAdmission(
+      "system:serviceaccount:gatehouse-system:gatehouse-operator",
+      GATEWAY,
+    );
     const installed: InstalledAdmission = {
       policies: new Map(other.policies.map((p) => [p.metadata?.name ?? "", p])),
       bindings: new Map(other.bindings.map((b) => [b.metadata?.name ?? "", b])),
@@ -266,5 +290,18 @@ describe("comparing the installed policies with the rendered ones", () => {
     expect(admissionDrift(rendered, installed).join("\n")).toMatch(
       /gatehouse-approval-create: validations\[0\]/,
     );
+  });
+});
+
+describe("a policy rendered for another gateway", () => {
+  it("counts as not enforced: the create rule admits someone else", () => {
+    const other = renderedApprovalAdmission(OPERATOR, "system:serviceaccount:gatehouse-prod:someone");
+    const installed: InstalledAdmission = {
+      policies: new Map(other.policies.map((p) => [p.metadata?.name ?? "", p])),
+      bindings: new Map(other.bindings.map((b) => [b.metadata?.name ?? "", b])),
+    };
+    expect(admissionDrift(rendered, installed)).toEqual([
+      expect.stringMatching(/^ValidatingAdmissionPolicy gatehouse-approval-create: validations\[0\]/),
+    ]);
   });
 });

@@ -1,9 +1,10 @@
 /**
  * Whether the admission policies that protect Approvals are, on the API server, what the chart renders
- * for this release: api/admission.ts's manifests with the operator's user name in place of
- * OPERATOR_USERNAME. A policy or binding that is missing, or differs in any field that decides what it
- * matches or refuses, counts as not enforced — a Warn binding, a selector that matches nothing, an
- * edited rule or another user exempted as "the operator" all let a decision through that the
+ * for this release: api/admission.ts's manifests with the controller's and the gateway's user names in
+ * place of CONTROLLER_USERNAME and GATEWAY_USERNAME. A policy or binding that is missing, or differs in
+ * any field that decides what it matches or refuses, counts as not enforced — a Warn binding, a selector
+ * that matches nothing, an edited rule or another user exempted as "the controller" all let a decision
+ * through that the
  * Approval reconciler would otherwise trust.
  *
  * Fields the API server defaults are compared with their default filled in on both sides (an
@@ -18,7 +19,7 @@ import type {
 } from "@kubernetes/client-node";
 import { admissionManifests } from "../api/admission.ts";
 import { GROUP } from "../api/kinds.ts";
-import { OPERATOR_USERNAME } from "../api/well-known.ts";
+import { COMPONENT_SERVICE_ACCOUNTS, CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../api/well-known.ts";
 
 export const POLICY_KIND = "ValidatingAdmissionPolicy";
 export const BINDING_KIND = "ValidatingAdmissionPolicyBinding";
@@ -45,15 +46,30 @@ function matchesApprovals(policy: V1ValidatingAdmissionPolicy): boolean {
 }
 
 /**
+ * The gateway's user name when it runs beside the controller `controllerUsername` (a ServiceAccount user
+ * name): the gateway's ServiceAccount in the same namespace; any other user name is returned as it is.
+ */
+export function gatewayBeside(controllerUsername: string): string {
+  const parts = controllerUsername.split(":");
+  if (parts.length !== 4 || parts[0] !== "system" || parts[1] !== "serviceaccount") return controllerUsername;
+  return `system:serviceaccount:${parts[2]}:${COMPONENT_SERVICE_ACCOUNTS.gateway}`;
+}
+
+/**
  * The policies of `manifests` (api/admission.ts's, by default) that match Approvals and the bindings of
- * those policies, with `operatorUsername` wherever the sources say OPERATOR_USERNAME — as the chart's
- * template substitutes the release's ServiceAccount.
+ * those policies, with `controllerUsername` wherever the sources say CONTROLLER_USERNAME and
+ * `gatewayUsername` wherever they say GATEWAY_USERNAME — as the chart's template substitutes the
+ * release's ServiceAccounts.
  */
 export function renderedApprovalAdmission(
-  operatorUsername: string,
+  controllerUsername: string,
+  gatewayUsername: string = gatewayBeside(controllerUsername),
   manifests: Record<string, unknown>[] = admissionManifests(),
 ): RenderedAdmission {
-  const text = JSON.stringify(manifests).replaceAll(OPERATOR_USERNAME, operatorUsername);
+  // Quoted, as the CEL sources hold them: neither name can then match inside the other.
+  const text = JSON.stringify(manifests)
+    .replaceAll(`'${CONTROLLER_USERNAME}'`, `'${controllerUsername}'`)
+    .replaceAll(`'${GATEWAY_USERNAME}'`, `'${gatewayUsername}'`);
   // admissionManifests builds exactly these two kinds, in the API's own JSON shape.
   const docs = JSON.parse(text) as Array<
     (V1ValidatingAdmissionPolicy | V1ValidatingAdmissionPolicyBinding) & { kind: string }

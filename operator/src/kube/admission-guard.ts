@@ -14,6 +14,7 @@ import type { Logger } from "pino";
 import type { DecisionRulesVerdict } from "../core/ports.ts";
 import {
   admissionDrift,
+  gatewayBeside,
   type InstalledAdmission,
   type RenderedAdmission,
   renderedApprovalAdmission,
@@ -31,7 +32,7 @@ export const ADMISSION_RECHECK_MS = 30_000;
 export const ADMISSION_SETTLE_MS = 5_000;
 
 /**
- * The operator's user name as the API server authenticates it (SelfSubjectReview). The policies
+ * The controller's user name as the API server authenticates it (SelfSubjectReview). The policies
  * compare `request.userInfo.username` with the name they render, so the name that matters is the one
  * the API server sees — which a configured value can only restate, and get wrong (a Deployment's
  * serviceAccountName, a kubeconfig context). Asking the server also catches a policy that exempts
@@ -83,15 +84,18 @@ export async function installedAdmission(
 
 /**
  * Reads every policy and binding that protects Approvals and compares them with what the chart renders
- * for `operator` (default: asked of the API server, {@link operatorUsername}). Enforced when all are
+ * for the controller `operator` (default: asked of the API server, {@link operatorUsername}) and the
+ * gateway `gateway` (default: its ServiceAccount beside the controller's). Enforced when all are
  * installed as rendered; otherwise the message names each one missing or different. Throws on any API
  * error but 404.
  */
 export async function decisionRulesEnforced(
   clients: KubeClients,
   operator?: string,
+  gateway?: string,
 ): Promise<DecisionRulesVerdict> {
-  const rendered = renderedApprovalAdmission(operator ?? (await operatorUsername(clients)));
+  const controller = operator ?? (await operatorUsername(clients));
+  const rendered = renderedApprovalAdmission(controller, gateway ?? gatewayBeside(controller));
   const drift = admissionDrift(rendered, await installedAdmission(clients, rendered));
   return drift.length === 0 ? { enforced: true } : { enforced: false, message: drift.join("; ") };
 }
@@ -130,8 +134,22 @@ export interface AdmissionGuard {
   stop(): void;
 }
 
+/** What the guard compares against besides the controller's own name (asked of the API server). */
+export interface AdmissionGuardOptions {
+  /**
+   * The gateway's user name, which the Approval create rule admits (config.gatewayUsername). A
+   * configured value, not asked: the gateway is another process. Default: its ServiceAccount beside
+   * the controller's.
+   */
+  gatewayUsername?: string;
+}
+
 /** Checks now and every {@link ADMISSION_RECHECK_MS}; logs each change (an error while not enforced). */
-export async function startAdmissionGuard(clients: KubeClients, log: Logger): Promise<AdmissionGuard> {
+export async function startAdmissionGuard(
+  clients: KubeClients,
+  log: Logger,
+  options: AdmissionGuardOptions = {},
+): Promise<AdmissionGuard> {
   let verdict: DecisionRulesVerdict = {
     enforced: false,
     message: "the Approval admission policies have not been read yet",
@@ -147,7 +165,7 @@ export async function startAdmissionGuard(clients: KubeClients, log: Logger): Pr
     let checked: DecisionRulesVerdict;
     try {
       operator ??= await operatorUsername(clients);
-      checked = await decisionRulesEnforced(clients, operator);
+      checked = await decisionRulesEnforced(clients, operator, options.gatewayUsername);
     } catch (error) {
       checked = {
         enforced: false,

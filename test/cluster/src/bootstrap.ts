@@ -7,8 +7,15 @@ import {
 } from "@kubernetes/client-node";
 import { createIfAbsent } from "./kube-errors.ts";
 
-/** Namespace and ServiceAccount the operator runs as (its RBAC comes from the repo's manifests). */
+/**
+ * Namespace and ServiceAccount the one-process operator ran as: kept while the e2e environment still
+ * starts that process (its RBAC is no longer in deploy/).
+ */
 export const OPERATOR_IDENTITY = { namespace: "gatehouse-system", name: "gatehouse-operator" } as const;
+
+/** The components' ServiceAccounts (their RBAC comes from deploy/gateway-rbac.yaml and controller-rbac.yaml). */
+export const GATEWAY_IDENTITY = { namespace: "gatehouse-system", name: "gatehouse-gateway" } as const;
+export const CONTROLLER_IDENTITY = { namespace: "gatehouse-system", name: "gatehouse-controller" } as const;
 
 /** ServiceAccount the local node acts as (never admin). */
 export const LOCAL_NODE_IDENTITY = { namespace: "kube-system", name: "local-node" } as const;
@@ -40,11 +47,16 @@ const LOCAL_NODE_LEASE_RULES: V1Role["rules"] = [
 ];
 
 /** Bearer tokens minted for the ServiceAccount identities. */
-export type ServiceAccountTokens = { operator: string; localNode: string };
+export type ServiceAccountTokens = {
+  operator: string;
+  gateway: string;
+  controller: string;
+  localNode: string;
+};
 
 /**
- * As admin (`kc`): creates Namespace `gatehouse-system` with ServiceAccount `gatehouse-operator` (no
- * RBAC), ServiceAccount `kube-system/local-node` with ClusterRole/Binding `gatehouse:local-node` plus a
+ * As admin (`kc`): creates Namespace `gatehouse-system` with ServiceAccounts `gatehouse-gateway`,
+ * `gatehouse-controller` and `gatehouse-operator` (no RBAC), ServiceAccount `kube-system/local-node` with ClusterRole/Binding `gatehouse:local-node` plus a
  * Role/Binding for Leases in `kube-node-lease`, and mints a one-year token for each ServiceAccount through
  * the TokenRequest API. Idempotent for the objects; always mints new tokens.
  */
@@ -54,7 +66,7 @@ export async function bootstrapIdentities(kc: KubeConfig): Promise<ServiceAccoun
   for (const name of [OPERATOR_IDENTITY.namespace, "kube-node-lease"]) {
     await createIfAbsent(() => core.createNamespace({ body: { metadata: { name } } }));
   }
-  for (const sa of [OPERATOR_IDENTITY, LOCAL_NODE_IDENTITY]) {
+  for (const sa of [OPERATOR_IDENTITY, GATEWAY_IDENTITY, CONTROLLER_IDENTITY, LOCAL_NODE_IDENTITY]) {
     await createIfAbsent(() =>
       core.createNamespacedServiceAccount({ namespace: sa.namespace, body: { metadata: { name: sa.name } } }),
     );
@@ -93,6 +105,8 @@ export async function bootstrapIdentities(kc: KubeConfig): Promise<ServiceAccoun
   );
   return {
     operator: await mintToken(core, OPERATOR_IDENTITY),
+    gateway: await mintToken(core, GATEWAY_IDENTITY),
+    controller: await mintToken(core, CONTROLLER_IDENTITY),
     localNode: await mintToken(core, LOCAL_NODE_IDENTITY),
   };
 }

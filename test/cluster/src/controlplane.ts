@@ -36,7 +36,10 @@ export type ControlPlaneOptions = {
  * are (see global-setup.ts).
  */
 export type ControlPlane = {
-  /** Kubeconfig with contexts admin, alice, bob, carol, gatehouse-operator, local-node (current: admin). */
+  /**
+   * Kubeconfig with contexts admin, alice, bob, carol, gatehouse-operator, gatehouse-gateway,
+   * gatehouse-controller, local-node (current: admin).
+   */
   kubeconfigPath: string;
   /** Folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl. */
   binDir: string;
@@ -235,6 +238,8 @@ async function startComponents(
     users: [
       ...PERSONAS.map((p) => ({ name: p.name, token: tokens.get(p.name) ?? "" })),
       { name: "gatehouse-operator", token: saTokens.operator },
+      { name: "gatehouse-gateway", token: saTokens.gateway },
+      { name: "gatehouse-controller", token: saTokens.controller },
       { name: "local-node", token: saTokens.localNode },
     ],
     currentContext: "admin",

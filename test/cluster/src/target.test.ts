@@ -7,10 +7,12 @@ import { parse } from "yaml";
 import { HarnessError } from "./errors.ts";
 import {
   CONTAINER_TARGETS,
+  CONTROLLER_SERVICE_ACCOUNT,
   chooseTarget,
   containerTargetUnavailable,
   DEFAULT_K3S_IMAGE,
   DEFAULT_KIND_NODE_IMAGE,
+  GATEWAY_SERVICE_ACCOUNT,
   impersonatingKubeconfig,
   OPERATOR_SERVICE_ACCOUNT,
   PORTABLE_FILES,
@@ -210,6 +212,8 @@ describe("impersonatingKubeconfig", () => {
       "bob",
       "carol",
       "gatehouse-operator",
+      "gatehouse-gateway",
+      "gatehouse-controller",
     ]);
     expect(config.getCurrentContext()).toBe("admin");
     expect(config.getCluster("gatehouse-e2e")).toMatchObject({
@@ -226,6 +230,8 @@ describe("impersonatingKubeconfig", () => {
       impersonateUser: "alice",
     });
     expect(config.getUser("gatehouse-operator")?.impersonateUser).toBe(OPERATOR_SERVICE_ACCOUNT);
+    expect(config.getUser("gatehouse-gateway")?.impersonateUser).toBe(GATEWAY_SERVICE_ACCOUNT);
+    expect(config.getUser("gatehouse-controller")?.impersonateUser).toBe(CONTROLLER_SERVICE_ACCOUNT);
   });
 
   it("names the personas' groups as kubectl's as-groups: bob planners, carol approvers, alice none", () => {

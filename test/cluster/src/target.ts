@@ -103,6 +103,7 @@ export function containerTargetUnavailable(
 export const PORTABLE_FILES: readonly string[] = [
   "test/cluster-tests/api.test.ts",
   "test/cluster-tests/approval-admission.test.ts",
+  "test/cluster-tests/component-rbac.test.ts",
 ];
 
 /** Why a non-portable file is skipped on a target other than `local`. */
@@ -119,8 +120,11 @@ export function skipReasonFor(target: TargetName, file: string, unavailable?: st
   return `target ${target}: ${file} ${LOCAL_ONLY_REASON}`;
 }
 
-/** The identity the operator's context impersonates (its ServiceAccount, as the chart creates it). */
+/** The identity the one-process operator's context impersonates (kept while the e2e environment runs it). */
 export const OPERATOR_SERVICE_ACCOUNT = "system:serviceaccount:gatehouse-system:gatehouse-operator";
+/** The identities the components' contexts impersonate (their ServiceAccounts, as the chart creates them). */
+export const GATEWAY_SERVICE_ACCOUNT = "system:serviceaccount:gatehouse-system:gatehouse-gateway";
+export const CONTROLLER_SERVICE_ACCOUNT = "system:serviceaccount:gatehouse-system:gatehouse-controller";
 
 type KubeconfigEntry<T> = { name: string } & T;
 interface KubeconfigFile {
@@ -144,10 +148,11 @@ function absolutePaths(entry: Record<string, unknown>, base: string): Record<str
 
 /**
  * A kubeconfig (YAML text) with the contexts the suite uses — `admin`, the personas `alice`, `bob`
- * (group planners), `carol` (group approvers) and `gatehouse-operator` — all on the cluster of
+ * (group planners), `carol` (group approvers), `gatehouse-gateway`, `gatehouse-controller` and
+ * `gatehouse-operator` — all on the cluster of
  * `context` (default the current context) of the kubeconfig at `sourcePath`. `admin` is that
  * context's user unchanged; the others are the same credentials impersonating the persona (`as`,
- * `as-groups`; the operator as {@link OPERATOR_SERVICE_ACCOUNT}, whose ServiceAccount groups the API
+ * `as-groups`; the components as their ServiceAccounts, whose ServiceAccount groups the API
  * server adds itself). `server` replaces the cluster's address when given (a container's mapped
  * port). Relative file paths become absolute, so the result may be written anywhere. Throws
  * `not_found` when the context, its cluster or its user is missing.
@@ -176,6 +181,8 @@ export function impersonatingKubeconfig(sourcePath: string, context?: string, se
     { name: "admin", user: admin },
     ...personas,
     { name: "gatehouse-operator", user: { ...admin, as: OPERATOR_SERVICE_ACCOUNT } },
+    { name: "gatehouse-gateway", user: { ...admin, as: GATEWAY_SERVICE_ACCOUNT } },
+    { name: "gatehouse-controller", user: { ...admin, as: CONTROLLER_SERVICE_ACCOUNT } },
   ];
   return stringify({
     apiVersion: "v1",

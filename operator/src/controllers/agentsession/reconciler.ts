@@ -12,7 +12,7 @@
  *   status = statusFrom(session, pod, approvals, transcript record)
  *   writeStatusIfChanged(status)
  */
-import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import { PatchStrategy, type V1NetworkPolicy, type V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { isTerminalSessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
@@ -20,8 +20,9 @@ import { AGENT_SESSION } from "../../api/kinds.ts";
 import {
   AGENT_NETWORK_POLICY,
   AGENT_SERVICE_ACCOUNT,
+  COMPONENT_POD_LABELS,
+  FIELD_MANAGER,
   MANAGED_BY,
-  OPERATOR_POD_LABELS,
   SESSION_FINALIZER,
 } from "../../api/well-known.ts";
 import type { OperatorConfig } from "../../config.ts";
@@ -213,16 +214,13 @@ export async function reconcileAgentSession(
     // Our own status write does not queue the session again (manager.ts), so ask for the next pass.
     return { requeueAfterMs: 0 };
   }
+  if (!session.spec.cancel && (!pod || !networkPolicyApplied(deps.clients, namespace))) {
+    await applyNetworkPolicy(deps.clients, namespace, deps.config.gatewayPort, deps.config.operatorNamespace);
+  }
   if (session.spec.cancel) {
     if (pod) await deletePod(deps.clients, pod);
   } else if (!pod) {
     await ensureServiceAccount(deps.clients, namespace);
-    await ensureNetworkPolicy(
-      deps.clients,
-      namespace,
-      deps.config.gatewayPort,
-      deps.config.operatorNamespace,
-    );
     const runStart = session.status?.runStartTime ?? session.status?.startTime;
     const started = runStart ? Date.parse(runStart) : now.getTime();
     const timeout = limitsOf(session, deps.config.sessionCeilings).timeoutSeconds;
@@ -475,17 +473,19 @@ async function deletePod(clients: KubeClients, pod: V1Pod): Promise<void> {
 }
 
 /**
- * The namespace's agent NetworkPolicy (DESIGN §7): agent pods accept ingress only from the operator's
- * pods on the Sidecar providers' ports, and may send only to
- * the operator's gateway pods (namespace `operatorNamespace`, the operator's POD_NAMESPACE; labels OPERATOR_POD_LABELS, the gateway
- * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Created once; an
- * existing one (perhaps tightened by the platform) is left alone.
+ * The namespace's agent NetworkPolicy (DESIGN §7): agent pods accept ingress only on the Sidecar
+ * providers' ports, from the components that call providers — the gateway (invoke path) and the
+ * controller (approved dispatch) — and may send only to the gateway's pods (namespace
+ * `operatorNamespace`, the operator's POD_NAMESPACE; labels COMPONENT_POD_LABELS.gateway, the gateway
+ * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Server-side applied
+ * (FIELD_MANAGER), so fields a platform adds of its own stay; the ones named here are Gatehouse's.
  */
 export function agentNetworkPolicy(
   namespace: string,
   gatewayPort: number,
   operatorNamespace: string,
 ): V1NetworkPolicy {
+  const inOperatorNamespace = { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } };
   return {
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
@@ -493,15 +493,12 @@ export function agentNetworkPolicy(
     spec: {
       podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-agent" } },
       policyTypes: ["Ingress", "Egress"],
-      // Only the operator's gateway calls in, and only to the Sidecar providers' ports.
       ingress: [
         {
-          _from: [
-            {
-              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } },
-              podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
-            },
-          ],
+          _from: (["gateway", "controller"] as const).map((component) => ({
+            namespaceSelector: inOperatorNamespace,
+            podSelector: { matchLabels: { ...COMPONENT_POD_LABELS[component] } },
+          })),
           ports: [
             { protocol: "TCP", port: SIDECAR_BASE_PORT, endPort: SIDECAR_BASE_PORT + MAX_SIDECARS - 1 },
           ],
@@ -511,8 +508,8 @@ export function agentNetworkPolicy(
         {
           to: [
             {
-              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } },
-              podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
+              namespaceSelector: inOperatorNamespace,
+              podSelector: { matchLabels: { ...COMPONENT_POD_LABELS.gateway } },
             },
           ],
           ports: [{ protocol: "TCP", port: gatewayPort }],
@@ -534,20 +531,37 @@ export function agentNetworkPolicy(
   };
 }
 
-async function ensureNetworkPolicy(
+/** Namespaces whose agent NetworkPolicy this process has applied, per client set. */
+const appliedPolicies = new WeakMap<KubeClients, Set<string>>();
+
+/** Whether this process has applied `namespace`'s agent NetworkPolicy with `clients`. */
+function networkPolicyApplied(clients: KubeClients, namespace: string): boolean {
+  return appliedPolicies.get(clients)?.has(namespace) ?? false;
+}
+
+/**
+ * Server-side applies the namespace's agent NetworkPolicy: before every agent pod starts, and once per
+ * namespace per process for sessions whose pod already runs — a namespace of an older release holds a
+ * policy that selects the old operator pods, and its running agents would not reach the gateway until
+ * it is corrected.
+ */
+async function applyNetworkPolicy(
   clients: KubeClients,
   namespace: string,
   gatewayPort: number,
   operatorNamespace: string,
 ): Promise<void> {
-  try {
-    await clients.networking.createNamespacedNetworkPolicy({
-      namespace,
-      body: agentNetworkPolicy(namespace, gatewayPort, operatorNamespace),
-    });
-  } catch (error) {
-    if (!isConflict(error)) throw error;
-  }
+  await clients.objects.patch(
+    agentNetworkPolicy(namespace, gatewayPort, operatorNamespace),
+    undefined,
+    undefined,
+    FIELD_MANAGER,
+    true,
+    PatchStrategy.ServerSideApply,
+  );
+  const applied = appliedPolicies.get(clients) ?? new Set<string>();
+  applied.add(namespace);
+  appliedPolicies.set(clients, applied);
 }
 
 async function ensureServiceAccount(clients: KubeClients, namespace: string): Promise<void> {

@@ -11,7 +11,7 @@
 
 import type { Manifest } from "@gatehouse/provider-sdk";
 import { schemaDigest } from "@gatehouse/provider-sdk";
-import type { KubernetesObject, V1EndpointSlice, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import type { KubernetesObject, V1EndpointSlice, V1Pod } from "@kubernetes/client-node";
 import { PatchStrategy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Condition } from "../../api/common.ts";
@@ -19,7 +19,7 @@ import { PROVIDER_INSTANCE } from "../../api/kinds.ts";
 import { FIELD_MANAGER, PROVIDER_LABEL } from "../../api/well-known.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
-import { describeApiError, isConflict } from "../../kube/client.ts";
+import { describeApiError } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
@@ -74,10 +74,8 @@ export async function reconcileProviderInstance(
   // Shared: the provider itself. Sidecar: one discovery replica for the manifest and health.
   await apply(deps.clients, deploymentFor(provider, deps.providerPort, deps.gatewayUrl));
   await apply(deps.clients, serviceFor(provider, deps.providerPort));
-  await ensureNetworkPolicy(
-    deps.clients,
-    networkPolicyFor(provider, deps.providerPort, deps.operatorNamespace),
-  );
+  // Applied like the workload, so a policy of an older release (which selected other pods) is corrected.
+  await apply(deps.clients, networkPolicyFor(provider, deps.providerPort, deps.operatorNamespace));
 
   const slices = deps.caches.endpointSlices.list(namespace);
   const endpoints = readyEndpoints(slices, workloadName(provider), deps.providerPort);
@@ -188,18 +186,6 @@ export async function reconcileProviderInstance(
   };
   await writeStatusIfChanged(deps.clients, PROVIDER_INSTANCE, provider, desired);
   return { requeueAfterMs };
-}
-
-/** Creates the provider's NetworkPolicy unless it exists (a platform may tighten an existing one). */
-async function ensureNetworkPolicy(clients: KubeClients, policy: V1NetworkPolicy): Promise<void> {
-  try {
-    await clients.networking.createNamespacedNetworkPolicy({
-      namespace: policy.metadata?.namespace ?? "",
-      body: policy,
-    });
-  } catch (error) {
-    if (!isConflict(error)) throw error;
-  }
 }
 
 async function apply(clients: KubeClients, object: KubernetesObject): Promise<void> {

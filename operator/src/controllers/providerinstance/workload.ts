@@ -13,7 +13,7 @@ import type {
 } from "@kubernetes/client-node";
 import type { ProviderInstance } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
-import { GRANT_JWKS_PATH, MANAGED_BY, OPERATOR_POD_LABELS, PROVIDER_LABEL } from "../../api/well-known.ts";
+import { COMPONENT_POD_LABELS, GRANT_JWKS_PATH, MANAGED_BY, PROVIDER_LABEL } from "../../api/well-known.ts";
 
 /** Name of the Deployment and Service: `prov-<name>` (a ProviderInstance name is a DNS label ≤ 63; trimmed to stay one). */
 export function workloadName(provider: ProviderInstance): string {
@@ -112,8 +112,9 @@ export function deploymentFor(provider: ProviderInstance, port: number, gatewayU
 }
 
 /**
- * The provider pods' NetworkPolicy: ingress only from the operator's pods (namespace `operatorNamespace`,
- * labels OPERATOR_POD_LABELS) on the provider port — agents never reach a Shared provider directly.
+ * The provider pods' NetworkPolicy: ingress only from the components that call providers (namespace
+ * `operatorNamespace`): the gateway (invoke path) and the controller (approved dispatch), each by its
+ * COMPONENT_POD_LABELS, on the provider port — agents never reach a Shared provider directly.
  * Egress is left open: the provider must reach its business system, DNS, and the gateway's JWKS to
  * verify grants. Enforced only where the CNI does.
  */
@@ -136,12 +137,10 @@ export function networkPolicyFor(
       policyTypes: ["Ingress"],
       ingress: [
         {
-          _from: [
-            {
-              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } },
-              podSelector: { matchLabels: { ...OPERATOR_POD_LABELS } },
-            },
-          ],
+          _from: (["gateway", "controller"] as const).map((component) => ({
+            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } },
+            podSelector: { matchLabels: { ...COMPONENT_POD_LABELS[component] } },
+          })),
           ports: [{ protocol: "TCP", port }],
         },
       ],

@@ -1,0 +1,306 @@
+/**
+ * What each component's RBAC lets it do, asked of the real API server (`kubectl auth can-i` as admin
+ * impersonating the component's ServiceAccount), after installing crds/ and deploy/ as the local
+ * cluster's platform engineer would: the privileges the split took from the gateway and from the
+ * controller stay gone, and the few each still needs are there. A second set of bindings, rendered by
+ * api/rbac.ts componentBindingManifests for ServiceAccounts of a fresh namespace with a non-empty
+ * watch list, shows pods confined to the watched namespaces. And admission refuses the gateway what
+ * RBAC alone would let through if a platform granted it: status writes and Approval metadata.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  LOCAL_IDENTITY_BINDING_NAMESPACES,
+  LOCAL_MODEL_KEY_SECRET,
+} from "../../operator/src/api/generate.ts";
+import {
+  CHECKPOINTS_CONFIGMAP,
+  componentBindingManifests,
+  LEADER_LEASE,
+} from "../../operator/src/api/rbac.ts";
+import {
+  APPROVAL_FINALIZER,
+  type Component,
+  componentUsername,
+  GRANT_KEYS_SECRETS,
+  GRANT_PUBLIC_KEYS_CONFIGMAP,
+  OPERATOR_NAMESPACE,
+  WITNESS_KEY_SECRET,
+} from "../../operator/src/api/well-known.ts";
+import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
+import { approvalSpec, expectRefused, installApi, manifest, uniqueName } from "./api-fixtures.ts";
+
+const cluster = inject("cluster");
+const kubectl: Kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath);
+const suffix = randomBytes(3).toString("hex");
+/** A namespace no binding names. */
+const UNLISTED = `rbac-unlisted-${suffix}`;
+/** The provider namespace the local cluster lists (deploy/namespaced-rbac.yaml). */
+const LISTED = LOCAL_IDENTITY_BINDING_NAMESPACES[0];
+/** Where the scoped pair of ServiceAccounts lives, the one namespace it watches, and one it does not. */
+const SCOPED_HOME = `rbac-scoped-${suffix}`;
+const SCOPED_WATCHED = `rbac-watched-${suffix}`;
+
+const GATEWAY = componentUsername("gateway");
+const CONTROLLER = componentUsername("controller");
+
+/** `kubectl auth can-i <args…>` as `user`: true for yes, false for no; throws on anything else. */
+async function can(user: string, args: string[]): Promise<boolean> {
+  const result = await kubectl.run("admin", ["auth", "can-i", ...args, "--as", user]);
+  if (result.code === 0 && result.stdout.trim() === "yes") return true;
+  if (result.code === 1 && result.stdout.trim().startsWith("no")) return false;
+  throw new Error(`${result.command}: exit ${result.code}: ${result.stdout}${result.stderr}`);
+}
+
+/** The scoped bindings: api/rbac.ts's, their cluster-scoped names suffixed so the local ones stay. */
+function scopedBindings(): Record<string, unknown>[] {
+  return componentBindingManifests({
+    namespace: SCOPED_HOME,
+    modelKeySecrets: [],
+    identityBindingNamespaces: [SCOPED_WATCHED],
+    watchNamespaces: [SCOPED_WATCHED],
+  }).map((doc) => {
+    const metadata = doc.metadata as { name: string };
+    return { ...doc, metadata: { ...metadata, name: `${metadata.name}-${suffix}` } };
+  });
+}
+
+beforeAll(async () => {
+  await installApi(kubectl);
+  for (const ns of [UNLISTED, SCOPED_HOME, SCOPED_WATCHED]) {
+    await kubectl.ok("admin", ["create", "namespace", ns]);
+  }
+  for (const name of ["gatehouse-gateway", "gatehouse-controller"]) {
+    await kubectl.ok("admin", ["create", "serviceaccount", name, "-n", SCOPED_HOME]);
+  }
+  // Role names are suffixed too: their RoleBindings' roleRefs must follow.
+  const docs = scopedBindings().map((doc) => {
+    const ref = doc.roleRef as { kind: string; name: string } | undefined;
+    return ref?.kind === "Role" ? { ...doc, roleRef: { ...ref, name: `${ref.name}-${suffix}` } } : doc;
+  });
+  await kubectl.ok(
+    "admin",
+    ["apply", "-f", "-"],
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }),
+  );
+}, 120_000);
+
+afterAll(async () => {
+  for (const doc of scopedBindings()) {
+    if (doc.kind !== "ClusterRoleBinding") continue;
+    await kubectl.run("admin", ["delete", "clusterrolebinding", (doc.metadata as { name: string }).name]);
+  }
+  for (const ns of [UNLISTED, SCOPED_HOME, SCOPED_WATCHED]) {
+    await kubectl.run("admin", ["delete", "namespace", ns, "--wait=false"]);
+  }
+});
+
+const inHome = ["-n", OPERATOR_NAMESPACE];
+
+describe("the gateway's RBAC", () => {
+  it.each([
+    ["create pods in a session namespace", ["create", "pods", "-n", UNLISTED]],
+    ["create pods in any namespace", ["create", "pods", "--all-namespaces"]],
+    ["list pods", ["list", "pods", "--all-namespaces"]],
+    ["list secrets cluster-wide", ["list", "secrets", "--all-namespaces"]],
+    ["list secrets in a namespace nobody listed", ["list", "secrets", "-n", UNLISTED]],
+    ["patch agentsessions/status", ["patch", "agentsessions.gatehouse.dev", "--subresource=status", "-A"]],
+    ["patch approvals/status", ["patch", "approvals.gatehouse.dev", "--subresource=status", "-A"]],
+    ["patch approvals (finalizers)", ["patch", "approvals.gatehouse.dev", "-A"]],
+    ["patch agentsessions (finalizers)", ["patch", "agentsessions.gatehouse.dev", "-A"]],
+    ["update the checkpoints ConfigMap", ["update", `configmaps/${CHECKPOINTS_CONFIGMAP}`, ...inHome]],
+    ["create ConfigMaps", ["create", "configmaps", ...inHome]],
+    [
+      "update the grant public keys ConfigMap",
+      ["update", `configmaps/${GRANT_PUBLIC_KEYS_CONFIGMAP}`, ...inHome],
+    ],
+    ["get the witness key Secret", ["get", `secrets/${WITNESS_KEY_SECRET}`, ...inHome]],
+    ["get the controller's grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.controller}`, ...inHome]],
+    ["get the Lease", ["get", `leases.coordination.k8s.io/${LEADER_LEASE}`, ...inHome]],
+    ["update the Lease", ["update", `leases.coordination.k8s.io/${LEADER_LEASE}`, ...inHome]],
+    ["create Leases", ["create", "leases.coordination.k8s.io", ...inHome]],
+    ["create events", ["create", "events", "-n", UNLISTED]],
+    ["create NetworkPolicies", ["create", "networkpolicies.networking.k8s.io", "-n", UNLISTED]],
+    ["patch Deployments", ["patch", "deployments.apps", "-n", UNLISTED]],
+    ["read the admission policies", ["get", "validatingadmissionpolicies.admissionregistration.k8s.io"]],
+  ])("may not %s", async (_, args) => {
+    expect(await can(GATEWAY, args)).toBe(false);
+  });
+
+  it.each([
+    ["create approvals", ["create", "approvals.gatehouse.dev", "-n", UNLISTED]],
+    ["get approvals", ["get", "approvals.gatehouse.dev", "-n", UNLISTED]],
+    ["watch AgentSessions", ["watch", "agentsessions.gatehouse.dev", "-A"]],
+    ["create tokenreviews", ["create", "tokenreviews.authentication.k8s.io"]],
+    ["list EndpointSlices", ["list", "endpointslices.discovery.k8s.io", "-A"]],
+    ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
+    ["get its own grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
+    ["update its own grant-key Secret", ["update", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
+    ["get the grant public keys ConfigMap", ["get", `configmaps/${GRANT_PUBLIC_KEYS_CONFIGMAP}`, ...inHome]],
+    ["get the model key Secret", ["get", `secrets/${LOCAL_MODEL_KEY_SECRET}`, ...inHome]],
+  ])("may %s", async (_, args) => {
+    expect(await can(GATEWAY, args)).toBe(true);
+  });
+});
+
+describe("the controller's RBAC", () => {
+  it.each([
+    ["create tokenreviews", ["create", "tokenreviews.authentication.k8s.io"]],
+    ["get the gateway's grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
+    ["get the model key Secret", ["get", `secrets/${LOCAL_MODEL_KEY_SECRET}`, ...inHome]],
+    ["list secrets cluster-wide", ["list", "secrets", "--all-namespaces"]],
+    ["list secrets in a namespace nobody listed", ["list", "secrets", "-n", UNLISTED]],
+    ["get secrets in a namespace nobody listed", ["get", "secrets", "-n", UNLISTED]],
+    ["delete NetworkPolicies", ["delete", "networkpolicies.networking.k8s.io", "-n", UNLISTED]],
+  ])("may not %s", async (_, args) => {
+    expect(await can(CONTROLLER, args)).toBe(false);
+  });
+
+  it.each([
+    ["patch approvals/status", ["patch", "approvals.gatehouse.dev", "--subresource=status", "-n", UNLISTED]],
+    ["patch agentsessions (finalizers)", ["patch", "agentsessions.gatehouse.dev", "-n", UNLISTED]],
+    ["create approvals", ["create", "approvals.gatehouse.dev", "-n", UNLISTED]],
+    ["create pods (no watch list: every namespace)", ["create", "pods", "-n", UNLISTED]],
+    ["apply NetworkPolicies (patch)", ["patch", "networkpolicies.networking.k8s.io", "-n", UNLISTED]],
+    ["update the Lease", ["update", `leases.coordination.k8s.io/${LEADER_LEASE}`, ...inHome]],
+    ["update the checkpoints ConfigMap", ["update", `configmaps/${CHECKPOINTS_CONFIGMAP}`, ...inHome]],
+    [
+      "update the grant public keys ConfigMap",
+      ["update", `configmaps/${GRANT_PUBLIC_KEYS_CONFIGMAP}`, ...inHome],
+    ],
+    ["get the witness key Secret", ["get", `secrets/${WITNESS_KEY_SECRET}`, ...inHome]],
+    ["get its own grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.controller}`, ...inHome]],
+    ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
+  ])("may %s", async (_, args) => {
+    expect(await can(CONTROLLER, args)).toBe(true);
+  });
+});
+
+describe("the components' bindings with a watch list (componentBindingManifests)", () => {
+  const scoped = (c: Component) => `system:serviceaccount:${SCOPED_HOME}:gatehouse-${c}`;
+
+  it("let the controller create and delete pods in the watched namespace only", async () => {
+    expect(await can(scoped("controller"), ["create", "pods", "-n", SCOPED_WATCHED])).toBe(true);
+    expect(await can(scoped("controller"), ["delete", "pods", "-n", SCOPED_WATCHED])).toBe(true);
+    expect(await can(scoped("controller"), ["create", "pods", "-n", UNLISTED])).toBe(false);
+    expect(await can(scoped("controller"), ["create", "pods", "-n", SCOPED_HOME])).toBe(false);
+    // The informer still lists and watches pods everywhere (kube/caches.ts).
+    expect(await can(scoped("controller"), ["watch", "pods", "-A"])).toBe(true);
+  });
+
+  it("let both list identity-binding Secrets in the listed namespace only, and never the gateway pods", async () => {
+    for (const c of ["gateway", "controller"] as const) {
+      expect(await can(scoped(c), ["list", "secrets", "-n", SCOPED_WATCHED]), c).toBe(true);
+      expect(await can(scoped(c), ["list", "secrets", "-n", UNLISTED]), c).toBe(false);
+    }
+    expect(await can(scoped("gateway"), ["create", "pods", "-n", SCOPED_WATCHED])).toBe(false);
+  });
+
+  it("give each its own grant-key Secret in its namespace and not the other's", async () => {
+    const get = (name: string) => ["get", `secrets/${name}`, "-n", SCOPED_HOME];
+    expect(await can(scoped("gateway"), get(GRANT_KEYS_SECRETS.gateway))).toBe(true);
+    expect(await can(scoped("gateway"), get(GRANT_KEYS_SECRETS.controller))).toBe(false);
+    expect(await can(scoped("controller"), get(GRANT_KEYS_SECRETS.controller))).toBe(true);
+    expect(await can(scoped("controller"), get(GRANT_KEYS_SECRETS.gateway))).toBe(false);
+  });
+});
+
+describe("admission, as the gateway", () => {
+  let ns: string;
+  let approval: string;
+  beforeAll(async () => {
+    ns = `rbac-admission-${suffix}`;
+    await kubectl.ok("admin", ["create", "namespace", ns]);
+    approval = uniqueName("apr");
+    // The gateway creates Approvals (RBAC and admission both let it).
+    await kubectl.ok(
+      "admin",
+      ["create", "-f", "-", "--as", GATEWAY],
+      manifest("Approval", ns, approval, approvalSpec()),
+    );
+    // As if a platform had granted the gateway more than the chart does: admission must still refuse.
+    const grant = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "too-much", namespace: ns },
+      rules: [
+        {
+          apiGroups: ["gatehouse.dev"],
+          resources: ["approvals", "approvals/status"],
+          verbs: ["get", "patch"],
+        },
+      ],
+    };
+    const binding = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "too-much", namespace: ns },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "too-much" },
+      subjects: [{ kind: "ServiceAccount", name: "gatehouse-gateway", namespace: OPERATOR_NAMESPACE }],
+    };
+    await kubectl.ok(
+      "admin",
+      ["apply", "-f", "-"],
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: [grant, binding] }),
+    );
+    // RBAC's authorizer learns of the binding from its informer: wait until it grants.
+    for (let tries = 0; !(await can(GATEWAY, ["patch", "approvals.gatehouse.dev", "-n", ns])); tries++) {
+      if (tries > 50) throw new Error("the gateway's extra RoleBinding never took effect");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await kubectl.run("admin", ["delete", "namespace", ns, "--wait=false"]);
+  });
+
+  it("refuses a status write of an Approval by the gateway, naming the rule and the gateway", async () => {
+    const result = await kubectl.run("admin", [
+      "patch",
+      "approval",
+      approval,
+      "-n",
+      ns,
+      "--subresource=status",
+      "--type=merge",
+      "-p",
+      JSON.stringify({ status: { phase: "Approved" } }),
+      "--as",
+      GATEWAY,
+    ]);
+    expectRefused(
+      result,
+      new RegExp(
+        `status-writer: the status of Approval ${approval} is written only by the Gatehouse controller; ${GATEWAY} may not`,
+      ),
+    );
+  });
+
+  it("refuses the gateway the controller's finalizer of an Approval", async () => {
+    const result = await kubectl.run("admin", [
+      "patch",
+      "approval",
+      approval,
+      "-n",
+      ns,
+      "--type=json",
+      "-p",
+      JSON.stringify([{ op: "add", path: "/metadata/finalizers", value: [APPROVAL_FINALIZER] }]),
+      "--as",
+      GATEWAY,
+    ]);
+    expectRefused(result, new RegExp(`decision-append: ${GATEWAY} may only append exactly one decision`));
+  });
+
+  it("refuses an Approval created by a user who is neither component", async () => {
+    const result = await kubectl.run(
+      "admin",
+      ["create", "-f", "-"],
+      manifest("Approval", ns, uniqueName("squat"), approvalSpec()),
+    );
+    expectRefused(
+      result,
+      /approval-create: only the Gatehouse gateway and controller create Approvals; admin may not/,
+    );
+  });
+});
