@@ -55,7 +55,9 @@ export async function runController(): Promise<void> {
   });
   started.onShutdown("grantPublicKeys", () => publisher.stop());
   await started.syncCaches();
-  const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }));
+  const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }), {
+    gatewayUsername: config.gatewayUsername,
+  });
   started.onShutdown("admission", () => admission.stop());
   metrics.trackDecisionRules(admission.enforced);
   log.info({ databaseLogin: store.login }, "caches synced; electing the leader");
