@@ -101,7 +101,9 @@ describe("the gateway's RBAC", () => {
   it.each([
     ["create pods in a session namespace", ["create", "pods", "-n", UNLISTED]],
     ["create pods in any namespace", ["create", "pods", "--all-namespaces"]],
-    ["list pods", ["list", "pods", "--all-namespaces"]],
+    ["delete pods", ["delete", "pods", "--all-namespaces"]],
+    ["exec into pods", ["create", "pods/exec", "--all-namespaces"]],
+    ["read pod logs", ["get", "pods/log", "--all-namespaces"]],
     ["list secrets cluster-wide", ["list", "secrets", "--all-namespaces"]],
     ["list secrets in a namespace nobody listed", ["list", "secrets", "-n", UNLISTED]],
     ["patch agentsessions/status", ["patch", "agentsessions.gatehouse.dev", "--subresource=status", "-A"]],

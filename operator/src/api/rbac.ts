@@ -126,6 +126,9 @@ export const GATEWAY_RULES: Rule[] = [
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
   // Provider endpoints (kube/provider-endpoints.ts).
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
+  // Read only, Gatehouse's own pods (label selector): a token is honoured only for the running agent
+  // pod it names (gateway/authenticate.ts), and Sidecar providers are reached at their pod's address.
+  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
   // Agent pods' projected tokens (gateway/authenticate.ts).
   { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
 ];
