@@ -499,7 +499,7 @@ export function agentNetworkPolicy(
 const appliedPolicies = new WeakMap<KubeClients, Set<string>>();
 
 /** Whether this process has applied `namespace`'s agent NetworkPolicy with `clients`. */
-function networkPolicyApplied(clients: KubeClients, namespace: string): boolean {
+export function networkPolicyApplied(clients: KubeClients, namespace: string): boolean {
   return appliedPolicies.get(clients)?.has(namespace) ?? false;
 }
 
@@ -509,7 +509,7 @@ function networkPolicyApplied(clients: KubeClients, namespace: string): boolean 
  * policy that selects the old operator pods, and its running agents would not reach the gateway until
  * it is corrected.
  */
-async function applyNetworkPolicy(
+export async function applyNetworkPolicy(
   clients: KubeClients,
   namespace: string,
   gatewayPort: number,
