@@ -6,8 +6,9 @@
  *   terminal → nothing to do, unless messages were appended to a Completed session → continue it
  *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
  *   pod answered and more messages wait         → record continuations+1 (next pass creates its pod)
- *   ensure the namespace's agent ServiceAccount and NetworkPolicy
+ *   apply the namespace's agent NetworkPolicy   ; before each pod, and once per namespace per process
  *   cancelled → delete the pod
+ *   no pod → ensure the namespace's agent ServiceAccount
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
  *   status = statusFrom(session, pod, approvals, transcript record)
  *   writeStatusIfChanged(status)
