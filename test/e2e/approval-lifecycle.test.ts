@@ -256,7 +256,7 @@ describe("an Approval's lifecycle in the audit chain", () => {
       approvals: 1,
       observedDecisions: 1,
     });
-    await env.kubectl.ok("gatehouse-operator", [
+    await env.kubectl.ok("gatehouse-controller", [
       "patch",
       "approval",
       name,
