@@ -147,7 +147,7 @@ const Environment = z.object({
   LEADER_ELECTION_NAMESPACE: z
     .string()
     .optional()
-    .describe("namespace of Lease gatehouse-operator (default POD_NAMESPACE, else gatehouse-system)"),
+    .describe("namespace of Lease gatehouse-controller (default POD_NAMESPACE, else gatehouse-system)"),
   POD_NAMESPACE: z
     .string()
     .optional()

@@ -17,6 +17,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import { parse } from "yaml";
+import { LEADER_LEASE } from "../../operator/src/api/rbac.ts";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { dropDatabase } from "../../operator/src/store/connection.ts";
 import {
@@ -42,18 +43,24 @@ import {
 } from "./environment.ts";
 import { type Kubectl, type KubectlResult, kubectlFor } from "./kubectl.ts";
 
-/** The release name; the chart names its objects after it (`gatehouse-operator`, `gatehouse-gateway`). */
+/** The release name; the chart names its objects after it (`gatehouse-gateway`, `gatehouse-controller`). */
 export const RELEASE = "gatehouse";
-/** The operator's Deployment (and ServiceAccount, ClusterRole, …): `<release>-operator`. */
-export const OPERATOR_DEPLOYMENT = `${RELEASE}-operator`;
+/** The gateway's Deployment (and ServiceAccount, ClusterRole, …): `<release>-gateway`. */
+export const GATEWAY_DEPLOYMENT = `${RELEASE}-gateway`;
+/** The controller's Deployment (and ServiceAccount, ClusterRole, …), whose pods hold the Lease. */
+export const CONTROLLER_DEPLOYMENT = `${RELEASE}-controller`;
+/** The Deployment whose pods elect a leader: the controller's. */
+export const OPERATOR_DEPLOYMENT = CONTROLLER_DEPLOYMENT;
 /** The migrate Job, a pre-install/pre-upgrade hook kept until the next one: `<release>-migrate`. */
 export const MIGRATE_JOB = `${RELEASE}-migrate`;
 /** The gateway Service: `<release>-gateway`, port name `gateway`. */
 export const GATEWAY_SERVICE = `${RELEASE}-gateway`;
-/** Labels of the operator's pods (the chart's selector labels). */
-export const OPERATOR_POD_SELECTOR = `app.kubernetes.io/name=gatehouse-operator,app.kubernetes.io/instance=${RELEASE}`;
-/** The Lease the replicas elect their leader on (operator/src/main.ts). */
-export const LEADER_LEASE = "gatehouse-operator";
+/** Labels of the controller's pods (the chart's selector labels), which elect a leader. */
+export const OPERATOR_POD_SELECTOR = `app.kubernetes.io/name=gatehouse-controller,app.kubernetes.io/instance=${RELEASE}`;
+/** Labels of the gateway's pods. */
+export const GATEWAY_POD_SELECTOR = `app.kubernetes.io/name=gatehouse-gateway,app.kubernetes.io/instance=${RELEASE}`;
+/** The Lease the controller replicas elect their leader on. */
+export { LEADER_LEASE };
 
 /** An environment whose operator is the chart's release. */
 export interface ChartEnvironment extends BaseEnvironment {
@@ -118,9 +125,9 @@ function viaForwarder(url: string, host: string, port: number): string {
 }
 
 /**
- * Starts the environment and installs the chart. Waits until Deployment gatehouse-operator is
- * Available, one of its pods holds Lease gatehouse-operator, and the plant-a provider and Capabilities
- * are Ready. Throws (after undoing what it did) with helm's output or the operator pods' log tails.
+ * Starts the environment and installs the chart. Waits until Deployments gatehouse-gateway and
+ * gatehouse-controller are Available, a controller pod holds Lease gatehouse-controller, and the
+ * plant-a provider and Capabilities are Ready. Throws (after undoing what it did) with helm's output or the operator pods' log tails.
  */
 export async function startChartEnvironment(
   cluster: ClusterInfo,
@@ -189,15 +196,19 @@ export async function startChartEnvironment(
           },
         },
       },
-      gateway: { url: gatewayProxy.url },
+      // The harness's own gatehouse-gateway and gatehouse-controller tokens (kubeconfig contexts) are
+      // bound to these ServiceAccounts: the release adopts them but must not delete them on uninstall.
+      gateway: {
+        url: gatewayProxy.url,
+        serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } },
+      },
+      controller: { serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } } },
+      rbac: { identityBindingNamespaces: [NAMESPACE] },
       // The chart's default, gatehouse/agent:<appVersion>, is a registry's image; the local node runs :dev.
       agent: { image: "gatehouse/agent:dev" },
       modelEndpoints: [
         { name: "scripted", baseURL: model.url, keySecretRef: MODEL_KEY_SECRET, default: true },
       ],
-      // The harness's own gatehouse-operator token (kubeconfig context) is bound to this ServiceAccount:
-      // the release adopts it but must not delete it on uninstall.
-      serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } },
       audit: { checkpointIntervalSeconds: 1 },
       ...(typeof options.values === "function"
         ? await options.values({
@@ -278,18 +289,21 @@ export async function startChartEnvironment(
         OPERATOR_NAMESPACE,
         "--for=condition=Available",
         "--timeout=180s",
-        `deployment/${OPERATOR_DEPLOYMENT}`,
+        `deployment/${GATEWAY_DEPLOYMENT}`,
+        `deployment/${CONTROLLER_DEPLOYMENT}`,
       ])
       .catch(async (error: unknown) => {
         const pods = await kubectl.run("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "wide"]);
         throw new Error(`${String(error)}\n${pods.stdout}${operatorLogTails(cluster)}`);
       });
-    await waitFor("an operator pod of the release to hold the Lease", 120_000, async () => {
+    await waitFor("a controller pod of the release to hold the Lease", 120_000, async () => {
       const holder = await leaseHolder(kubectl);
       const pods = await operatorPodNames(kubectl);
       return holder && pods.some((name) => holder.startsWith(`${name}_`)) ? holder : undefined;
     });
-    progress(`Deployment ${OPERATOR_DEPLOYMENT} Available; a replica holds Lease ${LEADER_LEASE}`);
+    progress(
+      `Deployments ${GATEWAY_DEPLOYMENT} and ${CONTROLLER_DEPLOYMENT} Available; a controller replica holds Lease ${LEADER_LEASE}`,
+    );
 
     await applyExampleNamespace(kubectl, aps.url);
     progress("ProviderInstance aps and its Capabilities are Ready");
@@ -319,14 +333,14 @@ export async function startChartEnvironment(
 /**
  * What the files after a release's uninstall need: crds/ (CRDs, admission policies, persona roles:
  * kept by the uninstall, with helm still the manager of their fields, hence --force-conflicts) and the
- * operator's ClusterRole and bindings from deploy/ (removed with the release).
+ * components' ClusterRoles (crds/) and bindings (deploy/), removed with the release.
  */
 export async function restoreApiAfterRelease(kubectl: Kubectl): Promise<void> {
   await kubectl.ok("admin", ["apply", "--server-side", "--force-conflicts", "-f", join(REPO_ROOT, "crds")]);
   await installApi(kubectl);
 }
 
-/** The holder of Lease gatehouse-operator (`<POD_NAME>_<random>`), if any. */
+/** The holder of Lease gatehouse-controller (`<POD_NAME>_<random>`), if any. */
 export async function leaseHolder(kubectl: Kubectl): Promise<string | undefined> {
   const got = await kubectl.run("admin", [
     "get",
@@ -340,7 +354,7 @@ export async function leaseHolder(kubectl: Kubectl): Promise<string | undefined>
   return got.code === 0 && got.stdout ? got.stdout : undefined;
 }
 
-/** Names of the release's operator pods that are not being deleted. */
+/** Names of the release's controller pods (the Lease candidates) that are not being deleted. */
 export async function operatorPodNames(kubectl: Kubectl): Promise<string[]> {
   const pods = await kubectl.json<{
     items: Array<{ metadata: { name: string; deletionTimestamp?: string } }>;
@@ -385,17 +399,23 @@ export function podLogs(
   return logs;
 }
 
-/** The last lines the local node logged for each operator pod's container (for failure messages). */
+/** The last lines the local node logged for each component pod's container (for failure messages). */
 function operatorLogTails(cluster: ClusterInfo): string {
   const podsDir = join(cluster.runDir, "pods");
-  const dirs = readdirSync(podsDir).filter((d) =>
-    d.startsWith(`${OPERATOR_NAMESPACE}_${OPERATOR_DEPLOYMENT}-`),
+  const components = [
+    ["gateway", GATEWAY_DEPLOYMENT],
+    ["controller", CONTROLLER_DEPLOYMENT],
+  ] as const;
+  const dirs = readdirSync(podsDir).flatMap((d) =>
+    components
+      .filter(([, deployment]) => d.startsWith(`${OPERATOR_NAMESPACE}_${deployment}-`))
+      .map(([container]) => [d, container] as const),
   );
   return dirs
-    .map((d) => {
+    .map(([d, container]) => {
       let text = "";
       try {
-        text = readFileSync(join(podsDir, d, "logs", "operator.log"), "utf8");
+        text = readFileSync(join(podsDir, d, "logs", `${container}.log`), "utf8");
       } catch {}
       return `\n--- ${d}:\n${text.slice(-3000)}`;
     })

@@ -144,7 +144,7 @@ describe("the installed release", () => {
     const logs = podLogs(
       env.cluster,
       pods.map((p) => p.metadata.name),
-      "operator",
+      "controller",
     );
     const started = Object.values(logs).filter((text) => text.includes('"databaseLogin"'));
     expect(started).toHaveLength(pods.length);
@@ -241,7 +241,7 @@ describe("helm uninstall", () => {
     await eventually("the gateway's endpoints to be gone", 60_000, async () =>
       env.gatewayProxy.endpoints().length === 0 ? true : undefined,
     );
-    // Kept (value serviceAccount.annotations), so the harness's gatehouse-operator token stays valid.
+    // Kept (value controller.serviceAccount.annotations), so the harness's gatehouse-controller token stays valid.
     expect(await operatorServiceAccountUid(env.kubectl)).toBe(serviceAccountUid);
   });
 

@@ -36,7 +36,8 @@ import { describeInvokeLimits } from "./invoke-limits-cases.ts";
 import { decisionPatch, eventually } from "./story.ts";
 
 /** The operator's ServiceAccount: the only user admission lets create Approvals. */
-const OPERATOR_USER = "system:serviceaccount:gatehouse-system:gatehouse-operator";
+/** A user admission lets create Approvals: the gateway, which a squatter impersonates. */
+const OPERATOR_USER = "system:serviceaccount:gatehouse-system:gatehouse-gateway";
 
 /** What the counter offers here: two writes (approval Required by default) and a read (Auto). */
 const PLACE = "ct.order.place"; // write, no required field
@@ -425,8 +426,8 @@ describe("a squatted Approval", () => {
 
   /**
    * Creates the squat. Admission (crds/admission-policies.yaml, gatehouse-approval-create) admits an
-   * Approval CREATE only from the operator's ServiceAccount, so the squatter is someone who may
-   * impersonate it: admin with `--as`. Waits until the operator has seen it (its reconciler writes
+   * Approval CREATE only from the gateway's and the controller's ServiceAccounts, so the squatter is
+   * someone who may impersonate one: admin with `--as` the gateway. Waits until the operator has seen it (its reconciler writes
    * status.phase Pending), so Core's lookup finds it.
    */
   async function squat(body: Awaited<ReturnType<typeof squatBody>>): Promise<void> {

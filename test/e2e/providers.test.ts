@@ -149,12 +149,13 @@ describe("a Shared provider", () => {
     expect(policy.spec?.policyTypes).toEqual(["Ingress"]);
     const from =
       policy.spec?.ingress?.[0]?._from ?? (policy.spec?.ingress?.[0] as { from?: unknown[] })?.from;
-    expect(from).toEqual([
-      {
+    // The invoke path (gateway) and approved dispatch (controller) call providers.
+    expect(from).toEqual(
+      ["gatehouse-gateway", "gatehouse-controller"].map((name) => ({
         namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "gatehouse-system" } },
-        podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-operator" } },
-      },
-    ]);
+        podSelector: { matchLabels: { "app.kubernetes.io/name": name } },
+      })),
+    );
   });
 
   it("resolves its Capabilities to Ready with the provider's schemas and the tool name", async () => {

@@ -6,8 +6,9 @@
  *   terminal → nothing to do, unless messages were appended to a Completed session → continue it
  *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
  *   pod answered and more messages wait         → record continuations+1 (next pass creates its pod)
- *   ensure the namespace's agent ServiceAccount and NetworkPolicy
+ *   apply the namespace's agent NetworkPolicy   ; before each pod, and once per namespace per process
  *   cancelled → delete the pod
+ *   no pod → ensure the namespace's agent ServiceAccount
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
  *   status = statusFrom(session, pod, approvals, transcript record)
  *   writeStatusIfChanged(status)
@@ -535,7 +536,7 @@ export function agentNetworkPolicy(
 const appliedPolicies = new WeakMap<KubeClients, Set<string>>();
 
 /** Whether this process has applied `namespace`'s agent NetworkPolicy with `clients`. */
-function networkPolicyApplied(clients: KubeClients, namespace: string): boolean {
+export function networkPolicyApplied(clients: KubeClients, namespace: string): boolean {
   return appliedPolicies.get(clients)?.has(namespace) ?? false;
 }
 
@@ -545,7 +546,7 @@ function networkPolicyApplied(clients: KubeClients, namespace: string): boolean 
  * policy that selects the old operator pods, and its running agents would not reach the gateway until
  * it is corrected.
  */
-async function applyNetworkPolicy(
+export async function applyNetworkPolicy(
   clients: KubeClients,
   namespace: string,
   gatewayPort: number,

@@ -2,7 +2,7 @@
  * ProviderInstance reconciler:
  *   provider = cache.get(key)               ; gone → owner references clean up the workload
  *   apply Deployment + Service (Sidecar: one discovery replica) ; server-side apply, field manager gatehouse-operator
- *   create the NetworkPolicy admitting only the operator
+ *   apply the NetworkPolicy admitting only the gateway and the controller (same field manager)
  *   endpoints = ready EndpointSlice addresses
  *   manifest = GET /v1/manifest at an endpoint
  *   status = Ready/Healthy conditions (spec.disabled → Ready=False Disabled), manifest summary, endpoints
