@@ -62,6 +62,38 @@ export const GATEWAY_POD_SELECTOR = `app.kubernetes.io/name=gatehouse-gateway,ap
 /** The Lease the controller replicas elect their leader on. */
 export { LEADER_LEASE };
 
+/**
+ * Where a chart runs its long-running pods: this version's two Deployments, or the one Deployment
+ * `<release>-operator` of the versions before the split (the upgrade test installs one of those).
+ */
+export interface ChartLayout {
+  /** The Deployments the environment waits to be Available. */
+  deployments: string[];
+  /** The Lease their leader holds, and the label selector of its candidates' pods. */
+  lease: string;
+  candidates: string;
+  /** The layout's values of the harness's ServiceAccounts: kept on uninstall (bootstrap made them). */
+  serviceAccountValues: Record<string, unknown>;
+}
+
+const KEEP = { annotations: { "helm.sh/resource-policy": "keep" } };
+
+/** This version's layout. */
+export const SPLIT_LAYOUT: ChartLayout = {
+  deployments: [GATEWAY_DEPLOYMENT, CONTROLLER_DEPLOYMENT],
+  lease: LEADER_LEASE,
+  candidates: OPERATOR_POD_SELECTOR,
+  serviceAccountValues: { gateway: { serviceAccount: KEEP }, controller: { serviceAccount: KEEP } },
+};
+
+/** The layout of the versions before the split: one Deployment, Lease gatehouse-operator. */
+export const SINGLE_OPERATOR_LAYOUT: ChartLayout = {
+  deployments: [`${RELEASE}-operator`],
+  lease: "gatehouse-operator",
+  candidates: `app.kubernetes.io/name=gatehouse-operator,app.kubernetes.io/instance=${RELEASE}`,
+  serviceAccountValues: { serviceAccount: KEEP },
+};
+
 /** An environment whose operator is the chart's release. */
 export interface ChartEnvironment extends BaseEnvironment {
   /** The Service proxy agent pods reach the gateway through (`gatewayUrl` is its URL). */
@@ -97,6 +129,8 @@ export interface ChartEnvironmentOptions {
   values?: Record<string, unknown> | ((context: ChartValuesContext) => Promise<Record<string, unknown>>);
   /** The chart to install. Default: the working tree's charts/gatehouse. */
   chartDir?: string;
+  /** How that chart lays out its pods. Default: {@link SPLIT_LAYOUT}, this version's. */
+  layout?: ChartLayout;
   /** The operator image the values select. Default: gatehouse/operator:<the chart's appVersion>. */
   image?: string;
   progress?: (line: string) => void;
@@ -143,6 +177,7 @@ export async function startChartEnvironment(
   };
   try {
     const chartDir = options.chartDir ?? CHART_DIR;
+    const layout = options.layout ?? SPLIT_LAYOUT;
     const appVersion = (parse(readFileSync(join(chartDir, "Chart.yaml"), "utf8")) as { appVersion: string })
       .appVersion;
     const image = options.image ?? `gatehouse/operator:${appVersion}`;
@@ -196,13 +231,13 @@ export async function startChartEnvironment(
           },
         },
       },
-      // The harness's own gatehouse-gateway and gatehouse-controller tokens (kubeconfig contexts) are
-      // bound to these ServiceAccounts: the release adopts them but must not delete them on uninstall.
+      // The harness's own component tokens (kubeconfig contexts) are bound to these ServiceAccounts:
+      // the release adopts them but must not delete them on uninstall.
+      ...layout.serviceAccountValues,
       gateway: {
         url: gatewayProxy.url,
-        serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } },
+        ...((layout.serviceAccountValues.gateway as Record<string, unknown> | undefined) ?? {}),
       },
-      controller: { serviceAccount: { annotations: { "helm.sh/resource-policy": "keep" } } },
       rbac: { identityBindingNamespaces: [NAMESPACE] },
       // The chart's default, gatehouse/agent:<appVersion>, is a registry's image; the local node runs :dev.
       agent: { image: "gatehouse/agent:dev" },
@@ -289,21 +324,18 @@ export async function startChartEnvironment(
         OPERATOR_NAMESPACE,
         "--for=condition=Available",
         "--timeout=180s",
-        `deployment/${GATEWAY_DEPLOYMENT}`,
-        `deployment/${CONTROLLER_DEPLOYMENT}`,
+        ...layout.deployments.map((name) => `deployment/${name}`),
       ])
       .catch(async (error: unknown) => {
         const pods = await kubectl.run("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "wide"]);
         throw new Error(`${String(error)}\n${pods.stdout}${operatorLogTails(cluster)}`);
       });
     await waitFor("a controller pod of the release to hold the Lease", 120_000, async () => {
-      const holder = await leaseHolder(kubectl);
-      const pods = await operatorPodNames(kubectl);
+      const holder = await leaseHolder(kubectl, layout.lease);
+      const pods = await operatorPodNames(kubectl, layout.candidates);
       return holder && pods.some((name) => holder.startsWith(`${name}_`)) ? holder : undefined;
     });
-    progress(
-      `Deployments ${GATEWAY_DEPLOYMENT} and ${CONTROLLER_DEPLOYMENT} Available; a controller replica holds Lease ${LEADER_LEASE}`,
-    );
+    progress(`Deployments ${layout.deployments.join(", ")} Available; a replica holds Lease ${layout.lease}`);
 
     await applyExampleNamespace(kubectl, aps.url);
     progress("ProviderInstance aps and its Capabilities are Ready");
@@ -341,11 +373,11 @@ export async function restoreApiAfterRelease(kubectl: Kubectl): Promise<void> {
 }
 
 /** The holder of Lease gatehouse-controller (`<POD_NAME>_<random>`), if any. */
-export async function leaseHolder(kubectl: Kubectl): Promise<string | undefined> {
+export async function leaseHolder(kubectl: Kubectl, lease = LEADER_LEASE): Promise<string | undefined> {
   const got = await kubectl.run("admin", [
     "get",
     "lease",
-    LEADER_LEASE,
+    lease,
     "-n",
     OPERATOR_NAMESPACE,
     "-o",
@@ -355,10 +387,13 @@ export async function leaseHolder(kubectl: Kubectl): Promise<string | undefined>
 }
 
 /** Names of the release's controller pods (the Lease candidates) that are not being deleted. */
-export async function operatorPodNames(kubectl: Kubectl): Promise<string[]> {
+export async function operatorPodNames(
+  kubectl: Kubectl,
+  selector = OPERATOR_POD_SELECTOR,
+): Promise<string[]> {
   const pods = await kubectl.json<{
     items: Array<{ metadata: { name: string; deletionTimestamp?: string } }>;
-  }>("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-l", OPERATOR_POD_SELECTOR]);
+  }>("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-l", selector]);
   return pods.items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name);
 }
 
@@ -399,12 +434,14 @@ export function podLogs(
   return logs;
 }
 
-/** The last lines the local node logged for each component pod's container (for failure messages). */
+/** The last lines the local node logged for each release pod's container (for failure messages). */
 function operatorLogTails(cluster: ClusterInfo): string {
   const podsDir = join(cluster.runDir, "pods");
   const components = [
     ["gateway", GATEWAY_DEPLOYMENT],
     ["controller", CONTROLLER_DEPLOYMENT],
+    // An older chart's one Deployment (SINGLE_OPERATOR_LAYOUT).
+    ["operator", `${RELEASE}-operator`],
   ] as const;
   const dirs = readdirSync(podsDir).flatMap((d) =>
     components

@@ -1,9 +1,10 @@
 /**
  * The upgrade a platform engineer runs (docs/upgrading.md, "To the version with a migrate Job and
- * runtime logins"): the chart and images of an older commit installed as chart-install.test.ts installs
- * the working tree's, live state created under them — alice's session waiting on a Pending Approval of
- * a publish, and audit records — then `helm upgrade` to the working tree's chart and images with the
- * values the page names. Nothing may be lost: the Approval is decided after the upgrade and its
+ * runtime logins" and "To the version with a gateway and a controller"): the chart and images of an
+ * older commit — one operator Deployment, the owner's URL in its pods — installed as
+ * chart-install.test.ts installs the working tree's, live state created under them — alice's session
+ * waiting on a Pending Approval of a publish, and audit records — then `helm upgrade` to the working
+ * tree's chart and images (a gateway and a controller Deployment) with the values the page names. Nothing may be lost: the Approval is decided after the upgrade and its
  * publish runs exactly once (the fake APS's own record), the session completes, and one audit chain
  * holds the records of both versions and verifies against the checkpoints.
  *
@@ -21,12 +22,15 @@ import { registerImage } from "../cluster/src/index.ts";
 import { CHART_DIR } from "../helm/helm.ts";
 import {
   type ChartEnvironment,
+  CONTROLLER_DEPLOYMENT,
+  GATEWAY_DEPLOYMENT,
+  GATEWAY_POD_SELECTOR,
   migrateJobLogs,
-  OPERATOR_DEPLOYMENT,
   OPERATOR_POD_SELECTOR,
   podLogs,
   RELEASE,
   restoreApiAfterRelease,
+  SINGLE_OPERATOR_LAYOUT,
   startChartEnvironment,
 } from "./chart-environment.ts";
 import { clusterInfo } from "./cluster-info.ts";
@@ -48,8 +52,9 @@ const OLD_COMMIT = "7adfe24";
 const OLD_OPERATOR_TAG = `0.1.0-${OLD_COMMIT}`;
 const OLD_OPERATOR_IMAGE = `gatehouse/operator:${OLD_OPERATOR_TAG}`;
 const OLD_AGENT_IMAGE = `gatehouse/agent:${OLD_COMMIT}`;
-/** The Secret of the controller's runtime login, named as docs/upgrading.md step 2 names it. */
+/** The Secrets of the components' runtime logins, named as docs/upgrading.md names them. */
 const CONTROLLER_LOGIN_SECRET = "gatehouse-database-controller-login";
+const GATEWAY_LOGIN_SECRET = "gatehouse-database-gateway-login";
 const SESSION = "upgrade-alice";
 
 let env: ChartEnvironment;
@@ -136,6 +141,7 @@ beforeAll(async () => {
 
   env = await startChartEnvironment(cluster, {
     chartDir: join(oldDir, "charts/gatehouse"),
+    layout: SINGLE_OPERATOR_LAYOUT,
     image: OLD_OPERATOR_IMAGE,
     // The older chart's values: the owner's URL (its pods migrate with it at start) and the URL of a
     // login that is a member of gatehouse_operator, as that version's chart documented.
@@ -187,35 +193,40 @@ beforeAll(async () => {
     items: Array<{ metadata: { name: string }; spec: { containers: Array<{ image: string }> } }>;
   }>("admin", ["get", "pods", "-n", NAMESPACE]);
   oldImages = {
-    operator: (await liveOperatorPods()).map((p) => p.image),
+    operator: (await liveReleasePods(SINGLE_OPERATOR_LAYOUT.candidates)).map((p) => p.image),
     agent: agentPods.items
       .filter((p) => p.metadata.name.startsWith(`${SESSION}-agent-`))
       .map((p) => p.spec.containers[0]?.image),
   };
 
-  // docs/upgrading.md steps 2 and 3: the controller login's URL in a Secret, then the upgrade. The
-  // login does not exist yet: the migrate Job creates it (the owner here may create roles).
-  const podSide = new URL(env.runtimeUrls.controller);
-  podSide.hostname = env.cluster.bridgeIP;
-  podSide.port = String(env.databaseForwarder.port);
-  // A run that was killed may have left it (the environment's stop deletes the rest).
-  await env.kubectl.ok("admin", [
-    "delete",
-    "secret",
-    CONTROLLER_LOGIN_SECRET,
-    "-n",
-    OPERATOR_NAMESPACE,
-    "--ignore-not-found",
-  ]);
-  await env.kubectl.ok("admin", [
-    "create",
-    "secret",
-    "generic",
-    CONTROLLER_LOGIN_SECRET,
-    "-n",
-    OPERATOR_NAMESPACE,
-    `--from-literal=url=${podSide.toString()}`,
-  ]);
+  // docs/upgrading.md: each component's login URL in a Secret, then the upgrade. The logins do not
+  // exist yet: the migrate Job creates them (the owner here may create roles).
+  for (const [secret, url] of [
+    [CONTROLLER_LOGIN_SECRET, env.runtimeUrls.controller],
+    [GATEWAY_LOGIN_SECRET, env.runtimeUrls.gateway],
+  ] as const) {
+    const podSide = new URL(url);
+    podSide.hostname = env.cluster.bridgeIP;
+    podSide.port = String(env.databaseForwarder.port);
+    // A run that was killed may have left it (the environment's stop deletes the rest).
+    await env.kubectl.ok("admin", [
+      "delete",
+      "secret",
+      secret,
+      "-n",
+      OPERATOR_NAMESPACE,
+      "--ignore-not-found",
+    ]);
+    await env.kubectl.ok("admin", [
+      "create",
+      "secret",
+      "generic",
+      secret,
+      "-n",
+      OPERATOR_NAMESPACE,
+      `--from-literal=url=${podSide.toString()}`,
+    ]);
+  }
   const started = Date.now();
   upgrade = await env.helm([
     "upgrade",
@@ -232,6 +243,17 @@ beforeAll(async () => {
     "database.operatorUrl=",
     "--set",
     `database.runtime.controller.secretName=${CONTROLLER_LOGIN_SECRET}`,
+    "--set",
+    `database.runtime.gateway.secretName=${GATEWAY_LOGIN_SECRET}`,
+    // A moved value the page says to drop (the chart refuses it, naming the new ones).
+    "--set",
+    "serviceAccount=null",
+    // The harness's own: its component ServiceAccounts (bootstrap) are adopted and kept on uninstall.
+    "--take-ownership",
+    "--set-json",
+    `gateway.serviceAccount=${JSON.stringify({ annotations: { "helm.sh/resource-policy": "keep" } })}`,
+    "--set-json",
+    `controller.serviceAccount=${JSON.stringify({ annotations: { "helm.sh/resource-policy": "keep" } })}`,
     // The older version's images were pinned by value; the new chart's default is its appVersion.
     "--set",
     "image.tag=",
@@ -239,20 +261,24 @@ beforeAll(async () => {
     "agent.image=gatehouse/agent:dev",
   ]);
   if (upgrade.code === 0) {
-    await env.kubectl.ok("admin", [
-      "rollout",
-      "status",
-      `deployment/${OPERATOR_DEPLOYMENT}`,
-      "-n",
-      OPERATOR_NAMESPACE,
-      "--timeout=180s",
-    ]);
+    for (const deployment of [GATEWAY_DEPLOYMENT, CONTROLLER_DEPLOYMENT]) {
+      await env.kubectl.ok("admin", [
+        "rollout",
+        "status",
+        `deployment/${deployment}`,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--timeout=180s",
+      ]);
+    }
   }
   upgradeSeconds = (Date.now() - started) / 1000;
 }, 1_200_000);
 
 afterAll(async () => {
-  await env?.kubectl.run("admin", ["delete", "secret", CONTROLLER_LOGIN_SECRET, "-n", OPERATOR_NAMESPACE]);
+  for (const secret of [CONTROLLER_LOGIN_SECRET, GATEWAY_LOGIN_SECRET]) {
+    await env?.kubectl.run("admin", ["delete", "secret", secret, "-n", OPERATOR_NAMESPACE]);
+  }
   // The older version's login goes first, while the environment's pool is open; its pods are gone.
   if (oldLogin) await env?.pool.query(`DROP ROLE IF EXISTS ${oldLogin}`).catch(() => {});
   await env?.stop();
@@ -266,16 +292,16 @@ interface EnvVar {
   valueFrom?: { secretKeyRef?: { name: string } };
 }
 
-/** The release's operator pods that are not being deleted: name, image and environment. */
-async function liveOperatorPods(): Promise<
-  Array<{ name: string; image: string | undefined; env: EnvVar[] }>
-> {
+/** The release's pods of `selector` that are not being deleted: name, image and environment. */
+async function liveReleasePods(
+  selector: string,
+): Promise<Array<{ name: string; image: string | undefined; env: EnvVar[] }>> {
   const pods = await env.kubectl.json<{
     items: Array<{
       metadata: { name: string; deletionTimestamp?: string };
       spec: { containers: Array<{ image: string; env?: EnvVar[] }> };
     }>;
-  }>("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-l", OPERATOR_POD_SELECTOR]);
+  }>("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-l", selector]);
   return pods.items
     .filter((p) => !p.metadata.deletionTimestamp)
     .map((p) => ({
@@ -285,8 +311,18 @@ async function liveOperatorPods(): Promise<
     }));
 }
 
-/** The working tree's operator image, which every live operator pod runs once the upgrade is done. */
+/** The working tree's operator image, which every live component pod runs once the upgrade is done. */
 const NEW_OPERATOR_IMAGE = "gatehouse/operator:0.1.0";
+
+/** The images of the live gateway and controller pods (two replicas each by default). */
+async function newComponentImages(): Promise<Array<string | undefined>> {
+  const pods = [
+    ...(await liveReleasePods(GATEWAY_POD_SELECTOR)),
+    ...(await liveReleasePods(OPERATOR_POD_SELECTOR)),
+  ];
+  return pods.map((p) => p.image);
+}
+const FOUR_NEW = [NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE];
 
 describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading.md says`, () => {
   it("succeeds, running the migrate Job, and replaces the older pods with the working tree's, which hold the controller's login and no owner URL", async () => {
@@ -298,22 +334,30 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
     const database = new URL(env.databaseUrl).pathname.slice(1);
     expect(migrateLog.match(/^applied .*/gm)).toEqual(["applied 0010_component_roles"]);
     expect(migrateLog).toContain(`controller login ${database}_controller: created`);
-    const live = await liveOperatorPods();
-    expect(live.map((p) => p.image)).toEqual([NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE]);
-    const logs = Object.values(
-      podLogs(
-        env.cluster,
-        live.map((p) => p.name),
-        "operator",
-      ),
-    );
-    for (const text of logs) expect(text).toContain(`"databaseLogin":"${database}_controller"`);
-    // The owner's URL and the older login's are out of the operator pods and their Secrets are gone.
-    for (const pod of live) {
-      const databaseVars = pod.env.filter((v) => v.name.includes("DATABASE"));
-      expect(databaseVars.map((v) => [v.name, v.valueFrom?.secretKeyRef?.name])).toEqual([
-        ["DATABASE_URL", CONTROLLER_LOGIN_SECRET],
-      ]);
+    expect(migrateLog).toContain(`gateway login ${database}_gateway: created`);
+    expect(await liveReleasePods(SINGLE_OPERATOR_LAYOUT.candidates)).toEqual([]);
+    for (const [component, selector, secret] of [
+      ["gateway", GATEWAY_POD_SELECTOR, GATEWAY_LOGIN_SECRET],
+      ["controller", OPERATOR_POD_SELECTOR, CONTROLLER_LOGIN_SECRET],
+    ] as const) {
+      const live = await liveReleasePods(selector);
+      expect(live.map((p) => p.image)).toEqual([NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE]);
+      const logs = Object.values(
+        podLogs(
+          env.cluster,
+          live.map((p) => p.name),
+          component,
+        ),
+      );
+      expect(logs).toHaveLength(2);
+      for (const text of logs) expect(text).toContain(`"databaseLogin":"${database}_${component}"`);
+      // The owner's URL and the older login's are out of the pods; each holds its own login only.
+      for (const pod of live) {
+        const databaseVars = pod.env.filter((v) => v.name.includes("DATABASE"));
+        expect(databaseVars.map((v) => [v.name, v.valueFrom?.secretKeyRef?.name])).toEqual([
+          ["DATABASE_URL", secret],
+        ]);
+      }
     }
     for (const secret of [`${RELEASE}-database`, `${RELEASE}-database-operator`]) {
       const got = await env.kubectl.run("admin", ["get", "secret", secret, "-n", OPERATOR_NAMESPACE]);
@@ -324,7 +368,7 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
 
   it("lets the Approval created before it be approved after it, and runs the publish exactly once", async () => {
     // Against the working tree's pods only: a failed upgrade leaves the older ones running.
-    expect((await liveOperatorPods()).map((p) => p.image)).toEqual([NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE]);
+    expect(await newComponentImages()).toEqual(FOUR_NEW);
     const approval = await env.kubectl.json<ApprovalObject>("admin", [
       "get",
       "approval",
@@ -362,7 +406,7 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
 
   it("completes the session the older version started", async () => {
     // Against the working tree's pods only: a failed upgrade leaves the older ones running.
-    expect((await liveOperatorPods()).map((p) => p.image)).toEqual([NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE]);
+    expect(await newComponentImages()).toEqual(FOUR_NEW);
     await env.kubectl.ok("admin", [
       "wait",
       "-n",
@@ -385,7 +429,7 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
 
   it("keeps one audit chain of both versions' records that gatehouse-audit verify accepts", async () => {
     // Against the working tree's pods only: a failed upgrade leaves the older ones running.
-    expect((await liveOperatorPods()).map((p) => p.image)).toEqual([NEW_OPERATOR_IMAGE, NEW_OPERATOR_IMAGE]);
+    expect(await newComponentImages()).toEqual(FOUR_NEW);
     expect(oldHead).toBeGreaterThan(0);
     await checkpointsReachHead(env);
     const head = (await createPostgresAuditLog(env.pool).head()).seq;
@@ -414,12 +458,12 @@ describe(`helm rollback to ${OLD_COMMIT}, as docs/upgrading.md says`, () => {
     await env.kubectl.ok("admin", [
       "rollout",
       "status",
-      `deployment/${OPERATOR_DEPLOYMENT}`,
+      `deployment/${SINGLE_OPERATOR_LAYOUT.deployments[0]}`,
       "-n",
       OPERATOR_NAMESPACE,
       "--timeout=180s",
     ]);
-    const live = await liveOperatorPods();
+    const live = await liveReleasePods(SINGLE_OPERATOR_LAYOUT.candidates);
     expect(live.map((p) => p.image)).toEqual([OLD_OPERATOR_IMAGE, OLD_OPERATOR_IMAGE]);
     for (const pod of live) {
       expect(
