@@ -81,46 +81,46 @@ const Environment = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/[^/]/, "not a postgres:// URL")
     .describe(
-      "Postgres URL of this process's runtime login, a member of gatehouse_controller (never the owner or a superuser: the process refuses them; the migrate program creates it, docs/upgrading.md) (required)",
+      "Postgres URL of this program's runtime login, a member of its component's role only — gatehouse_gateway or gatehouse_controller (never the owner, a superuser or the other component's login: the program refuses them; the migrate program creates it, docs/upgrading.md); chart value database.runtime.<component>.secretName (required)",
     ),
-  GATEWAY_HOST: z.string().default("0.0.0.0").describe("where the gateway listens (default 0.0.0.0)"),
+  GATEWAY_HOST: z.string().default("0.0.0.0").describe("gateway: where it listens (default 0.0.0.0)"),
   GATEWAY_PORT: z.coerce
     .number()
     .int()
     .min(1)
     .max(65535)
     .default(8443)
-    .describe("gateway port (default 8443)"),
+    .describe("gateway: its port (default 8443)"),
   GATEWAY_URL: z
     .url()
     .optional()
-    .describe("the gateway URL agent pods use (default http://GATEWAY_HOST:GATEWAY_PORT)"),
+    .describe("controller: the gateway URL agent pods are given (default http://GATEWAY_HOST:GATEWAY_PORT)"),
   MODEL_ENDPOINTS: jsonVariable(
     "MODEL_ENDPOINTS",
     "[]",
     z.array(ModelEndpoint),
     "a JSON list of endpoints",
   ).describe(
-    "JSON list of {name, baseURL, keySecretRef?: {name, key}, models?, default?}: where the gateway's model proxy sends a session's requests; the key is read from that Secret in the operator's namespace (no keySecretRef: no key)",
+    "both (the gateway proxies, the controller checks sessions' models): JSON list of {name, baseURL, keySecretRef?: {name, key}, models?, default?}: where the gateway's model proxy sends a session's requests; the key is read from that Secret in the operator's namespace (no keySecretRef: no key)",
   ),
   AGENT_IMAGE: z
     .string()
     .default("gatehouse/agent:dev")
-    .describe("the agent runtime image (default gatehouse/agent:dev)"),
+    .describe("controller: the agent runtime image (default gatehouse/agent:dev)"),
   AGENT_POD_RETRIES: z.coerce
     .number()
     .int()
     .min(0)
     .max(10)
     .default(2)
-    .describe("how often a failed agent pod is replaced before the session fails (default 2)"),
+    .describe("controller: how often a failed agent pod is replaced before the session fails (default 2)"),
   AGENT_RESOURCES: jsonVariable(
     "AGENT_RESOURCES",
     JSON.stringify(DEFAULT_AGENT_RESOURCES),
     AgentResources,
     '{"requests": {...}, "limits": {...}} of quantity strings',
   ).describe(
-    "JSON corev1 ResourceRequirements of the agent container (default requests 50m/128Mi, limits 1/512Mi)",
+    "controller: JSON corev1 ResourceRequirements of the agent container (default requests 50m/128Mi, limits 1/512Mi)",
   ),
   PROVIDER_PORT: z.coerce
     .number()
@@ -143,7 +143,9 @@ const Environment = z.object({
   LEADER_ELECTION: z
     .enum(["true", "false"], { error: "LEADER_ELECTION must be true or false" })
     .default("true")
-    .describe("true (default) or false: run the controllers only while holding the Lease"),
+    .describe(
+      "controller: true (default) or false: run the controllers only while holding Lease gatehouse-controller",
+    ),
   LEADER_ELECTION_NAMESPACE: z
     .string()
     .optional()
@@ -152,7 +154,7 @@ const Environment = z.object({
     .string()
     .optional()
     .describe(
-      "the operator's namespace: model key Secrets, grant keys, audit checkpoints (default gatehouse-system)",
+      "the components' namespace: model key Secrets, grant keys, published grant public keys (default gatehouse-system)",
     ),
   WATCH_NAMESPACES: z
     .string()
@@ -165,7 +167,7 @@ const Environment = z.object({
     )
     .pipe(z.array(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "not a namespace name")))
     .describe(
-      "controller: comma list of the namespaces whose AgentSessions it runs (its pod RBAC is bound there); sessions elsewhere get condition Ready=False, reason NamespaceNotServed (default empty: every namespace)",
+      "controller: comma list of the namespaces whose AgentSessions it runs (its pod RBAC is bound there); sessions elsewhere stay Pending with condition Progressing=False, reason NamespaceNotServed (default empty: every namespace)",
     ),
   GATEWAY_SERVICE_ACCOUNT: z
     .string()
@@ -269,7 +271,7 @@ const Environment = z.object({
     .min(0.1)
     .max(86_400)
     .default(60)
-    .describe("period of audit checkpoints (default 60)"),
+    .describe("controller: period of audit checkpoints (default 60)"),
 });
 
 /** The `--help` text: every variable the operator reads, from the schema that parses them. */
@@ -331,9 +333,9 @@ export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-/** Where the operator's variables come from: its container's environment, which the chart fills from its values. */
+/** Where the programs' variables come from: their containers' environment, which the chart fills from its values. */
 const setInOperatorEnvironment: HowToSet = (name) =>
-  `set ${name} in the operator container's environment, with Helm through its chart value or extraEnv`;
+  `set ${name} in the gateway's or controller's container environment (with Helm: the chart value that sets it, or extraEnv)`;
 
 /**
  * Parses the environment. Errors: throws a {@link ConfigError} with one line per bad variable naming

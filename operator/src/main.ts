@@ -17,7 +17,11 @@ if (program === "migrate") {
     }),
   );
 }
-if (program === "--help" || args.includes("--help")) {
+const PROGRAMS = ["gateway", "controller"];
+if (
+  program === "--help" ||
+  (program !== undefined && PROGRAMS.includes(program) && args.includes("--help"))
+) {
   process.stdout.write(USAGE);
   process.exit(0);
 }

@@ -294,6 +294,33 @@ describe("admission, as the gateway", () => {
     expectRefused(result, new RegExp(`decision-append: ${GATEWAY} may only append exactly one decision`));
   });
 
+  it.each([
+    [
+      "with a decision",
+      { decisions: [{ approver: "carol", verdict: "Approve" }] },
+      /created without decisions/,
+    ],
+    [
+      "with a resolution",
+      { resolutions: [{ resolver: "carol", outcome: "Succeeded", reason: "checked" }] },
+      /created without resolutions/,
+    ],
+  ])(
+    "refuses the gateway an Approval created %s, naming the rule and the gateway",
+    async (_, fields, why) => {
+      const name = uniqueName("apr");
+      const result = await kubectl.run(
+        "admin",
+        ["create", "-f", "-", "--as", GATEWAY],
+        manifest("Approval", ns, name, approvalSpec(fields)),
+      );
+      expectRefused(result, new RegExp(`approval-create: Approval ${name} is ${why.source}`));
+      expect(result.stderr).toContain(GATEWAY);
+      const got = await kubectl.run("admin", ["get", "approval", name, "-n", ns]);
+      expect(got.stderr).toMatch(/NotFound/);
+    },
+  );
+
   it("refuses an Approval created by a user who is neither component", async () => {
     const result = await kubectl.run(
       "admin",

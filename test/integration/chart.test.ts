@@ -116,6 +116,7 @@ describe("helm lint and helm template", () => {
   it.each([
     "database.operatorUrl=postgres://gatehouse_operator@db/g",
     "database.operatorSecretName=prod-postgres-operator",
+    "database.operatorSecretKey=url",
   ])("refuses the removed value in --set %s, naming its successor and docs/upgrading.md", async (set) => {
     const result = await helm([
       "template",
@@ -127,7 +128,9 @@ describe("helm lint and helm template", () => {
       set,
     ]);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain("database.operatorUrl and database.operatorSecretName are gone");
+    expect(result.stderr).toContain(
+      "database.operatorUrl, database.operatorSecretName and database.operatorSecretKey are gone",
+    );
     expect(result.stderr).toContain("database.runtime.controller.url");
     expect(result.stderr).toContain("docs/upgrading.md");
   });

@@ -84,10 +84,10 @@ migrate Job: <release>-migrate. */}}
 {{- printf "%s-migrate" (include "gatehouse.prefix" .) -}}
 {{- end }}
 
-{{/* Refuses values from before the runtime logins (database.operatorUrl / operatorSecretName). */}}
+{{/* Refuses values from before the runtime logins (database.operatorUrl / operatorSecretName / operatorSecretKey). */}}
 {{- define "gatehouse.refuseOldDatabaseValues" -}}
-{{- if or .Values.database.operatorUrl .Values.database.operatorSecretName -}}
-{{- fail "database.operatorUrl and database.operatorSecretName are gone: the operator role's URL is now database.runtime.controller.url (or .secretName), a login that is a member of gatehouse_controller; see docs/upgrading.md" -}}
+{{- if or .Values.database.operatorUrl .Values.database.operatorSecretName .Values.database.operatorSecretKey -}}
+{{- fail "database.operatorUrl, database.operatorSecretName and database.operatorSecretKey are gone: the operator role's URL is now database.runtime.controller.url (or .secretName), a login that is a member of gatehouse_controller; see docs/upgrading.md" -}}
 {{- end -}}
 {{- end }}
 

@@ -102,13 +102,25 @@ const AUTO_EXECUTION = "has(oldObject.spec.autoExecution) && oldObject.spec.auto
 const APPROVAL_CREATE: PolicyDefinition = {
   name: "gatehouse-approval-create",
   description:
-    "Approvals are created only by the Gatehouse gateway or controller, so nobody can pre-create one.",
+    "Approvals are created only by the Gatehouse gateway or controller, without decisions or resolutions, so nobody can pre-create or pre-decide one.",
   operations: ["CREATE"],
   resources: ["approvals"],
   validations: [
     {
       expression: `${USER} == ${GATEWAY} || ${USER} == ${CONTROLLER}`,
       messageExpression: `'approval-create: only the Gatehouse gateway and controller create Approvals; ' + ${USER} + ' may not (approvers append a decision to an existing Approval instead)'`,
+      reason: "Forbidden",
+    },
+    // The creator is the proposer, never an approver: a decision or resolution born with the object
+    // would be counted without the decide and resolve rules ever judging it.
+    {
+      expression: "!has(object.spec.decisions) || size(object.spec.decisions) == 0",
+      messageExpression: `'approval-create: Approval ' + object.metadata.name + ' is created without decisions; approvers append theirs to it afterwards (' + ${USER} + ' may not create one already decided)'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `size(${RESOLUTIONS("object")}) == 0`,
+      messageExpression: `'approval-create: Approval ' + object.metadata.name + ' is created without resolutions; the platform team resolves an Unknown outcome afterwards (' + ${USER} + ' may not create one already resolved)'`,
       reason: "Forbidden",
     },
   ],

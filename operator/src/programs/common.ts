@@ -95,7 +95,8 @@ export async function startComponent(
   options: ComponentOptions,
 ): Promise<StartedComponent> {
   const config = configOrExit();
-  const log = pino({ level: config.logLevel, base: { component: `gatehouse-${component}` } });
+  // `program`, not `component`: the parts log as child loggers with their own `component`.
+  const log = pino({ level: config.logLevel, base: { program: `gatehouse-${component}` } });
   const metrics = createMetrics();
   const identity = `${config.leaderElection.identityPrefix}_${randomBytes(4).toString("hex")}`;
   const clients = makeClients(

@@ -25,7 +25,8 @@ const GATEWAY_DRAIN_MS = 10_000;
 export async function runGateway(): Promise<void> {
   let listening = false;
   const started = await startComponent("gateway", {
-    isLeader: () => true,
+    // No Lease: it never leads (gatehouse_leader 0, /readyz "leader": false).
+    isLeader: () => false,
     checks: [{ name: "gateway", ready: () => listening }],
     checkpoints: false,
   });

@@ -113,7 +113,7 @@ async function assertComponentRole(
       : `is not a member of ${own}`;
     throw new GatehouseError(
       "forbidden",
-      `${variable}'s login ${login} ${problem}: the ${component} runs as a login of ${own} only (gatehouse-migrate creates one with --${component}-url; ${SEE})`,
+      `${variable}'s login ${login} ${problem}: the ${component} runs as a login of ${own} only (gatehouse-migrate creates one from ${component.toUpperCase()}_DATABASE_URL; ${SEE})`,
     );
   }
 }
