@@ -69,7 +69,9 @@ describe("operator configuration", () => {
     const lines = message.split("\n");
     expect(lines.map((line) => line.split(" ")[0]).sort()).toEqual(["GATEWAY_PORT", "PROVIDER_DEADLINE_MS"]);
     for (const line of lines) {
-      expect(line).toMatch(/^[A-Z_]+ is invalid \(.+\): set [A-Z_]+ in the gateway's or controller's container environment/);
+      expect(line).toMatch(
+        /^[A-Z_]+ is invalid \(.+\): set [A-Z_]+ in the gateway's or controller's container environment/,
+      );
       expect(line).not.toContain("soon");
     }
   });

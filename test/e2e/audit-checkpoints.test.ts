@@ -111,7 +111,7 @@ afterAll(async () => {
 });
 
 describe("audit checkpoints in the ConfigMap", () => {
-  it("hold the chain head after a session, written by the operator's ServiceAccount", async () => {
+  it("hold the chain head after a session, written by the controller (its User-Agent names the manager)", async () => {
     const { head, latest } = await eventually("the ConfigMap to hold the chain head", 60_000, async () => {
       const head = await chainHead();
       const latest = (await configMapCheckpoints())?.at(-1);
@@ -123,7 +123,7 @@ describe("audit checkpoints in the ConfigMap", () => {
       "admin",
       ["get", "configmap", CONFIGMAP, "-n", OPERATOR_NAMESPACE, "--show-managed-fields"],
     );
-    expect(configMap.metadata.managedFields?.map((f) => f.manager)).toContain("gatehouse-operator");
+    expect(configMap.metadata.managedFields?.map((f) => f.manager)).toContain("gatehouse-controller");
   });
 
   it("are signed with the witness's key, whose public part only is published beside them", async () => {
@@ -137,7 +137,7 @@ describe("audit checkpoints in the ConfigMap", () => {
     const latest = (await configMapCheckpoints())?.at(-1);
     expect(latest?.kid).toBe(keys[0]!.kid);
     expect(latest?.sig).toMatch(/^[A-Za-z0-9_-]{86}$/);
-    // The private key is in the Secret only, which the operator created.
+    // The private key is in the Secret only, which the controller created.
     const secret = await env.kubectl.json<{
       data: Record<string, string>;
       metadata: { managedFields?: Array<{ manager?: string }> };
@@ -148,7 +148,7 @@ describe("audit checkpoints in the ConfigMap", () => {
     }>;
     expect(stored.map((k) => k.kid)).toEqual([keys[0]!.kid]);
     expect(JSON.stringify(data)).not.toContain(stored[0]!.privateJwk!.d);
-    expect(secret.metadata.managedFields?.map((f) => f.manager)).toContain("gatehouse-operator");
+    expect(secret.metadata.managedFields?.map((f) => f.manager)).toContain("gatehouse-controller");
     expect(await metric("gatehouse_audit_witness_mismatch")).toBe(0);
   });
 
