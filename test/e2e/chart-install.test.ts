@@ -12,6 +12,7 @@ import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { knownMigrations } from "../../operator/src/store/startup-checks.ts";
 import {
   type ChartEnvironment,
+  GATEWAY_POD_SELECTOR,
   GATEWAY_SERVICE,
   leaseHolder,
   MIGRATE_JOB,
@@ -82,14 +83,15 @@ afterAll(async () => {
   if (env && !restored) await restoreApi(env.kubectl);
 });
 
-async function operatorPods(): Promise<PodList["items"]> {
+/** The release's live pods of `selector` (default: the controller's, which hold the Lease). */
+async function operatorPods(selector = OPERATOR_POD_SELECTOR): Promise<PodList["items"]> {
   const pods = await env.kubectl.json<PodList>("admin", [
     "get",
     "pods",
     "-n",
     OPERATOR_NAMESPACE,
     "-l",
-    OPERATOR_POD_SELECTOR,
+    selector,
   ]);
   return pods.items.filter((p) => !p.metadata.deletionTimestamp);
 }
@@ -129,29 +131,36 @@ describe("the installed release", () => {
     expect(secret.stderr).toMatch(/NotFound/);
   });
 
-  it("gives the operator pods only the controller's runtime login, which is what they connect as", async () => {
-    const database = new URL(env.databaseUrl).pathname.slice(1);
-    const pods = await operatorPods();
-    for (const pod of pods) {
-      const vars = pod.spec.containers[0]?.env ?? [];
-      const databaseVars = vars.filter((v) => v.name.includes("DATABASE"));
-      expect(databaseVars.map((v) => [v.name, v.valueFrom?.secretKeyRef?.name])).toEqual([
-        ["DATABASE_URL", `${RELEASE}-database-controller`],
-      ]);
-      for (const v of vars) expect(v.value ?? "").not.toContain(env.databaseUrl);
-    }
-    // Each pod logs the login it connected as (current_user) once its store passed the start-up checks.
-    const logs = podLogs(
-      env.cluster,
-      pods.map((p) => p.metadata.name),
-      "controller",
-    );
-    const started = Object.values(logs).filter((text) => text.includes('"databaseLogin"'));
-    expect(started).toHaveLength(pods.length);
-    for (const text of started) expect(text).toContain(`"databaseLogin":"${database}_controller"`);
-  });
+  it.each([
+    ["controller", OPERATOR_POD_SELECTOR],
+    ["gateway", GATEWAY_POD_SELECTOR],
+  ] as const)(
+    "gives the %s pods only their own runtime login, which is what they connect as",
+    async (component, selector) => {
+      const database = new URL(env.databaseUrl).pathname.slice(1);
+      const pods = await operatorPods(selector);
+      expect(pods).toHaveLength(2);
+      for (const pod of pods) {
+        const vars = pod.spec.containers[0]?.env ?? [];
+        const databaseVars = vars.filter((v) => v.name.includes("DATABASE"));
+        expect(databaseVars.map((v) => [v.name, v.valueFrom?.secretKeyRef?.name])).toEqual([
+          ["DATABASE_URL", `${RELEASE}-database-${component}`],
+        ]);
+        for (const v of vars) expect(v.value ?? "").not.toContain(env.databaseUrl);
+      }
+      // Each pod logs the login it connected as (current_user) once its store passed the start-up checks.
+      const logs = podLogs(
+        env.cluster,
+        pods.map((p) => p.metadata.name),
+        component,
+      );
+      const started = Object.values(logs).filter((text) => text.includes('"databaseLogin"'));
+      expect(started).toHaveLength(pods.length);
+      for (const text of started) expect(text).toContain(`"databaseLogin":"${database}_${component}"`);
+    },
+  );
 
-  it("gives agent pods the gateway Service's address, which reaches the operator pods' gateways", async () => {
+  it("gives agent pods the gateway Service's address, which reaches the gateway pods", async () => {
     const pods = await env.kubectl.json<PodList>("admin", ["get", "pods", "-n", NAMESPACE]);
     const agents = pods.items.filter((p) => p.spec.containers[0]?.image.startsWith("gatehouse/agent:"));
     expect(agents.length).toBeGreaterThan(0);
@@ -161,13 +170,14 @@ describe("the installed release", () => {
       )?.value;
       expect(gatewayUrl).toBe(env.gatewayProxy.url);
     }
-    const operatorIPs = (await operatorPods()).map((p) => p.status.podIP).sort();
+    const gatewayIPs = (await operatorPods(GATEWAY_POD_SELECTOR)).map((p) => p.status.podIP).sort();
+    expect(gatewayIPs).toHaveLength(2);
     expect(
       env.gatewayProxy
         .endpoints()
         .map((e) => e.host)
         .sort(),
-    ).toEqual(operatorIPs);
+    ).toEqual(gatewayIPs);
     const readyz = await fetch(`${env.gatewayProxy.url}/readyz`);
     expect(readyz.status).toBe(200);
   });

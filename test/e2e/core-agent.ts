@@ -7,6 +7,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { InvokeAnswer, type InvokeCall } from "../../operator/src/api/agent-protocol.ts";
+import { IDENTITY_BINDINGS_ROLE, roleBinding, serviceAccountSubject } from "../../operator/src/api/rbac.ts";
+import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import type { Environment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
@@ -69,6 +71,17 @@ export async function coreNamespace(env: Environment, prefix: string): Promise<s
         { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
         binding("session-users", "gatehouse-session-user"),
         binding("approvers", "gatehouse-approver"),
+        // What the chart's rbac.identityBindingNamespaces does for a provider namespace: both components
+        // may list its identity-binding Secrets.
+        roleBinding(
+          IDENTITY_BINDINGS_ROLE,
+          namespace,
+          { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE },
+          [
+            serviceAccountSubject("gateway", OPERATOR_NAMESPACE),
+            serviceAccountSubject("controller", OPERATOR_NAMESPACE),
+          ],
+        ),
       ],
     }),
   );

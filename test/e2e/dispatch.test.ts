@@ -8,6 +8,8 @@
  * that nothing reached the business system.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IDENTITY_BINDINGS_ROLE } from "../../operator/src/api/rbac.ts";
+import { componentUsername } from "../../operator/src/api/well-known.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Agent, coreNamespace, SLEEPER_IMAGE, startAgent } from "./core-agent.ts";
 import {
@@ -345,6 +347,55 @@ describe("a provider that requires identity", () => {
     expect(answer.content).toMatch(/alice has no account/);
     expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
     expect(await ident.calls(WHOAMI)).toEqual([]);
+  });
+
+  it("denies, naming rbac.identityBindingNamespaces, where Gatehouse may not read identity bindings", async () => {
+    await bind("accounts", { alice: "ALICE-01" });
+    const gatewayUser = componentUsername("gateway");
+    const canList = async () =>
+      (
+        await env.kubectl.run("admin", [
+          "auth",
+          "can-i",
+          "list",
+          "secrets",
+          "-n",
+          namespace,
+          "--as",
+          gatewayUser,
+        ])
+      ).stdout.trim() === "yes";
+    const binding = (
+      await env.kubectl.ok("admin", [
+        "get",
+        "rolebinding",
+        IDENTITY_BINDINGS_ROLE,
+        "-n",
+        namespace,
+        "-o",
+        "json",
+      ])
+    ).stdout;
+    await env.kubectl.ok("admin", ["delete", "rolebinding", IDENTITY_BINDINGS_ROLE, "-n", namespace]);
+    try {
+      await eventually("the gateway to lose list on Secrets here", 30_000, async () =>
+        (await canList()) ? undefined : true,
+      );
+      const agent = await startAgent(env, namespace, "unreadable");
+      const answer = await agent.invoke({ turn: 0, position: 0, tool: toolName(WHOAMI), arguments: "{}" });
+      expect(answer).toMatchObject({ status: "denied", errorKind: "forbidden" });
+      expect(answer.content).toMatch(
+        /may not read identity bindings in namespace .*rbac\.identityBindingNamespaces/,
+      );
+      expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
+    } finally {
+      const restored = JSON.parse(binding) as { metadata: Record<string, unknown> };
+      restored.metadata = { name: IDENTITY_BINDINGS_ROLE, namespace };
+      await env.kubectl.ok("admin", ["apply", "-f", "-"], JSON.stringify(restored));
+      await eventually("the gateway to list Secrets here again", 30_000, async () =>
+        (await canList()) ? true : undefined,
+      );
+    }
   });
 
   it("sends the account of the labelled binding, and denies when two bindings disagree", async () => {

@@ -259,4 +259,28 @@ describe("the grant keys", () => {
     });
     expect(Receipt.parse(newAnswer.body).status).toBe("succeeded");
   });
+
+  it("of the gateway rotate too, written by the gateway itself, and its JWKS serves the new key", async () => {
+    const { secret, keys: before } = await readSecret("gateway");
+    const backdated = before.map((k) => ({
+      ...k,
+      createdAt: new Date(Date.parse(k.createdAt) - 2 * 86_400_000).toISOString(),
+    }));
+    await env.kubectl.ok(
+      "admin",
+      ["replace", "-f", "-"],
+      JSON.stringify({
+        ...secret,
+        data: { ...secret.data, "keys.json": Buffer.from(JSON.stringify(backdated)).toString("base64") },
+      }),
+    );
+    const rotated = await eventually("a new key in the gateway's Secret", 60_000, async () => {
+      const { keys } = await readSecret("gateway");
+      return keys.length > before.length ? keys : undefined;
+    });
+    const added = rotated.find((k) => !before.some((b) => b.kid === k.kid))!;
+    await eventually("the gateway's JWKS to list its new key", 60_000, async () =>
+      (await jwks()).kids.includes(added.kid) ? true : undefined,
+    );
+  });
 });

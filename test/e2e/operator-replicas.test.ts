@@ -252,7 +252,8 @@ describe("a controller serving listed namespaces only (WATCH_NAMESPACES)", () =>
           kind: "AgentSession",
           metadata: { name, namespace: PROBES },
           spec: {
-            subject: { user: "alice" },
+            // Admission: the subject is the creating user.
+            subject: { user: "admin" },
             model: { name: "scripted/answer" },
             messages: [{ text: "hello" }],
           },

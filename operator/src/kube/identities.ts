@@ -10,7 +10,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { IDENTITY_BINDING_LABEL } from "../api/well-known.ts";
 import type { IdentityBinding, IdentityResolver } from "../core/ports.ts";
-import type { KubeClients } from "./client.ts";
+import { type KubeClients, statusCodeOf } from "./client.ts";
 
 /** The binding of `user` in `secrets` (pure; the Secrets are those labelled for one provider). */
 export function bindingOf(secrets: readonly V1Secret[], user: string, where: string): IdentityBinding {
@@ -31,15 +31,35 @@ export function bindingOf(secrets: readonly V1Secret[], user: string, where: str
   return { bound: false, reason: `${user} has no account binding in ${where}` };
 }
 
-/** Builds the resolver: one labelled list per call, so a changed binding holds at the next call. */
+/**
+ * Why nobody is bound when the API server refuses the list: the component may read identity bindings
+ * only in the namespaces the platform listed (chart value rbac.identityBindingNamespaces).
+ */
+export function bindingsNotReadableReason(namespace: string): string {
+  return (
+    `Gatehouse may not read identity bindings in namespace ${namespace}: the platform team adds it to ` +
+    "the chart's rbac.identityBindingNamespaces (a RoleBinding of ClusterRole gatehouse-identity-bindings there)"
+  );
+}
+
+/**
+ * Builds the resolver: one labelled list per call, so a changed binding holds at the next call. A
+ * namespace the component may not list is "unbound", with the fix, never an internal error.
+ */
 export function secretIdentityResolver(clients: KubeClients): IdentityResolver {
   return {
     async resolve(provider, subject) {
       const selector = `${IDENTITY_BINDING_LABEL}=${provider.name}`;
-      const list = await clients.core.listNamespacedSecret({
-        namespace: provider.namespace,
-        labelSelector: selector,
-      });
+      let list: { items: V1Secret[] };
+      try {
+        list = await clients.core.listNamespacedSecret({
+          namespace: provider.namespace,
+          labelSelector: selector,
+        });
+      } catch (error) {
+        if (statusCodeOf(error) !== 403) throw error;
+        return { bound: false, reason: bindingsNotReadableReason(provider.namespace) };
+      }
       return bindingOf(
         list.items,
         subject.user,
