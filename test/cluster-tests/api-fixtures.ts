@@ -3,15 +3,14 @@
  * the persona RoleBindings, and valid objects of each kind to start from.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { expect } from "vitest";
 import { GROUP, VERSION } from "../../operator/src/api/kinds.ts";
 import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
-
 import type { Kubectl, KubectlResult } from "../e2e/kubectl.ts";
 import { decisionPatch } from "../e2e/story.ts";
-import { REPO_ROOT } from "../helm/helm.ts";
+
+export { installApi } from "../e2e/environment.ts";
 
 /**
  * The kubeconfig context of the component that writes status and finalizers and may create Approvals:
@@ -20,24 +19,6 @@ import { REPO_ROOT } from "../helm/helm.ts";
 export const OPERATOR = "gatehouse-controller";
 /** The gateway's kubeconfig context (deploy/gateway-rbac.yaml). */
 export const GATEWAY = "gatehouse-gateway";
-
-/**
- * Installs the Gatehouse API as a platform engineer would: crds/ (CRDs, admission policies, persona
- * and component ClusterRoles) by server-side apply, and the components' bindings of deploy/; waits
- * until the CRDs are Established. Idempotent. Throws when kubectl fails.
- */
-export async function installApi(kubectl: Kubectl): Promise<void> {
-  await kubectl.ok("admin", ["apply", "--server-side", "-f", join(REPO_ROOT, "crds")]);
-  await kubectl.ok("admin", ["apply", "-f", join(REPO_ROOT, "deploy")]);
-  await kubectl.ok("admin", [
-    "wait",
-    "--for=condition=Established",
-    "--timeout=60s",
-    "crd",
-    "-l",
-    "app.kubernetes.io/part-of=gatehouse",
-  ]);
-}
 
 /**
  * Sets `status` of the Gatehouse object `plural/name` as the controller writes it: a merge patch of the

@@ -185,6 +185,27 @@ describe("a provider behind grants", () => {
   });
 });
 
+/**
+ * Rewrites `component`'s keys Secret as if every key had been made two days ago, so rotation is due
+ * (default period one day); returns the keys as they were.
+ */
+async function backdateKeys(component: Component) {
+  const { secret, keys } = await readSecret(component);
+  const backdated = keys.map((k) => ({
+    ...k,
+    createdAt: new Date(Date.parse(k.createdAt) - 2 * 86_400_000).toISOString(),
+  }));
+  await env.kubectl.ok(
+    "admin",
+    ["replace", "-f", "-"],
+    JSON.stringify({
+      ...secret,
+      data: { ...secret.data, "keys.json": Buffer.from(JSON.stringify(backdated)).toString("base64") },
+    }),
+  );
+  return keys;
+}
+
 describe("the grant keys", () => {
   it("are published without authentication at GET /v1/grants/jwks, public parts only, by both Secrets' kids", async () => {
     const gateway = (await readSecret("gateway")).keys.map((k) => k.kid);
@@ -214,21 +235,8 @@ describe("the grant keys", () => {
   });
 
   it("of the controller rotate when the newest is old enough; the gateway serves the new key, the old stays valid", async () => {
-    const { secret, keys: before } = await readSecret("controller");
     const gatewayKids = (await readSecret("gateway")).keys.map((k) => k.kid);
-    // As if every key had been made two days ago: rotation is due (default period one day).
-    const backdated = before.map((k) => ({
-      ...k,
-      createdAt: new Date(Date.parse(k.createdAt) - 2 * 86_400_000).toISOString(),
-    }));
-    await env.kubectl.ok(
-      "admin",
-      ["replace", "-f", "-"],
-      JSON.stringify({
-        ...secret,
-        data: { ...secret.data, "keys.json": Buffer.from(JSON.stringify(backdated)).toString("base64") },
-      }),
-    );
+    const before = await backdateKeys("controller");
     const rotated = await eventually("a new key in the Secret", 60_000, async () => {
       const { keys } = await readSecret("controller");
       return keys.length > before.length ? keys : undefined;
@@ -261,19 +269,7 @@ describe("the grant keys", () => {
   });
 
   it("of the gateway rotate too, written by the gateway itself, and its JWKS serves the new key", async () => {
-    const { secret, keys: before } = await readSecret("gateway");
-    const backdated = before.map((k) => ({
-      ...k,
-      createdAt: new Date(Date.parse(k.createdAt) - 2 * 86_400_000).toISOString(),
-    }));
-    await env.kubectl.ok(
-      "admin",
-      ["replace", "-f", "-"],
-      JSON.stringify({
-        ...secret,
-        data: { ...secret.data, "keys.json": Buffer.from(JSON.stringify(backdated)).toString("base64") },
-      }),
-    );
+    const before = await backdateKeys("gateway");
     const rotated = await eventually("a new key in the gateway's Secret", 60_000, async () => {
       const { keys } = await readSecret("gateway");
       return keys.length > before.length ? keys : undefined;

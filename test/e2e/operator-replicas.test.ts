@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { LEADER_LEASE } from "../../operator/src/api/rbac.ts";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { clusterInfo } from "./cluster-info.ts";
+import { leaderIs } from "./core-replicas.ts";
 import { type ComponentReplica, type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
@@ -231,18 +232,7 @@ describe("a controller serving listed namespaces only (WATCH_NAMESPACES)", () =>
   it("leaves a session elsewhere Pending with Progressing=False NamespaceNotServed, and creates no pod", async () => {
     const served = await env.startReplica("controller", "served-only", { WATCH_NAMESPACES: NAMESPACE });
     try {
-      await eventually("the served-only controller to hold the Lease", 120_000, async () => {
-        const lease = await env.kubectl.run("admin", [
-          "get",
-          "lease",
-          LEADER_LEASE,
-          "-n",
-          OPERATOR_NAMESPACE,
-          "-o",
-          "jsonpath={.spec.holderIdentity}",
-        ]);
-        return lease.stdout.startsWith("served-only_") ? true : undefined;
-      });
+      await leaderIs(env, served);
       const name = `unserved-${Date.now().toString(36)}`;
       await env.kubectl.ok(
         "admin",
