@@ -25,6 +25,14 @@ if (
   process.stdout.write(USAGE);
   process.exit(0);
 }
+// The programs take no arguments: a stray one is a mistake, not something to ignore.
+const stray = args.filter((arg) => arg !== "--help");
+if (program !== undefined && PROGRAMS.includes(program) && stray.length > 0) {
+  process.stderr.write(
+    `${program} takes no arguments (got ${stray.join(" ")}): it is configured by environment variables (\`main.ts --help\`)\n`,
+  );
+  process.exit(2);
+}
 if (program === "gateway") {
   const { runGateway } = await import("./programs/gateway.ts");
   await runGateway();

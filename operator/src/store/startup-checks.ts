@@ -46,7 +46,8 @@ export async function assertRuntimeLogin(pool: pg.Pool, options: StartupCheckOpt
   );
   const me = found.rows[0];
   if (!me) throw new GatehouseError("internal", "current_user is not in pg_roles");
-  const runtimeLogin = `a login that is a member of gatehouse_controller or gatehouse_gateway (${SEE})`;
+  const roles = options.component ? COMPONENT_ROLES[options.component] : "gatehouse_controller or gatehouse_gateway";
+  const runtimeLogin = `a login that is a member of ${roles} (${SEE})`;
   if (me.superuser) {
     throw new GatehouseError(
       "forbidden",
