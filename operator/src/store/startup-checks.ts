@@ -46,7 +46,9 @@ export async function assertRuntimeLogin(pool: pg.Pool, options: StartupCheckOpt
   );
   const me = found.rows[0];
   if (!me) throw new GatehouseError("internal", "current_user is not in pg_roles");
-  const roles = options.component ? COMPONENT_ROLES[options.component] : "gatehouse_controller or gatehouse_gateway";
+  const roles = options.component
+    ? COMPONENT_ROLES[options.component]
+    : "gatehouse_controller or gatehouse_gateway";
   const runtimeLogin = `a login that is a member of ${roles} (${SEE})`;
   if (me.superuser) {
     throw new GatehouseError(
