@@ -480,6 +480,23 @@ describe("a squatted Approval", () => {
     await squat(await squatBody(session, approvalName, executionId, ARGS, false));
     await expectRefusedAsConflict(session, approvalName, mark);
   });
+
+  it("made up by the gateway for another requester on a live session fails RequesterMismatch before anyone can approve it, and never runs", async () => {
+    const session = await sleepingSession(env, namespace, "impostor");
+    const mark = await counter.mark();
+    const name = `apr-impostor-${Date.now().toString(36)}`;
+    const body = await squatBody(session, name, derivedName(session).executionId, ARGS, true);
+    // Another user's request on alice's session: her session never proposes for bob.
+    body.spec.requester = { user: "bob", groups: [] };
+    await env.kubectl.ok("admin", ["create", "--as", OPERATOR_USER, "-f", "-"], JSON.stringify(body));
+    const failed = await approvalInPhase(session.namespace, name, "Failed");
+    expect(failed.status?.conditions).toContainEqual(
+      expect.objectContaining({ type: "Decided", reason: "RequesterMismatch" }),
+    );
+    expect(await executionsOf(session.uid)).toEqual([]);
+    expect(await mark.calls()).toEqual([]);
+    expect(await mark.effects()).toEqual([]);
+  });
 });
 
 describe("malformed arguments", () => {

@@ -258,6 +258,19 @@ describe("planApproval: a Pending Approval", () => {
       events: ["Normal/Cancelled"],
     },
     {
+      name: "fails, and never runs, when its requester is not its session's subject (Gatehouse never proposed it)",
+      input: inputOf(
+        approvalOf({
+          decisions: [{ approver: "carol", verdict: "Approve" }],
+          spec: { requester: { user: "bob", groups: ["planners"] } },
+        }),
+      ),
+      phase: "Failed",
+      reason: "RequesterMismatch",
+      audit: [AuditKind.approvalDecided, AuditKind.approvalFailed],
+      events: ["Warning/RequesterMismatch"],
+    },
+    {
       name: "follows an end the chain already holds (a crash before the status write), appending nothing",
       input: inputOf(approvalOf({ decisions: [{ approver: "alice", verdict: "Reject" }] }), {
         history: historyWithKinds(

@@ -181,6 +181,18 @@ export function sessionEndedWhy(session: AgentSession | undefined): string | und
   return undefined;
 }
 
+/**
+ * Why `approval` cannot be its session's request: its requester is not the session's subject (the
+ * user every call of the session acts for). Undefined when they agree, or there is no session. Pure.
+ */
+export function requesterMismatch(approval: Approval, session: AgentSession | undefined): string | undefined {
+  if (!session) return undefined;
+  const subject = session.spec.subject.user;
+  const requester = approval.spec.requester.user;
+  if (requester === subject) return undefined;
+  return `Approval ${approval.metadata.name} names requester ${requester}, but AgentSession ${session.metadata.name} acts for ${subject}: Gatehouse never proposed it, and it will not run.`;
+}
+
 /** The reads a pass over `approval` needs. Pure. */
 export function observationsFor(approval: Approval, session: AgentSession | undefined): Observations {
   const phase = approval.status?.phase ?? "Pending";
@@ -358,6 +370,30 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
       status,
       events: [{ type: "Normal", reason: "Cancelled", message }],
       log: [{ level: "info", fields: { reason: "SessionEnded" }, message: "pending approval cancelled" }],
+    };
+  }
+
+  const impostor = requesterMismatch(approval, input.session);
+  if (impostor !== undefined) {
+    // Only the invoke path creates a Pending Approval, for the session's own subject: one naming
+    // another requester was made by someone else (a compromised gateway's token, say) and never runs.
+    const end = { phase: "Failed" as const, reason: "RequesterMismatch", message: impostor };
+    const decision = planDecision({ approval: view, history, rules, nowMicros, end });
+    setPhase(status, input, "Failed", "RequesterMismatch", impostor);
+    status.observedDecisions = approval.spec.decisions.length;
+    noteRules(status, rules, generation, now);
+    return {
+      ...emptyPlan(),
+      audit: [...decision.entries, ...undispatched(input, view, history, "RequesterMismatch", impostor)],
+      status,
+      events: [{ type: "Warning", reason: "RequesterMismatch", message: impostor }],
+      log: [
+        {
+          level: "warn",
+          fields: { reason: "RequesterMismatch" },
+          message: "approval of another requester failed",
+        },
+      ],
     };
   }
 
