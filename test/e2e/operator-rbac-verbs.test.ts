@@ -4,8 +4,9 @@
  * from the audit log (`.run/cluster-<N>/audit.log`, test/cluster/README.md "Identities and audit log")
  * as {apiGroup, resource[/subresource], verb, namespace, name}, and compared with the rules `helm
  * template` renders for release `gatehouse` in `gatehouse-system` (the identities the e2e gateway and
- * controller run as) with the e2e environment's model key Secret and the local cluster's
- * identity-binding and watched namespaces (operator/src/api/generate.ts):
+ * controller run as) with the e2e environment's model key Secret, the local cluster's identity-binding
+ * and watched namespaces (operator/src/api/generate.ts) and the identity-binding namespaces the suite
+ * listed as a platform would (a RoleBinding of gatehouse-identity-bindings in a provider namespace):
  *
  * - none missing: each request is granted by a rule bound to that component — its ClusterRole, a Role
  *   in the request's namespace, or a ClusterRole bound by RoleBinding there;
@@ -28,7 +29,7 @@ import {
   LOCAL_IDENTITY_BINDING_NAMESPACES,
   LOCAL_WATCH_NAMESPACES,
 } from "../../operator/src/api/generate.ts";
-import { COMPONENT_RULES } from "../../operator/src/api/rbac.ts";
+import { COMPONENT_RULES, IDENTITY_BINDINGS_ROLE } from "../../operator/src/api/rbac.ts";
 import { COMPONENTS, type Component, componentUsername } from "../../operator/src/api/well-known.ts";
 import { type Manifest, REPO_ROOT, renderChart, resolveHelm } from "../helm/helm.ts";
 import { MODEL_KEY_SECRET } from "./environment.ts";
@@ -110,6 +111,26 @@ function requestsOf(username: string): Request[] {
   return requests;
 }
 
+/**
+ * The namespaces the suite itself listed for identity bindings, as a platform adds a provider namespace
+ * to `rbac.identityBindingNamespaces`: those where an administrator created a RoleBinding of
+ * ClusterRole gatehouse-identity-bindings (test/e2e/core-agent.ts `coreNamespace`), from the audit log.
+ */
+function suiteIdentityBindingNamespaces(): string[] {
+  const namespaces = new Set<string>();
+  for (const line of readFileSync(cluster.auditLogPath, "utf8").split("\n")) {
+    if (!line) continue;
+    const event = JSON.parse(line) as AuditEvent;
+    const ref = event.objectRef;
+    if (ref?.resource !== "rolebindings" || ref.name !== IDENTITY_BINDINGS_ROLE || !ref.namespace) continue;
+    if (!["create", "patch", "update"].includes(event.verb) || (event.responseStatus?.code ?? 0) >= 300)
+      continue;
+    if (COMPONENTS.some((c) => componentUsername(c) === event.user.username)) continue;
+    namespaces.add(ref.namespace);
+  }
+  return [...namespaces].sort();
+}
+
 interface Binding {
   kind: string;
   metadata: { name: string; namespace?: string };
@@ -182,7 +203,11 @@ async function renderedChart(): Promise<Manifest[]> {
         modelEndpoints: [
           { name: "scripted", baseURL: "http://model.invalid/v1", keySecretRef: MODEL_KEY_SECRET },
         ],
-        rbac: { identityBindingNamespaces: [...LOCAL_IDENTITY_BINDING_NAMESPACES] },
+        rbac: {
+          identityBindingNamespaces: [
+            ...new Set([...LOCAL_IDENTITY_BINDING_NAMESPACES, ...suiteIdentityBindingNamespaces()]),
+          ],
+        },
         watchNamespaces: [...LOCAL_WATCH_NAMESPACES],
       },
     }),
