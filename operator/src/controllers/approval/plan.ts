@@ -355,46 +355,43 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
   const status = startStatus(input);
   const generation = approval.metadata.generation;
   const nowMicros = now.getTime() * 1000;
+  /** Ends the Pending Approval undecided: its decisions so far recorded, then `end`; nothing runs. */
+  const endUndecided = (
+    end: { phase: "Cancelled" | "Failed"; reason: string; message: string },
+    event: { type: "Normal" | "Warning"; reason: string },
+    log: { level: "info" | "warn"; message: string },
+  ): ApprovalPlan => {
+    const decision = planDecision({ approval: view, history, rules, nowMicros, end });
+    setPhase(status, input, end.phase, end.reason, end.message);
+    status.observedDecisions = approval.spec.decisions.length;
+    noteRules(status, rules, generation, now);
+    return {
+      ...emptyPlan(),
+      audit: [...decision.entries, ...undispatched(input, view, history, end.reason, end.message)],
+      status,
+      events: [{ ...event, message: end.message }],
+      log: [{ ...log, fields: { reason: end.reason } }],
+    };
+  };
   const why = sessionEndedWhy(input.session);
   if (why !== undefined) {
     // The session that proposed the call is gone or over: nobody is waiting for this decision.
     const message = `AgentSession ${approval.spec.sessionRef.name} ${why}; the proposed call will not run.`;
-    const end = { phase: "Cancelled" as const, reason: "SessionEnded", message };
-    const decision = planDecision({ approval: view, history, rules, nowMicros, end });
-    setPhase(status, input, "Cancelled", "SessionEnded", message);
-    status.observedDecisions = approval.spec.decisions.length;
-    noteRules(status, rules, generation, now);
-    return {
-      ...emptyPlan(),
-      audit: [...decision.entries, ...undispatched(input, view, history, "SessionEnded", message)],
-      status,
-      events: [{ type: "Normal", reason: "Cancelled", message }],
-      log: [{ level: "info", fields: { reason: "SessionEnded" }, message: "pending approval cancelled" }],
-    };
+    return endUndecided(
+      { phase: "Cancelled", reason: "SessionEnded", message },
+      { type: "Normal", reason: "Cancelled" },
+      { level: "info", message: "pending approval cancelled" },
+    );
   }
-
   const impostor = requesterMismatch(approval, input.session);
   if (impostor !== undefined) {
     // Only the invoke path creates a Pending Approval, for the session's own subject: one naming
     // another requester was made by someone else (a compromised gateway's token, say) and never runs.
-    const end = { phase: "Failed" as const, reason: "RequesterMismatch", message: impostor };
-    const decision = planDecision({ approval: view, history, rules, nowMicros, end });
-    setPhase(status, input, "Failed", "RequesterMismatch", impostor);
-    status.observedDecisions = approval.spec.decisions.length;
-    noteRules(status, rules, generation, now);
-    return {
-      ...emptyPlan(),
-      audit: [...decision.entries, ...undispatched(input, view, history, "RequesterMismatch", impostor)],
-      status,
-      events: [{ type: "Warning", reason: "RequesterMismatch", message: impostor }],
-      log: [
-        {
-          level: "warn",
-          fields: { reason: "RequesterMismatch" },
-          message: "approval of another requester failed",
-        },
-      ],
-    };
+    return endUndecided(
+      { phase: "Failed", reason: "RequesterMismatch", message: impostor },
+      { type: "Warning", reason: "RequesterMismatch" },
+      { level: "warn", message: "approval of another requester failed" },
+    );
   }
 
   const decision = planDecision({ approval: view, history, rules, nowMicros, policy: input.policy });
