@@ -357,10 +357,10 @@ describe("audit checkpoints", () => {
       expect((await verifyWith(planted, db.operatorUrl)).code).toBe(0);
 
       // A person who pinned the witness's key id (from an earlier reading) is not fooled.
-      const pinned = await verifyWith(planted, db.operatorUrl, ["--trust-kid", key.kid]);
+      const pinned = await verifyWith(planted, db.operatorUrl, [`--trust-kid=${key.kid}`]);
       expect(pinned.code).toBe(1);
       expect(pinned.stdout).toContain(`SIGNATURE FAILED (unknown_kid): signed by kid ${theirs.kid}`);
-      expect((await verifyWith(honest, db.operatorUrl, ["--trust-kid", key.kid])).code).toBe(0);
+      expect((await verifyWith(honest, db.operatorUrl, [`--trust-kid=${key.kid}`])).code).toBe(0);
 
       // Nor by every signed checkpoint and key removed, leaving what would read as legacy entries.
       const stripped = {
@@ -368,7 +368,7 @@ describe("audit checkpoints", () => {
         keys: [],
       };
       expect((await verifyWith(stripped, db.operatorUrl)).code).toBe(0);
-      const strippedPinned = await verifyWith(stripped, db.operatorUrl, ["--trust-kid", key.kid]);
+      const strippedPinned = await verifyWith(stripped, db.operatorUrl, [`--trust-kid=${key.kid}`]);
       expect(strippedPinned.code).toBe(1);
       expect(strippedPinned.stdout).toContain("SIGNATURE FAILED (unsigned_after_signing)");
     } finally {

@@ -102,6 +102,12 @@ describe("gatehouse-audit verify", () => {
       /--trust-kid checks the witness's signatures: give --kubeconfig\/--context\/--namespace or --witness-file too/,
     ],
     [
+      "--trust-kid=KID names a key id beginning with - (read as the value, not an option) without a witness",
+      ["verify", `--trust-kid=-${"x".repeat(42)}`],
+      "db",
+      /--trust-kid checks the witness's signatures: give --kubeconfig\/--context\/--namespace or --witness-file too/,
+    ],
+    [
       "--trust-kid is not a key id",
       ["verify", "--witness-file", "cm.json", "--trust-kid", "kPrK"],
       "db",

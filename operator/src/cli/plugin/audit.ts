@@ -39,7 +39,8 @@ export function auditArguments(options: AuditOptions): string[] {
     ...(options.context ? ["--context", options.context] : []),
     "--namespace",
     options.namespace || "gatehouse-system",
-    ...(options.trustKids ?? []).flatMap((kid) => ["--trust-kid", kid]),
+    // `=`: a key id may begin with "-", which would otherwise read as an option.
+    ...(options.trustKids ?? []).map((kid) => `--trust-kid=${kid}`),
   ];
 }
 
