@@ -24,6 +24,7 @@ import {
   componentUsername,
   GRANT_KEYS_SECRETS,
   GRANT_PUBLIC_KEYS_CONFIGMAP,
+  IDENTITY_BINDINGS_CONFIGMAP,
   OPERATOR_NAMESPACE,
   WITNESS_KEY_SECRET,
 } from "../../operator/src/api/well-known.ts";
@@ -106,6 +107,14 @@ describe("the gateway's RBAC", () => {
     ["read pod logs", ["get", "pods/log", "--all-namespaces"]],
     ["list secrets cluster-wide", ["list", "secrets", "--all-namespaces"]],
     ["list secrets in a namespace nobody listed", ["list", "secrets", "-n", UNLISTED]],
+    // Identity bindings reach it through the controller's ConfigMap, never from the Secrets.
+    ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
+    ["watch secrets in a listed provider namespace", ["watch", "secrets", "-n", LISTED]],
+    ["list secrets in its own namespace", ["list", "secrets", ...inHome]],
+    [
+      "update the identity bindings ConfigMap",
+      ["update", `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`, ...inHome],
+    ],
     ["patch agentsessions/status", ["patch", "agentsessions.gatehouse.dev", "--subresource=status", "-A"]],
     ["patch approvals/status", ["patch", "approvals.gatehouse.dev", "--subresource=status", "-A"]],
     ["patch approvals (finalizers)", ["patch", "approvals.gatehouse.dev", "-A"]],
@@ -135,10 +144,10 @@ describe("the gateway's RBAC", () => {
     ["watch AgentSessions", ["watch", "agentsessions.gatehouse.dev", "-A"]],
     ["create tokenreviews", ["create", "tokenreviews.authentication.k8s.io"]],
     ["list EndpointSlices", ["list", "endpointslices.discovery.k8s.io", "-A"]],
-    ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
     ["get its own grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
     ["update its own grant-key Secret", ["update", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
     ["get the grant public keys ConfigMap", ["get", `configmaps/${GRANT_PUBLIC_KEYS_CONFIGMAP}`, ...inHome]],
+    ["get the identity bindings ConfigMap", ["get", `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`, ...inHome]],
     ["get the model key Secret", ["get", `secrets/${LOCAL_MODEL_KEY_SECRET}`, ...inHome]],
   ])("may %s", async (_, args) => {
     expect(await can(GATEWAY, args)).toBe(true);
@@ -173,6 +182,11 @@ describe("the controller's RBAC", () => {
     ["get the witness key Secret", ["get", `secrets/${WITNESS_KEY_SECRET}`, ...inHome]],
     ["get its own grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.controller}`, ...inHome]],
     ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
+    ["watch secrets in a listed provider namespace", ["watch", "secrets", "-n", LISTED]],
+    [
+      "update the identity bindings ConfigMap",
+      ["update", `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`, ...inHome],
+    ],
   ])("may %s", async (_, args) => {
     expect(await can(CONTROLLER, args)).toBe(true);
   });
@@ -190,12 +204,28 @@ describe("the components' bindings with a watch list (componentBindingManifests)
     expect(await can(scoped("controller"), ["watch", "pods", "-A"])).toBe(true);
   });
 
-  it("let both list identity-binding Secrets in the listed namespace only, and never the gateway pods", async () => {
-    for (const c of ["gateway", "controller"] as const) {
-      expect(await can(scoped(c), ["list", "secrets", "-n", SCOPED_WATCHED]), c).toBe(true);
-      expect(await can(scoped(c), ["list", "secrets", "-n", UNLISTED]), c).toBe(false);
+  it("let the controller list and watch identity-binding Secrets in the listed namespace only", async () => {
+    for (const verb of ["list", "watch"]) {
+      expect(await can(scoped("controller"), [verb, "secrets", "-n", SCOPED_WATCHED]), verb).toBe(true);
+      expect(await can(scoped("controller"), [verb, "secrets", "-n", UNLISTED]), verb).toBe(false);
     }
+  });
+
+  it("let the gateway read no Secret but its own, and only read the bindings the controller publishes", async () => {
+    for (const ns of [SCOPED_WATCHED, UNLISTED, SCOPED_HOME]) {
+      for (const verb of ["list", "watch"]) {
+        expect(await can(scoped("gateway"), [verb, "secrets", "-n", ns]), `${verb} in ${ns}`).toBe(false);
+      }
+    }
+    expect(await can(scoped("gateway"), ["list", "secrets", "-A"])).toBe(false);
+    expect(await can(scoped("gateway"), ["get", "secrets", "-n", SCOPED_WATCHED])).toBe(false);
     expect(await can(scoped("gateway"), ["create", "pods", "-n", SCOPED_WATCHED])).toBe(false);
+    const bindings = `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`;
+    expect(await can(scoped("gateway"), ["get", bindings, "-n", SCOPED_HOME])).toBe(true);
+    for (const verb of ["update", "patch", "delete"]) {
+      expect(await can(scoped("gateway"), [verb, bindings, "-n", SCOPED_HOME]), verb).toBe(false);
+    }
+    expect(await can(scoped("controller"), ["update", bindings, "-n", SCOPED_HOME])).toBe(true);
   });
 
   it("give each its own grant-key Secret in its namespace and not the other's", async () => {

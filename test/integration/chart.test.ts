@@ -552,7 +552,7 @@ describe("what the chart renders", () => {
     ]);
   });
 
-  it("lists identity-binding Secrets only in the provider namespaces the values name, for both components", async () => {
+  it("lists identity-binding Secrets only in the provider namespaces the values name, for the controller alone", async () => {
     for (const rules of [GATEWAY_RULES, CONTROLLER_RULES]) {
       expect(rules.some((r) => r.resources.includes("secrets"))).toBe(false);
     }
@@ -567,7 +567,6 @@ describe("what the chart renders", () => {
     expect(bindings.map((b) => b.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
     for (const b of bindings) {
       expect(b.subjects).toEqual([
-        { kind: "ServiceAccount", name: "gatehouse-gateway", namespace: "gatehouse-system" },
         { kind: "ServiceAccount", name: "gatehouse-controller", namespace: "gatehouse-system" },
       ]);
     }

@@ -107,7 +107,7 @@ const subject = (c: Component): Subject => ({
 /**
  * Each component's ClusterRole and ClusterRoleBinding (named like the component: `<prefix>-gateway`,
  * `<prefix>-controller`), its Role and RoleBinding in the keys (leader-election) namespace; the
- * identity-binding ClusterRole bound to both in each namespace of `gatehouse.identityBindingNamespaces`
+ * identity-binding ClusterRole bound to the controller in each namespace of `gatehouse.identityBindingNamespaces`
  * (the render fails without one); the controller's pod ClusterRole, bound in each of `watchNamespaces`
  * or cluster-wide when there are none; and, with model key Secrets in `modelEndpoints`, the gateway's
  * Role that may `get` exactly those.
@@ -130,7 +130,6 @@ function componentRbacTemplate(): string {
   const identities = "__GATEHOUSE_PREFIX__-identity-bindings";
   const pods = "__GATEHOUSE_PREFIX__-controller-pods";
   const keys = "__GATEHOUSE_PREFIX__-gateway-model-keys";
-  const both = [subject("gateway"), subject("controller")];
   const modelKeys = body([
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -153,12 +152,9 @@ function componentRbacTemplate(): string {
     ]),
     '{{- range (include "gatehouse.identityBindingNamespaces" . | fromJsonArray) }}\n---\n',
     body([
-      roleBinding(
-        identities,
-        "__GATEHOUSE_RANGE_NAMESPACE__",
-        { kind: "ClusterRole", name: identities },
-        both,
-      ),
+      roleBinding(identities, "__GATEHOUSE_RANGE_NAMESPACE__", { kind: "ClusterRole", name: identities }, [
+        subject("controller"),
+      ]),
     ]),
     "{{- end }}\n",
     "{{- range .Values.watchNamespaces }}\n---\n",

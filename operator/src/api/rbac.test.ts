@@ -102,8 +102,8 @@ describe("componentBindingManifests", () => {
     ]);
     const identity = docs.find((d) => (d.metadata as { name: string }).name === IDENTITY_BINDINGS_ROLE);
     expect(identity).toEqual(
+      // The controller alone: the gateway reads the bindings it publishes, never a Secret.
       roleBinding(IDENTITY_BINDINGS_ROLE, "prov-a", { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE }, [
-        serviceAccountSubject("gateway", "gh"),
         serviceAccountSubject("controller", "gh"),
       ]),
     );

@@ -26,6 +26,7 @@ import {
   type Component,
   GRANT_KEYS_SECRETS,
   GRANT_PUBLIC_KEYS_CONFIGMAP,
+  IDENTITY_BINDINGS_CONFIGMAP,
   WITNESS_KEY_SECRET,
 } from "./well-known.ts";
 
@@ -85,16 +86,21 @@ function persona(p: Persona): Manifest {
 }
 
 /**
- * `list` on Secrets, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding` in
- * provider namespaces (kube/identities.ts). RBAC cannot narrow it to a label, so neither component holds
- * it cluster-wide: {@link IDENTITY_BINDINGS_ROLE} grants it, bound by a RoleBinding in each provider
- * namespace the platform lists (chart value `rbac.identityBindingNamespaces`).
+ * `list` and `watch` on Secrets, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding`
+ * in provider namespaces (kube/identities.ts, kube/identity-mirror.ts). RBAC cannot narrow it to a
+ * label, so it is held nowhere cluster-wide: {@link IDENTITY_BINDINGS_ROLE} grants it, bound by a
+ * RoleBinding in each provider namespace the platform lists (chart value `rbac.identityBindingNamespaces`).
  */
-export const IDENTITY_BINDING_RULE: Rule = { apiGroups: [""], resources: ["secrets"], verbs: ["list"] };
+export const IDENTITY_BINDING_RULE: Rule = {
+  apiGroups: [""],
+  resources: ["secrets"],
+  verbs: ["list", "watch"],
+};
 
 /**
- * ClusterRole holding only {@link IDENTITY_BINDING_RULE}, bound per listed namespace to both components:
- * the invoke path (gateway) and approved dispatch (controller) both resolve identities (core/ports.ts).
+ * ClusterRole holding only {@link IDENTITY_BINDING_RULE}, bound per listed namespace to the controller
+ * alone: it resolves approved dispatch from the Secrets and publishes the bindings for the gateway's
+ * invoke path in ConfigMap IDENTITY_BINDINGS_CONFIGMAP, so the agent-facing gateway reads no Secret.
  */
 export const IDENTITY_BINDINGS_ROLE = "gatehouse-identity-bindings";
 
@@ -116,8 +122,8 @@ export const CONTROLLER_PODS_ROLE = "gatehouse-controller-pods";
 /**
  * The gateway's cluster-wide permissions, exactly the verbs it uses (test/e2e/operator-rbac-verbs.test.ts
  * compares them with the API server's audit log): it reads, authenticates agents and records requests;
- * it writes no status, patches nothing and creates no pods. Its Secrets and ConfigMap are in
- * {@link gatewayRoleRules}; identity-binding Secrets come from {@link IDENTITY_BINDINGS_ROLE}.
+ * it writes no status, patches nothing, creates no pods and lists no Secrets. Its Secrets and
+ * ConfigMaps are in {@link gatewayRoleRules}.
  */
 export const GATEWAY_RULES: Rule[] = [
   // The informers of the four kinds; Approvals are also read and created one by one (kube/approvals.ts:
@@ -193,8 +199,9 @@ export function auditWitnessRoleRules(): NamedRule[] {
 }
 
 /**
- * The controller's rules in its own namespace: the Lease, its grant signing keys Secret, the ConfigMap
- * where it publishes their public half for the gateway's JWKS, and the audit witness's
+ * The controller's rules in its own namespace: the Lease, its grant signing keys Secret, the ConfigMaps
+ * where it publishes for the gateway (its keys' public half for the JWKS, the identity bindings), and
+ * the audit witness's
  * ({@link auditWitnessRoleRules}; DESIGN §5, §6). `create` cannot be limited by name (the object does
  * not exist yet); get and update are.
  */
@@ -218,7 +225,7 @@ export function controllerRoleRules(): NamedRule[] {
     {
       apiGroups: [""],
       resources: ["configmaps"],
-      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP],
+      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP, IDENTITY_BINDINGS_CONFIGMAP],
       verbs: ["get", "update"],
     },
     ...auditWitnessRoleRules(),
@@ -226,9 +233,9 @@ export function controllerRoleRules(): NamedRule[] {
 }
 
 /**
- * The gateway's rules in its own namespace: its grant signing keys Secret, the controller's published
- * public keys (read only: the gateway's JWKS serves both rings) and, when `modelKeySecrets` is not
- * empty, the model proxy's key Secrets ({@link modelKeyRule}).
+ * The gateway's rules in its own namespace: its grant signing keys Secret, what the controller
+ * publishes for it — the grant public keys (its JWKS serves both rings) and the identity bindings —
+ * read only, and, when `modelKeySecrets` is not empty, the model proxy's key Secrets ({@link modelKeyRule}).
  */
 export function gatewayRoleRules(modelKeySecrets: readonly string[]): NamedRule[] {
   return [
@@ -242,7 +249,7 @@ export function gatewayRoleRules(modelKeySecrets: readonly string[]): NamedRule[
     {
       apiGroups: [""],
       resources: ["configmaps"],
-      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP],
+      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP, IDENTITY_BINDINGS_CONFIGMAP],
       verbs: ["get"],
     },
     ...(modelKeySecrets.length > 0 ? [modelKeyRule(modelKeySecrets)] : []),
@@ -329,7 +336,7 @@ export interface ComponentBindingOptions {
   namespace: string;
   /** The gateway's model key Secrets (in `namespace`). */
   modelKeySecrets: readonly string[];
-  /** Provider namespaces whose identity-binding Secrets both components may list. */
+  /** Provider namespaces whose identity-binding Secrets the controller may list and watch. */
   identityBindingNamespaces: readonly string[];
   /** Namespaces where the controller may create pods; empty: every namespace (ClusterRoleBinding). */
   watchNamespaces: readonly string[];
@@ -356,10 +363,12 @@ export function componentBindingManifests(options: ComponentBindingOptions): Man
     ];
   });
   const identities = options.identityBindingNamespaces.map((ns) =>
-    roleBinding(IDENTITY_BINDINGS_ROLE, ns, { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE }, [
-      ...subject("gateway"),
-      ...subject("controller"),
-    ]),
+    roleBinding(
+      IDENTITY_BINDINGS_ROLE,
+      ns,
+      { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE },
+      subject("controller"),
+    ),
   );
   const pods =
     options.watchNamespaces.length === 0

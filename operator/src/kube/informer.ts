@@ -43,8 +43,10 @@ export interface InformerOptions {
   /** Re-announce every cached object this often, in milliseconds (default 10 min; 0 disables). */
   resyncMs?: number;
   log: Logger;
-  /** Called on every restart of the list+watch loop, with why (metrics). */
-  onRestart?: (reason: "gone" | "error" | "silent") => void;
+  /** Called on every restart of the list+watch loop, with why (metrics) and, for "error", the error. */
+  onRestart?: (reason: "gone" | "error" | "silent", error?: unknown) => void;
+  /** Called after every successful list, once its differences are announced. */
+  onListed?: () => void;
 }
 
 const PAGE_SIZE = 500;
@@ -140,6 +142,7 @@ export class Informer<T extends KubernetesObject> {
           await this.relist();
           needList = false;
           onSynced();
+          this.options.onListed?.();
         }
         const ended = await this.watchOnce();
         this.failures = 0;
@@ -152,7 +155,7 @@ export class Informer<T extends KubernetesObject> {
           needList = true;
           continue;
         }
-        this.options.onRestart?.("error");
+        this.options.onRestart?.("error", error);
         const delay = this.backoff();
         this.log.warn({ err: describe(error), delayMs: delay }, "list/watch failed; retrying");
         await this.sleep(delay);

@@ -25,7 +25,7 @@ import { cacheCatalog } from "../kube/catalog.ts";
 import { type KubeClients, loadKubeConfig, makeClients } from "../kube/client.ts";
 import { failpointTrigger } from "../kube/failpoints.ts";
 import { type GrantKeyRing, startGrantKeyRing } from "../kube/grant-keys.ts";
-import { secretIdentityResolver } from "../kube/identities.ts";
+import { publishedIdentityResolver, secretIdentityResolver } from "../kube/identities.ts";
 import { createMetrics, type OperatorMetrics } from "../kube/metrics.ts";
 import { providerEndpoints } from "../kube/provider-endpoints.ts";
 import type { CheckpointPublisher } from "../store/checkpoint-publisher.ts";
@@ -159,7 +159,11 @@ export async function startComponent(
     clock: { nowMicros: () => Date.now() * 1000 },
     timer: { sleep: async (ms) => void (await sleep(ms)) },
     catalog: cacheCatalog(caches),
-    identities: secretIdentityResolver(clients),
+    // Only the controller reads identity-binding Secrets; the gateway reads what it publishes.
+    identities:
+      component === "controller"
+        ? secretIdentityResolver(clients)
+        : publishedIdentityResolver(clients.core, config.operatorNamespace),
     approvals: kubeApprovalPort(clients, caches),
     executions: store.executions,
     budget: store.budget,
