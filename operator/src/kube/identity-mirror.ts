@@ -93,9 +93,14 @@ export function startIdentityMirror(options: IdentityMirrorOptions): { stop(): P
   let writing: Promise<void> = Promise.resolve();
   let queued = false;
 
-  const watch = (ns: string) => {
+  /**
+   * Watches `ns`'s labelled Secrets. A namespace refused after it was listed gets a fresh informer,
+   * started refused: the informer re-watches after an error without listing, and only a list makes
+   * the namespace published again.
+   */
+  const watch = (ns: string, initial: "pending" | "refused" = "pending") => {
     const entry: Watched = {
-      state: "pending",
+      state: initial,
       informer: new Informer<V1Secret & KubernetesObject>(clients.config, {
         path: `/api/v1/namespaces/${ns}/secrets`,
         labelSelector: IDENTITY_BINDING_LABEL,
@@ -106,11 +111,16 @@ export function startIdentityMirror(options: IdentityMirrorOptions): { stop(): P
         },
         onRestart: (reason, error) => {
           if (reason !== "error" || !isRefused(error) || entry.state === "refused") return;
+          const wasListed = entry.state === "listed";
           entry.state = "refused";
           log.warn(
             { namespace: ns },
             `may not list identity bindings in ${ns} (rbac.identityBindingNamespaces); publishing none for it`,
           );
+          if (wasListed && watched.get(ns) === entry && !stopped) {
+            void entry.informer.stop();
+            watch(ns, "refused");
+          }
           schedule();
         },
       }),
