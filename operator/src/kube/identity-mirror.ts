@@ -16,18 +16,17 @@
  * - A publication above {@link MAX_PUBLISHED_BYTES} is refused and logged, keeping the last one: a
  *   ConfigMap holds at most 1 MiB.
  */
-import type { CoreV1Api, KubernetesObject, V1ConfigMap, V1Secret } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { IDENTITY_BINDING_LABEL, IDENTITY_BINDINGS_CONFIGMAP, MANAGED_BY } from "../api/well-known.ts";
-import { GatehouseError } from "../core/errors.ts";
+import { IDENTITY_BINDING_LABEL, IDENTITY_BINDINGS_CONFIGMAP } from "../api/well-known.ts";
 import type { Caches } from "./caches.ts";
-import { describeApiError, isConflict, isNotFound, type KubeClients, statusCodeOf } from "./client.ts";
+import { type KubeClients, statusCodeOf } from "./client.ts";
 import { namespaceBindingsOf } from "./identities.ts";
 import { Informer, ListError } from "./informer.ts";
+import { publishConfigMap } from "./published-configmap.ts";
 
 /** The ConfigMap's limit is 1 MiB of data; leave room for metadata. */
 export const MAX_PUBLISHED_BYTES = 900 * 1024;
-const MAX_ATTEMPTS = 5;
 const DEFAULT_RECHECK_MS = 30_000;
 
 /** What the mirror knows of one namespace: its listed Secrets, not yet known, or refused. */
@@ -52,11 +51,6 @@ export function publishedData(
       data[namespace] = previous[namespace]!;
   }
   return data;
-}
-
-function sameData(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
-  const keys = Object.keys(a ?? {});
-  return keys.length === Object.keys(b).length && keys.every((k) => a?.[k] === b[k]);
 }
 
 /** A refusal the platform fixes with a RoleBinding, not a passing fault. */
@@ -157,53 +151,17 @@ export function startIdentityMirror(options: IdentityMirrorOptions): { stop(): P
     );
 
   async function publish(): Promise<void> {
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      let current: V1ConfigMap | undefined;
-      try {
-        current = await clients.core.readNamespacedConfigMap({
-          name: IDENTITY_BINDINGS_CONFIGMAP,
-          namespace,
-        });
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-      }
-      const data = publishedData(states(), current?.data);
-      if (current && sameData(current.data, data)) return;
+    const wrote = await publishConfigMap(clients.core, namespace, IDENTITY_BINDINGS_CONFIGMAP, (current) => {
+      const data = publishedData(states(), current);
       const size = Object.entries(data).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v), 0);
-      if (size > MAX_PUBLISHED_BYTES) {
-        log.error(
-          { bytes: size, limit: MAX_PUBLISHED_BYTES },
-          `the identity bindings exceed what ${where} can hold; keeping the last publication (split providers across namespaces or trim unused bindings)`,
-        );
-        return;
-      }
-      const body: V1ConfigMap = {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: {
-          name: IDENTITY_BINDINGS_CONFIGMAP,
-          namespace,
-          labels: { ...MANAGED_BY, "app.kubernetes.io/part-of": "gatehouse" },
-          ...(current?.metadata?.resourceVersion
-            ? { resourceVersion: current.metadata.resourceVersion }
-            : {}),
-        },
-        data,
-      };
-      try {
-        if (current) await replace(clients.core, body);
-        else await clients.core.createNamespacedConfigMap({ namespace, body });
-        log.info({ namespaces: Object.keys(data) }, `published identity bindings in ${where}`);
-        return;
-      } catch (error) {
-        if (!isConflict(error)) {
-          throw new GatehouseError("unavailable", `cannot write ${where}: ${describeApiError(error)}`, {
-            cause: error,
-          });
-        }
-      }
-    }
-    throw new GatehouseError("conflict", `${where}: ${MAX_ATTEMPTS} writes met a concurrent change`);
+      if (size <= MAX_PUBLISHED_BYTES) return data;
+      log.error(
+        { bytes: size, limit: MAX_PUBLISHED_BYTES },
+        `the identity bindings exceed what ${where} can hold; keeping the last publication (split providers across namespaces or trim unused bindings)`,
+      );
+      return undefined;
+    });
+    if (wrote) log.info({ namespaces: [...watched.keys()] }, `published identity bindings in ${where}`);
   }
 
   function schedule(): void {
@@ -237,12 +195,4 @@ export function startIdentityMirror(options: IdentityMirrorOptions): { stop(): P
       await writing;
     },
   };
-}
-
-function replace(core: CoreV1Api, body: V1ConfigMap): Promise<V1ConfigMap> {
-  return core.replaceNamespacedConfigMap({
-    name: IDENTITY_BINDINGS_CONFIGMAP,
-    namespace: body.metadata?.namespace ?? "",
-    body,
-  });
 }
