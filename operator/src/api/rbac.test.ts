@@ -66,7 +66,7 @@ describe("the controller's rules", () => {
     expect(all.filter((g) => /tokenreviews|gatehouse-gateway-grant-keys|model/.test(g))).toEqual([]);
   });
 
-  it("touch pods and EndpointSlices only through the pod ClusterRoles, never cluster-wide", () => {
+  it("touch pods and EndpointSlices only through the pod ClusterRoles (bound per watched namespace)", () => {
     expect(all.filter((g) => /core\/pods|endpointslices/.test(g))).toEqual([]);
     expect(grants([CONTROLLER_POD_RULE])).toEqual(["get core/pods", "create core/pods", "delete core/pods"]);
     expect(grants(POD_READER_RULES)).toEqual([

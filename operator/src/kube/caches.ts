@@ -6,9 +6,9 @@
  * Pods and EndpointSlices are watched only in the served namespaces (WATCH_NAMESPACES) when there are
  * any, one list+watch each, so RBAC can grant their read there only (api/rbac.ts POD_READER_ROLE): a
  * label selector filters what is sent, not what may be asked for, and a pod's spec carries its
- * environment. Agent pods run in served namespaces only (the controller refuses sessions elsewhere), and
- * so do the providers it runs (a ProviderInstance elsewhere is NamespaceNotServed), whose pods and
- * EndpointSlices are all it reads of either.
+ * environment. Nothing is lost: agent pods run only in served namespaces, and so do the provider
+ * workloads the controller follows (a session or a ProviderInstance elsewhere is NamespaceNotServed,
+ * controllers/served-namespaces.ts).
  */
 import type { KubernetesObject, V1EndpointSlice, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
