@@ -4,8 +4,9 @@
  * cluster's platform engineer would: the privileges the split took from the gateway and from the
  * controller stay gone, and the few each still needs are there. A second set of bindings, rendered by
  * api/rbac.ts componentBindingManifests for ServiceAccounts of a fresh namespace with a non-empty
- * watch list, shows pods confined to the watched namespaces. And admission refuses the gateway what
- * RBAC alone would let through if a platform granted it: status writes and Approval metadata.
+ * watch list, shows pod writes and pod and EndpointSlice reads confined to the watched namespaces. And
+ * admission refuses the gateway what RBAC alone would let through if a platform granted it: status
+ * writes and Approval metadata.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -143,7 +144,11 @@ describe("the gateway's RBAC", () => {
     ["get approvals", ["get", "approvals.gatehouse.dev", "-n", UNLISTED]],
     ["watch AgentSessions", ["watch", "agentsessions.gatehouse.dev", "-A"]],
     ["create tokenreviews", ["create", "tokenreviews.authentication.k8s.io"]],
-    ["list EndpointSlices", ["list", "endpointslices.discovery.k8s.io", "-A"]],
+    [
+      "list EndpointSlices (no watch list: every namespace)",
+      ["list", "endpointslices.discovery.k8s.io", "-A"],
+    ],
+    ["watch pods (no watch list: every namespace)", ["watch", "pods", "-A"]],
     ["get its own grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
     ["update its own grant-key Secret", ["update", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
     ["get the grant public keys ConfigMap", ["get", `configmaps/${GRANT_PUBLIC_KEYS_CONFIGMAP}`, ...inHome]],
@@ -200,8 +205,20 @@ describe("the components' bindings with a watch list (componentBindingManifests)
     expect(await can(scoped("controller"), ["delete", "pods", "-n", SCOPED_WATCHED])).toBe(true);
     expect(await can(scoped("controller"), ["create", "pods", "-n", UNLISTED])).toBe(false);
     expect(await can(scoped("controller"), ["create", "pods", "-n", SCOPED_HOME])).toBe(false);
-    // The informer still lists and watches pods everywhere (kube/caches.ts).
-    expect(await can(scoped("controller"), ["watch", "pods", "-A"])).toBe(true);
+  });
+
+  it("let both read pods and EndpointSlices in the watched namespace only, never cluster-wide", async () => {
+    for (const c of ["gateway", "controller"] as const) {
+      for (const resource of ["pods", "endpointslices.discovery.k8s.io"]) {
+        for (const verb of ["list", "watch"]) {
+          const what = `${c}: ${verb} ${resource}`;
+          expect(await can(scoped(c), [verb, resource, "-n", SCOPED_WATCHED]), what).toBe(true);
+          expect(await can(scoped(c), [verb, resource, "-n", UNLISTED]), what).toBe(false);
+          expect(await can(scoped(c), [verb, resource, "-n", SCOPED_HOME]), what).toBe(false);
+          expect(await can(scoped(c), [verb, resource, "-A"]), what).toBe(false);
+        }
+      }
+    }
   });
 
   it("let the controller list and watch identity-binding Secrets in the listed namespace only", async () => {

@@ -39,7 +39,8 @@ export const LOCAL_IDENTITY_BINDING_NAMESPACES = ["plant-a", "plant-b"] as const
 
 /**
  * The local cluster's watched namespaces: none, so the controller may create agent pods in any
- * namespace (e2e tests make a fresh session namespace each); the pod ClusterRole is bound cluster-wide.
+ * namespace (e2e tests make a fresh session namespace each); the pod ClusterRoles (writes, reads) are
+ * bound cluster-wide.
  */
 export const LOCAL_WATCH_NAMESPACES: readonly string[] = [];
 
@@ -105,7 +106,7 @@ export function allGeneratedFiles(): Map<string, string> {
     yaml([...namespaces, ...namespaced]).replace(
       HEADER,
       note(
-        `The local cluster's namespaces and their bindings: identity-binding Secrets in ${LOCAL_IDENTITY_BINDING_NAMESPACES.join(", ")}\n# (the controller, which publishes them for the gateway); agent pods ${LOCAL_WATCH_NAMESPACES.length === 0 ? "in every namespace" : `in ${LOCAL_WATCH_NAMESPACES.join(", ")}`} (the controller).`,
+        `The local cluster's namespaces and their bindings: identity-binding Secrets in ${LOCAL_IDENTITY_BINDING_NAMESPACES.join(", ")}\n# (the controller, which publishes them for the gateway); agent pods (the controller) and pod and EndpointSlice reads (both)\n# ${LOCAL_WATCH_NAMESPACES.length === 0 ? "in every namespace" : `in ${LOCAL_WATCH_NAMESPACES.join(", ")}`}.`,
       ),
     ),
   );

@@ -108,7 +108,7 @@ export const IDENTITY_BINDINGS_ROLE = "gatehouse-identity-bindings";
  * What the controller does to agent pods one by one: create them, read one back when the create finds
  * it already there, delete them (controllers/agentsession/reconciler.ts). Bound by RoleBinding in each
  * watched namespace, so a controller confined by WATCH_NAMESPACES cannot start a pod anywhere else; the
- * cluster-wide pod informer's list/watch is in {@link CONTROLLER_RULES}.
+ * pod informer's list/watch is {@link POD_READER_RULES}.
  */
 export const CONTROLLER_POD_RULE: Rule = {
   apiGroups: [""],
@@ -120,30 +120,43 @@ export const CONTROLLER_POD_RULE: Rule = {
 export const CONTROLLER_PODS_ROLE = "gatehouse-controller-pods";
 
 /**
+ * What both components' pod and EndpointSlice informers read (kube/caches.ts): Gatehouse's pods — a
+ * token is honoured only for the running agent pod it names (gateway/authenticate.ts), Sidecar providers
+ * are reached at their pod's address, the controller follows its agent and provider pods — and the
+ * EndpointSlices of provider Services. A label selector narrows what is sent, not what may be read, and
+ * a pod's spec carries its environment: {@link POD_READER_ROLE} grants this by RoleBinding in each
+ * watched namespace, where the informers then list and watch (cluster-wide only when none is listed).
+ * EndpointSlices follow the pods: they list the same pods' addresses, and providers run only in served
+ * namespaces (controllers/served-namespaces.ts).
+ */
+export const POD_READER_RULES: Rule[] = [
+  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
+  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
+];
+
+/** ClusterRole holding only {@link POD_READER_RULES}, bound to both components. */
+export const POD_READER_ROLE = "gatehouse-pod-reader";
+
+/**
  * The gateway's cluster-wide permissions, exactly the verbs it uses (test/e2e/operator-rbac-verbs.test.ts
  * compares them with the API server's audit log): it reads, authenticates agents and records requests;
  * it writes no status, patches nothing, creates no pods and lists no Secrets. Its Secrets and
- * ConfigMaps are in {@link gatewayRoleRules}.
+ * ConfigMaps are in {@link gatewayRoleRules}; pods and EndpointSlices come from {@link POD_READER_ROLE}.
  */
 export const GATEWAY_RULES: Rule[] = [
   // The informers of the four kinds; Approvals are also read and created one by one (kube/approvals.ts:
   // the invoke path creates the Approval a call waits on, or the record of an Auto call).
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
-  // Provider endpoints (kube/provider-endpoints.ts).
-  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
-  // Read only, Gatehouse's own pods (label selector): a token is honoured only for the running agent
-  // pod it names (gateway/authenticate.ts), and Sidecar providers are reached at their pod's address.
-  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
   // Agent pods' projected tokens (gateway/authenticate.ts).
   { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
 ];
 
 /**
  * The controller's cluster-wide permissions, exactly the verbs it uses (checked like
- * {@link GATEWAY_RULES}). Pods are created and deleted only where {@link CONTROLLER_PODS_ROLE} is bound;
- * its own Secrets and ConfigMaps are in {@link controllerRoleRules}. It serves no agent, so it reviews no
- * tokens, and it reads no model key.
+ * {@link GATEWAY_RULES}). Pods are created and deleted only where {@link CONTROLLER_PODS_ROLE} is bound,
+ * and read (with EndpointSlices) where {@link POD_READER_ROLE} is; its own Secrets and ConfigMaps are in
+ * {@link controllerRoleRules}. It serves no agent, so it reviews no tokens, and it reads no model key.
  */
 export const CONTROLLER_RULES: Rule[] = [
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
@@ -153,8 +166,6 @@ export const CONTROLLER_RULES: Rule[] = [
   // and lets the controller change nothing else of an Approval: gatehouse-approval-operator).
   { apiGroups: [GROUP], resources: ["agentsessions", "approvals"], verbs: ["patch"] },
   { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["patch"] },
-  // The pod informer watches every namespace (kube/caches.ts).
-  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },
   // Server-side apply on every reconcile: `patch`, and `create` when the object is new (the API server
   // checks both for an apply that creates).
@@ -162,7 +173,6 @@ export const CONTROLLER_RULES: Rule[] = [
   { apiGroups: [""], resources: ["services"], verbs: ["create", "patch"] },
   { apiGroups: ["apps"], resources: ["deployments"], verbs: ["create", "patch"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create"] },
-  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
   {
     apiGroups: ["admissionregistration.k8s.io"],
     resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
@@ -320,13 +330,17 @@ export function clusterRole(name: string, rules: readonly Rule[]): Manifest {
   return { apiVersion: `${RBAC_GROUP}/v1`, kind: "ClusterRole", metadata: { name, labels: PART_OF }, rules };
 }
 
-/** The ClusterRoles of the components: theirs (named after their ServiceAccounts), identity bindings, pods. */
+/**
+ * The ClusterRoles of the components: theirs (named after their ServiceAccounts), identity bindings,
+ * the controller's pod writes, both components' pod reads.
+ */
 export function componentClusterRoles(): Manifest[] {
   return [
     clusterRole(COMPONENT_SERVICE_ACCOUNTS.gateway, GATEWAY_RULES),
     clusterRole(COMPONENT_SERVICE_ACCOUNTS.controller, CONTROLLER_RULES),
     clusterRole(IDENTITY_BINDINGS_ROLE, [IDENTITY_BINDING_RULE]),
     clusterRole(CONTROLLER_PODS_ROLE, [CONTROLLER_POD_RULE]),
+    clusterRole(POD_READER_ROLE, POD_READER_RULES),
   ];
 }
 
@@ -338,7 +352,10 @@ export interface ComponentBindingOptions {
   modelKeySecrets: readonly string[];
   /** Provider namespaces whose identity-binding Secrets the controller may list and watch. */
   identityBindingNamespaces: readonly string[];
-  /** Namespaces where the controller may create pods; empty: every namespace (ClusterRoleBinding). */
+  /**
+   * Namespaces where the controller may create pods and both components read pods and EndpointSlices;
+   * empty: every namespace (ClusterRoleBindings).
+   */
   watchNamespaces: readonly string[];
 }
 
@@ -370,18 +387,19 @@ export function componentBindingManifests(options: ComponentBindingOptions): Man
       subject("controller"),
     ),
   );
-  const pods =
+  /** `role` bound to `subjects` in each watched namespace, or cluster-wide when none is listed. */
+  const inWatched = (role: string, subjects: Subject[]) =>
     options.watchNamespaces.length === 0
-      ? [clusterRoleBinding(CONTROLLER_PODS_ROLE, CONTROLLER_PODS_ROLE, subject("controller"))]
+      ? [clusterRoleBinding(role, role, subjects)]
       : options.watchNamespaces.map((ns) =>
-          roleBinding(
-            CONTROLLER_PODS_ROLE,
-            ns,
-            { kind: "ClusterRole", name: CONTROLLER_PODS_ROLE },
-            subject("controller"),
-          ),
+          roleBinding(role, ns, { kind: "ClusterRole", name: role }, subjects),
         );
-  return [...perComponent, ...identities, ...pods];
+  return [
+    ...perComponent,
+    ...identities,
+    ...inWatched(CONTROLLER_PODS_ROLE, subject("controller")),
+    ...inWatched(POD_READER_ROLE, [...subject("gateway"), ...subject("controller")]),
+  ];
 }
 
 /** The persona ClusterRoles and their aggregated rule fragments. */

@@ -130,6 +130,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
           providerPort: deps.config.providerPort,
           gatewayUrl: deps.config.gatewayUrl,
           operatorNamespace: deps.config.operatorNamespace,
+          watchNamespaces: deps.config.watchNamespaces,
         },
         ns,
         name,

@@ -35,6 +35,24 @@ export type InformerEvent = "add" | "update" | "delete" | "resync";
  */
 export type ObjectHandler<T> = (object: T, event: InformerEvent, previous?: T) => void;
 
+/**
+ * What the rest of the operator uses of a cache: cached reads, change callbacks, start and stop. An
+ * {@link Informer} is one; so is a MultiNamespaceInformer (kube/multi-namespace-informer.ts), one
+ * informer per namespace read as one.
+ */
+export interface ObjectCache<T> {
+  /** Adds a handler for every add, update, delete and resync. */
+  onChange(handler: ObjectHandler<T>): void;
+  /** Starts watching; resolves once the first list is cached. */
+  start(): Promise<void>;
+  /** Stops watching. */
+  stop(): Promise<void>;
+  /** The cached object, or undefined. */
+  get(name: string, namespace?: string): T | undefined;
+  /** All cached objects, optionally of one namespace. */
+  list(namespace?: string): T[];
+}
+
 /** Options of an {@link Informer}. */
 export interface InformerOptions {
   /** Collection path, e.g. `/apis/gatehouse.dev/v1alpha1/agentsessions` or `/api/v1/pods`. */
@@ -65,7 +83,7 @@ interface WatchStatus {
 class GoneError extends Error {}
 
 /** A running informer: cached reads plus change callbacks. */
-export class Informer<T extends KubernetesObject> {
+export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
   readonly path: string;
   private readonly config: KubeConfig;
   private readonly options: InformerOptions;

@@ -107,7 +107,9 @@ export async function startComponent(
       config.mountRoot,
     ),
   );
-  const caches = makeCaches(clients, log, (path, reason) => metrics.informerRestarted(path, reason));
+  const caches = makeCaches(clients, log, config.watchNamespaces, (path, reason) =>
+    metrics.informerRestarted(path, reason),
+  );
   metrics.trackPendingApprovals(
     () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
   );

@@ -38,6 +38,7 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalize
 import { limitsOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
+import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
 import { MAX_SIDECARS, SIDECAR_BASE_PORT, sidecarProvidersFor, sidecarsFor } from "./sidecars.ts";
 import { allAnswered, isTerminal, modelEndpointNotFoundMessage, runAnswered, statusFrom } from "./status.ts";
@@ -61,14 +62,6 @@ export function approvalsOf(caches: Caches, session: AgentSession): Approval[] {
   return caches.approvals
     .list(session.metadata.namespace)
     .filter((a) => a.spec.sessionRef.uid === session.metadata.uid);
-}
-
-/** Why a session in `namespace` does not run, and the fix: the controller serves only `served`. */
-export function namespaceNotServedMessage(namespace: string, served: readonly string[]): string {
-  return (
-    `Gatehouse runs AgentSessions only in namespaces ${served.join(", ")} (the controller's WATCH_NAMESPACES, ` +
-    `chart value watchNamespaces), not in ${namespace}: ask the platform team to add ${namespace} there.`
-  );
 }
 
 /** Reconciles one AgentSession. */
@@ -107,8 +100,8 @@ export async function reconcileAgentSession(
   // Outside the namespaces this controller serves it has no right to create pods: say so and wait, as
   // Pending, for the platform to add the namespace (a new configuration restarts the controller).
   const served = deps.config.watchNamespaces;
-  if (served.length > 0 && !served.includes(namespace)) {
-    const message = namespaceNotServedMessage(namespace, served);
+  if (!serves(served, namespace)) {
+    const message = namespaceNotServedMessage("AgentSessions", namespace, served);
     const conditions = setCondition(
       session.status?.conditions,
       {
