@@ -1,7 +1,7 @@
 import { ApiException, type CoreV1Api, type V1ConfigMap } from "@kubernetes/client-node";
 import type { JWK } from "jose";
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { GRANT_PUBLIC_KEYS_CONFIGMAP } from "../api/well-known.ts";
 import { jwksOf, newGrantKey } from "./grant-keys.ts";
 import {
@@ -214,6 +214,33 @@ describe("readGrantPublicKeys", () => {
       expect(reader.keys()).toEqual([]);
     } finally {
       reader.stop();
+    }
+  });
+
+  it("re-reads every second while it holds no key, so keys the controller publishes after it started serve at once", async () => {
+    vi.useFakeTimers();
+    const good = await publishedKey();
+    const fake = fakeCore();
+    const reader = await readGrantPublicKeys({
+      core: fake.core,
+      namespace: "gatehouse-system",
+      resyncMs: 3_600_000,
+      log,
+    });
+    try {
+      fake.set({
+        metadata: { name: GRANT_PUBLIC_KEYS_CONFIGMAP, namespace: "gatehouse-system" },
+        data: { [GRANT_PUBLIC_KEYS_KEY]: text([good.jwk]) },
+      });
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(reader.keys()).toEqual([good.jwk]);
+      // Held: back to the hour's re-read, so a removed ConfigMap is not seen a second later.
+      fake.set(undefined);
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(reader.keys()).toEqual([good.jwk]);
+    } finally {
+      reader.stop();
+      vi.useRealTimers();
     }
   });
 });

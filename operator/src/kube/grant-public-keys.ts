@@ -26,6 +26,8 @@ import { publishConfigMap, readConfigMap } from "./published-configmap.ts";
 
 /** The data key holding the JWK Set. */
 export const GRANT_PUBLIC_KEYS_KEY = "jwks.json";
+/** How often the gateway re-reads the ConfigMap while it holds no controller key. */
+const MISSING_KEYS_RETRY_MS = 1_000;
 /** How often the controller re-checks that the ConfigMap carries its ring's keys, by default. */
 const DEFAULT_PUBLISH_INTERVAL_MS = 30_000;
 
@@ -216,7 +218,8 @@ export interface GrantPublicKeys {
 }
 
 /**
- * Reads the controller's published keys (the gateway's side), then re-reads them every `resyncMs`.
+ * Reads the controller's published keys (the gateway's side), then re-reads them every `resyncMs`
+ * (every second while it holds none).
  * A missing ConfigMap means the controller has published nothing yet: no keys, logged once until it
  * appears. Refused entries are skipped and warned about whenever the refusals change. A later read that
  * fails keeps the keys read before. Errors: the first read's API error (not a missing ConfigMap).
@@ -248,8 +251,29 @@ export async function readGrantPublicKeys(options: ReadGrantPublicKeysOptions): 
   }
 
   await sync();
-  const stop = every(options.resyncMs, sync, (error) =>
-    log.error({ err: error }, `re-reading ${name} failed; serving the controller keys read before`),
-  );
+  // Until the controller's keys are there, re-read every second: the two Deployments start together,
+  // and an approved dispatch signed with a key the JWKS does not serve yet is refused by the provider.
+  // Once they are, a rotation is covered by the activation delay (longer than two re-reads).
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(
+      () => {
+        sync()
+          .catch((error: unknown) =>
+            log.error({ err: error }, `re-reading ${name} failed; serving the controller keys read before`),
+          )
+          .finally(next);
+      },
+      keys.length === 0 ? MISSING_KEYS_RETRY_MS : options.resyncMs,
+    );
+    timer.unref();
+  };
+  next();
+  const stop = () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
   return { keys: () => keys, sync, stop };
 }
