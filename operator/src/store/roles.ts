@@ -7,7 +7,9 @@
  *     `executions` and `budget_reservations`, whose triggers guard the state transitions; SELECT and
  *     INSERT on `session_events`; SELECT on `pgmigrations` (the start-up schema check);
  *   - `gatehouse_gateway` and `gatehouse_controller` (NOLOGIN), one per component, both members of
- *     `gatehouse_operator`; only the controller may INSERT into `audit_checkpoints`.
+ *     `gatehouse_operator`; only the controller may INSERT into `audit_checkpoints`, and a login of the
+ *     gateway's (and not the controller's) appends only the invoke path's kinds to `audit_log`
+ *     (`GATEWAY_AUDIT_KINDS`; migration 0011's trigger, which judges `session_user`).
  * Roles and memberships are cluster-global, so they are created idempotently, tolerating another
  * database's migration creating them at the same moment; table grants are in the migrations.
  * Triggers and REVOKE do not bind a superuser or the table owner, which is why no long-running
