@@ -112,6 +112,8 @@ describe("the gateway's RBAC", () => {
     ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
     ["watch secrets in a listed provider namespace", ["watch", "secrets", "-n", LISTED]],
     ["list secrets in its own namespace", ["list", "secrets", ...inHome]],
+    // A Secret of type kubernetes.io/service-account-token it created would hold the controller's token.
+    ["create secrets in its own namespace", ["create", "secrets", ...inHome]],
     [
       "update the identity bindings ConfigMap",
       ["update", `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`, ...inHome],

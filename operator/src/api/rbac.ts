@@ -243,13 +243,14 @@ export function controllerRoleRules(): NamedRule[] {
 }
 
 /**
- * The gateway's rules in its own namespace: its grant signing keys Secret, what the controller
+ * The gateway's rules in its own namespace: its grant signing keys Secret (get and update only: the
+ * controller creates it empty, since `create` cannot be limited by name and a created Secret of type
+ * `kubernetes.io/service-account-token` is filled with a token of any ServiceAccount there), what the controller
  * publishes for it — the grant public keys (its JWKS serves both rings) and the identity bindings —
  * read only, and, when `modelKeySecrets` is not empty, the model proxy's key Secrets ({@link modelKeyRule}).
  */
 export function gatewayRoleRules(modelKeySecrets: readonly string[]): NamedRule[] {
   return [
-    { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
     {
       apiGroups: [""],
       resources: ["secrets"],

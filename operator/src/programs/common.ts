@@ -153,6 +153,8 @@ export async function startComponent(
       retainMs: (60 + 2 * config.grants.keysResyncSeconds + 60) * 1000,
     },
     resyncMs: config.grants.keysResyncSeconds * 1000,
+    // The gateway may not create Secrets: the controller creates its Secret empty (programs/controller.ts).
+    mayCreate: component === "controller",
     log: log.child({ component: "grant-keys" }),
   });
   const grants = grantSigner({ signingKey: grantKeys.signingKey, ttlSeconds: config.grants.ttlSeconds });
