@@ -29,6 +29,7 @@ import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
+import { isDatabaseUnavailable } from "../store/unavailable.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
@@ -88,6 +89,13 @@ export function buildGateway(deps: GatewayDeps) {
     }
     if (error instanceof z.ZodError) {
       return reply.code(400).send({ kind: "invalid_arguments", message: z.prettifyError(error) });
+    }
+    if (isDatabaseUnavailable(error)) {
+      // A 503 the agent retries (same execution identity, so nothing runs twice); a 500 it would not.
+      request.log.warn({ err: error }, "gateway request failed: the database is unavailable");
+      return reply
+        .code(503)
+        .send({ kind: "unavailable", message: "The operator's database does not answer; retry shortly." });
     }
     request.log.error({ err: error }, "gateway request failed");
     return reply.code(500).send({ kind: "internal", message: "internal error" });
