@@ -102,7 +102,7 @@ afterAll(async () => {
 });
 
 describe("while the database is down", () => {
-  it("both components answer /readyz 503 naming the database, and /healthz 200", async () => {
+  it("both components answer /readyz 503 naming the database, /healthz 200, and gatehouse_database_available 0", async () => {
     for (const replica of [env.controller, env.gateway]) {
       const unready = await eventually(
         `${replica.component} /readyz to say the database is down`,
@@ -114,6 +114,8 @@ describe("while the database is down", () => {
       );
       expect(unready.body).toMatchObject({ ready: false, checks: { caches: true, database: false } });
       expect((await fetch(`${replica.healthUrl}/healthz`)).status).toBe(200);
+      const metrics = await (await fetch(`${replica.healthUrl}/metrics`)).text();
+      expect(metrics).toMatch(/^gatehouse_database_available 0$/m);
     }
   });
 

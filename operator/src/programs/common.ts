@@ -147,6 +147,7 @@ export async function startComponent(
     process.exit(1);
   });
   databaseAnswers = () => store.available();
+  metrics.trackDatabase(databaseAnswers);
 
   // Each component signs with keys of its own (DESIGN §5); providers tell them apart by kid.
   const grantKeys = await startGrantKeyRing({
