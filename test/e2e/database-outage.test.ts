@@ -8,7 +8,8 @@
  * DatabaseUnavailable`. The server stays down 15 s after the approval, long enough for a growing
  * backoff to outlast the bound. After it restarts, readiness returns, the new session's condition
  * clears, and the approved call is dispatched within 10 s of the restart (its execution row's start,
- * which Postgres records, against the moment the server answered again), publishing the plan once.
+ * stamped by the controller on this host's clock, against the moment the server answered again),
+ * publishing the plan once.
  */
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
