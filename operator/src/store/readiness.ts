@@ -3,8 +3,9 @@
  * `SELECT 1` through the store's own pool every `intervalMs`, bounded by `timeoutMs` (pg's
  * `query_timeout`; the pool's `connectionTimeoutMillis` bounds the connect), never two at once; and
  * the pool's `error` event — an idle connection the server closed, as it does to all of them when it
- * stops — marks it unavailable at once and probes again. So readiness follows an outage within one
- * period and a recovery within one more. Transitions are logged once each.
+ * stops — marks it unavailable at once (the next probe says whether it is back; probing at once could
+ * take another idle connection the stopping server has not closed yet, and flap). So readiness follows
+ * an outage within one period and a recovery within one more. Transitions are logged once each.
  */
 import type pg from "pg";
 import type { StoreLogger } from "./pool.ts";
@@ -39,11 +40,7 @@ export function watchDatabase(pool: pg.Pool, options: DatabaseWatchOptions = {})
   const note = (answered: boolean, error?: unknown) => {
     if (observed && answered === available) return;
     if (answered) log?.info({}, "the database answers; ready");
-    else
-      log?.warn(
-        { err: error, unavailable: isDatabaseUnavailable(error) },
-        "the database does not answer; not ready until it does",
-      );
+    else log?.warn({ err: error }, "the database does not answer; not ready until it does");
     observed = true;
     available = answered;
   };
@@ -61,9 +58,9 @@ export function watchDatabase(pool: pg.Pool, options: DatabaseWatchOptions = {})
         probing = undefined;
       });
   };
+  // Only an outage's errors: a connection ended for its own sake (idle_session_timeout, 57P05) is not one.
   const onPoolError = (error: Error) => {
-    note(false, error);
-    probe();
+    if (isDatabaseUnavailable(error)) note(false, error);
   };
   pool.on("error", onPoolError);
   const timer = setInterval(probe, intervalMs);
