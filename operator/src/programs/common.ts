@@ -1,7 +1,7 @@
 /**
  * What both long-running programs start the same way (DESIGN §3): configuration, logger, metrics,
- * Kubernetes clients and informer caches, the health server, the Postgres store as the component's own
- * runtime login, the component's grant key ring and the Core ports. Each program adds its own parts
+ * Kubernetes clients and informer caches, the health server (ready once the caches synced and while
+ * the database answers), the Postgres store as the component's own runtime login, the component's grant key ring and the Core ports. Each program adds its own parts
  * (the gateway its HTTP server, the controller its Lease, witness and reconcilers) and its shutdown
  * steps, run in order on SIGTERM/SIGINT.
  * Exit codes: 2 on a bad configuration, 1 on a store that refuses to open (a deployment mistake, logged
@@ -114,9 +114,15 @@ export async function startComponent(
     () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
   );
   let synced = false;
+  // Until the store is open the database has not answered; then its own probe says (readiness.ts).
+  let databaseAnswers = () => false;
   const health = buildHealthServer({
     registry: metrics.registry,
-    checks: [{ name: "caches", ready: () => synced }, ...options.checks],
+    checks: [
+      { name: "caches", ready: () => synced },
+      { name: "database", ready: () => databaseAnswers() },
+      ...options.checks,
+    ],
     isLeader: options.isLeader,
   });
   await health.listen({ host: config.healthHost, port: config.healthPort });
@@ -140,6 +146,8 @@ export async function startComponent(
     );
     process.exit(1);
   });
+  databaseAnswers = () => store.available();
+  metrics.trackDatabase(databaseAnswers);
 
   // Each component signs with keys of its own (DESIGN §5); providers tell them apart by kid.
   const grantKeys = await startGrantKeyRing({

@@ -4,6 +4,7 @@
  *   deleting → once no Approval of it is Pending, remove the finalizer
  *   no finalizer → add it
  *   terminal → nothing to do, unless messages were appended to a Completed session → continue it
+ *   record = its transcript record (Postgres)   ; unavailable → Progressing=False DatabaseUnavailable, retried soon
  *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
  *   pod answered and more messages wait         → record continuations+1 (next pass creates its pod)
  *   apply the namespace's agent NetworkPolicy   ; before each pod, and once per namespace per process
@@ -38,10 +39,18 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalize
 import { limitsOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
+import { isDatabaseUnavailable } from "../../store/unavailable.ts";
 import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
 import { MAX_SIDECARS, SIDECAR_BASE_PORT, sidecarProvidersFor, sidecarsFor } from "./sidecars.ts";
-import { allAnswered, isTerminal, modelEndpointNotFoundMessage, runAnswered, statusFrom } from "./status.ts";
+import {
+  allAnswered,
+  databaseUnavailableStatus,
+  isTerminal,
+  modelEndpointNotFoundMessage,
+  runAnswered,
+  statusFrom,
+} from "./status.ts";
 
 /** Reads what Postgres holds about a session. */
 export interface SessionRecords {
@@ -153,7 +162,7 @@ export async function reconcileAgentSession(
     if (leftOfEarlierSession(pod, session)) return { requeueAfterMs: 2_000 };
     return fail("PodNameTaken", foreignPodMessage(pod));
   }
-  const record = await deps.records.recordOf(session.metadata.uid);
+  const record = await recordOrSayUnavailable(deps, session, now);
   const retry =
     pod && !session.spec.cancel
       ? retryDecision(pod, record, attempt, deps.config.agentPodRetries, now, runAnswered(session, record))
@@ -251,6 +260,25 @@ export async function reconcileAgentSession(
   }
   // The final answer lands in Postgres, not the API server: poll for it while the pod runs.
   return isTerminalSessionPhase(status.phase) ? undefined : { requeueAfterMs: 2_000 };
+}
+
+/**
+ * The session's record from Postgres. When the database is unavailable the session says so
+ * (databaseUnavailableStatus) before the error goes on to the work queue, which retries it within
+ * seconds (controller.ts): without it, a session created during an outage would have no status at all.
+ */
+async function recordOrSayUnavailable(
+  deps: AgentSessionDeps,
+  session: AgentSession,
+  now: Date,
+): Promise<SessionRecord> {
+  try {
+    return await deps.records.recordOf(session.metadata.uid);
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, databaseUnavailableStatus(session, now));
+    throw error;
+  }
 }
 
 /**
@@ -373,7 +401,7 @@ async function continueIfAppended(
   const generation = session.metadata.generation;
   if (status.phase !== "Completed" || session.spec.cancel) return undefined;
   if (generation === undefined || (status.observedGeneration ?? 0) >= generation) return undefined;
-  const record = await deps.records.recordOf(session.metadata.uid);
+  const record = await recordOrSayUnavailable(deps, session, deps.now());
   if (allAnswered(session, record)) {
     await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
       ...status,

@@ -4,7 +4,7 @@ import type { AgentSession, Approval } from "../../api/kinds.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import { agentPodName } from "./pod.ts";
 import { continuationDue, resumeDue } from "./reconciler.ts";
-import { modelEndpointNotFoundMessage, phaseFrom, statusFrom } from "./status.ts";
+import { databaseUnavailableStatus, modelEndpointNotFoundMessage, phaseFrom, statusFrom } from "./status.ts";
 
 const session = {
   metadata: { name: "s", namespace: "n", uid: "u", generation: 1 },
@@ -250,5 +250,39 @@ describe("modelEndpointNotFoundMessage", () => {
     expect(modelEndpointNotFoundMessage(undefined, [])).toBe(
       "spec.model.endpointRef (unset): the operator has no model endpoint configured; the platform team configures them with the chart value modelEndpoints (the operator's MODEL_ENDPOINTS).",
     );
+  });
+});
+
+describe("databaseUnavailableStatus", () => {
+  const now = new Date("2026-12-03T08:00:00Z");
+
+  it("gives a session with no status yet a Pending phase and Progressing=False DatabaseUnavailable naming its pod", () => {
+    const status = databaseUnavailableStatus(session, now);
+    expect(status.phase).toBe("Pending");
+    expect(status.startTime).toBeUndefined();
+    expect(status.conditions).toEqual([
+      expect.objectContaining({
+        type: "Progressing",
+        status: "False",
+        reason: "DatabaseUnavailable",
+        observedGeneration: 1,
+      }),
+    ]);
+    expect(status.conditions?.[0]?.message).toContain("its agent pod is started once it answers again");
+  });
+
+  it("keeps a running session's phase and other conditions, and statusFrom replaces it once the record reads", () => {
+    const running = { ...session, status: statusFrom(session, podIn("Running"), [pending], empty, now) };
+    const waiting = databaseUnavailableStatus(running, now);
+    expect(waiting.phase).toBe("AwaitingApproval");
+    expect(waiting.conditions?.find((c) => c.type === "AwaitingApproval")?.status).toBe("True");
+    expect(waiting.conditions?.find((c) => c.type === "Progressing")?.message).toContain(
+      "its status is brought up to date",
+    );
+    const recovered = statusFrom({ ...running, status: waiting }, podIn("Running"), [pending], empty, now);
+    expect(recovered.conditions?.find((c) => c.type === "Progressing")).toMatchObject({
+      status: "True",
+      reason: "ApprovalPending",
+    });
   });
 });

@@ -128,6 +128,32 @@ export function phaseFrom(
   return { phase: "Running", reason: "PodRunning", message: "The agent is working." };
 }
 
+/**
+ * The status of a session whose reconcile could not read its record because the operator's database
+ * is unavailable (pure): `Progressing=False`, reason `DatabaseUnavailable`, naming what waits — its
+ * first agent pod, or its status; the phase stays (Pending for a new session, so it has a status at
+ * all). The next pass after the database answers writes the whole status again (statusFrom).
+ */
+export function databaseUnavailableStatus(
+  session: AgentSession,
+  now: Date,
+): NonNullable<AgentSession["status"]> {
+  const waits = session.status?.podName ? "its status is brought up to date" : "its agent pod is started";
+  const conditions = setCondition(
+    session.status?.conditions,
+    {
+      type: "Progressing",
+      status: "False",
+      reason: "DatabaseUnavailable",
+      message: `The operator's database (Postgres) does not answer, so the session's transcript cannot be read; ${waits} once it answers again.`,
+      observedGeneration: session.metadata.generation,
+    },
+    now,
+  );
+  // No startTime: the session's timeout runs from when its work starts, not from the outage.
+  return { ...session.status, phase: session.status?.phase ?? "Pending", conditions };
+}
+
 /** The full desired status. */
 export function statusFrom(
   session: AgentSession,
