@@ -41,7 +41,14 @@ import type { ReconcileResult } from "../../kube/workqueue.ts";
 import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
 import { MAX_SIDECARS, SIDECAR_BASE_PORT, sidecarProvidersFor, sidecarsFor } from "./sidecars.ts";
-import { allAnswered, isTerminal, modelEndpointNotFoundMessage, runAnswered, statusFrom } from "./status.ts";
+import {
+  allAnswered,
+  isTerminal,
+  limitLoweredEvent,
+  modelEndpointNotFoundMessage,
+  runAnswered,
+  statusFrom,
+} from "./status.ts";
 
 /** Reads what Postgres holds about a session. */
 export interface SessionRecords {
@@ -240,9 +247,13 @@ export async function reconcileAgentSession(
   const missing = (session.spec.capabilities ?? []).filter(
     (name) => !deps.caches.capabilities.get(name, namespace),
   );
-  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now, missing);
+  const limits = limitsOf(session, deps.config.sessionCeilings);
+  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now, missing, limits);
+  // Judged against the status before this write: once the write records the limits, it is silent.
+  const lowered = limitLoweredEvent(session, deps.config.sessionCeilings);
   if (await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, status)) {
     log.info({ phase: status.phase }, "session status written");
+    if (lowered) deps.events.warning(session, lowered.reason, lowered.message);
     if (status.phase !== session.status?.phase && isTerminalSessionPhase(status.phase)) {
       const ended = status.conditions?.find((c) => c.type === "Progressing");
       const say = status.phase === "Failed" ? deps.events.warning : deps.events.normal;
