@@ -10,8 +10,8 @@
  *   cancelled → delete the pod
  *   no pod → ensure the namespace's agent ServiceAccount
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
- *   status = statusFrom(session, pod, approvals, transcript record)
- *   writeStatusIfChanged(status)
+ *   status = statusFrom(session, pod, approvals, transcript record, effective limits)
+ *   writeStatusIfChanged(status)                ; first written limits a ceiling lowered → Event LimitLowered
  */
 import { PatchStrategy, type V1NetworkPolicy, type V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
