@@ -340,7 +340,10 @@ describe("admission, as the gateway", () => {
       "--as",
       GATEWAY,
     ]);
-    expectRefused(result, new RegExp(`decision-append: ${GATEWAY} may only append exactly one decision`));
+    expectRefused(
+      result,
+      new RegExp(`approval-finalizers: ${GATEWAY} may not add or remove finalizers of Approval ${approval}`),
+    );
   });
 
   it.each([

@@ -162,8 +162,9 @@ export const CONTROLLER_RULES: Rule[] = [
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
   // The leader's sweep creates the record of an Auto call the gateway could not (core/resolution.ts).
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
-  // Finalizers of AgentSessions and Approvals (metadata only; admission lets no one else touch them,
-  // and lets the controller change nothing else of an Approval: gatehouse-approval-operator).
+  // Finalizers of AgentSessions and Approvals (metadata only; admission lets nobody else touch an
+  // Approval's, and lets the controller change nothing else of one but labels and annotations:
+  // gatehouse-approval-metadata, gatehouse-approval-operator).
   { apiGroups: [GROUP], resources: ["agentsessions", "approvals"], verbs: ["patch"] },
   { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["patch"] },
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },

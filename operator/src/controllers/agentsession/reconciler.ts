@@ -11,8 +11,8 @@
  *   cancelled → delete the pod
  *   no pod → ensure the namespace's agent ServiceAccount
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
- *   status = statusFrom(session, pod, approvals, transcript record)
- *   writeStatusIfChanged(status)
+ *   status = statusFrom(session, pod, approvals, transcript record, effective limits)
+ *   writeStatusIfChanged(status)                ; first written limits a ceiling lowered → Event LimitLowered
  */
 import { PatchStrategy, type V1NetworkPolicy, type V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -47,6 +47,7 @@ import {
   allAnswered,
   databaseUnavailableStatus,
   isTerminal,
+  limitLoweredEvent,
   modelEndpointNotFoundMessage,
   runAnswered,
   statusFrom,
@@ -249,9 +250,13 @@ export async function reconcileAgentSession(
   const missing = (session.spec.capabilities ?? []).filter(
     (name) => !deps.caches.capabilities.get(name, namespace),
   );
-  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now, missing);
+  const limits = limitsOf(session, deps.config.sessionCeilings);
+  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now, missing, limits);
+  // Judged against the status before this write: once the write records the limits, it is silent.
+  const lowered = limitLoweredEvent(session, deps.config.sessionCeilings);
   if (await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, status)) {
     log.info({ phase: status.phase }, "session status written");
+    if (lowered) deps.events.warning(session, lowered.reason, lowered.message);
     if (status.phase !== session.status?.phase && isTerminalSessionPhase(status.phase)) {
       const ended = status.conditions?.find((c) => c.type === "Progressing");
       const say = status.phase === "Failed" ? deps.events.warning : deps.events.normal;
