@@ -71,13 +71,16 @@ export async function coreNamespace(env: Environment, prefix: string): Promise<s
         { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
         binding("session-users", "gatehouse-session-user"),
         binding("approvers", "gatehouse-approver"),
-        // What the chart's rbac.identityBindingNamespaces does for a provider namespace: the controller
-        // may list and watch its identity-binding Secrets (and publishes them for the gateway).
+        // What the chart's rbac.identityBindingNamespaces does for a provider namespace: both components
+        // may list its identity-binding Secrets.
         roleBinding(
           IDENTITY_BINDINGS_ROLE,
           namespace,
           { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE },
-          [serviceAccountSubject("controller", OPERATOR_NAMESPACE)],
+          [
+            serviceAccountSubject("gateway", OPERATOR_NAMESPACE),
+            serviceAccountSubject("controller", OPERATOR_NAMESPACE),
+          ],
         ),
       ],
     }),

@@ -78,8 +78,6 @@ export const CAPABILITY: KindDefinition = {
     { name: "Effect", type: "string", jsonPath: ".status.effect" },
     { name: "Approval", type: "string", jsonPath: ".spec.policy.approval", priority: 1 },
     { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    // Ready=False has many causes (Disabled, ProviderNotReady, …): the reason says which at a glance.
-    { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
     age,
   ],
 };
@@ -98,8 +96,6 @@ export const PROVIDER_INSTANCE: KindDefinition = {
     { name: "Placement", type: "string", jsonPath: ".spec.placement" },
     { name: "Version", type: "string", jsonPath: ".status.manifest.version" },
     { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    // Ready=False has many causes (Disabled, ProviderNotReady, …): the reason says which at a glance.
-    { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
     age,
   ],
 };

@@ -14,6 +14,7 @@ import {
   DEFAULT_KIND_NODE_IMAGE,
   GATEWAY_SERVICE_ACCOUNT,
   impersonatingKubeconfig,
+  OPERATOR_SERVICE_ACCOUNT,
   PORTABLE_FILES,
   skipReasonFor,
 } from "./target.ts";
@@ -210,6 +211,7 @@ describe("impersonatingKubeconfig", () => {
       "alice",
       "bob",
       "carol",
+      "gatehouse-operator",
       "gatehouse-gateway",
       "gatehouse-controller",
     ]);
@@ -227,6 +229,7 @@ describe("impersonatingKubeconfig", () => {
       certFile: join(dir!, "pki/admin.crt"),
       impersonateUser: "alice",
     });
+    expect(config.getUser("gatehouse-operator")?.impersonateUser).toBe(OPERATOR_SERVICE_ACCOUNT);
     expect(config.getUser("gatehouse-gateway")?.impersonateUser).toBe(GATEWAY_SERVICE_ACCOUNT);
     expect(config.getUser("gatehouse-controller")?.impersonateUser).toBe(CONTROLLER_SERVICE_ACCOUNT);
   });
