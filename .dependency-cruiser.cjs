@@ -33,7 +33,7 @@ module.exports = {
       from: { path: "^operator/src/programs/gateway\\.ts$" },
       to: {
         reachable: true,
-        path: "^operator/src/(controllers/|programs/controller\\.ts$|kube/(checkpoint-configmap|witness-key|leader-election|admission-guard)\\.ts$)",
+        path: "^operator/src/(controllers/|programs/controller\\.ts$|kube/(checkpoint-configmap|witness-key|leader-election|admission-guard|identity-mirror)\\.ts$)",
       },
     },
     {

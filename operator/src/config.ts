@@ -167,7 +167,7 @@ const Environment = z.object({
     )
     .pipe(z.array(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "not a namespace name")))
     .describe(
-      "controller: comma list of the namespaces whose AgentSessions it runs (its pod RBAC is bound there); sessions elsewhere stay Pending with condition Progressing=False, reason NamespaceNotServed (default empty: every namespace)",
+      "both: comma list of the served namespaces, the only ones whose pods and EndpointSlices they watch (their pod RBAC is bound there) and where the controller runs AgentSessions and ProviderInstances; a session elsewhere stays Pending with condition Progressing=False, a provider Ready=False, reason NamespaceNotServed (default empty: every namespace)",
     ),
   GATEWAY_SERVICE_ACCOUNT: z
     .string()
@@ -302,7 +302,10 @@ export interface OperatorConfig {
   healthHost: string;
   healthPort: number;
   leaderElection: { enabled: boolean; namespace: string; identityPrefix: string };
-  /** The namespaces whose AgentSessions the controller runs (WATCH_NAMESPACES); empty = every namespace. */
+  /**
+   * The served namespaces (WATCH_NAMESPACES): where both components watch pods and EndpointSlices and
+   * the controller runs AgentSessions and ProviderInstances; empty = every namespace.
+   */
   watchNamespaces: string[];
   /** The gateway's user name as the API server authenticates it (GATEWAY_SERVICE_ACCOUNT in POD_NAMESPACE). */
   gatewayUsername: string;

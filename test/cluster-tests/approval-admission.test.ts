@@ -32,7 +32,12 @@ const kubectl: Kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath)
 let ns: string;
 
 interface ApprovalObject {
-  metadata: { name: string; resourceVersion: string; labels?: Record<string, string> };
+  metadata: {
+    name: string;
+    resourceVersion: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   spec: { decisions: Array<{ approver: string; verdict: string }>; arguments: string };
   status?: { phase?: string };
 }
@@ -157,20 +162,52 @@ describe("Approval updates the API server refuses", () => {
     await refusedAndUnchanged(name, () => patch("alice", name, "merge", body), message);
   });
 
-  it.each([
-    ["labels", { op: "add", path: "/metadata/labels", value: { approved: "yes" } }],
-    ["finalizers", { op: "add", path: "/metadata/finalizers", value: ["example.com/hold"] }],
-  ])("refuses an approver's edit of %s, alone or with a decision", async (_what, edit) => {
+  it("refuses an approver's change of spec.capability, naming the immutability rule", async () => {
     const name = await createApproval();
-    await refusedAndUnchanged(name, () => patch("alice", name, "json", [edit]), /decision-append/);
-    const withDecision = [
-      { op: "add", path: "/spec/decisions/-", value: { approver: "alice", verdict: "Approve" } },
-      edit,
-    ];
     await refusedAndUnchanged(
       name,
-      () => patch("alice", name, "json", withDecision),
-      /decision-metadata: alice/,
+      () => patch("alice", name, "merge", { spec: { capability: "aps-schedule-read" } }),
+      /spec\.capability is immutable: an Approval records the exact call the agent proposed/,
+    );
+  });
+
+  it("refuses an approver's finalizer, alone or beside a decision, naming the finalizer rule", async () => {
+    const name = await createApproval();
+    const hold = { op: "add", path: "/metadata/finalizers", value: ["example.com/hold"] };
+    const refusal = new RegExp(
+      `approval-finalizers: alice may not add or remove finalizers of Approval ${name}: the finalizer gatehouse\\.dev/audit-lifecycle is the operator's`,
+    );
+    await refusedAndUnchanged(name, () => patch("alice", name, "json", [hold]), refusal);
+    const withDecision = [
+      { op: "add", path: "/spec/decisions/-", value: { approver: "alice", verdict: "Approve" } },
+      hold,
+    ];
+    await refusedAndUnchanged(name, () => patch("alice", name, "json", withDecision), refusal);
+  });
+
+  it("refuses an approver's finalizer that names the operator's own", async () => {
+    const name = await createApproval();
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "merge", { metadata: { finalizers: [APPROVAL_FINALIZER] } }),
+      /approval-finalizers: alice may not add or remove finalizers/,
+    );
+  });
+
+  it("refuses an approver's ownerReference, naming the ownerReferences rule", async () => {
+    const name = await createApproval();
+    const owner = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      name: "anything",
+      uid: "7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+    };
+    await refusedAndUnchanged(
+      name,
+      () => patch("alice", name, "json", [{ op: "add", path: "/metadata/ownerReferences", value: [owner] }]),
+      new RegExp(
+        `approval-owner-references: the ownerReferences of Approval ${name} tie it to its AgentSession and are the operator's; alice may not change them`,
+      ),
     );
   });
 
@@ -214,14 +251,14 @@ describe("Approval updates the API server refuses", () => {
     );
   });
 
-  it("refuses a status-only merge patch sent without the subresource, leaving the status unset", async () => {
+  it("ignores a status sent without the subresource: nothing changes, the status stays unset", async () => {
     const name = await createApproval();
-    await refusedAndUnchanged(
-      name,
-      () => patch("alice", name, "merge", { status: { phase: "Approved" } }),
-      /decision-append/,
-    );
-    expect((await read(name)).status?.phase).toBeUndefined();
+    const before = await read(name);
+    const run = await patch("alice", name, "merge", { status: { phase: "Approved" } });
+    expect(run.code, run.stderr).toBe(0);
+    const after = await read(name);
+    expect(after.status?.phase).toBeUndefined();
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
   });
 
   it("refuses an Approval created by anyone but the operator", async () => {
@@ -261,7 +298,21 @@ describe("the operator's Approval finalizer", () => {
 
   it("refuses removing it to an approver without the release verb on approvals", async () => {
     const name = await finalizedApproval();
-    await refusedAndUnchanged(name, () => patch("carol", name, "json", removeFinalizers), /decision-/);
+    await refusedAndUnchanged(
+      name,
+      () => patch("carol", name, "json", removeFinalizers),
+      /approval-finalizers: carol may not add or remove finalizers of Approval .*only a holder of the RBAC verb release on approvals may remove it by hand/,
+    );
+  });
+
+  it("refuses a cluster admin (who holds the release verb) a finalizer of their own beside it", async () => {
+    const name = await finalizedApproval();
+    await refusedAndUnchanged(
+      name,
+      () =>
+        patch("admin", name, "merge", { metadata: { finalizers: [APPROVAL_FINALIZER, "example.com/hold"] } }),
+      /approval-finalizers: admin may not add or remove finalizers/,
+    );
   });
 
   it("refuses the operator any change of an Approval but that finalizer", async () => {
@@ -276,9 +327,33 @@ describe("the operator's Approval finalizer", () => {
     );
     await refusedAndUnchanged(
       name,
-      () => patch(OPERATOR, name, "merge", { metadata: { labels: { extra: "x" } } }),
+      () =>
+        patch(OPERATOR, name, "merge", {
+          metadata: { finalizers: [APPROVAL_FINALIZER, "example.com/hold"] },
+        }),
+      /approval-operator: the operator may only add or remove the finalizer/,
+    );
+    await refusedAndUnchanged(
+      name,
+      () =>
+        patch(OPERATOR, name, "json", [
+          {
+            op: "add",
+            path: "/metadata/ownerReferences",
+            value: [
+              { apiVersion: "v1", kind: "ConfigMap", name: "x", uid: "7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d" },
+            ],
+          },
+        ]),
       /approval-operator/,
     );
+  });
+
+  it("lets the operator change labels and annotations, as anyone RBAC lets patch an Approval may", async () => {
+    const name = await finalizedApproval();
+    const run = await patch(OPERATOR, name, "merge", { metadata: { labels: { extra: "x" } } });
+    expect(run.code, run.stderr).toBe(0);
+    expect((await read(name)).metadata.labels).toMatchObject({ extra: "x" });
   });
 
   it("lets a cluster admin (who holds the release verb) remove it by hand", async () => {
@@ -307,6 +382,42 @@ describe("Approval updates the API server accepts", () => {
     const name = await createApproval();
     await decide(kubectl, "alice", ns, name, "Reject");
     expect((await read(name)).spec.decisions).toEqual([{ approver: "alice", verdict: "Reject" }]);
+  });
+
+  it("accepts an approver's label and annotation, on a Pending Approval and on a decided one", async () => {
+    const name = await createApproval();
+    const label = (value: string) =>
+      patch("alice", name, "merge", {
+        metadata: { labels: { "example.com/ticket": value }, annotations: { "example.com/note": value } },
+      });
+    const pending = await label("chg-1");
+    expect(pending.code, pending.stderr).toBe(0);
+    await patchStatusAsOperator(cluster.kubeconfigPath, APPROVAL.plural, ns, name, { phase: "Rejected" });
+    const decided = await label("chg-2");
+    expect(decided.code, decided.stderr).toBe(0);
+    const after = await read(name);
+    expect(after.metadata.labels).toMatchObject({ "example.com/ticket": "chg-2" });
+    expect(after.metadata.annotations).toMatchObject({ "example.com/note": "chg-2" });
+    expect(after.spec.decisions).toEqual([]);
+  });
+
+  it("accepts a decision appended with client-side kubectl apply, and the annotation it records", async () => {
+    const name = await createApproval();
+    // What an approver keeps in a file: the manifest of the Approval, with their decision appended.
+    const { spec } = await read(name);
+    const applied = {
+      apiVersion: "gatehouse.dev/v1alpha1",
+      kind: "Approval",
+      metadata: { name, namespace: ns },
+      spec: { ...spec, decisions: [...spec.decisions, { approver: "alice", verdict: "Approve" }] },
+    };
+    const run = await kubectl.run("alice", ["apply", "-f", "-"], JSON.stringify(applied));
+    expect(run.code, run.stderr).toBe(0);
+    const after = await read(name);
+    expect(after.spec.decisions).toEqual([{ approver: "alice", verdict: "Approve" }]);
+    expect(Object.keys(after.metadata.annotations ?? {})).toContain(
+      "kubectl.kubernetes.io/last-applied-configuration",
+    );
   });
 });
 
@@ -570,7 +681,7 @@ describe("resolutions of an Unknown outcome the API server refuses or lets throu
     await refusedAndUnchanged(
       other,
       () => asPlatform(other, withDecision),
-      /resolution-only: pat may only append a resolution/,
+      /resolution-only: pat may append a resolution or a decision to Approval .*, not both in one request/,
     );
   });
 

@@ -4,8 +4,9 @@
  * cluster's platform engineer would: the privileges the split took from the gateway and from the
  * controller stay gone, and the few each still needs are there. A second set of bindings, rendered by
  * api/rbac.ts componentBindingManifests for ServiceAccounts of a fresh namespace with a non-empty
- * watch list, shows pods confined to the watched namespaces. And admission refuses the gateway what
- * RBAC alone would let through if a platform granted it: status writes and Approval metadata.
+ * watch list, shows pod writes and pod and EndpointSlice reads confined to the watched namespaces. And
+ * admission refuses the gateway what RBAC alone would let through if a platform granted it: status
+ * writes and Approval metadata.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -24,6 +25,7 @@ import {
   componentUsername,
   GRANT_KEYS_SECRETS,
   GRANT_PUBLIC_KEYS_CONFIGMAP,
+  IDENTITY_BINDINGS_CONFIGMAP,
   OPERATOR_NAMESPACE,
   WITNESS_KEY_SECRET,
 } from "../../operator/src/api/well-known.ts";
@@ -106,6 +108,16 @@ describe("the gateway's RBAC", () => {
     ["read pod logs", ["get", "pods/log", "--all-namespaces"]],
     ["list secrets cluster-wide", ["list", "secrets", "--all-namespaces"]],
     ["list secrets in a namespace nobody listed", ["list", "secrets", "-n", UNLISTED]],
+    // Identity bindings reach it through the controller's ConfigMap, never from the Secrets.
+    ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
+    ["watch secrets in a listed provider namespace", ["watch", "secrets", "-n", LISTED]],
+    ["list secrets in its own namespace", ["list", "secrets", ...inHome]],
+    // A Secret of type kubernetes.io/service-account-token it created would hold the controller's token.
+    ["create secrets in its own namespace", ["create", "secrets", ...inHome]],
+    [
+      "update the identity bindings ConfigMap",
+      ["update", `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`, ...inHome],
+    ],
     ["patch agentsessions/status", ["patch", "agentsessions.gatehouse.dev", "--subresource=status", "-A"]],
     ["patch approvals/status", ["patch", "approvals.gatehouse.dev", "--subresource=status", "-A"]],
     ["patch approvals (finalizers)", ["patch", "approvals.gatehouse.dev", "-A"]],
@@ -134,11 +146,15 @@ describe("the gateway's RBAC", () => {
     ["get approvals", ["get", "approvals.gatehouse.dev", "-n", UNLISTED]],
     ["watch AgentSessions", ["watch", "agentsessions.gatehouse.dev", "-A"]],
     ["create tokenreviews", ["create", "tokenreviews.authentication.k8s.io"]],
-    ["list EndpointSlices", ["list", "endpointslices.discovery.k8s.io", "-A"]],
-    ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
+    [
+      "list EndpointSlices (no watch list: every namespace)",
+      ["list", "endpointslices.discovery.k8s.io", "-A"],
+    ],
+    ["watch pods (no watch list: every namespace)", ["watch", "pods", "-A"]],
     ["get its own grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
     ["update its own grant-key Secret", ["update", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
     ["get the grant public keys ConfigMap", ["get", `configmaps/${GRANT_PUBLIC_KEYS_CONFIGMAP}`, ...inHome]],
+    ["get the identity bindings ConfigMap", ["get", `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`, ...inHome]],
     ["get the model key Secret", ["get", `secrets/${LOCAL_MODEL_KEY_SECRET}`, ...inHome]],
   ])("may %s", async (_, args) => {
     expect(await can(GATEWAY, args)).toBe(true);
@@ -173,6 +189,11 @@ describe("the controller's RBAC", () => {
     ["get the witness key Secret", ["get", `secrets/${WITNESS_KEY_SECRET}`, ...inHome]],
     ["get its own grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.controller}`, ...inHome]],
     ["list secrets in a listed provider namespace", ["list", "secrets", "-n", LISTED]],
+    ["watch secrets in a listed provider namespace", ["watch", "secrets", "-n", LISTED]],
+    [
+      "update the identity bindings ConfigMap",
+      ["update", `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`, ...inHome],
+    ],
   ])("may %s", async (_, args) => {
     expect(await can(CONTROLLER, args)).toBe(true);
   });
@@ -186,16 +207,44 @@ describe("the components' bindings with a watch list (componentBindingManifests)
     expect(await can(scoped("controller"), ["delete", "pods", "-n", SCOPED_WATCHED])).toBe(true);
     expect(await can(scoped("controller"), ["create", "pods", "-n", UNLISTED])).toBe(false);
     expect(await can(scoped("controller"), ["create", "pods", "-n", SCOPED_HOME])).toBe(false);
-    // The informer still lists and watches pods everywhere (kube/caches.ts).
-    expect(await can(scoped("controller"), ["watch", "pods", "-A"])).toBe(true);
   });
 
-  it("let both list identity-binding Secrets in the listed namespace only, and never the gateway pods", async () => {
+  it("let both read pods and EndpointSlices in the watched namespace only, never cluster-wide", async () => {
     for (const c of ["gateway", "controller"] as const) {
-      expect(await can(scoped(c), ["list", "secrets", "-n", SCOPED_WATCHED]), c).toBe(true);
-      expect(await can(scoped(c), ["list", "secrets", "-n", UNLISTED]), c).toBe(false);
+      for (const resource of ["pods", "endpointslices.discovery.k8s.io"]) {
+        for (const verb of ["list", "watch"]) {
+          const what = `${c}: ${verb} ${resource}`;
+          expect(await can(scoped(c), [verb, resource, "-n", SCOPED_WATCHED]), what).toBe(true);
+          expect(await can(scoped(c), [verb, resource, "-n", UNLISTED]), what).toBe(false);
+          expect(await can(scoped(c), [verb, resource, "-n", SCOPED_HOME]), what).toBe(false);
+          expect(await can(scoped(c), [verb, resource, "-A"]), what).toBe(false);
+        }
+      }
     }
+  });
+
+  it("let the controller list and watch identity-binding Secrets in the listed namespace only", async () => {
+    for (const verb of ["list", "watch"]) {
+      expect(await can(scoped("controller"), [verb, "secrets", "-n", SCOPED_WATCHED]), verb).toBe(true);
+      expect(await can(scoped("controller"), [verb, "secrets", "-n", UNLISTED]), verb).toBe(false);
+    }
+  });
+
+  it("let the gateway read no Secret but its own, and only read the bindings the controller publishes", async () => {
+    for (const ns of [SCOPED_WATCHED, UNLISTED, SCOPED_HOME]) {
+      for (const verb of ["list", "watch"]) {
+        expect(await can(scoped("gateway"), [verb, "secrets", "-n", ns]), `${verb} in ${ns}`).toBe(false);
+      }
+    }
+    expect(await can(scoped("gateway"), ["list", "secrets", "-A"])).toBe(false);
+    expect(await can(scoped("gateway"), ["get", "secrets", "-n", SCOPED_WATCHED])).toBe(false);
     expect(await can(scoped("gateway"), ["create", "pods", "-n", SCOPED_WATCHED])).toBe(false);
+    const bindings = `configmaps/${IDENTITY_BINDINGS_CONFIGMAP}`;
+    expect(await can(scoped("gateway"), ["get", bindings, "-n", SCOPED_HOME])).toBe(true);
+    for (const verb of ["update", "patch", "delete"]) {
+      expect(await can(scoped("gateway"), [verb, bindings, "-n", SCOPED_HOME]), verb).toBe(false);
+    }
+    expect(await can(scoped("controller"), ["update", bindings, "-n", SCOPED_HOME])).toBe(true);
   });
 
   it("give each its own grant-key Secret in its namespace and not the other's", async () => {
@@ -291,7 +340,10 @@ describe("admission, as the gateway", () => {
       "--as",
       GATEWAY,
     ]);
-    expectRefused(result, new RegExp(`decision-append: ${GATEWAY} may only append exactly one decision`));
+    expectRefused(
+      result,
+      new RegExp(`approval-finalizers: ${GATEWAY} may not add or remove finalizers of Approval ${approval}`),
+    );
   });
 
   it.each([

@@ -35,11 +35,6 @@ describe("identities of the kubeconfig contexts", () => {
     ["bob", "bob", ["planners"]],
     ["carol", "carol", ["approvers"]],
     [
-      "gatehouse-operator",
-      "system:serviceaccount:gatehouse-system:gatehouse-operator",
-      ["system:serviceaccounts", "system:serviceaccounts:gatehouse-system"],
-    ],
-    [
       "gatehouse-gateway",
       "system:serviceaccount:gatehouse-system:gatehouse-gateway",
       ["system:serviceaccounts", "system:serviceaccounts:gatehouse-system"],

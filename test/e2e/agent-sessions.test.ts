@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defaultSessionCeilings } from "../../operator/src/core/limits.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { createAliceSession } from "./core-agent.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
@@ -23,6 +24,7 @@ interface SessionObject {
     attempt?: number;
     podFailures?: Array<{ podName: string; reason: string; exitCode?: number }>;
     conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+    effectiveLimits?: Record<string, number>;
   };
 }
 
@@ -81,11 +83,16 @@ async function createSession(
   return name;
 }
 
-/** Reasons of the Events recorded about `kind/name`, oldest first. */
-async function eventReasons(namespace: string, kind: string, name: string): Promise<string[]> {
-  const events = await env.kubectl.json<{
-    items: Array<{ reason: string; involvedObject: { kind: string } }>;
-  }>("admin", [
+interface EventObject {
+  type: string;
+  reason: string;
+  message: string;
+  involvedObject: { kind: string };
+}
+
+/** The Events recorded about `kind/name`, oldest first. */
+async function eventsOf(namespace: string, kind: string, name: string): Promise<EventObject[]> {
+  const events = await env.kubectl.json<{ items: EventObject[] }>("admin", [
     "get",
     "events",
     "-n",
@@ -94,7 +101,17 @@ async function eventReasons(namespace: string, kind: string, name: string): Prom
     `involvedObject.name=${name}`,
     "--sort-by=.lastTimestamp",
   ]);
-  return events.items.filter((e) => e.involvedObject.kind === kind).map((e) => e.reason);
+  return events.items.filter((e) => e.involvedObject.kind === kind);
+}
+
+/** Reasons of the Events recorded about `kind/name`, oldest first. */
+async function eventReasons(namespace: string, kind: string, name: string): Promise<string[]> {
+  return (await eventsOf(namespace, kind, name)).map((e) => e.reason);
+}
+
+/** The Events recorded about AgentSession `name`, oldest first. */
+function sessionEvents(namespace: string, name: string): Promise<EventObject[]> {
+  return eventsOf(namespace, "AgentSession", name);
 }
 
 function getSession(namespace: string, name: string): Promise<SessionObject> {
@@ -285,6 +302,33 @@ describe("the session lifecycle", () => {
     });
     expect(reasons.filter((r) => r === "AgentPodCreated")).toHaveLength(3);
     expect(reasons.filter((r) => r === "AgentPodFailed")).toHaveLength(2);
+  });
+
+  it("records the limits it runs under, and warns once that the ceiling lowered the pod hold it asked for", async () => {
+    // The environment runs with the default ceilings: a pod hold of at most 60 s.
+    const name = `lowered-${randomBytes(3).toString("hex")}`;
+    await createAliceSession(env, NAMESPACE, name, {
+      limits: { maxTurns: 5 },
+      approval: { holdPodForSeconds: 900 },
+    });
+    const done = await sessionInPhase(NAMESPACE, name, "Completed");
+    expect(done.status?.effectiveLimits).toEqual({
+      ...defaultSessionCeilings,
+      maxTurns: 5,
+      holdPodForSeconds: 60,
+    });
+    const events = await eventually("the session's Events", 30_000, async () => {
+      const all = await sessionEvents(NAMESPACE, name);
+      return all.some((e) => e.reason === "SessionCompleted") ? all : undefined;
+    });
+    // Every status write of the run (pod created, Running, Completed) saw the lowered limit: one Event.
+    const lowered = events.filter((e) => e.reason === "LimitLowered");
+    expect(lowered).toHaveLength(1);
+    expect(lowered[0]).toMatchObject({
+      type: "Warning",
+      message:
+        "spec.approval.holdPodForSeconds asks for 900, but the operator's ceiling is 60, so the session runs with 60. The platform team sets the ceilings with the chart value sessionCeilings (the operator's SESSION_CEILINGS); status.effectiveLimits shows every limit the session runs under.",
+    });
   });
 
   it("fails a session whose spec.model.endpointRef names no endpoint, listing the ones there are", async () => {

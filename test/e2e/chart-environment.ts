@@ -296,6 +296,13 @@ export async function startChartEnvironment(
         "--request-timeout=10s",
       ]);
     });
+    // The release binds roles in the provider namespace (rbac.identityBindingNamespaces), so the platform
+    // creates it first, as the README's install does; the suite may have made it already.
+    await kubectl.ok(
+      "admin",
+      ["apply", "-f", "-"],
+      JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } }),
+    );
     // crds/ may have been applied already (the e2e suite does so earlier on the same control plane):
     // --take-ownership lets the release adopt those objects instead of refusing them.
     const install = await helm([

@@ -31,7 +31,7 @@ import { eventually, forgetEarlierCheckpoints, playReferenceStory, type StoryRep
 
 let env: ChartEnvironment;
 let report: StoryReport;
-/** The uid of ServiceAccount gatehouse-operator before the install (the harness's token is bound to it). */
+/** The uid of ServiceAccount gatehouse-controller before the install (the harness's token is bound to it). */
 let serviceAccountUid: string;
 let restored = false;
 const silent = { say: () => {}, command: () => {} };

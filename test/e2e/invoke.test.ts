@@ -497,6 +497,26 @@ describe("a squatted Approval", () => {
     expect(await mark.calls()).toEqual([]);
     expect(await mark.effects()).toEqual([]);
   });
+
+  it("made up by the gateway with the call's name and spec for its session's own subject is approved but never runs: the chain holds no approval.requested for it (RequestNotRecorded)", async () => {
+    const session = await sleepingSession(env, namespace, "unrequested");
+    const mark = await counter.mark();
+    const { approvalName, executionId } = derivedName(session);
+    await squat(await squatBody(session, approvalName, executionId, ARGS, true));
+    await decide(session.namespace, approvalName, "Approve");
+    // Younger than a minute it waits for the request the gateway appends after creating an Approval;
+    // then it ends for good.
+    const failed = await approvalInPhase(session.namespace, approvalName, "Failed");
+    expect(failed.status?.conditions).toContainEqual(
+      expect.objectContaining({ type: "Executed", reason: "RequestNotRecorded" }),
+    );
+    const kinds = (await auditOf(session.uid)).map((r) => r.kind);
+    expect(kinds).not.toContain("approval.requested");
+    expect(kinds).toEqual(expect.arrayContaining(["approval.approved", "approval.failed"]));
+    expect(await executionsOf(session.uid)).toEqual([]);
+    expect(await mark.calls()).toEqual([]);
+    expect(await mark.effects()).toEqual([]);
+  });
 });
 
 describe("malformed arguments", () => {

@@ -35,13 +35,16 @@ function isWrite(e: AuditEvent): boolean {
   return WRITES.has(e.verb) && !(e.objectRef?.resource ?? "").endsWith("reviews");
 }
 
-/** Completed requests of the audit log, in the order the API server received them. */
-function auditEvents(): AuditEvent[] {
+/**
+ * Completed requests of the audit log, in the order the API server received them; with `started`, also
+ * those still open (a watch completes only when it ends, 5–10 min after it began).
+ */
+function auditEvents(started = false): AuditEvent[] {
   return readFileSync(auditLogPath, "utf8")
     .split("\n")
     .filter(Boolean)
     .map((line) => JSON.parse(line) as AuditEvent)
-    .filter((e) => e.stage === "ResponseComplete")
+    .filter((e) => e.stage === "ResponseComplete" || (started && e.stage === "ResponseStarted"))
     .sort((a, b) => a.requestReceivedTimestamp.localeCompare(b.requestReceivedTimestamp));
 }
 
@@ -100,6 +103,13 @@ afterAll(async () => {
 describe("controller replicas", () => {
   it("reconcile only on the holder of the Lease", async () => {
     standby = await env.startReplica("controller", "controller-1");
+    // A replica is ready once its caches are synced, before it starts electing (programs/controller.ts):
+    // the probe must wait for its first read of the Lease, or the leader may be done before it asks.
+    await eventually("the standby to read the Lease", 60_000, async () =>
+      by(standby, auditEvents()).some((e) => e.verb === "get" && e.objectRef?.resource === "leases")
+        ? true
+        : undefined,
+    );
     const since = new Date().toISOString();
     const name = await createProbeCapability();
     await reconciledCapability(name);
@@ -112,9 +122,6 @@ describe("controller replicas", () => {
     );
     // Over its whole life so far the standby listed, watched and read the Lease, and wrote nothing.
     expect(by(standby, events).filter(isWrite)).toEqual([]);
-    expect(by(standby, events).some((e) => e.verb === "get" && e.objectRef?.resource === "leases")).toBe(
-      true,
-    );
   });
 
   it("hand over to the standby only after the killed leader's Lease lapsed", async () => {
@@ -228,45 +235,141 @@ describe("controller replicas", () => {
   });
 });
 
-describe("a controller serving listed namespaces only (WATCH_NAMESPACES)", () => {
+describe("a controller and a gateway serving listed namespaces only (WATCH_NAMESPACES)", () => {
+  let controller: ComponentReplica;
+  let gateway: ComponentReplica;
+  beforeAll(async () => {
+    controller = await env.startReplica("controller", "served-only", { WATCH_NAMESPACES: NAMESPACE });
+    await leaderIs(env, controller);
+    // The only gateway agent pods reach from now on: the environment's own watches every namespace.
+    gateway = await env.startReplica("gateway", "served-only-gateway", { WATCH_NAMESPACES: NAMESPACE });
+    await env.gateway.kill("SIGTERM");
+  }, 300_000);
+  afterAll(async () => {
+    await gateway?.kill("SIGTERM");
+    await controller?.kill("SIGTERM");
+  });
+
   it("leaves a session elsewhere Pending with Progressing=False NamespaceNotServed, and creates no pod", async () => {
-    const served = await env.startReplica("controller", "served-only", { WATCH_NAMESPACES: NAMESPACE });
-    try {
-      await leaderIs(env, served);
-      const name = `unserved-${Date.now().toString(36)}`;
-      await env.kubectl.ok(
-        "admin",
-        ["create", "-f", "-"],
-        JSON.stringify({
-          apiVersion: "gatehouse.dev/v1alpha1",
-          kind: "AgentSession",
-          metadata: { name, namespace: PROBES },
-          spec: {
-            // Admission: the subject is the creating user.
-            subject: { user: "admin" },
-            model: { name: "scripted/answer" },
-            messages: [{ text: "hello" }],
-          },
-        }),
+    const name = `unserved-${Date.now().toString(36)}`;
+    await env.kubectl.ok(
+      "admin",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gatehouse.dev/v1alpha1",
+        kind: "AgentSession",
+        metadata: { name, namespace: PROBES },
+        spec: {
+          // Admission: the subject is the creating user.
+          subject: { user: "admin" },
+          model: { name: "scripted/answer" },
+          messages: [{ text: "hello" }],
+        },
+      }),
+    );
+    const session = await eventually(`session ${name} to say NamespaceNotServed`, 60_000, async () => {
+      const s = await env.kubectl.json<{
+        status?: {
+          phase?: string;
+          conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+        };
+      }>("admin", ["get", "agentsession", name, "-n", PROBES]);
+      return s.status?.conditions?.some((c) => c.reason === "NamespaceNotServed") ? s : undefined;
+    });
+    expect(session.status?.phase).toBe("Pending");
+    const condition = session.status?.conditions?.find((c) => c.type === "Progressing");
+    expect(condition).toMatchObject({ status: "False", reason: "NamespaceNotServed" });
+    expect(condition?.message).toContain(`not in ${PROBES}`);
+    const pods = await env.kubectl.json<{ items: unknown[] }>("admin", ["get", "pods", "-n", PROBES]);
+    expect(pods.items).toEqual([]);
+    await env.kubectl.ok("admin", ["delete", "agentsession", name, "-n", PROBES, "--timeout=60s"]);
+  });
+
+  it("leaves a ProviderInstance elsewhere Ready=False NamespaceNotServed, and applies no workload for it", async () => {
+    const name = `unserved-${Date.now().toString(36)}`;
+    await env.kubectl.ok(
+      "admin",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gatehouse.dev/v1alpha1",
+        kind: "ProviderInstance",
+        metadata: { name, namespace: PROBES },
+        spec: { type: "fixture", image: "gatehouse/provider-fixture:dev", config: {} },
+      }),
+    );
+    const provider = await eventually(`provider ${name} to say NamespaceNotServed`, 60_000, async () => {
+      const p = await env.kubectl.json<{
+        status?: {
+          endpoints?: string[];
+          conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+        };
+      }>("admin", ["get", "providerinstance", name, "-n", PROBES]);
+      return p.status?.conditions?.some((c) => c.reason === "NamespaceNotServed") ? p : undefined;
+    });
+    const ready = provider.status?.conditions?.find((c) => c.type === "Ready");
+    expect(ready).toMatchObject({ status: "False", reason: "NamespaceNotServed" });
+    expect(ready?.message).toContain(`not in ${PROBES}`);
+    expect(provider.status?.endpoints).toEqual([]);
+    for (const kind of ["deployments", "services", "networkpolicies"]) {
+      const objects = await env.kubectl.json<{ items: unknown[] }>("admin", ["get", kind, "-n", PROBES]);
+      expect(objects.items, kind).toEqual([]);
+    }
+    await env.kubectl.ok("admin", ["delete", "providerinstance", name, "-n", PROBES, "--timeout=60s"]);
+  });
+
+  it("run a session in the served namespace to completion, listing and watching pods and EndpointSlices only there", async () => {
+    const since = new Date().toISOString();
+    const name = `served-${Date.now().toString(36)}`;
+    await env.kubectl.ok(
+      "alice",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gatehouse.dev/v1alpha1",
+        kind: "AgentSession",
+        metadata: { name, namespace: NAMESPACE },
+        spec: {
+          subject: { user: "alice" },
+          model: { name: "scripted/answer" },
+          messages: [{ text: "Does next week's plan need a change?" }],
+        },
+      }),
+    );
+    const session = await eventually(`session ${name} to complete`, 180_000, async () => {
+      const s = await env.kubectl.json<{ status?: { phase?: string; result?: string } }>("admin", [
+        "get",
+        "agentsession",
+        name,
+        "-n",
+        NAMESPACE,
+      ]);
+      return s.status?.phase === "Completed" ? s : undefined;
+    });
+    expect(session.status?.result).toBeTruthy();
+    const events = auditEvents(true);
+    // The confined gateway authenticated the session's agent pod (a TokenReview per new token).
+    expect(
+      by(gateway, events).some(
+        (e) =>
+          e.verb === "create" &&
+          e.objectRef?.resource === "tokenreviews" &&
+          e.requestReceivedTimestamp >= since,
+      ),
+    ).toBe(true);
+    for (const replica of [controller, gateway]) {
+      const reads = by(replica, events).filter(
+        (e) =>
+          ["list", "watch"].includes(e.verb) &&
+          ["pods", "endpointslices"].includes(e.objectRef?.resource ?? ""),
       );
-      const session = await eventually(`session ${name} to say NamespaceNotServed`, 60_000, async () => {
-        const s = await env.kubectl.json<{
-          status?: {
-            phase?: string;
-            conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
-          };
-        }>("admin", ["get", "agentsession", name, "-n", PROBES]);
-        return s.status?.conditions?.some((c) => c.reason === "NamespaceNotServed") ? s : undefined;
-      });
-      expect(session.status?.phase).toBe("Pending");
-      const condition = session.status?.conditions?.find((c) => c.type === "Progressing");
-      expect(condition).toMatchObject({ status: "False", reason: "NamespaceNotServed" });
-      expect(condition?.message).toContain(`not in ${PROBES}`);
-      const pods = await env.kubectl.json<{ items: unknown[] }>("admin", ["get", "pods", "-n", PROBES]);
-      expect(pods.items).toEqual([]);
-      await env.kubectl.ok("admin", ["delete", "agentsession", name, "-n", PROBES, "--timeout=60s"]);
-    } finally {
-      await served.kill("SIGTERM");
+      expect(new Set(reads.map((e) => `${e.verb} ${e.objectRef?.resource}`)), replica.name).toEqual(
+        new Set(["list pods", "watch pods", "list endpointslices", "watch endpointslices"]),
+      );
+      expect(
+        reads
+          .filter((e) => e.objectRef?.namespace !== NAMESPACE)
+          .map((e) => `${e.verb} ${e.objectRef?.resource}`),
+        `${replica.name}'s pod and EndpointSlice reads outside ${NAMESPACE}`,
+      ).toEqual([]);
     }
   });
 });

@@ -183,8 +183,13 @@ describe("a Shared provider", () => {
     await patch(true);
     try {
       await readyReason("providerinstance", "aps", NAMESPACE, "Disabled");
-      const cap = await readyReason("capability", "aps-schedule-read", NAMESPACE, "ProviderNotReady");
-      expect(condition(cap, "Ready")?.message).toMatch(/disabled/);
+      const cap = await readyReason("capability", "aps-schedule-read", NAMESPACE, "Disabled");
+      expect(condition(cap, "Ready")).toMatchObject({
+        status: "False",
+        message: expect.stringMatching(
+          /^ProviderInstance aps is disabled \(spec\.disabled\).*kubectl patch providerinstance aps/,
+        ),
+      });
       await env.kubectl.ok("admin", ["get", "deployment/prov-aps", "service/prov-aps", "-n", NAMESPACE]);
     } finally {
       await patch(false);
@@ -195,6 +200,48 @@ describe("a Shared provider", () => {
 });
 
 describe("a Capability", () => {
+  it("goes Ready=False Disabled while its own spec.disabled is set, and Offered again once unset", async () => {
+    const setDisabled = (disabled: boolean) =>
+      env.kubectl.ok("admin", [
+        "patch",
+        "capability",
+        "aps-schedule-draft",
+        "-n",
+        NAMESPACE,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { disabled: disabled ? true : null } }),
+      ]);
+    await readyReason("capability", "aps-schedule-draft", NAMESPACE, "Offered");
+    await setDisabled(true);
+    try {
+      const disabled = await readyReason("capability", "aps-schedule-draft", NAMESPACE, "Disabled");
+      expect(condition(disabled, "Ready")).toMatchObject({
+        status: "False",
+        message: expect.stringMatching(
+          /^spec\.disabled is set, so this capability is not offered .*kubectl patch capability aps-schedule-draft/,
+        ),
+      });
+      // The printer columns a platform engineer reads show it.
+      const row = await env.kubectl.ok("admin", [
+        "get",
+        "capability",
+        "aps-schedule-draft",
+        "-n",
+        NAMESPACE,
+        "--no-headers",
+      ]);
+      expect(row.stdout).toMatch(/\sFalse\s+Disabled\s/);
+      // Its provider stays Ready: only this Capability is switched off.
+      expect(condition(await get("capability", "aps-schedule-read", NAMESPACE), "Ready")?.status).toBe(
+        "True",
+      );
+    } finally {
+      await setDisabled(false);
+    }
+    await readyReason("capability", "aps-schedule-draft", NAMESPACE, "Offered");
+  });
+
   it("goes Ready=False EffectChanged when its provider re-declares a write as a read", async () => {
     const namespace = await freshNamespace("effect");
     const offer = (effect: string) => [{ id: "fx.order.place", effect }];

@@ -332,7 +332,10 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
     // The older pods migrated the schema up to its last migration; the Job adds this version's.
     const migrateLog = (await migrateJobLogs(env.kubectl, env.cluster)).text;
     const database = new URL(env.databaseUrl).pathname.slice(1);
-    expect(migrateLog.match(/^applied .*/gm)).toEqual(["applied 0010_component_roles"]);
+    expect(migrateLog.match(/^applied .*/gm)).toEqual([
+      "applied 0010_component_roles",
+      "applied 0011_gateway_audit_kinds",
+    ]);
     expect(migrateLog).toContain(`controller login ${database}_controller: created`);
     expect(migrateLog).toContain(`gateway login ${database}_gateway: created`);
     expect(await liveReleasePods(SINGLE_OPERATOR_LAYOUT.candidates)).toEqual([]);

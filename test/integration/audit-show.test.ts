@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { executionIdentity } from "../../operator/src/core/execution-identity.ts";
 import type { AuditEntry } from "../../operator/src/core/ports.ts";
+import { readUnrequestedDispatches } from "../../operator/src/store/approval-records.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 
@@ -34,6 +35,15 @@ const identity = executionIdentity({
   argumentsDigest: "d".repeat(64),
 });
 const NAME = identity.approvalName;
+/** An Approval name of another execution, which rows under ours name. */
+const OTHER = `apr-${"e".repeat(20)}`;
+const UNREQUESTED = executionIdentity({
+  sessionUid: SESSION_UID,
+  turn: 9,
+  position: 0,
+  capability: "aps.schedule.publish",
+  argumentsDigest: "9".repeat(64),
+});
 const APPROVAL = `team-a/${NAME}`;
 const T0 = 1_750_000_000_000_000;
 
@@ -156,6 +166,32 @@ beforeAll(async () => {
       payload: { version: 1 },
     },
   ]);
+  // Under our execution id, records of another Approval: that one's, not ours.
+  await log.appendBatch([
+    entry("approval.approved", "gatehouse", "success", {
+      approval: `team-a/${OTHER}`,
+      phase: "Approved",
+      reason: "Approved",
+      message: "approved by nobody",
+    }),
+    entry("execution.started", "eve", "pending", { approval: OTHER, capability: "aps.schedule.publish" }),
+    // An approved call's start with no request of its execution before it.
+    entry(
+      "execution.started",
+      "eve",
+      "pending",
+      { approval: UNREQUESTED.approvalName, capability: "aps.schedule.publish" },
+      UNREQUESTED.executionId,
+    ),
+    // An Auto call's start names no Approval and needs no request.
+    entry(
+      "execution.started",
+      "alice",
+      "pending",
+      { approval: null, capability: "crm.read" },
+      "a".repeat(64),
+    ),
+  ]);
 });
 afterAll(async () => {
   await db?.drop();
@@ -220,6 +256,14 @@ describe("gatehouse-audit show", () => {
       "decision_ignored",
     ]);
     expect(histories[0].events[2]).toMatchObject({ approver: "bob", verdict: "Approve", counted: true });
+  });
+
+  it("does not show a record under its execution id that names another Approval", async () => {
+    const run = await gatehouseAudit(["show", "--approval", NAME, "-n", "team-a"], db.operatorUrl);
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain(OTHER);
+    expect(run.stdout).not.toContain("eve");
+    expect(run.stdout).not.toContain("approved by nobody");
   });
 
   it("exits 1 and says so when no record names the Approval", async () => {
@@ -288,5 +332,20 @@ describe("kubectl gatehouse audit show", () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(message);
     expect(run.stderr).toContain("kubectl gatehouse audit show NAME [-n NS] [-o text|json]");
+  });
+});
+
+describe("the dispatches gatehouse-audit lifecycle flags", () => {
+  it("are the approved calls that started after the marker with no approval.requested of their execution before them", async () => {
+    const marker = await db.operator.query("SELECT seq FROM audit_log WHERE kind = 'audit.lifecycle_marker'");
+    const unrequested = await readUnrequestedDispatches(db.operator, Number(marker.rows[0]?.seq));
+    expect(unrequested).toEqual([
+      {
+        seq: expect.any(Number),
+        atMicros: expect.any(Number),
+        executionId: UNREQUESTED.executionId,
+        approval: UNREQUESTED.approvalName,
+      },
+    ]);
   });
 });

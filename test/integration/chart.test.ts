@@ -16,6 +16,7 @@ import {
   gatewayRoleRules,
   IDENTITY_BINDING_RULE,
   modelKeyRule,
+  POD_READER_RULES,
 } from "../../operator/src/api/rbac.ts";
 import { configFromEnvironment } from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
@@ -408,6 +409,46 @@ describe("what the chart renders", () => {
     one(defaults, "ClusterRoleBinding", "gatehouse-controller-pods");
   });
 
+  it("tells both components the watched namespaces, and lets both read pods and EndpointSlices only there", async () => {
+    const external = await renderChart({ valuesFiles: ["charts/gatehouse/ci/external-database.yaml"] });
+    for (const component of ["gateway", "controller"] as const) {
+      const env = resolvedEnv(deploymentOf(external, component), "postgres://x@y/z");
+      expect(configFromEnvironment(env).watchNamespaces, component).toEqual(["plant-a", "plant-b"]);
+    }
+    const readers = find(external, "RoleBinding", "gatehouse-pod-reader") as unknown as Array<{
+      metadata: { namespace: string };
+      roleRef: unknown;
+      subjects: unknown;
+    }>;
+    expect(readers.map((b) => b.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
+    for (const b of readers) {
+      expect(b.roleRef).toEqual({
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "gatehouse-pod-reader",
+      });
+      expect(b.subjects).toEqual([
+        { kind: "ServiceAccount", name: "gatehouse-gateway", namespace: "gatehouse-system" },
+        { kind: "ServiceAccount", name: "gatehouse-controller", namespace: "gatehouse-system" },
+      ]);
+    }
+    expect(find(external, "ClusterRoleBinding", "gatehouse-pod-reader")).toEqual([]);
+    expect(rulesOf(one(external, "ClusterRole", "gatehouse-pod-reader"))).toEqual(POD_READER_RULES);
+    // Neither component's own ClusterRole reads pods or EndpointSlices anywhere.
+    for (const component of ["gateway", "controller"]) {
+      const resources = rulesOf(one(external, "ClusterRole", `gatehouse-${component}`)).flatMap(
+        (r) => r.resources,
+      );
+      expect(
+        resources.filter((r) => r === "pods" || r === "endpointslices"),
+        component,
+      ).toEqual([]);
+    }
+    // Without watchNamespaces: every namespace.
+    expect(find(defaults, "RoleBinding", "gatehouse-pod-reader")).toEqual([]);
+    one(defaults, "ClusterRoleBinding", "gatehouse-pod-reader");
+  });
+
   it.each(
     CI_FILES.flatMap((file) => [
       [file, "gateway"],
@@ -552,7 +593,7 @@ describe("what the chart renders", () => {
     ]);
   });
 
-  it("lists identity-binding Secrets only in the provider namespaces the values name, for both components", async () => {
+  it("lists identity-binding Secrets only in the provider namespaces the values name, for the controller alone", async () => {
     for (const rules of [GATEWAY_RULES, CONTROLLER_RULES]) {
       expect(rules.some((r) => r.resources.includes("secrets"))).toBe(false);
     }
@@ -567,7 +608,6 @@ describe("what the chart renders", () => {
     expect(bindings.map((b) => b.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
     for (const b of bindings) {
       expect(b.subjects).toEqual([
-        { kind: "ServiceAccount", name: "gatehouse-gateway", namespace: "gatehouse-system" },
         { kind: "ServiceAccount", name: "gatehouse-controller", namespace: "gatehouse-system" },
       ]);
     }

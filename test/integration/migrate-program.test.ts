@@ -116,6 +116,48 @@ describe("gatehouse-migrate", () => {
     await store.stop();
   });
 
+  it("lets only its logins and the migrating user connect: another database's login of the same role is refused", async () => {
+    // A second install's database on the same server, migrated by the same program.
+    const other = `${name}_other`;
+    const otherLogins = { controller: `${other}_controller`, gateway: `${other}_gateway` };
+    const otherUrl = withDatabase(host.url, other);
+    await ensureDatabase(server, other);
+    try {
+      const run = await gatehouseMigrate({
+        DATABASE_OWNER_URL: otherUrl,
+        CONTROLLER_DATABASE_URL: runtimeLoginUrl(otherUrl, otherLogins.controller, PASSWORD),
+        GATEWAY_DATABASE_URL: runtimeLoginUrl(otherUrl, otherLogins.gateway, PASSWORD),
+      });
+      expect(run.code, run.stderr).toBe(0);
+      // Both gateways' logins are members of gatehouse_gateway, which holds SELECT on both audit logs.
+      for (const [login, database] of [
+        [logins.gateway, other],
+        [otherLogins.gateway, name],
+        [otherLogins.controller, name],
+      ] as const) {
+        const client = new pg.Client({
+          connectionString: runtimeLoginUrl(withDatabase(host.url, database), login, PASSWORD),
+        });
+        const refused = await client.connect().then(
+          () => undefined,
+          (error: { code?: string; message: string }) => error,
+        );
+        await client.end().catch(() => {});
+        expect(refused?.code, `${login} connecting to ${database}`).toBe("42501");
+        expect(refused?.message).toMatch(/permission denied for database/);
+      }
+      const own = new pg.Client({ connectionString: urls.GATEWAY_DATABASE_URL });
+      await own.connect();
+      expect((await own.query("SELECT count(*) >= 0 AS ok FROM audit_log")).rows[0]).toEqual({ ok: true });
+      await own.end();
+    } finally {
+      await dropDatabase(server, other);
+      const pool = new pg.Pool({ connectionString: server, max: 1 });
+      for (const login of Object.values(otherLogins)) await dropRuntimeLogin(pool, login);
+      await pool.end();
+    }
+  });
+
   it("changes nothing when run again", async () => {
     const run = await gatehouseMigrate({ DATABASE_OWNER_URL: ownerUrl, ...urls });
     expect(run.code, run.stderr).toBe(0);

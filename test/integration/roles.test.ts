@@ -5,6 +5,12 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuditKind, GATEWAY_AUDIT_KINDS, sealAuditRecord } from "../../operator/src/core/audit.ts";
+import type { AuditEntry } from "../../operator/src/core/ports.ts";
+import { readHead } from "../../operator/src/store/audit-append.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { AUDIT_COLUMN_LIST, auditRowValues } from "../../operator/src/store/audit-row.ts";
+import { createPool } from "../../operator/src/store/connection.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
 import { COMPONENT_ROLES, OPERATOR_ROLE, OWNER_ROLE } from "../../operator/src/store/roles.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
@@ -36,6 +42,13 @@ function tamperings(table: "audit_log" | "audit_checkpoints"): string[] {
     `DROP TRIGGER ${trigger} ON ${table}`,
     `DROP TABLE ${table}`,
     `CREATE OR REPLACE FUNCTION gatehouse_refuse_audit_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+    ...(table === "audit_log"
+      ? [
+          "ALTER TABLE audit_log DISABLE TRIGGER audit_log_gateway_kinds",
+          "DROP TRIGGER audit_log_gateway_kinds ON audit_log",
+          `CREATE OR REPLACE FUNCTION gatehouse_audit_kind_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+        ]
+      : []),
   ];
 }
 
@@ -146,5 +159,112 @@ describe("database roles", () => {
     expect(await outcome(db().operatorUrl, checkpoint(0))).toBe("ok");
     const rows = await db().admin.query("SELECT seq FROM audit_checkpoints");
     expect(rows.rows).toEqual([{ seq: 0 }]);
+  });
+
+  describe("the kinds each component's login may append", () => {
+    const pools: pg.Pool[] = [];
+    const auditAs = (url: string) => {
+      const pool = createPool(url, { max: 2 });
+      pools.push(pool);
+      return createPostgresAuditLog(pool);
+    };
+    afterAll(async () => {
+      await Promise.all(pools.map((pool) => pool.end()));
+    });
+    const entry = (kind: string, payload: AuditEntry["payload"] = {}): AuditEntry => ({
+      kind,
+      actor: "attacker",
+      outcome: "success",
+      sessionUid: "session-uid",
+      executionId: "execution-id",
+      atMicros: 1_000_000,
+      payload: { approval: "team/approval-x", ...payload },
+    });
+    /** "ok" when `entry` is appended, else the SQLSTATE and message it is refused with. */
+    const appendOutcome = async (audit: ReturnType<typeof auditAs>, appended: AuditEntry) => {
+      try {
+        await audit.append(appended);
+        return "ok";
+      } catch (error) {
+        const { code, message } = error as { code?: string; message: string };
+        return `${code}: ${message}`;
+      }
+    };
+    const emitted: string[] = Object.values(AuditKind);
+    const notGateways = [...emitted.filter((kind) => !GATEWAY_AUDIT_KINDS.includes(kind)), "custom.kind"];
+    const autoStart = { approval: null, capability: "crm.update", argumentsDigest: "d" };
+
+    it.each(notGateways)(
+      "refuses the gateway's login a record of kind %s, naming the kind and the role",
+      async (kind) => {
+        const result = await appendOutcome(auditAs(db().gatewayUrl), entry(kind));
+        expect(result).toMatch(
+          /^42501: gatehouse_gateway \(login gh_test_\w+_gateway\) may not append audit records of kind /,
+        );
+        expect(result).toContain(`kind ${kind}`);
+      },
+    );
+
+    it.each([...GATEWAY_AUDIT_KINDS])("takes a record of kind %s from the gateway's login", async (kind) => {
+      const payload = kind === AuditKind.executionStarted ? autoStart : {};
+      expect(await appendOutcome(auditAs(db().gatewayUrl), entry(kind, payload))).toBe("ok");
+    });
+
+    it.each([...emitted, "custom.kind"])(
+      "takes a record of kind %s from the controller's login",
+      async (kind) => {
+        expect(await appendOutcome(auditAs(db().operatorUrl), entry(kind))).toBe("ok");
+      },
+    );
+
+    it("refuses the gateway's login an execution.started that names an Approval or cites its approval record", async () => {
+      const audit = auditAs(db().gatewayUrl);
+      const named = await appendOutcome(audit, entry(AuditKind.executionStarted, { approval: "approval-x" }));
+      expect(named).toMatch(/^42501: .* may not append an execution.started that names an Approval$/);
+      const cited = await appendOutcome(
+        audit,
+        entry(AuditKind.executionStarted, { ...autoStart, approvalRecord: { seq: 1, hash: "00" } }),
+      );
+      expect(cited).toMatch(/^42501: .* may not append an execution.started that names an Approval$/);
+    });
+
+    it("refuses the gateway's login a refused kind after SET ROLE to the role that holds the grant", async () => {
+      const pool = createPool(db().gatewayUrl, { max: 1 });
+      pools.push(pool);
+      const client = await pool.connect();
+      try {
+        await client.query(`SET ROLE ${OPERATOR_ROLE}`);
+        const sealed = sealAuditRecord(await readHead(client), entry(AuditKind.approvalApproved));
+        const insert = client.query(
+          `INSERT INTO audit_log (${AUDIT_COLUMN_LIST}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+          auditRowValues(sealed),
+        );
+        await expect(insert).rejects.toMatchObject({
+          code: "42501",
+          message: expect.stringContaining("may not append audit records of kind approval.approved"),
+        });
+      } finally {
+        client.release(true);
+      }
+    });
+
+    it("refuses the gateway's login a record whose hashed kind is not its kind column", async () => {
+      const pool = createPool(db().gatewayUrl, { max: 1 });
+      pools.push(pool);
+      const client = await pool.connect();
+      try {
+        const sealed = sealAuditRecord(await readHead(client), entry(AuditKind.approvalApproved));
+        const insert = client.query(
+          `INSERT INTO audit_log (${AUDIT_COLUMN_LIST}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+          auditRowValues({ ...sealed, kind: AuditKind.denied }),
+        );
+        await expect(insert).rejects.toMatchObject({
+          code: "42501",
+          message: expect.stringContaining("of kind approval.approved under kind column invoke.denied"),
+        });
+      } finally {
+        client.release(true);
+      }
+    });
   });
 });

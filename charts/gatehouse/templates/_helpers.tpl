@@ -34,13 +34,13 @@ as a creator of Approvals. */}}
 {{- end -}}
 {{- end }}
 
-{{/* JSON list of the provider namespaces where both components may list identity-binding Secrets:
+{{/* JSON list of the provider namespaces where the controller may list identity-binding Secrets:
 rbac.identityBindingNamespaces, else watchNamespaces; the render fails when both are empty, since
-RBAC cannot narrow `list secrets` by label and neither component holds it cluster-wide. */}}
+RBAC cannot narrow `list secrets` by label and no component holds it cluster-wide. */}}
 {{- define "gatehouse.identityBindingNamespaces" -}}
 {{- $names := .Values.rbac.identityBindingNamespaces | default .Values.watchNamespaces -}}
 {{- if not $names -}}
-{{- fail "rbac.identityBindingNamespaces is required: the provider namespaces whose identity-binding Secrets (label gatehouse.dev/identity-binding) the gateway and the controller may list; neither may list Secrets cluster-wide (see docs/upgrading.md)" -}}
+{{- fail "rbac.identityBindingNamespaces is required: the provider namespaces whose identity-binding Secrets (label gatehouse.dev/identity-binding) the controller may list and publishes for the gateway; no component may list Secrets cluster-wide (see docs/upgrading.md)" -}}
 {{- end -}}
 {{- $names | toJson -}}
 {{- end }}

@@ -73,12 +73,17 @@ const SAME_METADATA = [
  */
 const GARBAGE_COLLECTION = `${USER} == ${GARBAGE_COLLECTOR} && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")}`;
 
-/** `metadata.finalizers` of `o` without the operator's own Approval finalizer. */
-const OTHER_FINALIZERS = (o: string) =>
-  `(has(${o}.metadata.finalizers) ? ${o}.metadata.finalizers : []).filter(f, f != '${APPROVAL_FINALIZER}')`;
+/** `metadata.finalizers` of `o` (absent counts as empty). */
+const FINALIZERS = (o: string) => `(has(${o}.metadata.finalizers) ? ${o}.metadata.finalizers : [])`;
 
-/** Nothing of an Approval changes but the operator's own finalizer (added or removed). */
-const ONLY_OWN_FINALIZER_CHANGED = `object.spec == oldObject.spec && ${sameMetadata("labels", "{}")} && ${sameMetadata("annotations", "{}")} && ${sameMetadata("ownerReferences", "[]")} && ${OTHER_FINALIZERS("object")} == ${OTHER_FINALIZERS("oldObject")}`;
+/** `metadata.finalizers` of `o` without the operator's own Approval finalizer. */
+const OTHER_FINALIZERS = (o: string) => `${FINALIZERS(o)}.filter(f, f != '${APPROVAL_FINALIZER}')`;
+
+/** The finalizers of an Approval other than the operator's own are unchanged. */
+const OTHER_FINALIZERS_UNCHANGED = `${OTHER_FINALIZERS("object")} == ${OTHER_FINALIZERS("oldObject")}`;
+
+/** The update removes the operator's own Approval finalizer and changes no other finalizer. */
+const OWN_FINALIZER_REMOVED = `'${APPROVAL_FINALIZER}' in ${FINALIZERS("oldObject")} && !('${APPROVAL_FINALIZER}' in ${FINALIZERS("object")}) && ${OTHER_FINALIZERS_UNCHANGED}`;
 
 /**
  * The custom RBAC verb on approvals that lets a person remove the operator's finalizer by hand (when
@@ -126,25 +131,52 @@ const APPROVAL_CREATE: PolicyDefinition = {
   ],
 };
 
+/**
+ * Labels and annotations of an Approval are anyone's whom RBAC lets patch it (a team's own bookkeeping,
+ * the annotation client-side `kubectl apply` records): nothing in Gatehouse reads them. ownerReferences
+ * tie it to its session for the garbage collector, the operator's finalizer keeps its end in the audit
+ * chain: those are the operator's, and nobody adds a finalizer of their own (it would pin the Approval).
+ */
+const APPROVAL_METADATA: PolicyDefinition = {
+  name: "gatehouse-approval-metadata",
+  description:
+    "Everyone but the operator and the garbage collector leaves an Approval's ownerReferences and finalizers as they are (a holder of the custom verb release may remove the operator's finalizer); labels and annotations are free.",
+  operations: ["UPDATE"],
+  resources: ["approvals"],
+  matchConditions: [
+    { name: "not-the-operator", expression: `${USER} != ${CONTROLLER}` },
+    // It removes ownerReferences (and the orphan finalizer) when an owner is deleted with --cascade=orphan.
+    { name: "not-garbage-collection", expression: `${USER} != ${GARBAGE_COLLECTOR}` },
+  ],
+  // `authorizer` is available to expressions but not to messageExpressions: the release rule is its
+  // own validation, and its message cannot say whether the caller holds the verb.
+  validations: [
+    {
+      expression: sameMetadata("ownerReferences", "[]"),
+      messageExpression: `'approval-owner-references: the ownerReferences of Approval ' + object.metadata.name + ' tie it to its AgentSession and are the operator\\'s; ' + ${USER} + ' may not change them (labels and annotations may change)'`,
+      reason: "Forbidden",
+    },
+    {
+      expression: `${sameMetadata("finalizers", "[]")} || (${OWN_FINALIZER_REMOVED} && authorizer.group('${GROUP}').resource('approvals').namespace(object.metadata.namespace).name(object.metadata.name).check('${RELEASE_VERB}').allowed())`,
+      messageExpression: `'approval-finalizers: ' + ${USER} + ' may not add or remove finalizers of Approval ' + object.metadata.name + ': the finalizer ${APPROVAL_FINALIZER} is the operator\\'s (only a holder of the RBAC verb ${RELEASE_VERB} on approvals may remove it by hand, when no operator will run again), and no other finalizer may be added (labels and annotations may change)'`,
+      reason: "Forbidden",
+    },
+  ],
+};
+
 /** Name of the policy (and binding) that enforces the decision rules; the operator checks it exists. */
 export const DECISION_POLICY = "gatehouse-approval-decide";
 
 const APPROVAL_DECIDE: PolicyDefinition = {
   name: DECISION_POLICY,
   description:
-    "Everyone but the operator may change an Approval only by appending one decision of their own, as a listed approver, while it is Pending.",
+    "Everyone but the operator changes spec.decisions of an Approval only by appending one decision of their own, as a listed approver, while it is Pending.",
   operations: ["UPDATE"],
   resources: ["approvals"],
+  // The rest of the spec is immutable (the CRD's rules), its metadata gatehouse-approval-metadata's.
   matchConditions: [
     { name: "not-the-operator", expression: `${USER} != ${CONTROLLER}` },
-    {
-      name: "not-garbage-collection",
-      expression: `!(${GARBAGE_COLLECTION} && object.spec.decisions == oldObject.spec.decisions)`,
-    },
-    {
-      name: "not-a-finalizer-release",
-      expression: `!(${ONLY_OWN_FINALIZER_CHANGED} && authorizer.group('${GROUP}').resource('approvals').namespace(object.metadata.namespace).name(object.metadata.name).check('${RELEASE_VERB}').allowed())`,
-    },
+    { name: "a-decision-change", expression: "object.spec.decisions != oldObject.spec.decisions" },
     // A change of spec.resolutions is gatehouse-approval-resolve's to judge (it refuses decisions beside it).
     { name: "not-a-resolution", expression: `${RESOLUTIONS("object")} == ${RESOLUTIONS("oldObject")}` },
   ],
@@ -197,11 +229,6 @@ const APPROVAL_DECIDE: PolicyDefinition = {
       reason: "Forbidden",
     },
     {
-      expression: SAME_METADATA,
-      messageExpression: `'decision-metadata: ' + ${USER} + ' may only append a decision; the labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' belong to the operator (client-side kubectl apply adds an annotation: use kubectl patch --type json)'`,
-      reason: "Forbidden",
-    },
-    {
       expression: `!(${AUTO_EXECUTION})`,
       messageExpression: `'decision-auto-execution: Approval ' + object.metadata.name + ' records a call that ran without approval; it takes no decisions (a holder of the verb resolve settles its outcome with kubectl gatehouse resolve); ' + ${USER} + ' may not change it'`,
       reason: "Forbidden",
@@ -212,7 +239,7 @@ const APPROVAL_DECIDE: PolicyDefinition = {
 const APPROVAL_RESOLVE: PolicyDefinition = {
   name: "gatehouse-approval-resolve",
   description:
-    "A holder of the custom verb resolve on approvals settles an Unknown execution outcome by appending one resolution of their own, once, and changes nothing else.",
+    "A holder of the custom verb resolve on approvals settles an Unknown execution outcome by appending one resolution of their own, once, and changes no decision with it.",
   operations: ["UPDATE"],
   resources: ["approvals"],
   matchConditions: [
@@ -258,8 +285,8 @@ const APPROVAL_RESOLVE: PolicyDefinition = {
       reason: "Forbidden",
     },
     {
-      expression: `object.spec.decisions == oldObject.spec.decisions && ${SAME_METADATA}`,
-      messageExpression: `'resolution-only: ' + ${USER} + ' may only append a resolution; the decisions, labels, annotations, finalizers and ownerReferences of Approval ' + object.metadata.name + ' stay as they are (use kubectl gatehouse resolve)'`,
+      expression: "object.spec.decisions == oldObject.spec.decisions",
+      messageExpression: `'resolution-only: ' + ${USER} + ' may append a resolution or a decision to Approval ' + object.metadata.name + ', not both in one request; its decisions stay as they are (use kubectl gatehouse resolve)'`,
       reason: "Forbidden",
     },
   ],
@@ -268,14 +295,14 @@ const APPROVAL_RESOLVE: PolicyDefinition = {
 const APPROVAL_OPERATOR: PolicyDefinition = {
   name: "gatehouse-approval-operator",
   description:
-    "The operator changes an Approval (outside its status) only to add or remove its own finalizer: decisions are people's, and the rest is immutable.",
+    "The operator changes an Approval (outside its status) only to add or remove its own finalizer, besides the labels and annotations anyone may change: decisions are people's, and the rest is immutable.",
   operations: ["UPDATE"],
   resources: ["approvals"],
   matchConditions: [{ name: "the-operator", expression: `${USER} == ${CONTROLLER}` }],
   validations: [
     {
-      expression: ONLY_OWN_FINALIZER_CHANGED,
-      messageExpression: `'approval-operator: the operator may only add or remove the finalizer ${APPROVAL_FINALIZER} of Approval ' + object.metadata.name + '; its spec, decisions and other metadata are not the operator\\'s to change'`,
+      expression: `object.spec == oldObject.spec && ${sameMetadata("ownerReferences", "[]")} && ${OTHER_FINALIZERS_UNCHANGED}`,
+      messageExpression: `'approval-operator: the operator may only add or remove the finalizer ${APPROVAL_FINALIZER} of Approval ' + object.metadata.name + ' (and change labels and annotations); its spec, decisions, ownerReferences and other finalizers are not the operator\\'s to change'`,
       reason: "Forbidden",
     },
   ],
@@ -382,6 +409,7 @@ const SESSION_UPDATE: PolicyDefinition = {
 /** All policies, in the order they are shipped. */
 export const POLICIES: readonly PolicyDefinition[] = [
   APPROVAL_CREATE,
+  APPROVAL_METADATA,
   APPROVAL_DECIDE,
   APPROVAL_RESOLVE,
   APPROVAL_OPERATOR,

@@ -151,6 +151,23 @@ export const AgentSessionStatus = z.object({
     .object({ inputTokens: z.number().int().min(0), outputTokens: z.number().int().min(0) })
     .optional()
     .describe("Tokens used so far."),
+  effectiveLimits: z
+    .object({
+      maxTurns: z.number().int().min(0).describe("Most model turns."),
+      maxToolCalls: z.number().int().min(0).describe("Most tool calls in the session."),
+      maxWrites: z.number().int().min(0).describe("Most write-effect executions."),
+      tokenBudget: z.number().int().min(0).describe("Most tokens (input + output)."),
+      timeoutSeconds: z.number().int().min(0).describe("Wall-clock budget of each run in seconds."),
+      holdPodForSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .describe("How long the agent pod waits for a decision before it is released."),
+    })
+    .optional()
+    .describe(
+      "Every limit as the session runs under it: the value spec.limits or spec.approval asks for, or the operator's ceiling (chart value sessionCeilings) when spec asks for more or leaves it unset. A ceiling that lowers a value asked for is also reported once as a Warning Event LimitLowered.",
+    ),
   pendingApprovals: z
     .array(z.string().max(253))
     .max(64)

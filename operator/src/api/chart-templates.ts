@@ -22,6 +22,7 @@ import {
   componentRoleRules,
   IDENTITY_BINDING_RULE,
   modelKeyRule,
+  POD_READER_RULES,
   personaManifests,
   roleBinding,
   type Subject,
@@ -107,10 +108,11 @@ const subject = (c: Component): Subject => ({
 /**
  * Each component's ClusterRole and ClusterRoleBinding (named like the component: `<prefix>-gateway`,
  * `<prefix>-controller`), its Role and RoleBinding in the keys (leader-election) namespace; the
- * identity-binding ClusterRole bound to both in each namespace of `gatehouse.identityBindingNamespaces`
- * (the render fails without one); the controller's pod ClusterRole, bound in each of `watchNamespaces`
- * or cluster-wide when there are none; and, with model key Secrets in `modelEndpoints`, the gateway's
- * Role that may `get` exactly those.
+ * identity-binding ClusterRole bound to the controller in each namespace of
+ * `gatehouse.identityBindingNamespaces` (the render fails without one); the controller's pod ClusterRole
+ * and both components' pod-reader ClusterRole, each bound in each of `watchNamespaces` or cluster-wide
+ * when there are none; and, with model key Secrets in `modelEndpoints`, the gateway's Role that may
+ * `get` exactly those.
  */
 function componentRbacTemplate(): string {
   const perComponent = COMPONENTS.flatMap((c) => {
@@ -129,6 +131,7 @@ function componentRbacTemplate(): string {
   });
   const identities = "__GATEHOUSE_PREFIX__-identity-bindings";
   const pods = "__GATEHOUSE_PREFIX__-controller-pods";
+  const podReader = "__GATEHOUSE_PREFIX__-pod-reader";
   const keys = "__GATEHOUSE_PREFIX__-gateway-model-keys";
   const both = [subject("gateway"), subject("controller")];
   const modelKeys = body([
@@ -150,15 +153,13 @@ function componentRbacTemplate(): string {
       ...perComponent,
       clusterRole(identities, [IDENTITY_BINDING_RULE]),
       clusterRole(pods, [CONTROLLER_POD_RULE]),
+      clusterRole(podReader, POD_READER_RULES),
     ]),
     '{{- range (include "gatehouse.identityBindingNamespaces" . | fromJsonArray) }}\n---\n',
     body([
-      roleBinding(
-        identities,
-        "__GATEHOUSE_RANGE_NAMESPACE__",
-        { kind: "ClusterRole", name: identities },
-        both,
-      ),
+      roleBinding(identities, "__GATEHOUSE_RANGE_NAMESPACE__", { kind: "ClusterRole", name: identities }, [
+        subject("controller"),
+      ]),
     ]),
     "{{- end }}\n",
     "{{- range .Values.watchNamespaces }}\n---\n",
@@ -166,9 +167,13 @@ function componentRbacTemplate(): string {
       roleBinding(pods, "__GATEHOUSE_RANGE_NAMESPACE__", { kind: "ClusterRole", name: pods }, [
         subject("controller"),
       ]),
+      roleBinding(podReader, "__GATEHOUSE_RANGE_NAMESPACE__", { kind: "ClusterRole", name: podReader }, both),
     ]),
     "{{- else }}\n---\n",
-    body([clusterRoleBinding(pods, pods, [subject("controller")])]),
+    body([
+      clusterRoleBinding(pods, pods, [subject("controller")]),
+      clusterRoleBinding(podReader, podReader, both),
+    ]),
     "{{- end }}\n",
     '{{- $keySecrets := include "gatehouse.modelKeySecrets" . | fromJsonArray }}\n',
     "{{- if $keySecrets }}\n---\n",

@@ -78,6 +78,8 @@ export const CAPABILITY: KindDefinition = {
     { name: "Effect", type: "string", jsonPath: ".status.effect" },
     { name: "Approval", type: "string", jsonPath: ".spec.policy.approval", priority: 1 },
     { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    // Ready=False has many causes (Disabled, ProviderNotReady, …): the reason says which at a glance.
+    { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
     age,
   ],
 };
@@ -96,6 +98,8 @@ export const PROVIDER_INSTANCE: KindDefinition = {
     { name: "Placement", type: "string", jsonPath: ".spec.placement" },
     { name: "Version", type: "string", jsonPath: ".status.manifest.version" },
     { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    // Ready=False has many causes (Disabled, ProviderNotReady, …): the reason says which at a glance.
+    { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
     age,
   ],
 };

@@ -9,6 +9,8 @@ import {
   gatewayRoleRules,
   IDENTITY_BINDINGS_ROLE,
   type NamedRule,
+  POD_READER_ROLE,
+  POD_READER_RULES,
   type Rule,
   roleBinding,
   serviceAccountSubject,
@@ -32,11 +34,10 @@ const grants = (rules: readonly (Rule | NamedRule)[]) =>
 describe("the gateway's rules", () => {
   const all = [...grants(GATEWAY_RULES), ...grants(gatewayRoleRules(["model-key"]))];
 
-  it("hold no pod write, status, patch, Lease or witness right; pods only listed and watched", () => {
-    expect(all.filter((g) => /pods|\/status|^patch |leases|gatehouse-audit/.test(g))).toEqual([
-      "list core/pods",
-      "watch core/pods",
-    ]);
+  it("hold no pod right, status, patch, Lease or witness right (pods are read through the pod reader)", () => {
+    expect(all.filter((g) => /pods|endpointslices|\/status|^patch |leases|gatehouse-audit/.test(g))).toEqual(
+      [],
+    );
   });
 
   it("name its own grant keys and the model keys, never the controller's or the witness's", () => {
@@ -45,10 +46,9 @@ describe("the gateway's rules", () => {
     expect(
       all.filter((g) => g.includes(GRANT_KEYS_SECRETS.controller) || g.includes(WITNESS_KEY_SECRET)),
     ).toEqual([]);
-    // Secrets are only ever created unnamed, or read by name: no list, no get of every Secret.
-    expect(all.filter((g) => g.includes("core/secrets") && !g.includes(":"))).toEqual([
-      "create core/secrets",
-    ]);
+    // Secrets only by name: no list, no get of every Secret, and no create (a service-account-token
+    // Secret it created would be filled with the controller's token; the controller creates its Secret).
+    expect(all.filter((g) => g.includes("core/secrets") && !g.includes(":"))).toEqual([]);
   });
 
   it("give no model key rule without model key Secrets", () => {
@@ -65,9 +65,15 @@ describe("the controller's rules", () => {
     expect(all.filter((g) => /tokenreviews|gatehouse-gateway-grant-keys|model/.test(g))).toEqual([]);
   });
 
-  it("list and watch pods cluster-wide, but create and delete them only through the pod ClusterRole", () => {
-    expect(all.filter((g) => g.includes("core/pods"))).toEqual(["list core/pods", "watch core/pods"]);
+  it("touch pods and EndpointSlices only through the pod ClusterRoles (bound per watched namespace)", () => {
+    expect(all.filter((g) => /core\/pods|endpointslices/.test(g))).toEqual([]);
     expect(grants([CONTROLLER_POD_RULE])).toEqual(["get core/pods", "create core/pods", "delete core/pods"]);
+    expect(grants(POD_READER_RULES)).toEqual([
+      "list core/pods",
+      "watch core/pods",
+      "list discovery.k8s.io/endpointslices",
+      "watch discovery.k8s.io/endpointslices",
+    ]);
   });
 
   it("list no Secrets cluster-wide", () => {
@@ -82,7 +88,7 @@ describe("componentBindingManifests", () => {
       return `${d.kind} ${m.namespace ?? "-"}/${m.name}`;
     });
 
-  it("bind pods per watched namespace, identity bindings per listed namespace to both components", () => {
+  it("bind pod writes (controller) and reads (both) per watched namespace, identity bindings per listed namespace to both", () => {
     const docs = componentBindingManifests({
       namespace: "gh",
       modelKeySecrets: [],
@@ -99,24 +105,40 @@ describe("componentBindingManifests", () => {
       `RoleBinding prov-a/${IDENTITY_BINDINGS_ROLE}`,
       `RoleBinding team-a/${CONTROLLER_PODS_ROLE}`,
       `RoleBinding team-b/${CONTROLLER_PODS_ROLE}`,
+      `RoleBinding team-a/${POD_READER_ROLE}`,
+      `RoleBinding team-b/${POD_READER_ROLE}`,
     ]);
+    const reader = docs.find(
+      (d) =>
+        (d.metadata as { name: string; namespace?: string }).name === POD_READER_ROLE &&
+        (d.metadata as { namespace?: string }).namespace === "team-a",
+    );
+    expect(reader).toEqual(
+      roleBinding(POD_READER_ROLE, "team-a", { kind: "ClusterRole", name: POD_READER_ROLE }, [
+        serviceAccountSubject("gateway", "gh"),
+        serviceAccountSubject("controller", "gh"),
+      ]),
+    );
     const identity = docs.find((d) => (d.metadata as { name: string }).name === IDENTITY_BINDINGS_ROLE);
     expect(identity).toEqual(
+      // The controller alone: the gateway reads the bindings it publishes, never a Secret.
       roleBinding(IDENTITY_BINDINGS_ROLE, "prov-a", { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE }, [
-        serviceAccountSubject("gateway", "gh"),
         serviceAccountSubject("controller", "gh"),
       ]),
     );
   });
 
-  it("bind the pod ClusterRole cluster-wide when no namespace is watched", () => {
+  it("bind the pod ClusterRoles cluster-wide when no namespace is watched", () => {
     const docs = componentBindingManifests({
       namespace: "gh",
       modelKeySecrets: ["k"],
       identityBindingNamespaces: [],
       watchNamespaces: [],
     });
-    expect(kindsAndNames(docs).at(-1)).toBe(`ClusterRoleBinding -/${CONTROLLER_PODS_ROLE}`);
+    expect(kindsAndNames(docs).slice(-2)).toEqual([
+      `ClusterRoleBinding -/${CONTROLLER_PODS_ROLE}`,
+      `ClusterRoleBinding -/${POD_READER_ROLE}`,
+    ]);
     const gatewayRole = docs.find(
       (d) => d.kind === "Role" && (d.metadata as { name: string }).name === "gatehouse-gateway",
     );

@@ -26,6 +26,7 @@ import {
   type Component,
   GRANT_KEYS_SECRETS,
   GRANT_PUBLIC_KEYS_CONFIGMAP,
+  IDENTITY_BINDINGS_CONFIGMAP,
   WITNESS_KEY_SECRET,
 } from "./well-known.ts";
 
@@ -85,16 +86,21 @@ function persona(p: Persona): Manifest {
 }
 
 /**
- * `list` on Secrets, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding` in
- * provider namespaces (kube/identities.ts). RBAC cannot narrow it to a label, so neither component holds
- * it cluster-wide: {@link IDENTITY_BINDINGS_ROLE} grants it, bound by a RoleBinding in each provider
- * namespace the platform lists (chart value `rbac.identityBindingNamespaces`).
+ * `list` and `watch` on Secrets, for the identity-binding Secrets labelled `gatehouse.dev/identity-binding`
+ * in provider namespaces (kube/identities.ts, kube/identity-mirror.ts). RBAC cannot narrow it to a
+ * label, so it is held nowhere cluster-wide: {@link IDENTITY_BINDINGS_ROLE} grants it, bound by a
+ * RoleBinding in each provider namespace the platform lists (chart value `rbac.identityBindingNamespaces`).
  */
-export const IDENTITY_BINDING_RULE: Rule = { apiGroups: [""], resources: ["secrets"], verbs: ["list"] };
+export const IDENTITY_BINDING_RULE: Rule = {
+  apiGroups: [""],
+  resources: ["secrets"],
+  verbs: ["list", "watch"],
+};
 
 /**
- * ClusterRole holding only {@link IDENTITY_BINDING_RULE}, bound per listed namespace to both components:
- * the invoke path (gateway) and approved dispatch (controller) both resolve identities (core/ports.ts).
+ * ClusterRole holding only {@link IDENTITY_BINDING_RULE}, bound per listed namespace to the controller
+ * alone: it resolves approved dispatch from the Secrets and publishes the bindings for the gateway's
+ * invoke path in ConfigMap IDENTITY_BINDINGS_CONFIGMAP, so the agent-facing gateway reads no Secret.
  */
 export const IDENTITY_BINDINGS_ROLE = "gatehouse-identity-bindings";
 
@@ -102,7 +108,7 @@ export const IDENTITY_BINDINGS_ROLE = "gatehouse-identity-bindings";
  * What the controller does to agent pods one by one: create them, read one back when the create finds
  * it already there, delete them (controllers/agentsession/reconciler.ts). Bound by RoleBinding in each
  * watched namespace, so a controller confined by WATCH_NAMESPACES cannot start a pod anywhere else; the
- * cluster-wide pod informer's list/watch is in {@link CONTROLLER_RULES}.
+ * pod informer's list/watch is {@link POD_READER_RULES}.
  */
 export const CONTROLLER_POD_RULE: Rule = {
   apiGroups: [""],
@@ -114,41 +120,53 @@ export const CONTROLLER_POD_RULE: Rule = {
 export const CONTROLLER_PODS_ROLE = "gatehouse-controller-pods";
 
 /**
+ * What both components' pod and EndpointSlice informers read (kube/caches.ts): Gatehouse's pods — a
+ * token is honoured only for the running agent pod it names (gateway/authenticate.ts), Sidecar providers
+ * are reached at their pod's address, the controller follows its agent and provider pods — and the
+ * EndpointSlices of provider Services. A label selector narrows what is sent, not what may be read, and
+ * a pod's spec carries its environment: {@link POD_READER_ROLE} grants this by RoleBinding in each
+ * watched namespace, where the informers then list and watch (cluster-wide only when none is listed).
+ * EndpointSlices follow the pods: they list the same pods' addresses, and providers run only in served
+ * namespaces (controllers/served-namespaces.ts).
+ */
+export const POD_READER_RULES: Rule[] = [
+  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
+  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
+];
+
+/** ClusterRole holding only {@link POD_READER_RULES}, bound to both components. */
+export const POD_READER_ROLE = "gatehouse-pod-reader";
+
+/**
  * The gateway's cluster-wide permissions, exactly the verbs it uses (test/e2e/operator-rbac-verbs.test.ts
  * compares them with the API server's audit log): it reads, authenticates agents and records requests;
- * it writes no status, patches nothing and creates no pods. Its Secrets and ConfigMap are in
- * {@link gatewayRoleRules}; identity-binding Secrets come from {@link IDENTITY_BINDINGS_ROLE}.
+ * it writes no status, patches nothing, creates no pods and lists no Secrets. Its Secrets and
+ * ConfigMaps are in {@link gatewayRoleRules}; pods and EndpointSlices come from {@link POD_READER_ROLE}.
  */
 export const GATEWAY_RULES: Rule[] = [
   // The informers of the four kinds; Approvals are also read and created one by one (kube/approvals.ts:
   // the invoke path creates the Approval a call waits on, or the record of an Auto call).
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
-  // Provider endpoints (kube/provider-endpoints.ts).
-  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
-  // Read only, Gatehouse's own pods (label selector): a token is honoured only for the running agent
-  // pod it names (gateway/authenticate.ts), and Sidecar providers are reached at their pod's address.
-  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
   // Agent pods' projected tokens (gateway/authenticate.ts).
   { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
 ];
 
 /**
  * The controller's cluster-wide permissions, exactly the verbs it uses (checked like
- * {@link GATEWAY_RULES}). Pods are created and deleted only where {@link CONTROLLER_PODS_ROLE} is bound;
- * its own Secrets and ConfigMaps are in {@link controllerRoleRules}. It serves no agent, so it reviews no
- * tokens, and it reads no model key.
+ * {@link GATEWAY_RULES}). Pods are created and deleted only where {@link CONTROLLER_PODS_ROLE} is bound,
+ * and read (with EndpointSlices) where {@link POD_READER_ROLE} is; its own Secrets and ConfigMaps are in
+ * {@link controllerRoleRules}. It serves no agent, so it reviews no tokens, and it reads no model key.
  */
 export const CONTROLLER_RULES: Rule[] = [
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
   // The leader's sweep creates the record of an Auto call the gateway could not (core/resolution.ts).
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
-  // Finalizers of AgentSessions and Approvals (metadata only; admission lets no one else touch them,
-  // and lets the controller change nothing else of an Approval: gatehouse-approval-operator).
+  // Finalizers of AgentSessions and Approvals (metadata only; admission lets nobody else touch an
+  // Approval's, and lets the controller change nothing else of one but labels and annotations:
+  // gatehouse-approval-metadata, gatehouse-approval-operator).
   { apiGroups: [GROUP], resources: ["agentsessions", "approvals"], verbs: ["patch"] },
   { apiGroups: [GROUP], resources: KINDS.map((k) => `${k}/status`), verbs: ["patch"] },
-  // The pod informer watches every namespace (kube/caches.ts).
-  { apiGroups: [""], resources: ["pods"], verbs: ["list", "watch"] },
   { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["create"] },
   // Server-side apply on every reconcile: `patch`, and `create` when the object is new (the API server
   // checks both for an apply that creates).
@@ -156,7 +174,6 @@ export const CONTROLLER_RULES: Rule[] = [
   { apiGroups: [""], resources: ["services"], verbs: ["create", "patch"] },
   { apiGroups: ["apps"], resources: ["deployments"], verbs: ["create", "patch"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create"] },
-  { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
   {
     apiGroups: ["admissionregistration.k8s.io"],
     resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
@@ -193,8 +210,9 @@ export function auditWitnessRoleRules(): NamedRule[] {
 }
 
 /**
- * The controller's rules in its own namespace: the Lease, its grant signing keys Secret, the ConfigMap
- * where it publishes their public half for the gateway's JWKS, and the audit witness's
+ * The controller's rules in its own namespace: the Lease, its grant signing keys Secret, the ConfigMaps
+ * where it publishes for the gateway (its keys' public half for the JWKS, the identity bindings), and
+ * the audit witness's
  * ({@link auditWitnessRoleRules}; DESIGN §5, §6). `create` cannot be limited by name (the object does
  * not exist yet); get and update are.
  */
@@ -218,7 +236,7 @@ export function controllerRoleRules(): NamedRule[] {
     {
       apiGroups: [""],
       resources: ["configmaps"],
-      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP],
+      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP, IDENTITY_BINDINGS_CONFIGMAP],
       verbs: ["get", "update"],
     },
     ...auditWitnessRoleRules(),
@@ -226,13 +244,14 @@ export function controllerRoleRules(): NamedRule[] {
 }
 
 /**
- * The gateway's rules in its own namespace: its grant signing keys Secret, the controller's published
- * public keys (read only: the gateway's JWKS serves both rings) and, when `modelKeySecrets` is not
- * empty, the model proxy's key Secrets ({@link modelKeyRule}).
+ * The gateway's rules in its own namespace: its grant signing keys Secret (get and update only: the
+ * controller creates it empty, since `create` cannot be limited by name and a created Secret of type
+ * `kubernetes.io/service-account-token` is filled with a token of any ServiceAccount there), what the controller
+ * publishes for it — the grant public keys (its JWKS serves both rings) and the identity bindings —
+ * read only, and, when `modelKeySecrets` is not empty, the model proxy's key Secrets ({@link modelKeyRule}).
  */
 export function gatewayRoleRules(modelKeySecrets: readonly string[]): NamedRule[] {
   return [
-    { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
     {
       apiGroups: [""],
       resources: ["secrets"],
@@ -242,7 +261,7 @@ export function gatewayRoleRules(modelKeySecrets: readonly string[]): NamedRule[
     {
       apiGroups: [""],
       resources: ["configmaps"],
-      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP],
+      resourceNames: [GRANT_PUBLIC_KEYS_CONFIGMAP, IDENTITY_BINDINGS_CONFIGMAP],
       verbs: ["get"],
     },
     ...(modelKeySecrets.length > 0 ? [modelKeyRule(modelKeySecrets)] : []),
@@ -313,13 +332,17 @@ export function clusterRole(name: string, rules: readonly Rule[]): Manifest {
   return { apiVersion: `${RBAC_GROUP}/v1`, kind: "ClusterRole", metadata: { name, labels: PART_OF }, rules };
 }
 
-/** The ClusterRoles of the components: theirs (named after their ServiceAccounts), identity bindings, pods. */
+/**
+ * The ClusterRoles of the components: theirs (named after their ServiceAccounts), identity bindings,
+ * the controller's pod writes, both components' pod reads.
+ */
 export function componentClusterRoles(): Manifest[] {
   return [
     clusterRole(COMPONENT_SERVICE_ACCOUNTS.gateway, GATEWAY_RULES),
     clusterRole(COMPONENT_SERVICE_ACCOUNTS.controller, CONTROLLER_RULES),
     clusterRole(IDENTITY_BINDINGS_ROLE, [IDENTITY_BINDING_RULE]),
     clusterRole(CONTROLLER_PODS_ROLE, [CONTROLLER_POD_RULE]),
+    clusterRole(POD_READER_ROLE, POD_READER_RULES),
   ];
 }
 
@@ -329,9 +352,12 @@ export interface ComponentBindingOptions {
   namespace: string;
   /** The gateway's model key Secrets (in `namespace`). */
   modelKeySecrets: readonly string[];
-  /** Provider namespaces whose identity-binding Secrets both components may list. */
+  /** Provider namespaces whose identity-binding Secrets the controller may list and watch. */
   identityBindingNamespaces: readonly string[];
-  /** Namespaces where the controller may create pods; empty: every namespace (ClusterRoleBinding). */
+  /**
+   * Namespaces where the controller may create pods and both components read pods and EndpointSlices;
+   * empty: every namespace (ClusterRoleBindings).
+   */
   watchNamespaces: readonly string[];
 }
 
@@ -356,23 +382,26 @@ export function componentBindingManifests(options: ComponentBindingOptions): Man
     ];
   });
   const identities = options.identityBindingNamespaces.map((ns) =>
-    roleBinding(IDENTITY_BINDINGS_ROLE, ns, { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE }, [
-      ...subject("gateway"),
-      ...subject("controller"),
-    ]),
+    roleBinding(
+      IDENTITY_BINDINGS_ROLE,
+      ns,
+      { kind: "ClusterRole", name: IDENTITY_BINDINGS_ROLE },
+      subject("controller"),
+    ),
   );
-  const pods =
+  /** `role` bound to `subjects` in each watched namespace, or cluster-wide when none is listed. */
+  const inWatched = (role: string, subjects: Subject[]) =>
     options.watchNamespaces.length === 0
-      ? [clusterRoleBinding(CONTROLLER_PODS_ROLE, CONTROLLER_PODS_ROLE, subject("controller"))]
+      ? [clusterRoleBinding(role, role, subjects)]
       : options.watchNamespaces.map((ns) =>
-          roleBinding(
-            CONTROLLER_PODS_ROLE,
-            ns,
-            { kind: "ClusterRole", name: CONTROLLER_PODS_ROLE },
-            subject("controller"),
-          ),
+          roleBinding(role, ns, { kind: "ClusterRole", name: role }, subjects),
         );
-  return [...perComponent, ...identities, ...pods];
+  return [
+    ...perComponent,
+    ...identities,
+    ...inWatched(CONTROLLER_PODS_ROLE, subject("controller")),
+    ...inWatched(POD_READER_ROLE, [...subject("gateway"), ...subject("controller")]),
+  ];
 }
 
 /** The persona ClusterRoles and their aggregated rule fragments. */

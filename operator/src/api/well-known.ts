@@ -60,6 +60,12 @@ export const GRANT_KEYS_SECRETS: Readonly<Record<Component, string>> = {
  * no private part), so the gateway's JWKS serves both rings (kube/grant-public-keys.ts).
  */
 export const GRANT_PUBLIC_KEYS_CONFIGMAP = "gatehouse-grant-public-keys";
+/**
+ * ConfigMap in the operator's namespace where the controller publishes the identity bindings it reads
+ * from the labelled Secrets (user names and accounts only), so the gateway needs no Secret access
+ * (kube/identities.ts, kube/identity-mirror.ts).
+ */
+export const IDENTITY_BINDINGS_CONFIGMAP = "gatehouse-identity-bindings";
 /** The agent pod's container that runs Sidecar provider `providerName` (a DNS label). */
 export function sidecarContainerName(providerName: string): string {
   return `provider-${providerName}`.slice(0, 63).replace(/-+$/, "");

@@ -6,6 +6,7 @@ import {
   approvalHistoryOf,
   BEFORE_DECISIONS_NOTE,
   rfc3339Micros,
+  UNREQUESTED_NOTE,
 } from "./approval-history.ts";
 
 const EXECUTION = "0123456789abcdef0123456789abcdef01234567";
@@ -252,6 +253,13 @@ describe("approvalHistoryLines", () => {
     ];
     expect(history(expired, 50).notes).toEqual([]);
     expect(history(expired).notes).toEqual([]);
+  });
+
+  it("says an execution started with no request in the history: no tool call asked for it", () => {
+    const conflict = record(1, "approval.conflict", "alice", "failure", { tool: "aps_schedule_publish" });
+    const ran = [conflict, record(2, "execution.started", "gatehouse", "pending", { approval: NAME })];
+    expect(history(ran, 50).notes).toEqual([UNREQUESTED_NOTE]);
+    expect(history([conflict], 50).notes).toEqual([]);
   });
 
   it("says a request after the marker with nothing after it is still Pending", () => {

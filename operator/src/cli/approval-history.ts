@@ -4,7 +4,9 @@
  * `store/approval-records.ts`.
  *
  * Each record becomes one step: the request, each decision, the end of the decision, a dispatch
- * refusal, the execution's start, recovery and finish, and any ignored decision or conflict. A kind
+ * refusal, the execution's start, recovery and finish, and any ignored decision or conflict — the
+ * records that name this Approval, and the execution's own, not those of another Approval under its
+ * execution id (`store/approval-records.ts`). A kind
  * this version does not know is kept as `other` with its payload, so a newer chain still reads.
  */
 import { z } from "zod";
@@ -215,9 +217,14 @@ export function approvalHistoryOf(found: ApprovalRecords, lifecycleMarkerSeq?: n
   };
 }
 
+/** The note for an Approval that ran with no request in its history. */
+export const UNREQUESTED_NOTE =
+  "(no approval.requested: no tool call asked for this Approval, yet its execution started)";
+
 /** What the records do not say, and why. */
 function notesOf(events: HistoryEvent[], lifecycleMarkerSeq: number | undefined): string[] {
   const requested = events.find((e) => e.step === "requested");
+  if (!requested && events.some((e) => e.step === "execution_started")) return [UNREQUESTED_NOTE];
   if (!requested || events.some((e) => e.step === "decision")) return [];
   const ended = events.some((e) => e.step === "decided");
   if (lifecycleMarkerSeq !== undefined) {

@@ -27,9 +27,11 @@ import { readFile } from "node:fs/promises";
  *
  * `gatehouse-audit lifecycle [--kubeconfig FILE] [--context NAME] [--json]` checks that no Approval
  * request is left without an end: every `approval.requested` after the lifecycle marker has its end in
- * the chain, or its Approval is still in the cluster (`cli/lifecycle-report.ts`). Exit codes: 0 every
- * request has an end or a live Approval; 1 some end is lost (each is named); 2 usage error, missing
- * `DATABASE_URL`, the database or the API server could not be read.
+ * the chain, or its Approval is still in the cluster (`cli/lifecycle-report.ts`), and that no approved
+ * call started without an `approval.requested` before it. Exit codes: 0 every request has an end or a
+ * live Approval and every dispatch a request; 1 some end is lost, or some dispatch has no request
+ * (each is named); 2 usage error, missing `DATABASE_URL`, the database or the API server could not
+ * be read.
  *
  * `DATABASE_URL` needs SELECT on `audit_log` and `audit_checkpoints` (the operator role has it); the
  * kubeconfig's user needs `get` on that ConfigMap (verify) or on approvals (lifecycle).
@@ -45,7 +47,12 @@ import {
   readCheckpointConfigMap,
 } from "../kube/checkpoint-configmap.ts";
 import { describeApiError, isNotFound, loadKubeConfig, makeClients } from "../kube/client.ts";
-import { executionIdPrefixOf, readApprovalRecords, readOpenRequests } from "../store/approval-records.ts";
+import {
+  executionIdPrefixOf,
+  readApprovalRecords,
+  readOpenRequests,
+  readUnrequestedDispatches,
+} from "../store/approval-records.ts";
 import { createPostgresAuditLog } from "../store/audit-log.ts";
 import { createPool } from "../store/pool.ts";
 import { approvalHistoryLines, approvalHistoryOf } from "./approval-history.ts";
@@ -69,7 +76,8 @@ const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig
   show     print Approval NAME's history from the chain alone: request, decisions, outcome, execution;
            --namespace is the Approval's (default: every namespace with an Approval of that name)
   lifecycle  check that every Approval request has an end in the chain or a live Approval in the
-           cluster (the kubeconfig defaults to $KUBECONFIG, else ~/.kube/config)`;
+           cluster, and that no approved call ran without a request (the kubeconfig defaults to
+           $KUBECONFIG, else ~/.kube/config)`;
 
 /** The operator's namespace when `--namespace` is not given (config.ts's default). */
 const DEFAULT_NAMESPACE = "gatehouse-system";
@@ -230,7 +238,8 @@ async function checkLifecycle(url: string, cluster: KubeconfigSource, json: bool
         lookups.set(key, { found: false });
       }
     }
-    const report = lifecycleReportOf(found, lookups);
+    const unrequested = await readUnrequestedDispatches(pool, found.lifecycleMarkerSeq);
+    const report = lifecycleReportOf(found, lookups, unrequested);
     const text = json ? JSON.stringify(report, null, 2) : lifecycleReportLines(report).join("\n");
     process.stdout.write(`${text}\n`);
     return report.ok ? EXIT.intact : EXIT.broken;

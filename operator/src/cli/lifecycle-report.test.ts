@@ -75,3 +75,25 @@ describe("the verdict on Approval requests without an end", () => {
     ]);
   });
 });
+
+describe("the verdict on approved calls that ran without a request", () => {
+  const unrequested = [
+    { seq: 12, atMicros: 1_796_000_002_000_000, executionId: "c".repeat(40), approval: "apr-ccc" },
+  ];
+
+  it("fails, naming each, though every request has an end", () => {
+    const report = lifecycleReportOf({ open: [] }, new Map(), unrequested);
+    expect(report).toMatchObject({ ok: false, lost: [], unrequested });
+    const lines = lifecycleReportLines(report);
+    expect(lines).toContain(
+      `  seq 12  2026-11-30T00:53:22.000Z  execution ${"c".repeat(40)} of Approval apr-ccc started with no approval.requested before it: no tool call asked for it (who created the Approval? see the API server's audit log)`,
+    );
+    expect(lines.at(-1)).toBe(
+      "1 approved call run without a request: gatehouse-audit show --approval NAME prints what the chain holds",
+    );
+  });
+
+  it("holds when there is none", () => {
+    expect(lifecycleReportOf({ open: [] }, new Map(), []).ok).toBe(true);
+  });
+});

@@ -1,5 +1,7 @@
+import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import { ApiException } from "@kubernetes/client-node";
+import pg from "pg";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { Controller } from "./controller.ts";
@@ -47,5 +49,39 @@ describe("a controller", () => {
     await controller.stop();
     expect(lines.filter((l) => l.level >= 50)).toEqual([]);
     expect(lines.map((l) => l.msg)).toContain("namespace is being deleted; nothing to do");
+  });
+
+  it("retries a reconcile that met an unreachable database, logging a warning that names it, not an error", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, "127.0.0.1", () => {
+        const address = server.address();
+        server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+      });
+    });
+    const pool = new pg.Pool({ connectionString: `postgres://x@127.0.0.1:${port}/x` });
+    const refused = await pool.query("SELECT 1").catch((e: unknown) => e);
+    await pool.end();
+    const lines: Array<{ level: number; msg: string }> = [];
+    let attempts = 0;
+    let succeeded!: () => void;
+    const done = new Promise<void>((resolve) => {
+      succeeded = resolve;
+    });
+    const controller = new Controller(
+      "approval",
+      async () => {
+        attempts++;
+        if (attempts <= 3) throw refused;
+        succeeded();
+        return undefined;
+      },
+      capturingLogger(lines),
+    );
+    controller.start();
+    controller.enqueue({ metadata: { namespace: "plant-a", name: "apr-1" } });
+    await done;
+    await controller.stop();
+    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    expect(lines.filter((l) => l.msg === "database unavailable; retrying within 2 s")).toHaveLength(3);
   });
 });

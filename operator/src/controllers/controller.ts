@@ -4,7 +4,10 @@
  * pkg/internal/controller). Errors are logged and retried with the queue's rate limiter; a write that
  * lost an optimistic-concurrency race (409 Conflict) is requeued quietly, since the informer will
  * bring the newer object; a create refused because the namespace is being deleted ends the reconcile
- * quietly (the object goes with its namespace); every outcome is counted in the metrics.
+ * quietly (the object goes with its namespace); a reconcile that failed because the database is
+ * unavailable (store/unavailable.ts) is retried within {@link DATABASE_RETRY_CAP_MS}, not the growing
+ * backoff, so waiting work resumes within seconds of its return; every outcome is counted in the
+ * metrics.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -12,6 +15,7 @@ import { describeApiError, isConflict, isNamespaceTerminating } from "../kube/cl
 import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { ReconcileResult } from "../kube/workqueue.ts";
 import { WorkQueue } from "../kube/workqueue.ts";
+import { isDatabaseUnavailable } from "../store/unavailable.ts";
 
 /** `namespace/name` of an object. */
 export function keyOf(object: { metadata?: { namespace?: string; name?: string } }): string {
@@ -30,8 +34,15 @@ export type ReconcileFn = (namespace: string, name: string, log: Logger) => Prom
 /** Delay before a key whose write hit a 409 Conflict is reconciled again, in milliseconds. */
 const CONFLICT_REQUEUE_MS = 100;
 
+/** The longest wait before a reconcile that found the database unavailable is tried again, in milliseconds. */
+export const DATABASE_RETRY_CAP_MS = 2_000;
+
+function databaseRetryCap(error: unknown): number | undefined {
+  return isDatabaseUnavailable(error) ? DATABASE_RETRY_CAP_MS : undefined;
+}
+
 export class Controller {
-  readonly queue = new WorkQueue();
+  readonly queue = new WorkQueue(undefined, databaseRetryCap);
   readonly name: string;
   private readonly reconcile: ReconcileFn;
   private readonly log: Logger;
@@ -76,7 +87,10 @@ export class Controller {
       },
       (key, outcome, durationMs, error) => {
         this.metrics?.reconciled(this.name, outcome, durationMs);
-        if (outcome === "error") {
+        if (outcome === "error" && isDatabaseUnavailable(error)) {
+          // An outage fails every key at once: a warning each; the `database` readiness check says the rest.
+          log.warn({ key, err: describeApiError(error) }, "database unavailable; retrying within 2 s");
+        } else if (outcome === "error") {
           log.error({ key, err: describeApiError(error) }, "reconcile failed; retrying with backoff");
         } else if (outcome === "terminal") {
           log.error({ key, err: describeApiError(error) }, "reconcile failed for good; not retrying");

@@ -6,7 +6,8 @@
  * `execution.finished` records whose append failed after the receipt was stored (the finish outbox),
  * and gives every Auto call whose outcome is unknown — recovered so just now, or left without one by a
  * crash — its Approval in phase Unknown, so a person can resolve it (core/resolution.ts). A sweep
- * never overlaps the previous one.
+ * never overlaps the previous one; one that met a database outage is simply run again on schedule, so
+ * recovery resumes within one period of the database's return.
  */
 import type { Logger } from "pino";
 import type { CoreDeps } from "../core/ports.ts";
@@ -16,6 +17,7 @@ import {
   settleUnknownExecutions,
 } from "../core/recovery.ts";
 import { recordUnknownAutoExecutions } from "../core/resolution.ts";
+import { isDatabaseUnavailable } from "../store/unavailable.ts";
 import { startPeriodicSweep } from "./periodic-sweep.ts";
 
 /** Starts the loop (periodic-sweep.ts); `stop()` waits for a running sweep. */
@@ -30,7 +32,9 @@ export function startExecutionRecovery(
       const count = await run();
       if (done && count > 0) log.info({ count }, done);
     } catch (error) {
-      log.error({ err: error }, `${what} failed`);
+      // An outage is the readiness check's and the metric's to report; the next sweep, ≤ 5 s on, resumes.
+      if (isDatabaseUnavailable(error)) log.warn({ err: String(error) }, `${what} waits for the database`);
+      else log.error({ err: error }, `${what} failed`);
     }
   };
   return startPeriodicSweep(

@@ -15,6 +15,7 @@ import { toolNameOf } from "../core/tool-names.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
 import { eventRecorder } from "../kube/events.ts";
+import { startIdentityMirror } from "../kube/identity-mirror.ts";
 import type { InformerEvent } from "../kube/informer.ts";
 import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { SessionRecords } from "../store/session-records.ts";
@@ -129,6 +130,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
           providerPort: deps.config.providerPort,
           gatewayUrl: deps.config.gatewayUrl,
           operatorNamespace: deps.config.operatorNamespace,
+          watchNamespaces: deps.config.watchNamespaces,
         },
         ns,
         name,
@@ -211,8 +213,19 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   for (const p of caches.providers.list()) providers.enqueue(p);
   const recovery = startExecutionRecovery(deps.core, log.child({ component: "execution-recovery" }));
   const conflicts = startConflictSweep(deps, log.child({ component: "conflict-sweep" }));
+  const identities = startIdentityMirror({
+    clients: deps.clients,
+    caches,
+    namespace: deps.config.operatorNamespace,
+    log: log.child({ component: "identity-mirror" }),
+  });
   return {
     stop: async () =>
-      void (await Promise.all([...all.map((c) => c.stop()), recovery.stop(), conflicts.stop()])),
+      void (await Promise.all([
+        ...all.map((c) => c.stop()),
+        recovery.stop(),
+        conflicts.stop(),
+        identities.stop(),
+      ])),
   };
 }

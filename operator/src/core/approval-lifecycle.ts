@@ -7,6 +7,7 @@
  *   one end                            ; approval.approved | rejected | expired | cancelled | failed
  *   then, when approved, the dispatch  ; execution.started (naming the approved record's seq and hash)
  *                                      ;   or a refusal for good: approval.stale | expired | cancelled | failed
+ *                                      ;   (failed, RequestNotRecorded, without the approval.requested)
  *
  * Every step reads the Approval's records first (`AuditLog.recordsOf`), so each is appended once
  * however often a reconcile repeats, and the chain, not the Approval's status, is what counts: a
@@ -65,6 +66,8 @@ export interface ApprovalHistory {
   end?: ChainedRecord;
   /** After approval: the record that refused its dispatch for good, if any. */
   dispatchEnd?: ChainedRecord;
+  /** The `approval.requested` the tool call appended for it ({@link isRequestOf}), if the chain holds one. */
+  requested?: ChainedRecord;
 }
 
 /** A reference to a record by position and hash, as later records cite it. */
@@ -345,10 +348,33 @@ export async function endApproval(deps: CoreDeps, input: EndApprovalInput): Prom
   return settledOf(input.approval, history, plan, await deps.audit.appendAll(plan.entries)).end;
 }
 
-/** The Approval's history as the chain holds it now. */
+/** The Approval's history as the chain holds it now, with the request it was created for. */
 export async function readHistory(deps: CoreDeps, approval: ApprovalView): Promise<ApprovalHistory> {
+  const records = await deps.audit.recordsOf(approval.request.executionId);
+  const history = historyOf(records, approvalKeyOf(approval), approval.uid);
+  const requested = records.find((record) => isRequestOf(record, approval));
+  return requested ? { ...history, requested } : history;
+}
+
+/**
+ * Whether `record` is the `approval.requested` a tool call appended for `approval` (core/invoke.ts):
+ * of its execution and session, naming it (the bare name, as invoke records it, or `namespace/name`),
+ * for the capability and arguments digest its spec holds, and — when both know it — for this object
+ * (`approvalUid`). An Approval made any other way has none, however it got its spec. Pure.
+ */
+export function isRequestOf(record: AuditEntry, approval: ApprovalView): boolean {
   const request = approval.request;
-  return historyOf(await deps.audit.recordsOf(request.executionId), approvalKeyOf(approval), approval.uid);
+  const payload = record.payload;
+  return (
+    record.kind === AuditKind.approvalRequested &&
+    record.executionId === request.executionId &&
+    record.sessionUid === request.sessionRef.uid &&
+    (payload.approval === request.name || payload.approval === approvalKeyOf(approval)) &&
+    payload.session === `${request.namespace}/${request.sessionRef.name}` &&
+    payload.capability === request.capabilityId &&
+    payload.argumentsDigest === request.argumentsDigest &&
+    (approval.uid === undefined || payload.approvalUid === undefined || payload.approvalUid === approval.uid)
+  );
 }
 
 /** "namespace/name" of the Approval, as its records name it. */

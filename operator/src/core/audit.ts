@@ -47,6 +47,29 @@ export const AuditKind = {
   approvalUnknownRecorded: "approval.unknown_recorded",
 } as const;
 
+/**
+ * The kinds the gateway program appends (DESIGN §6), from everything its `POST /v1/invoke` reaches
+ * (`core/invoke.ts`): its decisions, the Approval it requests or finds squatted, the Approval that
+ * records an Auto call of unknown outcome, and an Auto call's execution — started, finished, recovered
+ * when a repeat finds its claimer gone, answered after a takeover. Its other routes write the session's
+ * transcript, not the chain. Migration 0011 refuses a gateway login any other kind, and an
+ * `execution.started` that names an Approval: deciding, ending and dispatching an Approval, settling
+ * and resolving executions are the controller's.
+ */
+export const GATEWAY_AUDIT_KINDS: readonly string[] = [
+  AuditKind.invalidArguments,
+  AuditKind.denied,
+  AuditKind.repeated,
+  AuditKind.reproposed,
+  AuditKind.approvalRequested,
+  AuditKind.approvalConflict,
+  AuditKind.approvalUnknownRecorded,
+  AuditKind.executionStarted,
+  AuditKind.executionFinished,
+  AuditKind.executionRecovering,
+  AuditKind.executionLateAnswer,
+];
+
 /** The audit outcome of an execution in `state`: started → pending, succeeded → success, … */
 export function auditOutcomeOf(state: ExecutionState): AuditOutcome {
   const outcomes = {

@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { InvokeCall } from "../api/agent-protocol.ts";
 import { decideApproval } from "./approval-lifecycle.ts";
 import { AuditKind } from "./audit.ts";
+import { sha256Hex } from "./canonical.ts";
+import { REQUEST_RECORD_GRACE_MS } from "./execute-approved.ts";
 import {
   createInMemoryWorld,
   type InMemoryWorld,
@@ -187,6 +189,144 @@ describe("an approved call whose Capability's approval policy became stricter", 
     world.now.micros += 61_000_000;
     const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
     expect(result).toMatchObject({ kind: "refused", phase: "Expired", reason: "Expired" });
+    expect(world.providerCalls).toEqual([]);
+  });
+});
+
+describe("an approved Approval without the tool call's approval.requested in the chain", () => {
+  /** The Approval of `call` made straight in the API (no tool call), approved; created `ageMs` ago. */
+  async function madeAndApproved(ageMs: number): Promise<{ world: InMemoryWorld; approval: ApprovalView }> {
+    // The same call in another world gives the very spec the gateway would have made.
+    const elsewhere = worldWith(publish);
+    await invoke(elsewhere.deps, session, call);
+    const stored = [...elsewhere.approvals.values()][0];
+    if (!stored) throw new Error("no Approval was created");
+    const world = worldWith(publish);
+    await world.deps.approvals.createOrGet(stored.request);
+    const view: ApprovalView = {
+      request: stored.request,
+      decisions: [{ approver: "carol", verdict: "Approve" }],
+      phase: "Pending",
+      createdAtMicros: world.now.micros - ageMs * 1000,
+    };
+    expect(await decideApproval(world.deps, { approval: view, rules: RULES_ENFORCED })).toMatchObject({
+      phase: "Approved",
+    });
+    return { world, approval: { ...view, phase: "Approved" } };
+  }
+
+  it("is refused Failed (RequestNotRecorded) for good, citing its approval record, and nothing is sent", async () => {
+    const { world, approval } = await madeAndApproved(REQUEST_RECORD_GRACE_MS);
+    const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
+    expect(result).toMatchObject({ kind: "refused", phase: "Failed", reason: "RequestNotRecorded" });
+    expect(world.providerCalls).toEqual([]);
+    expect(world.executions.size).toBe(0);
+    const approvedRecord = world.audit.findIndex((e) => e.kind === AuditKind.approvalApproved);
+    expect(world.audit.filter((e) => e.kind === AuditKind.approvalFailed)).toEqual([
+      expect.objectContaining({
+        payload: expect.objectContaining({
+          reason: "RequestNotRecorded",
+          atDispatch: true,
+          approvalRecord: { seq: approvedRecord + 1, hash: expect.any(String) },
+        }),
+      }),
+    ]);
+  });
+
+  it("waits (deferred, RequestNotRecorded) while it is younger than the grace, appending nothing", async () => {
+    const { world, approval } = await madeAndApproved(REQUEST_RECORD_GRACE_MS - 1_000);
+    const before = world.audit.length;
+    const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
+    expect(result).toMatchObject({ kind: "deferred", phase: "Approved", reason: "RequestNotRecorded" });
+    expect(world.audit.length).toBe(before);
+    expect(world.providerCalls).toEqual([]);
+  });
+
+  it("is refused when the chain's request was for other arguments than the spec now holds", async () => {
+    const world = worldWith(publish);
+    const approval = await approved(world, [{ approver: "carol", verdict: "Approve" }]);
+    const edited = '{"planId":"P-8"}';
+    const swapped: ApprovalView = {
+      ...approval,
+      request: { ...approval.request, arguments: edited, argumentsDigest: sha256Hex(edited) },
+      createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000,
+    };
+    const result = await executeApproved(world.deps, { approval: swapped, session, rules: RULES_ENFORCED });
+    expect(result).toMatchObject({ kind: "refused", phase: "Failed", reason: "RequestNotRecorded" });
+    expect(world.providerCalls).toEqual([]);
+  });
+
+  it("is refused when the chain's request names another object of the same name", async () => {
+    const world = worldWith(publish);
+    const approval = await approved(world, [{ approver: "carol", verdict: "Approve" }]);
+    const request = world.audit.find((e) => e.kind === AuditKind.approvalRequested);
+    if (!request) throw new Error("no approval.requested");
+    request.payload.approvalUid = "an-earlier-object";
+    const result = await executeApproved(world.deps, {
+      approval: { ...approval, createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000 },
+      session,
+      rules: RULES_ENFORCED,
+    });
+    expect(result).toMatchObject({ kind: "refused", reason: "RequestNotRecorded" });
+    expect(world.providerCalls).toEqual([]);
+  });
+});
+
+describe("an Approval the call did not record a request for", () => {
+  it("is never run when its approval.requested could not be appended as it was made, though the call's repeat waits on it", async () => {
+    const world = worldWith(publish);
+    world.auditFails = (entry) => entry.kind === AuditKind.approvalRequested;
+    await expect(invoke(world.deps, session, call)).rejects.toMatchObject({ kind: "unavailable" });
+    world.auditFails = () => false;
+    expect((await invoke(world.deps, session, call)).answer.status).toBe("pending_approval");
+    const stored = [...world.approvals.values()][0];
+    if (!stored) throw new Error("no Approval was created");
+    const view: ApprovalView = {
+      request: stored.request,
+      decisions: [{ approver: "carol", verdict: "Approve" }],
+      phase: "Pending",
+      createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000,
+    };
+    await decideApproval(world.deps, { approval: view, rules: RULES_ENFORCED });
+    const result = await executeApproved(world.deps, {
+      approval: { ...view, phase: "Approved" },
+      session,
+      rules: RULES_ENFORCED,
+    });
+    expect(result).toMatchObject({ kind: "refused", phase: "Failed", reason: "RequestNotRecorded" });
+    expect(world.providerCalls).toEqual([]);
+  });
+
+  it("is never run when it was made before the call under its name and identity, with approvers of its maker's choosing", async () => {
+    const elsewhere = worldWith(publish);
+    await invoke(elsewhere.deps, session, call);
+    const genuine = [...elsewhere.approvals.values()][0];
+    if (!genuine) throw new Error("no Approval was created");
+    const world = worldWith(publish);
+    const lax = {
+      ...genuine.request,
+      approvers: { users: [session.subject.user], groups: [] },
+      allowSelfApproval: true,
+    };
+    await world.deps.approvals.createOrGet(lax);
+    // The call takes the session-owned Approval of its identity as its own and waits on it.
+    expect((await invoke(world.deps, session, call)).answer.status).toBe("pending_approval");
+    expect(world.audit.filter((e) => e.kind === AuditKind.approvalRequested)).toEqual([]);
+    const view: ApprovalView = {
+      request: lax,
+      decisions: [{ approver: session.subject.user, verdict: "Approve" }],
+      phase: "Pending",
+      createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000,
+    };
+    expect(await decideApproval(world.deps, { approval: view, rules: RULES_ENFORCED })).toMatchObject({
+      phase: "Approved",
+    });
+    const result = await executeApproved(world.deps, {
+      approval: { ...view, phase: "Approved" },
+      session,
+      rules: RULES_ENFORCED,
+    });
+    expect(result).toMatchObject({ kind: "refused", phase: "Failed", reason: "RequestNotRecorded" });
     expect(world.providerCalls).toEqual([]);
   });
 });

@@ -9,7 +9,8 @@
  * proposed against (asked of the provider: `GET /v1/targets/{kind}/{id}`). Then it executes the arguments stored with the Approval — once: a
  * repeated dispatch returns the existing execution. Nothing is dispatched while admission is not
  * verified to enforce the decision rules, nor before the chain holds the `approval.approved` record
- * that `execution.started` then names (core/approval-lifecycle.ts).
+ * that `execution.started` then names (core/approval-lifecycle.ts), nor without the `approval.requested`
+ * of the tool call that asked for it (`RequestNotRecorded`: the Approval was made some other way).
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import { answerFromExecution } from "./answer.ts";
@@ -65,6 +66,12 @@ export type ExecuteApprovedResult =
   | { kind: "executed"; answer: InvokeAnswer; execution: ExecutionRecord; executedNow: boolean }
   | { kind: "refused"; phase: ApprovalPhase; reason: string; message: string }
   | { kind: "deferred"; phase: "Approved"; reason: string; message: string };
+
+/**
+ * How long after its creation an Approval without its `approval.requested` in the chain waits for it,
+ * in ms, before it is refused: the gateway appends it right after creating the Approval.
+ */
+export const REQUEST_RECORD_GRACE_MS = 60_000;
 
 /** The refusal an end record already in the chain settled: nothing more is appended. */
 function refusedBy(end: ChainedRecord): ExecuteApprovedResult {
@@ -136,6 +143,20 @@ export async function executeApproved(
       `${evaluation.approvals} of ${request.requiredApprovals} approvals counted`,
     );
   }
+  // Only what a tool call asked for runs: an Approval made some other way (with the gateway's
+  // Kubernetes credentials, say) has no `approval.requested` of its execution, capability and arguments.
+  const unrequested = !history.requested;
+  if (
+    unrequested &&
+    deps.clock.nowMicros() - (approval.createdAtMicros ?? 0) < REQUEST_RECORD_GRACE_MS * 1000
+  ) {
+    return {
+      kind: "deferred",
+      phase: "Approved",
+      reason: "RequestNotRecorded",
+      message: `the audit chain holds no approval.requested for execution ${request.executionId} yet; will retry`,
+    };
+  }
   // Approved by an earlier version, which recorded no decision: record it before anything runs.
   const approved: AppendedRecord = history.end ?? (await backfillApproved(deps, approval, evaluation));
 
@@ -157,6 +178,14 @@ export async function executeApproved(
     );
     return { kind: "refused", phase, reason, message };
   };
+
+  if (unrequested) {
+    return refuse(
+      "Failed",
+      "RequestNotRecorded",
+      `the audit chain holds no approval.requested of execution ${request.executionId} for capability ${request.capabilityId} with these arguments: no tool call asked for this Approval, so it is not run`,
+    );
+  }
 
   const capability = await deps.catalog.get(request.namespace, request.capability);
   const offered = capability && capability.id === request.capabilityId ? capability : undefined;

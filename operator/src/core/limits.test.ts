@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defaultSessionCeilings, effectiveLimits, type SessionCeilings } from "./limits.ts";
+import { defaultSessionCeilings, effectiveLimits, loweredLimits, type SessionCeilings } from "./limits.ts";
 
 const ceilings: SessionCeilings = {
   maxTurns: 10,
@@ -25,5 +25,19 @@ describe("effective session limits", () => {
 
   it("gives the default ceilings when nothing is asked or configured", () => {
     expect(effectiveLimits({}, defaultSessionCeilings)).toEqual(defaultSessionCeilings);
+  });
+});
+
+describe("limits a ceiling lowers", () => {
+  it("lists each value asked above its ceiling with both numbers, in the order of the limits", () => {
+    expect(loweredLimits({ holdPodForSeconds: 900, maxTurns: 11, maxWrites: 3 }, ceilings)).toEqual([
+      { limit: "maxTurns", asked: 11, ceiling: 10 },
+      { limit: "holdPodForSeconds", asked: 900, ceiling: 30 },
+    ]);
+  });
+
+  it("lists nothing for values at or below their ceiling, or unset", () => {
+    expect(loweredLimits({ maxWrites: 3, maxToolCalls: 0 }, ceilings)).toEqual([]);
+    expect(loweredLimits({}, ceilings)).toEqual([]);
   });
 });

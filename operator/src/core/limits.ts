@@ -42,6 +42,31 @@ export function effectiveLimits(requested: RequestedLimits, ceilings: SessionCei
   };
 }
 
+/** A limit asked for above its ceiling: the session runs with the ceiling instead. */
+export interface LoweredLimit {
+  limit: keyof SessionCeilings;
+  asked: number;
+  ceiling: number;
+}
+
+/** Every limit, in the order of SessionCeilings. */
+export const LIMIT_NAMES: readonly (keyof SessionCeilings)[] = [
+  "maxTurns",
+  "maxToolCalls",
+  "maxWrites",
+  "tokenBudget",
+  "timeoutSeconds",
+  "holdPodForSeconds",
+];
+
+/** The limits of `requested` that their ceiling lowers, in the order of {@link LIMIT_NAMES}. Pure. */
+export function loweredLimits(requested: RequestedLimits, ceilings: SessionCeilings): LoweredLimit[] {
+  return LIMIT_NAMES.flatMap((limit) => {
+    const asked = requested[limit];
+    return asked !== undefined && asked > ceilings[limit] ? [{ limit, asked, ceiling: ceilings[limit] }] : [];
+  });
+}
+
 /** Input plus output tokens of `usage`. */
 export function tokensUsed(usage: { inputTokens: number; outputTokens: number }): number {
   return usage.inputTokens + usage.outputTokens;

@@ -1,8 +1,9 @@
 /**
  * The operator's health server (fastify), apart from the agent-facing gateway so probes and scrapes
- * never share a port with pods' traffic: `GET /healthz` (200 while the process serves), `GET /readyz`
- * (200 once the caches are synced and the gateway listens, else 503 with what is missing; JSON
- * `{ready, leader, checks}`) and `GET /metrics` (Prometheus text format from the operator's registry).
+ * never share a port with pods' traffic: `GET /healthz` (200 while the process serves — it never asks
+ * the database, so an outage restarts nothing), `GET /readyz` (200 while every check holds: the caches
+ * synced, the database answers, the gateway listens; else 503; JSON `{ready, leader, checks}` with each
+ * check by name, e.g. `"database": false`) and `GET /metrics` (Prometheus text format from the operator's registry).
  * Kubernetes probe semantics: https://kubernetes.io/docs/reference/using-api/health-checks/
  */
 import Fastify, { type FastifyInstance } from "fastify";

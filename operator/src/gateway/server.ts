@@ -18,7 +18,7 @@ import { z } from "zod";
 import { AgentEvent, type ApprovalWait, InvokeCall, type SessionView } from "../api/agent-protocol.ts";
 import type { AgentSession, Approval } from "../api/kinds.ts";
 import { type JsonObject, sha256Hex } from "../core/canonical.ts";
-import { GatehouseError, isGatehouseError } from "../core/errors.ts";
+import { GatehouseError } from "../core/errors.ts";
 import { invoke } from "../core/invoke.ts";
 import type { SessionCeilings } from "../core/limits.ts";
 import type { CoreDeps } from "../core/ports.ts";
@@ -31,6 +31,7 @@ import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
+import { errorReply } from "./error-reply.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
 import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
 import type { PersonAccess } from "./person-access.ts";
@@ -56,14 +57,6 @@ export interface GatewayDeps {
 }
 
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
-const STATUS_OF_KIND: Record<string, number> = {
-  forbidden: 403,
-  invalid_arguments: 400,
-  not_found: 404,
-  conflict: 409,
-  unavailable: 503,
-};
-
 declare module "fastify" {
   interface FastifyRequest {
     session: AgentSession;
@@ -83,14 +76,9 @@ export function buildGateway(deps: GatewayDeps) {
   const drain = drainOnClose(app);
 
   app.setErrorHandler((error, request, reply) => {
-    if (isGatehouseError(error)) {
-      return reply.code(STATUS_OF_KIND[error.kind] ?? 500).send({ kind: error.kind, message: error.message });
-    }
-    if (error instanceof z.ZodError) {
-      return reply.code(400).send({ kind: "invalid_arguments", message: z.prettifyError(error) });
-    }
-    request.log.error({ err: error }, "gateway request failed");
-    return reply.code(500).send({ kind: "internal", message: "internal error" });
+    const answer = errorReply(error);
+    if (answer.log) request.log[answer.log]({ err: error }, "gateway request failed");
+    return reply.code(answer.code).send(answer.body);
   });
 
   app.get("/healthz", async () => ({ status: "ok" }));

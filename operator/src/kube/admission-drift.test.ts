@@ -55,7 +55,14 @@ const decideBinding = (installed: Installed) =>
 describe("which policies protect Approvals", () => {
   it("are every policy of admission.ts matching approvals or a subresource of it, with its binding", () => {
     expect(rendered.policies.map((p) => p.metadata?.name)).toEqual(
-      expect.arrayContaining(["gatehouse-approval-create", DECIDE, "gatehouse-status"]),
+      expect.arrayContaining([
+        "gatehouse-approval-create",
+        "gatehouse-approval-metadata",
+        DECIDE,
+        "gatehouse-approval-resolve",
+        "gatehouse-approval-operator",
+        "gatehouse-status",
+      ]),
     );
     expect(rendered.policies.map((p) => p.metadata?.name)).not.toContain("gatehouse-agentsession-create");
     expect(rendered.bindings.map((b) => b.spec?.policyName)).toEqual(

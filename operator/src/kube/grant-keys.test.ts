@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import {
+  ensureEmptySecret,
   GRANT_KEYS_KEY,
   jwksOf,
   type KeyTimings,
@@ -119,12 +120,23 @@ function secretsCore() {
     },
     async createNamespacedSecret({ body }: { body: V1Secret }) {
       const name = body.metadata!.name!;
+      creates.push(name);
       if (secrets.has(name)) throw new ApiException(409, "AlreadyExists", "{}", {});
       secrets.set(name, { ...body, metadata: { ...body.metadata, resourceVersion: "1" } });
       return body;
     },
+    async replaceNamespacedSecret({ name, body }: { name: string; body: V1Secret }) {
+      const current = secrets.get(name);
+      if (!current) throw new ApiException(404, "not found", "{}", {});
+      if (body.metadata?.resourceVersion !== current.metadata?.resourceVersion)
+        throw new ApiException(409, "Conflict", "{}", {});
+      const version = String(Number(current.metadata?.resourceVersion ?? "0") + 1);
+      secrets.set(name, { ...body, metadata: { ...body.metadata, resourceVersion: version } });
+      return body;
+    },
   };
-  return { core: core as unknown as CoreV1Api, secrets };
+  const creates: string[] = [];
+  return { core: core as unknown as CoreV1Api, secrets, creates };
 }
 
 describe("startGrantKeyRing", () => {
@@ -151,5 +163,34 @@ describe("startGrantKeyRing", () => {
     expect(gatewayKid).toBeDefined();
     expect(controllerKid).not.toBe(gatewayKid);
     expect((await controller.signingKey()).kid).toBe(controllerKid);
+  });
+
+  it("may be kept from creating its Secret: it waits for the Secret created empty, then writes its first key into it", async () => {
+    const { core, secrets, creates } = secretsCore();
+    let started = false;
+    const ring = startGrantKeyRing({
+      core,
+      namespace: "gatehouse-system",
+      secretName: GRANT_KEYS_SECRETS.gateway,
+      timings,
+      resyncMs: 3_600_000,
+      mayCreate: false,
+      log: pino({ level: "silent" }),
+    }).then((r) => {
+      started = true;
+      return r;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(started).toBe(false);
+    expect(creates).toEqual([]);
+    // What the controller does (programs/controller.ts); a second call finds it there.
+    expect(await ensureEmptySecret(core, "gatehouse-system", GRANT_KEYS_SECRETS.gateway)).toBe(true);
+    expect(await ensureEmptySecret(core, "gatehouse-system", GRANT_KEYS_SECRETS.gateway)).toBe(false);
+    const gateway = await ring;
+    gateway.stop();
+    expect(creates).toEqual([GRANT_KEYS_SECRETS.gateway, GRANT_KEYS_SECRETS.gateway]);
+    const stored = keysOfSecret(secrets.get(GRANT_KEYS_SECRETS.gateway)!);
+    expect(stored.map((k) => k.kid)).toEqual([gateway.jwks().keys[0]?.kid]);
+    expect((await gateway.signingKey()).kid).toBe(stored[0]!.kid);
   });
 });

@@ -19,6 +19,11 @@
  * Every replica runs the same maintenance; writes are optimistic (create; update carrying the read
  * resourceVersion), and a 409 re-reads, as client-go's `retry.RetryOnConflict`: whoever loses the race
  * adopts the winner's keys. A Secret whose content does not parse is never overwritten.
+ *
+ * The gateway may not create Secrets (`create` cannot be limited by name, and a Secret of type
+ * `kubernetes.io/service-account-token` it created would be filled with a token of any ServiceAccount of
+ * its namespace): the controller creates the gateway's Secret empty ({@link ensureEmptySecret}), and
+ * the gateway's ring writes its first key into it.
  */
 import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
 import {
@@ -178,9 +183,17 @@ export interface GrantKeyRingOptions {
   timings: KeyTimings;
   /** How often every replica re-reads the Secret, in milliseconds. */
   resyncMs: number;
+  /**
+   * Whether the component may create the Secret (default true). When not, a missing Secret is waited
+   * for (another component creates it empty) and then filled.
+   */
+  mayCreate?: boolean;
   log: Logger;
   now?: () => Date;
 }
+
+/** How often a ring that may not create its Secret looks for it while it is missing, at start. */
+const MISSING_SECRET_RETRY_MS = 1_000;
 
 /**
  * Reads (or creates) the Secret, then re-reads and maintains it every `resyncMs`: rotates when due and
@@ -227,17 +240,29 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
     }
   }
 
-  async function sync(): Promise<void> {
+  const mayCreate = options.mayCreate ?? true;
+
+  /** Maintains the Secret; false when it is missing and this component may not create it. */
+  async function maintain(): Promise<boolean> {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const current = await read();
       const at = now();
       try {
         if (!current) {
+          if (!mayCreate) return false;
           const first = [await newGrantKey(at)];
           await core.createNamespacedSecret({ namespace, body: bodyOf(first) });
           log.info({ kid: first[0]!.kid }, `created ${where} with its first grant signing key`);
           adopt(first);
-          return;
+          return true;
+        }
+        if (current.data?.[GRANT_KEYS_KEY] === undefined) {
+          // Created empty for this component (ensureEmptySecret): its first key goes in.
+          const first = [await newGrantKey(at)];
+          await core.replaceNamespacedSecret({ name: secretName, namespace, body: bodyOf(first, current) });
+          log.info({ kid: first[0]!.kid }, `wrote the first grant signing key into ${where}`);
+          adopt(first);
+          return true;
         }
         const stored = keysOfSecret(current);
         let next = keysToKeep(stored, at.getTime(), timings);
@@ -246,7 +271,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
           next.length === stored.length && next.every((k) => stored.some((s) => s.kid === k.kid));
         if (unchanged) {
           adopt(stored);
-          return;
+          return true;
         }
         await core.replaceNamespacedSecret({
           name: secretName,
@@ -261,7 +286,7 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
           `rotated the grant signing keys in ${where}`,
         );
         adopt(next);
-        return;
+        return true;
       } catch (error) {
         if (!isConflict(error)) {
           if (error instanceof GatehouseError) throw error;
@@ -276,7 +301,31 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
     throw new GatehouseError("conflict", `${where}: ${MAX_ATTEMPTS} writes met a concurrent change`);
   }
 
-  await sync();
+  async function sync(): Promise<void> {
+    if (await maintain()) return;
+    // Later re-reads keep the keys held: grants go on being signed while the controller restores it.
+    if (keys.length > 0) {
+      log.warn(`${where} is gone; signing with the keys read before until gatehouse-controller recreates it`);
+      return;
+    }
+    throw new GatehouseError("unavailable", `${where} does not exist yet`);
+  }
+
+  if (mayCreate) {
+    await sync();
+  } else {
+    // It waits at start for the component that creates its Secret.
+    let logged = false;
+    while (!(await maintain())) {
+      if (!logged) {
+        log.info(
+          `waiting for gatehouse-controller to create ${where} (this component may not create Secrets)`,
+        );
+        logged = true;
+      }
+      await new Promise((resolve) => setTimeout(resolve, MISSING_SECRET_RETRY_MS));
+    }
+  }
   let syncing = false;
   const timer = setInterval(() => {
     if (syncing) return;
@@ -305,4 +354,33 @@ export async function startGrantKeyRing(options: GrantKeyRingOptions): Promise<G
     sync,
     stop: () => clearInterval(timer),
   };
+}
+
+/**
+ * Creates Secret `name` of `namespace` empty (type Opaque, no data) unless it exists: the controller's
+ * part of the gateway's ring (see the file comment). Resolves true when it created it.
+ * Errors: `unavailable` for an API error other than AlreadyExists.
+ */
+export async function ensureEmptySecret(core: CoreV1Api, namespace: string, name: string): Promise<boolean> {
+  try {
+    await core.createNamespacedSecret({
+      namespace,
+      body: {
+        apiVersion: "v1",
+        kind: "Secret",
+        type: "Opaque",
+        metadata: { name, namespace, labels: { ...MANAGED_BY, "app.kubernetes.io/part-of": "gatehouse" } },
+      },
+    });
+    return true;
+  } catch (error) {
+    if (isConflict(error)) return false;
+    throw new GatehouseError(
+      "unavailable",
+      `cannot create Secret ${namespace}/${name}: ${describeApiError(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
 }

@@ -1,7 +1,7 @@
 import { ApiException, type CoreV1Api, type V1ConfigMap } from "@kubernetes/client-node";
 import type { JWK } from "jose";
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { GRANT_PUBLIC_KEYS_CONFIGMAP } from "../api/well-known.ts";
 import { jwksOf, newGrantKey } from "./grant-keys.ts";
 import {
@@ -212,6 +212,31 @@ describe("readGrantPublicKeys", () => {
       fake.set(undefined);
       await reader.sync();
       expect(reader.keys()).toEqual([]);
+    } finally {
+      reader.stop();
+    }
+  });
+
+  it("re-reads every second while it holds no key, so keys the controller publishes after it started serve at once", async () => {
+    const good = await publishedKey();
+    const fake = fakeCore();
+    const reader = await readGrantPublicKeys({
+      core: fake.core,
+      namespace: "gatehouse-system",
+      resyncMs: 3_600_000,
+      log,
+    });
+    try {
+      fake.set({
+        metadata: { name: GRANT_PUBLIC_KEYS_CONFIGMAP, namespace: "gatehouse-system" },
+        data: { [GRANT_PUBLIC_KEYS_KEY]: text([good.jwk]) },
+      });
+      // Within a few seconds, not the hour's resync (the re-read also hashes each key: real time).
+      await vi.waitFor(() => expect(reader.keys()).toEqual([good.jwk]), { timeout: 5_000, interval: 100 });
+      // Held: back to the hour's re-read, so a removed ConfigMap is not seen seconds later.
+      fake.set(undefined);
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(reader.keys()).toEqual([good.jwk]);
     } finally {
       reader.stop();
     }

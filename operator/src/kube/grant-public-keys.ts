@@ -16,19 +16,18 @@
  * tell a planted well-formed key from the controller's: the ConfigMap's writers are as trusted as the
  * controller's signing key (RBAC lets only the controller update it).
  */
-import type { CoreV1Api, V1ConfigMap } from "@kubernetes/client-node";
+import type { CoreV1Api } from "@kubernetes/client-node";
 import { calculateJwkThumbprint, type JSONWebKeySet, type JWK } from "jose";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { GRANT_PUBLIC_KEYS_CONFIGMAP, MANAGED_BY } from "../api/well-known.ts";
-import { GatehouseError } from "../core/errors.ts";
-import { describeApiError, isConflict, isNotFound } from "./client.ts";
+import { GRANT_PUBLIC_KEYS_CONFIGMAP } from "../api/well-known.ts";
 import type { GrantKeyRing } from "./grant-keys.ts";
+import { publishConfigMap, readConfigMap } from "./published-configmap.ts";
 
 /** The data key holding the JWK Set. */
 export const GRANT_PUBLIC_KEYS_KEY = "jwks.json";
-/** Read-modify-write rounds before a publish gives up on repeated 409 Conflicts. */
-const MAX_ATTEMPTS = 5;
+/** How often the gateway re-reads the ConfigMap while it holds no controller key. */
+const MISSING_KEYS_RETRY_MS = 1_000;
 /** How often the controller re-checks that the ConfigMap carries its ring's keys, by default. */
 const DEFAULT_PUBLISH_INTERVAL_MS = 30_000;
 
@@ -133,17 +132,6 @@ export function combinedJwks(own: () => JSONWebKeySet, published: () => JWK[]): 
 
 const where = (namespace: string) => `ConfigMap ${namespace}/${GRANT_PUBLIC_KEYS_CONFIGMAP}`;
 
-async function readConfigMap(core: CoreV1Api, namespace: string): Promise<V1ConfigMap | undefined> {
-  try {
-    return await core.readNamespacedConfigMap({ name: GRANT_PUBLIC_KEYS_CONFIGMAP, namespace });
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw new GatehouseError("unavailable", `cannot read ${where(namespace)}: ${describeApiError(error)}`, {
-      cause: error,
-    });
-  }
-}
-
 /** Runs `task` every `intervalMs`, never two at once, logging its failures; returns the stop function. */
 function every(intervalMs: number, task: () => Promise<void>, onError: (error: unknown) => void): () => void {
   let running = false;
@@ -195,41 +183,12 @@ export async function publishGrantPublicKeys(
   async function publish(): Promise<void> {
     const keys = publishableKeys(ring.jwks());
     const text = publishedText(keys);
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const current = await readConfigMap(core, namespace);
-      if (current?.data?.[GRANT_PUBLIC_KEYS_KEY] === text) return;
-      const body: V1ConfigMap = {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: {
-          name: GRANT_PUBLIC_KEYS_CONFIGMAP,
-          namespace,
-          labels: { ...MANAGED_BY, "app.kubernetes.io/part-of": "gatehouse" },
-          ...(current?.metadata?.resourceVersion
-            ? { resourceVersion: current.metadata.resourceVersion }
-            : {}),
-        },
-        data: { ...(current?.data ?? {}), [GRANT_PUBLIC_KEYS_KEY]: text },
-      };
-      try {
-        if (current) {
-          await core.replaceNamespacedConfigMap({ name: GRANT_PUBLIC_KEYS_CONFIGMAP, namespace, body });
-        } else {
-          await core.createNamespacedConfigMap({ namespace, body });
-        }
-        log.info({ kids: keys.map((k) => k.kid) }, `published the controller's grant public keys in ${name}`);
-        return;
-      } catch (error) {
-        if (!isConflict(error)) {
-          throw new GatehouseError("unavailable", `cannot write ${name}: ${describeApiError(error)}`, {
-            cause: error,
-          });
-        }
-        // AlreadyExists or a resourceVersion conflict: another writer was first; compare again.
-        log.debug({ attempt }, `${name} changed meanwhile; reading it again`);
-      }
-    }
-    throw new GatehouseError("conflict", `${name}: ${MAX_ATTEMPTS} writes met a concurrent change`);
+    // Other keys of the ConfigMap are kept: the controller owns only this one.
+    const wrote = await publishConfigMap(core, namespace, GRANT_PUBLIC_KEYS_CONFIGMAP, (current) =>
+      current?.[GRANT_PUBLIC_KEYS_KEY] === text ? undefined : { ...current, [GRANT_PUBLIC_KEYS_KEY]: text },
+    );
+    if (wrote)
+      log.info({ kids: keys.map((k) => k.kid) }, `published the controller's grant public keys in ${name}`);
   }
 
   await publish();
@@ -259,7 +218,8 @@ export interface GrantPublicKeys {
 }
 
 /**
- * Reads the controller's published keys (the gateway's side), then re-reads them every `resyncMs`.
+ * Reads the controller's published keys (the gateway's side), then re-reads them every `resyncMs`
+ * (every second while it holds none).
  * A missing ConfigMap means the controller has published nothing yet: no keys, logged once until it
  * appears. Refused entries are skipped and warned about whenever the refusals change. A later read that
  * fails keeps the keys read before. Errors: the first read's API error (not a missing ConfigMap).
@@ -272,7 +232,7 @@ export async function readGrantPublicKeys(options: ReadGrantPublicKeysOptions): 
   let lastRefusals = "[]";
 
   async function sync(): Promise<void> {
-    const current = await readConfigMap(core, namespace);
+    const current = await readConfigMap(core, namespace, GRANT_PUBLIC_KEYS_CONFIGMAP);
     if (!current) {
       if (!missingLogged)
         log.info(`${name} does not exist yet: serving no controller grant keys until it does`);
@@ -291,8 +251,29 @@ export async function readGrantPublicKeys(options: ReadGrantPublicKeysOptions): 
   }
 
   await sync();
-  const stop = every(options.resyncMs, sync, (error) =>
-    log.error({ err: error }, `re-reading ${name} failed; serving the controller keys read before`),
-  );
+  // Until the controller's keys are there, re-read every second: the two Deployments start together,
+  // and an approved dispatch signed with a key the JWKS does not serve yet is refused by the provider.
+  // Once they are, a rotation is covered by the activation delay (longer than two re-reads).
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(
+      () => {
+        sync()
+          .catch((error: unknown) =>
+            log.error({ err: error }, `re-reading ${name} failed; serving the controller keys read before`),
+          )
+          .finally(next);
+      },
+      keys.length === 0 ? MISSING_KEYS_RETRY_MS : options.resyncMs,
+    );
+    timer.unref();
+  };
+  next();
+  const stop = () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
   return { keys: () => keys, sync, stop };
 }

@@ -35,6 +35,24 @@ export type InformerEvent = "add" | "update" | "delete" | "resync";
  */
 export type ObjectHandler<T> = (object: T, event: InformerEvent, previous?: T) => void;
 
+/**
+ * What the rest of the operator uses of a cache: cached reads, change callbacks, start and stop. An
+ * {@link Informer} is one; so is a MultiNamespaceInformer (kube/multi-namespace-informer.ts), one
+ * informer per namespace read as one.
+ */
+export interface ObjectCache<T> {
+  /** Adds a handler for every add, update, delete and resync. */
+  onChange(handler: ObjectHandler<T>): void;
+  /** Starts watching; resolves once the first list is cached. */
+  start(): Promise<void>;
+  /** Stops watching. */
+  stop(): Promise<void>;
+  /** The cached object, or undefined. */
+  get(name: string, namespace?: string): T | undefined;
+  /** All cached objects, optionally of one namespace. */
+  list(namespace?: string): T[];
+}
+
 /** Options of an {@link Informer}. */
 export interface InformerOptions {
   /** Collection path, e.g. `/apis/gatehouse.dev/v1alpha1/agentsessions` or `/api/v1/pods`. */
@@ -43,8 +61,10 @@ export interface InformerOptions {
   /** Re-announce every cached object this often, in milliseconds (default 10 min; 0 disables). */
   resyncMs?: number;
   log: Logger;
-  /** Called on every restart of the list+watch loop, with why (metrics). */
-  onRestart?: (reason: "gone" | "error" | "silent") => void;
+  /** Called on every restart of the list+watch loop, with why (metrics) and, for "error", the error. */
+  onRestart?: (reason: "gone" | "error" | "silent", error?: unknown) => void;
+  /** Called after every successful list, once its differences are announced. */
+  onListed?: () => void;
 }
 
 const PAGE_SIZE = 500;
@@ -63,7 +83,7 @@ interface WatchStatus {
 class GoneError extends Error {}
 
 /** A running informer: cached reads plus change callbacks. */
-export class Informer<T extends KubernetesObject> {
+export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
   readonly path: string;
   private readonly config: KubeConfig;
   private readonly options: InformerOptions;
@@ -140,6 +160,7 @@ export class Informer<T extends KubernetesObject> {
           await this.relist();
           needList = false;
           onSynced();
+          this.options.onListed?.();
         }
         const ended = await this.watchOnce();
         this.failures = 0;
@@ -152,7 +173,7 @@ export class Informer<T extends KubernetesObject> {
           needList = true;
           continue;
         }
-        this.options.onRestart?.("error");
+        this.options.onRestart?.("error", error);
         const delay = this.backoff();
         this.log.warn({ err: describe(error), delayMs: delay }, "list/watch failed; retrying");
         await this.sleep(delay);

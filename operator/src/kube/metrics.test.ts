@@ -17,6 +17,15 @@ describe("operator metrics", () => {
     expect(await metrics.registry.metrics()).toMatch(/^gatehouse_decision_rules_enforced 0$/m);
   });
 
+  it("says whether the database answers: 1 while it does, 0 while not", async () => {
+    const metrics = createMetrics();
+    let available = true;
+    metrics.trackDatabase(() => available);
+    expect(await metrics.registry.metrics()).toMatch(/^gatehouse_database_available 1$/m);
+    available = false;
+    expect(await metrics.registry.metrics()).toMatch(/^gatehouse_database_available 0$/m);
+  });
+
   it("says while the audit witness refuses to publish, and at which seq the chain disagrees", async () => {
     const metrics = createMetrics();
     metrics.witnessMetrics.refused({ seq: 42, reason: "rewritten", message: "…" });

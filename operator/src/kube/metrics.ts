@@ -42,6 +42,8 @@ export interface OperatorMetrics {
   trackPendingApprovals(count: () => number): void;
   /** Reports whether admission enforces the decision rules (1) or not (0) whenever metrics are collected. */
   trackDecisionRules(enforced: () => boolean): void;
+  /** Reports whether the database answers the store's probe (1) or not (0) whenever metrics are collected. */
+  trackDatabase(available: () => boolean): void;
   /** Sets whether this replica holds the leader lease (1) or not (0). */
   setLeader(isLeader: boolean): void;
   /**
@@ -119,6 +121,15 @@ export function createMetrics(): OperatorMetrics {
     registers: [registry],
     collect() {
       this.set(rulesEnforced() ? 1 : 0);
+    },
+  });
+  let databaseAvailable: () => boolean = () => false;
+  new Gauge({
+    name: "gatehouse_database_available",
+    help: "1 while the operator's Postgres answers the store's probe (SELECT 1 every 2 s); 0: sessions and Approvals wait (DatabaseUnavailable) and /readyz is 503.",
+    registers: [registry],
+    collect() {
+      this.set(databaseAvailable() ? 1 : 0);
     },
   });
   const leader = new Gauge({
@@ -235,6 +246,9 @@ export function createMetrics(): OperatorMetrics {
     },
     trackDecisionRules(enforced) {
       rulesEnforced = enforced;
+    },
+    trackDatabase(available) {
+      databaseAvailable = available;
     },
     setLeader(isLeader) {
       leader.set(isLeader ? 1 : 0);

@@ -37,10 +37,23 @@ export class ControllerRateLimiter {
 
   /** The delay before `key` may be retried, counting this as one more failure of it. */
   when(key: string): number {
+    return Math.max(this.itemDelay(key, this.maxDelayMs), this.bucketDelay());
+  }
+
+  /**
+   * The delay before `key` may be retried after a failure of a dependency that recovers by itself
+   * (the database): the same per-key backoff, capped at `capMs`, and outside the token bucket — while
+   * every key waits for one outage, the bucket's debt would grow with their number and hold them long
+   * after it ended. Counts one more failure of `key`.
+   */
+  whenCapped(key: string, capMs: number): number {
+    return this.itemDelay(key, Math.min(capMs, this.maxDelayMs));
+  }
+
+  private itemDelay(key: string, maxMs: number): number {
     const failures = this.failures.get(key) ?? 0;
     this.failures.set(key, failures + 1);
-    const itemDelay = Math.min(this.baseDelayMs * 2 ** failures, this.maxDelayMs);
-    return Math.max(itemDelay, this.bucketDelay());
+    return Math.min(this.baseDelayMs * 2 ** failures, maxMs);
   }
 
   /** Failures counted for `key` since its last success. */

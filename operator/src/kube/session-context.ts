@@ -3,19 +3,36 @@
  * session has used of its limits is Core's own budget ledger, not the transcript.
  */
 import type { AgentSession } from "../api/kinds.ts";
-import { defaultSessionCeilings, effectiveLimits, type SessionCeilings } from "../core/limits.ts";
+import {
+  defaultSessionCeilings,
+  effectiveLimits,
+  type RequestedLimits,
+  type SessionCeilings,
+} from "../core/limits.ts";
 import type { SessionContext } from "../core/ports.ts";
+
+/** Where a session's spec asks for each limit. */
+export const LIMIT_FIELDS: Readonly<Record<keyof SessionCeilings, string>> = {
+  maxTurns: "spec.limits.maxTurns",
+  maxToolCalls: "spec.limits.maxToolCalls",
+  maxWrites: "spec.limits.maxWrites",
+  tokenBudget: "spec.limits.tokenBudget",
+  timeoutSeconds: "spec.limits.timeoutSeconds",
+  holdPodForSeconds: "spec.approval.holdPodForSeconds",
+};
+
+/** What a session asks for: `spec.limits` and `spec.approval.holdPodForSeconds`. */
+export function requestedLimitsOf(session: AgentSession): RequestedLimits {
+  const hold = session.spec.approval?.holdPodForSeconds;
+  return { ...session.spec.limits, ...(hold !== undefined ? { holdPodForSeconds: hold } : {}) };
+}
 
 /**
  * Effective limits of a session (core/limits.ts): `spec.limits` and `spec.approval.holdPodForSeconds`,
  * each capped by the operator's ceilings.
  */
 export function limitsOf(session: AgentSession, ceilings: SessionCeilings = defaultSessionCeilings) {
-  const hold = session.spec.approval?.holdPodForSeconds;
-  return effectiveLimits(
-    { ...session.spec.limits, ...(hold !== undefined ? { holdPodForSeconds: hold } : {}) },
-    ceilings,
-  );
+  return effectiveLimits(requestedLimitsOf(session), ceilings);
 }
 
 /** Builds the SessionContext Core decides with. */

@@ -91,6 +91,26 @@ describe("WorkQueue", () => {
     expect(queue.retries("bad")).toBe(0);
   });
 
+  it("retries a key its RetryCap caps within the cap, however often it failed", async () => {
+    // Uncapped, the twelfth retry alone would wait 5 ms × 2^11 ≈ 10 s, past the test's timeout.
+    const unavailable = new Error("the dependency is down");
+    const queue = new WorkQueue(undefined, (error) => (error === unavailable ? 20 : undefined));
+    let attempts = 0;
+    const running = queue.run(
+      1,
+      async () => {
+        attempts++;
+        if (attempts <= 12) throw unavailable;
+        queue.stop();
+        return undefined;
+      },
+      () => {},
+    );
+    queue.add("k");
+    await running;
+    expect(attempts).toBe(13);
+  });
+
   it("keeps the earliest of several delays pending for one key", async () => {
     const queue = new WorkQueue();
     const seen: string[] = [];
@@ -123,6 +143,23 @@ describe("ControllerRateLimiter", () => {
     let delay = 0;
     for (let i = 0; i < 40; i++) delay = limiter.when("k");
     expect(delay).toBe(1_000_000);
+  });
+
+  it("caps a dependency failure's delay, while an ordinary failure of the key keeps growing", () => {
+    const limiter = new ControllerRateLimiter({ now: () => 0, burst: 1_000 });
+    const capped = Array.from({ length: 12 }, () => limiter.whenCapped("k", 2_000));
+    expect(capped.slice(0, 3)).toEqual([5, 10, 20]);
+    expect(capped.at(-1)).toBe(2_000);
+    expect(limiter.retries("k")).toBe(12);
+    expect(limiter.when("k")).toBe(5 * 2 ** 12);
+  });
+
+  it("keeps a dependency failure out of the token bucket, however many keys wait on it", () => {
+    const limiter = new ControllerRateLimiter({ now: () => 0 });
+    const delays = Array.from({ length: 1_000 }, (_, i) => limiter.whenCapped(`k${i}`, 2_000));
+    expect(Math.max(...delays)).toBe(5);
+    // The bucket was not drawn on: a burst of ordinary failures still gets through at once.
+    expect(limiter.when("fresh")).toBe(5);
   });
 
   it("lets a burst of 100 fresh keys through, then spaces retries at 10 per second", () => {

@@ -5,7 +5,8 @@
  * and failures are retried after the delay of a {@link ControllerRateLimiter} (per-key exponential
  * backoff combined with an overall token bucket). A successful reconcile forgets the key's failures and
  * may ask to be run again after a delay (controller-runtime's `RequeueAfter`); a {@link TerminalError}
- * is reported and not retried.
+ * is reported and not retried; an error its {@link RetryCap} caps (a dependency that comes back by
+ * itself) is retried within that cap, so work resumes soon after the dependency does.
  */
 import { ControllerRateLimiter } from "./rate-limiter.ts";
 
@@ -18,6 +19,12 @@ export type Reconcile = (key: string) => Promise<ReconcileResult>;
 export class TerminalError extends Error {
   override readonly name = "TerminalError";
 }
+
+/**
+ * The longest retry delay for `error` in milliseconds, or undefined for an ordinary error (the full
+ * backoff). For failures of a dependency every key waits on, which may end any moment.
+ */
+export type RetryCap = (error: unknown) => number | undefined;
 
 /** What happened to one reconcile, for metrics and logs. */
 export type Outcome = "success" | "requeue" | "error" | "terminal";
@@ -35,8 +42,11 @@ export class WorkQueue {
   private readonly waiters: Array<() => void> = [];
   private stopped = false;
 
-  constructor(limiter = new ControllerRateLimiter()) {
+  private readonly retryCap: RetryCap;
+
+  constructor(limiter = new ControllerRateLimiter(), retryCap: RetryCap = () => undefined) {
     this.limiter = limiter;
+    this.retryCap = retryCap;
   }
 
   /** Queues a key now (deduplicated). */
@@ -67,9 +77,12 @@ export class WorkQueue {
     this.timers.set(key, { timer, dueAt });
   }
 
-  /** Queues a key after the rate limiter's delay for it (one more failure counted). */
-  addRateLimited(key: string): void {
-    this.addAfter(key, this.limiter.when(key));
+  /**
+   * Queues a key after the rate limiter's delay for it (one more failure counted); with `capMs`, after
+   * at most that (`ControllerRateLimiter.whenCapped`).
+   */
+  addRateLimited(key: string, capMs?: number): void {
+    this.addAfter(key, capMs === undefined ? this.limiter.when(key) : this.limiter.whenCapped(key, capMs));
   }
 
   /** Clears a key's backoff after a successful reconcile. */
@@ -84,7 +97,8 @@ export class WorkQueue {
 
   /**
    * Runs `workers` loops calling `reconcile` until stop(). Each outcome goes to `observe`; thrown errors
-   * are retried through the rate limiter unless they are {@link TerminalError}s.
+   * are retried through the rate limiter (within the {@link RetryCap}'s cap for the errors it caps)
+   * unless they are {@link TerminalError}s.
    */
   async run(workers: number, reconcile: Reconcile, observe: ReconcileObserver): Promise<void> {
     const loop = async () => {
@@ -101,7 +115,7 @@ export class WorkQueue {
         } catch (error) {
           const terminal = error instanceof TerminalError;
           if (terminal) this.forget(key);
-          else this.addRateLimited(key);
+          else this.addRateLimited(key, this.retryCap(error));
           observe(key, terminal ? "terminal" : "error", performance.now() - started, error);
         } finally {
           this.done(key);

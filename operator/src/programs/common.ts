@@ -1,7 +1,7 @@
 /**
  * What both long-running programs start the same way (DESIGN §3): configuration, logger, metrics,
- * Kubernetes clients and informer caches, the health server, the Postgres store as the component's own
- * runtime login, the component's grant key ring and the Core ports. Each program adds its own parts
+ * Kubernetes clients and informer caches, the health server (ready once the caches synced and while
+ * the database answers), the Postgres store as the component's own runtime login, the component's grant key ring and the Core ports. Each program adds its own parts
  * (the gateway its HTTP server, the controller its Lease, witness and reconcilers) and its shutdown
  * steps, run in order on SIGTERM/SIGINT.
  * Exit codes: 2 on a bad configuration, 1 on a store that refuses to open (a deployment mistake, logged
@@ -25,7 +25,7 @@ import { cacheCatalog } from "../kube/catalog.ts";
 import { type KubeClients, loadKubeConfig, makeClients } from "../kube/client.ts";
 import { failpointTrigger } from "../kube/failpoints.ts";
 import { type GrantKeyRing, startGrantKeyRing } from "../kube/grant-keys.ts";
-import { secretIdentityResolver } from "../kube/identities.ts";
+import { publishedIdentityResolver, secretIdentityResolver } from "../kube/identities.ts";
 import { createMetrics, type OperatorMetrics } from "../kube/metrics.ts";
 import { providerEndpoints } from "../kube/provider-endpoints.ts";
 import type { CheckpointPublisher } from "../store/checkpoint-publisher.ts";
@@ -107,14 +107,22 @@ export async function startComponent(
       config.mountRoot,
     ),
   );
-  const caches = makeCaches(clients, log, (path, reason) => metrics.informerRestarted(path, reason));
+  const caches = makeCaches(clients, log, config.watchNamespaces, (path, reason) =>
+    metrics.informerRestarted(path, reason),
+  );
   metrics.trackPendingApprovals(
     () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
   );
   let synced = false;
+  // Until the store is open the database has not answered; then its own probe says (readiness.ts).
+  let databaseAnswers = () => false;
   const health = buildHealthServer({
     registry: metrics.registry,
-    checks: [{ name: "caches", ready: () => synced }, ...options.checks],
+    checks: [
+      { name: "caches", ready: () => synced },
+      { name: "database", ready: () => databaseAnswers() },
+      ...options.checks,
+    ],
     isLeader: options.isLeader,
   });
   await health.listen({ host: config.healthHost, port: config.healthPort });
@@ -138,6 +146,8 @@ export async function startComponent(
     );
     process.exit(1);
   });
+  databaseAnswers = () => store.available();
+  metrics.trackDatabase(databaseAnswers);
 
   // Each component signs with keys of its own (DESIGN §5); providers tell them apart by kid.
   const grantKeys = await startGrantKeyRing({
@@ -151,6 +161,8 @@ export async function startComponent(
       retainMs: (60 + 2 * config.grants.keysResyncSeconds + 60) * 1000,
     },
     resyncMs: config.grants.keysResyncSeconds * 1000,
+    // The gateway may not create Secrets: the controller creates its Secret empty (programs/controller.ts).
+    mayCreate: component === "controller",
     log: log.child({ component: "grant-keys" }),
   });
   const grants = grantSigner({ signingKey: grantKeys.signingKey, ttlSeconds: config.grants.ttlSeconds });
@@ -159,7 +171,11 @@ export async function startComponent(
     clock: { nowMicros: () => Date.now() * 1000 },
     timer: { sleep: async (ms) => void (await sleep(ms)) },
     catalog: cacheCatalog(caches),
-    identities: secretIdentityResolver(clients),
+    // Only the controller reads identity-binding Secrets; the gateway reads what it publishes.
+    identities:
+      component === "controller"
+        ? secretIdentityResolver(clients)
+        : publishedIdentityResolver(clients.core, config.operatorNamespace),
     approvals: kubeApprovalPort(clients, caches),
     executions: store.executions,
     budget: store.budget,

@@ -7,10 +7,12 @@
  */
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { LEADER_LEASE } from "../api/rbac.ts";
+import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import { startControllers } from "../controllers/manager.ts";
 import { fetchManifest } from "../gateway/provider-client.ts";
 import { startAdmissionGuard } from "../kube/admission-guard.ts";
 import { configMapCheckpoints } from "../kube/checkpoint-configmap.ts";
+import { ensureEmptySecret } from "../kube/grant-keys.ts";
 import { publishGrantPublicKeys } from "../kube/grant-public-keys.ts";
 import { LeaderElector } from "../kube/leader-election.ts";
 import { secretWitnessSigner } from "../kube/witness-key.ts";
@@ -54,6 +56,23 @@ export async function runController(): Promise<void> {
     intervalMs: config.grants.keysResyncSeconds * 1000,
   });
   started.onShutdown("grantPublicKeys", () => publisher.stop());
+  // The gateway may not create Secrets (kube/grant-keys.ts): its ring's Secret is created empty here, and
+  // again should someone delete it.
+  const gatewayKeysSecret = async () => {
+    if (await ensureEmptySecret(clients.core, config.operatorNamespace, GRANT_KEYS_SECRETS.gateway)) {
+      log.info(
+        `created Secret ${config.operatorNamespace}/${GRANT_KEYS_SECRETS.gateway} empty for the gateway's grant keys`,
+      );
+    }
+  };
+  await gatewayKeysSecret();
+  const gatewayKeysTimer = setInterval(() => {
+    gatewayKeysSecret().catch((error: unknown) =>
+      log.error({ err: error }, "creating the gateway's grant-key Secret failed; retrying"),
+    );
+  }, config.grants.keysResyncSeconds * 1000);
+  gatewayKeysTimer.unref();
+  started.onShutdown("gatewayKeysSecret", () => clearInterval(gatewayKeysTimer));
   await started.syncCaches();
   const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }), {
     gatewayUsername: config.gatewayUsername,

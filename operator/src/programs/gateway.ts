@@ -3,7 +3,8 @@
  * reach — the agent routes, the model proxy and the invoke path through Core — and the JWKS providers
  * verify grants with. Stateless and without a Lease: every replica serves. It creates Approvals but
  * writes no status, runs no reconciler, creates no pod and takes no audit checkpoint; its database login
- * may only INSERT and SELECT the audit chain (DESIGN §6, §7).
+ * may only INSERT and SELECT the audit chain, and append only the kinds of the invoke path
+ * (`GATEWAY_AUDIT_KINDS`; DESIGN §6, §7).
  */
 import { endpointFor } from "../config.ts";
 import { tokenReviewer } from "../gateway/authenticate.ts";

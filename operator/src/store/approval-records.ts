@@ -78,6 +78,26 @@ export function namespaceNamedBy(record: AuditEntry, name: string): string | und
 }
 
 /**
+ * The records of one execution that belong to Approval `namespace/name`: those naming it
+ * ({@link namespaceNamedBy}; a bare name without a session, as `execution.started` has it, by name)
+ * and those naming no Approval (the execution's own: finished, recovering, …). A record under this
+ * execution id that names another Approval is that one's, not this one's. Pure.
+ */
+export function recordsOfApproval(
+  records: readonly ChainedRecord[],
+  namespace: string,
+  name: string,
+): ChainedRecord[] {
+  return records.filter((record) => {
+    const approval = record.payload.approval;
+    if (approval === undefined || approval === null) return true;
+    if (typeof approval === "string" && !approval.includes("/") && typeof record.payload.session !== "string")
+      return approval === name;
+    return namespaceNamedBy(record, name) === namespace;
+  });
+}
+
+/**
  * One execution's records split by Approval object: a request naming another object (`approvalUid`)
  * than the one before starts a new history — the Approval was deleted and re-created under its name.
  * Records that name no object (executions, earlier versions) stay with the current one. Pure.
@@ -135,7 +155,9 @@ export async function readApprovalRecords(pool: pg.Pool, ref: ApprovalRef): Prom
 
   const log = createPostgresAuditLog(pool);
   for (const [executionId, namespace] of namespaces) {
-    for (const records of byObject(await log.recordsOf(executionId))) {
+    for (const records of byObject(
+      recordsOfApproval(await log.recordsOf(executionId), namespace, ref.name),
+    )) {
       found.histories.push({ namespace, name: ref.name, executionId, records });
     }
   }
@@ -212,4 +234,46 @@ export async function readOpenRequests(pool: pg.Pool): Promise<OpenRequestsFound
     });
   }
   return { ...(lifecycleMarkerSeq !== undefined ? { lifecycleMarkerSeq } : {}), open };
+}
+
+/**
+ * A dispatch with no `approval.requested` of its execution before it: an `execution.started` that
+ * names an Approval — an approved call ran that no tool call asked for.
+ */
+export interface UnrequestedDispatch {
+  seq: number;
+  atMicros: number;
+  executionId: string;
+  /** The Approval its `execution.started` names (the bare name). */
+  approval: string;
+}
+
+/**
+ * The dispatches after the lifecycle marker (all, without one) with no `approval.requested` of the
+ * same execution at a lower seq, oldest first. Errors: pg errors.
+ */
+export async function readUnrequestedDispatches(
+  pool: pg.Pool,
+  lifecycleMarkerSeq: number | undefined,
+): Promise<UnrequestedDispatch[]> {
+  // audit_log_by_kind serves the starts; audit_log_by_execution the look-back for each.
+  const rows = await pool.query(
+    `SELECT ${AUDIT_COLUMN_LIST} FROM audit_log d
+      WHERE d.kind = $1 AND d.seq > $2 AND d.execution_id IS NOT NULL
+        AND coalesce(convert_from(d.canonical, 'UTF8')::jsonb #> '{payload,approval}', 'null') <> 'null'
+        AND NOT EXISTS (
+          SELECT 1 FROM audit_log r WHERE r.execution_id = d.execution_id AND r.seq < d.seq AND r.kind = $3)
+      ORDER BY d.seq`,
+    [AuditKind.executionStarted, lifecycleMarkerSeq ?? 0, AuditKind.approvalRequested],
+  );
+  return rows.rows.map((row) => {
+    const sealed = sealedFromRow(row);
+    const { entry } = decodeAuditRecord(sealed.canonical);
+    return {
+      seq: sealed.seq,
+      atMicros: sealed.atMicros,
+      executionId: String(sealed.executionId),
+      approval: String(entry.payload.approval),
+    };
+  });
 }

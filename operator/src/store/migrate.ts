@@ -16,7 +16,7 @@ import pg from "pg";
 import type { Component } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 import type { StoreLogger } from "./pool.ts";
-import { ensureRoles, ensureRuntimeLogin, OWNER_ROLE } from "./roles.ts";
+import { ensureRoles, ensureRuntimeLogin, OWNER_ROLE, restrictDatabaseConnect } from "./roles.ts";
 
 /** Directory of the migration files. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
@@ -90,7 +90,8 @@ async function assertOwnedByOwnerRole(client: pg.Client): Promise<void> {
 /**
  * Makes the login of `runtimeUrl` (the URL a component will connect with: its user and password) a
  * member of `component`'s runtime role, creating it when missing (`ensureRuntimeLogin`), connected as
- * `ownerUrl`'s login (the migrate program's). Returns the login's name and what was done. Errors:
+ * `ownerUrl`'s login (the migrate program's), and lets it — and no PUBLIC — connect to the database
+ * (`restrictDatabaseConnect`). Returns the login's name and what was done. Errors:
  * those of `ensureRuntimeLogin` (`forbidden` when `ownerUrl`'s login may not create roles: create the
  * login as an administrator); pg errors propagate.
  */
@@ -105,7 +106,9 @@ export async function provisionRuntimeLogin(
   const admin = new pg.Client({ connectionString: ownerUrl, application_name: "gatehouse-migrate" });
   await admin.connect();
   try {
-    return { login, outcome: await ensureRuntimeLogin(admin, component, login, password) };
+    const outcome = await ensureRuntimeLogin(admin, component, login, password);
+    await restrictDatabaseConnect(admin, [login]);
+    return { login, outcome };
   } finally {
     await admin.end();
   }

@@ -12,9 +12,14 @@ export interface StoreLogger {
   warn(fields: object, message: string): void;
 }
 
+/** How long a pool's connect may take, in milliseconds. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
 /**
  * A pool on `url` with the store's type parsers (bigint → number). Idle-client errors (a restarted
- * server) are logged instead of crashing the process; the pool replaces the client.
+ * server) are logged instead of crashing the process; the pool replaces the client. A connect — to
+ * the server, or waiting for a free client — gives up after {@link CONNECT_TIMEOUT_MS}: pg's default
+ * waits for ever, and a server that drops packets would hold every caller.
  */
 export function createPool(url: string, options: { max?: number; logger?: StoreLogger } = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -22,6 +27,7 @@ export function createPool(url: string, options: { max?: number; logger?: StoreL
     max: options.max ?? 10,
     types: storeTypeParsers,
     application_name: "gatehouse",
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
   pool.on("error", (error) => options.logger?.warn({ err: error }, "idle Postgres connection failed"));
   return pool;

@@ -7,7 +7,9 @@
  *     `executions` and `budget_reservations`, whose triggers guard the state transitions; SELECT and
  *     INSERT on `session_events`; SELECT on `pgmigrations` (the start-up schema check);
  *   - `gatehouse_gateway` and `gatehouse_controller` (NOLOGIN), one per component, both members of
- *     `gatehouse_operator`; only the controller may INSERT into `audit_checkpoints`.
+ *     `gatehouse_operator`; only the controller may INSERT into `audit_checkpoints`, and a login of the
+ *     gateway's (and not the controller's) appends only the invoke path's kinds to `audit_log`
+ *     (`GATEWAY_AUDIT_KINDS`; migration 0011's trigger, which judges `session_user`).
  * Roles and memberships are cluster-global, so they are created idempotently, tolerating another
  * database's migration creating them at the same moment; table grants are in the migrations.
  * Triggers and REVOKE do not bind a superuser or the table owner, which is why no long-running
@@ -141,6 +143,27 @@ async function retryConcurrentCatalogChange(change: () => Promise<void>): Promis
 const LOGIN_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
+ * Lets only `logins` and the connected user connect to the current database: the component roles are
+ * cluster-global, so without this a login of another Gatehouse database on the same server, a member of
+ * the same `gatehouse_gateway`, would read (and append to) this one's audit chain and transcripts.
+ * PUBLIC keeps CONNECT on no Gatehouse database; other clients are granted it by name
+ * (`GRANT CONNECT ON DATABASE … TO …`). A user that does not own the database may neither revoke nor
+ * grant, which Postgres only warns about: it then changes nothing. Idempotent and safe to run concurrently.
+ */
+export async function restrictDatabaseConnect(
+  admin: pg.ClientBase,
+  logins: readonly string[],
+): Promise<void> {
+  const found = await admin.query<{ name: string }>("SELECT current_database() AS name");
+  const database = pg.escapeIdentifier(found.rows[0]!.name);
+  const grantees = [...logins.map((login) => pg.escapeIdentifier(login)), "CURRENT_USER"].join(", ");
+  await retryConcurrentCatalogChange(async () => {
+    await admin.query(`REVOKE CONNECT ON DATABASE ${database} FROM PUBLIC`);
+    await admin.query(`GRANT CONNECT ON DATABASE ${database} TO ${grantees}`);
+  });
+}
+
+/**
  * Makes `login` a login role that is a member of `component`'s runtime role (so it inherits exactly
  * that component's privileges): created with `password` (none: no password, for trust or certificate
  * authentication) when missing, granted the membership when it
@@ -216,6 +239,11 @@ export async function ensureRuntimeLogin(
 
 /** Drops the login role `login` if it exists (the counterpart of {@link ensureRuntimeLogin}). */
 export async function dropRuntimeLogin(admin: pg.Pool, login: string): Promise<void> {
+  const exists = await admin.query("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1", [login]);
+  if (exists.rowCount === 0) return;
+  // Its CONNECT on databases (restrictDatabaseConnect) would keep DROP ROLE from succeeding; DROP OWNED
+  // revokes privileges on shared objects too, and a login owns nothing.
+  await admin.query(`DROP OWNED BY ${pg.escapeIdentifier(login)}`);
   await admin.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(login)}`);
 }
 

@@ -5,7 +5,7 @@
  * creating roles is the migrate program's job (`cli/gatehouse-migrate.ts`), run before the processes
  * start (the chart's hook Job, the demo's and e2e environment's init step).
  * It also starts the periodic audit checkpoints (`checkpointer.ts`) unless told not to (the gateway),
- * stopped by `stop()`.
+ * and the watch of whether the database answers (`readiness.ts`), both stopped by `stop()`.
  */
 import type pg from "pg";
 import type { Component } from "../api/well-known.ts";
@@ -16,6 +16,7 @@ import type { CheckpointPublisher } from "./checkpoint-publisher.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { createPostgresExecutionStore, type PostgresExecutionStore } from "./executions.ts";
 import { createPool, type StoreLogger } from "./pool.ts";
+import { type DatabaseWatchOptions, watchDatabase } from "./readiness.ts";
 import { assertRuntimeLogin, assertSchemaCurrent } from "./startup-checks.ts";
 import { createPostgresTranscriptStore, type TranscriptStore } from "./transcripts.ts";
 
@@ -36,6 +37,8 @@ export interface OpenStoreOptions {
    * not write checkpoints. Default: checkpoints every minute, Postgres only.
    */
   checkpoints?: false | { intervalMs?: number; publisher?: CheckpointPublisher };
+  /** The probe behind {@link Store.available} (period, timeout). Default every 2 s, 2 s each. */
+  probe?: Omit<DatabaseWatchOptions, "logger">;
 }
 
 /** The opened store. `stop()` stops the checkpointer and closes the pool. */
@@ -50,6 +53,8 @@ export interface Store {
   transcripts: TranscriptStore;
   /** The periodic checkpoints; absent when opened with `checkpoints: false`. */
   checkpointer?: Checkpointer;
+  /** Whether the database answered the last probe (readiness.ts): the `database` readiness check. */
+  available(): boolean;
   stop(): Promise<void>;
 }
 
@@ -86,6 +91,10 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
             ...(checkpoints.publisher ? { publisher: checkpoints.publisher } : {}),
             ...(options.logger ? { logger: options.logger } : {}),
           });
+    const watch = watchDatabase(pool, {
+      ...options.probe,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
     return {
       pool,
       login,
@@ -94,8 +103,10 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
       audit,
       transcripts: createPostgresTranscriptStore(pool),
       ...(checkpointer ? { checkpointer } : {}),
+      available: () => watch.available(),
       stop: async () => {
         await checkpointer?.stop();
+        await watch.stop();
         await pool.end();
       },
     };

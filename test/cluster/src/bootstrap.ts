@@ -7,11 +7,8 @@ import {
 } from "@kubernetes/client-node";
 import { createIfAbsent } from "./kube-errors.ts";
 
-/**
- * Namespace and ServiceAccount the one-process operator ran as: kept while the e2e environment still
- * starts that process (its RBAC is no longer in deploy/).
- */
-export const OPERATOR_IDENTITY = { namespace: "gatehouse-system", name: "gatehouse-operator" } as const;
+/** The operator's namespace. */
+const OPERATOR_NAMESPACE = "gatehouse-system";
 
 /** The components' ServiceAccounts (their RBAC comes from deploy/gateway-rbac.yaml and controller-rbac.yaml). */
 export const GATEWAY_IDENTITY = { namespace: "gatehouse-system", name: "gatehouse-gateway" } as const;
@@ -48,7 +45,6 @@ const LOCAL_NODE_LEASE_RULES: V1Role["rules"] = [
 
 /** Bearer tokens minted for the ServiceAccount identities. */
 export type ServiceAccountTokens = {
-  operator: string;
   gateway: string;
   controller: string;
   localNode: string;
@@ -56,17 +52,17 @@ export type ServiceAccountTokens = {
 
 /**
  * As admin (`kc`): creates Namespace `gatehouse-system` with ServiceAccounts `gatehouse-gateway`,
- * `gatehouse-controller` and `gatehouse-operator` (no RBAC), ServiceAccount `kube-system/local-node` with ClusterRole/Binding `gatehouse:local-node` plus a
+ * `gatehouse-controller`, ServiceAccount `kube-system/local-node` with ClusterRole/Binding `gatehouse:local-node` plus a
  * Role/Binding for Leases in `kube-node-lease`, and mints a one-year token for each ServiceAccount through
  * the TokenRequest API. Idempotent for the objects; always mints new tokens.
  */
 export async function bootstrapIdentities(kc: KubeConfig): Promise<ServiceAccountTokens> {
   const core = kc.makeApiClient(CoreV1Api);
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  for (const name of [OPERATOR_IDENTITY.namespace, "kube-node-lease"]) {
+  for (const name of [OPERATOR_NAMESPACE, "kube-node-lease"]) {
     await createIfAbsent(() => core.createNamespace({ body: { metadata: { name } } }));
   }
-  for (const sa of [OPERATOR_IDENTITY, GATEWAY_IDENTITY, CONTROLLER_IDENTITY, LOCAL_NODE_IDENTITY]) {
+  for (const sa of [GATEWAY_IDENTITY, CONTROLLER_IDENTITY, LOCAL_NODE_IDENTITY]) {
     await createIfAbsent(() =>
       core.createNamespacedServiceAccount({ namespace: sa.namespace, body: { metadata: { name: sa.name } } }),
     );
@@ -104,7 +100,6 @@ export async function bootstrapIdentities(kc: KubeConfig): Promise<ServiceAccoun
     }),
   );
   return {
-    operator: await mintToken(core, OPERATOR_IDENTITY),
     gateway: await mintToken(core, GATEWAY_IDENTITY),
     controller: await mintToken(core, CONTROLLER_IDENTITY),
     localNode: await mintToken(core, LOCAL_NODE_IDENTITY),

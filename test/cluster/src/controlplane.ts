@@ -37,7 +37,7 @@ export type ControlPlaneOptions = {
  */
 export type ControlPlane = {
   /**
-   * Kubeconfig with contexts admin, alice, bob, carol, gatehouse-operator, gatehouse-gateway,
+   * Kubeconfig with contexts admin, alice, bob, carol, gatehouse-gateway,
    * gatehouse-controller, local-node (current: admin).
    */
   kubeconfigPath: string;
@@ -237,7 +237,6 @@ async function startComponents(
     caPem,
     users: [
       ...PERSONAS.map((p) => ({ name: p.name, token: tokens.get(p.name) ?? "" })),
-      { name: "gatehouse-operator", token: saTokens.operator },
       { name: "gatehouse-gateway", token: saTokens.gateway },
       { name: "gatehouse-controller", token: saTokens.controller },
       { name: "local-node", token: saTokens.localNode },

@@ -20,7 +20,7 @@ import { startKindCluster } from "./target-kind.ts";
 /**
  * What cluster tests get through `inject("cluster")`: the control-plane facts without its methods.
  * On the `local` target every field is real. On `kind`, `k3s` and `kubeconfig` only `kubeconfigPath` (contexts
- * admin, alice, bob, carol, gatehouse-operator, gatehouse-gateway, gatehouse-controller by impersonation) and `kubectlPath` are; the local-node
+ * admin, alice, bob, carol, gatehouse-gateway, gatehouse-controller by impersonation) and `kubectlPath` are; the local-node
  * fields are empty (`""`, instance -1) — the target runner (target-runner.ts) skips every file that
  * needs them before it runs, so no test reads them there.
  */

@@ -14,7 +14,6 @@ import {
   DEFAULT_KIND_NODE_IMAGE,
   GATEWAY_SERVICE_ACCOUNT,
   impersonatingKubeconfig,
-  OPERATOR_SERVICE_ACCOUNT,
   PORTABLE_FILES,
   skipReasonFor,
 } from "./target.ts";
@@ -211,7 +210,6 @@ describe("impersonatingKubeconfig", () => {
       "alice",
       "bob",
       "carol",
-      "gatehouse-operator",
       "gatehouse-gateway",
       "gatehouse-controller",
     ]);
@@ -229,7 +227,6 @@ describe("impersonatingKubeconfig", () => {
       certFile: join(dir!, "pki/admin.crt"),
       impersonateUser: "alice",
     });
-    expect(config.getUser("gatehouse-operator")?.impersonateUser).toBe(OPERATOR_SERVICE_ACCOUNT);
     expect(config.getUser("gatehouse-gateway")?.impersonateUser).toBe(GATEWAY_SERVICE_ACCOUNT);
     expect(config.getUser("gatehouse-controller")?.impersonateUser).toBe(CONTROLLER_SERVICE_ACCOUNT);
   });

@@ -120,8 +120,6 @@ export function skipReasonFor(target: TargetName, file: string, unavailable?: st
   return `target ${target}: ${file} ${LOCAL_ONLY_REASON}`;
 }
 
-/** The identity the one-process operator's context impersonates (kept while the e2e environment runs it). */
-export const OPERATOR_SERVICE_ACCOUNT = "system:serviceaccount:gatehouse-system:gatehouse-operator";
 /** The identities the components' contexts impersonate (their ServiceAccounts, as the chart creates them). */
 export const GATEWAY_SERVICE_ACCOUNT = "system:serviceaccount:gatehouse-system:gatehouse-gateway";
 export const CONTROLLER_SERVICE_ACCOUNT = "system:serviceaccount:gatehouse-system:gatehouse-controller";
@@ -148,8 +146,8 @@ function absolutePaths(entry: Record<string, unknown>, base: string): Record<str
 
 /**
  * A kubeconfig (YAML text) with the contexts the suite uses — `admin`, the personas `alice`, `bob`
- * (group planners), `carol` (group approvers), `gatehouse-gateway`, `gatehouse-controller` and
- * `gatehouse-operator` — all on the cluster of
+ * (group planners), `carol` (group approvers), `gatehouse-gateway` and `gatehouse-controller` — all on
+ * the cluster of
  * `context` (default the current context) of the kubeconfig at `sourcePath`. `admin` is that
  * context's user unchanged; the others are the same credentials impersonating the persona (`as`,
  * `as-groups`; the components as their ServiceAccounts, whose ServiceAccount groups the API
@@ -180,7 +178,6 @@ export function impersonatingKubeconfig(sourcePath: string, context?: string, se
   const users = [
     { name: "admin", user: admin },
     ...personas,
-    { name: "gatehouse-operator", user: { ...admin, as: OPERATOR_SERVICE_ACCOUNT } },
     { name: "gatehouse-gateway", user: { ...admin, as: GATEWAY_SERVICE_ACCOUNT } },
     { name: "gatehouse-controller", user: { ...admin, as: CONTROLLER_SERVICE_ACCOUNT } },
   ];

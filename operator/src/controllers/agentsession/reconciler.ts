@@ -4,14 +4,15 @@
  *   deleting → once no Approval of it is Pending, remove the finalizer
  *   no finalizer → add it
  *   terminal → nothing to do, unless messages were appended to a Completed session → continue it
+ *   record = its transcript record (Postgres)   ; unavailable → Progressing=False DatabaseUnavailable, retried soon
  *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
  *   pod answered and more messages wait         → record continuations+1 (next pass creates its pod)
  *   apply the namespace's agent NetworkPolicy   ; before each pod, and once per namespace per process
  *   cancelled → delete the pod
  *   no pod → ensure the namespace's agent ServiceAccount
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
- *   status = statusFrom(session, pod, approvals, transcript record)
- *   writeStatusIfChanged(status)
+ *   status = statusFrom(session, pod, approvals, transcript record, effective limits)
+ *   writeStatusIfChanged(status)                ; first written limits a ceiling lowered → Event LimitLowered
  */
 import { PatchStrategy, type V1NetworkPolicy, type V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -38,9 +39,19 @@ import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalize
 import { limitsOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
+import { isDatabaseUnavailable } from "../../store/unavailable.ts";
+import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
 import { MAX_SIDECARS, SIDECAR_BASE_PORT, sidecarProvidersFor, sidecarsFor } from "./sidecars.ts";
-import { allAnswered, isTerminal, modelEndpointNotFoundMessage, runAnswered, statusFrom } from "./status.ts";
+import {
+  allAnswered,
+  databaseUnavailableStatus,
+  isTerminal,
+  limitLoweredEvent,
+  modelEndpointNotFoundMessage,
+  runAnswered,
+  statusFrom,
+} from "./status.ts";
 
 /** Reads what Postgres holds about a session. */
 export interface SessionRecords {
@@ -61,14 +72,6 @@ export function approvalsOf(caches: Caches, session: AgentSession): Approval[] {
   return caches.approvals
     .list(session.metadata.namespace)
     .filter((a) => a.spec.sessionRef.uid === session.metadata.uid);
-}
-
-/** Why a session in `namespace` does not run, and the fix: the controller serves only `served`. */
-export function namespaceNotServedMessage(namespace: string, served: readonly string[]): string {
-  return (
-    `Gatehouse runs AgentSessions only in namespaces ${served.join(", ")} (the controller's WATCH_NAMESPACES, ` +
-    `chart value watchNamespaces), not in ${namespace}: ask the platform team to add ${namespace} there.`
-  );
 }
 
 /** Reconciles one AgentSession. */
@@ -107,8 +110,8 @@ export async function reconcileAgentSession(
   // Outside the namespaces this controller serves it has no right to create pods: say so and wait, as
   // Pending, for the platform to add the namespace (a new configuration restarts the controller).
   const served = deps.config.watchNamespaces;
-  if (served.length > 0 && !served.includes(namespace)) {
-    const message = namespaceNotServedMessage(namespace, served);
+  if (!serves(served, namespace)) {
+    const message = namespaceNotServedMessage("AgentSessions", namespace, served);
     const conditions = setCondition(
       session.status?.conditions,
       {
@@ -160,7 +163,7 @@ export async function reconcileAgentSession(
     if (leftOfEarlierSession(pod, session)) return { requeueAfterMs: 2_000 };
     return fail("PodNameTaken", foreignPodMessage(pod));
   }
-  const record = await deps.records.recordOf(session.metadata.uid);
+  const record = await recordOrSayUnavailable(deps, session, now);
   const retry =
     pod && !session.spec.cancel
       ? retryDecision(pod, record, attempt, deps.config.agentPodRetries, now, runAnswered(session, record))
@@ -247,9 +250,13 @@ export async function reconcileAgentSession(
   const missing = (session.spec.capabilities ?? []).filter(
     (name) => !deps.caches.capabilities.get(name, namespace),
   );
-  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now, missing);
+  const limits = limitsOf(session, deps.config.sessionCeilings);
+  const status = statusFrom(session, pod, approvalsOf(deps.caches, session), record, now, missing, limits);
+  // Judged against the status before this write: once the write records the limits, it is silent.
+  const lowered = limitLoweredEvent(session, deps.config.sessionCeilings);
   if (await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, status)) {
     log.info({ phase: status.phase }, "session status written");
+    if (lowered) deps.events.warning(session, lowered.reason, lowered.message);
     if (status.phase !== session.status?.phase && isTerminalSessionPhase(status.phase)) {
       const ended = status.conditions?.find((c) => c.type === "Progressing");
       const say = status.phase === "Failed" ? deps.events.warning : deps.events.normal;
@@ -258,6 +265,25 @@ export async function reconcileAgentSession(
   }
   // The final answer lands in Postgres, not the API server: poll for it while the pod runs.
   return isTerminalSessionPhase(status.phase) ? undefined : { requeueAfterMs: 2_000 };
+}
+
+/**
+ * The session's record from Postgres. When the database is unavailable the session says so
+ * (databaseUnavailableStatus) before the error goes on to the work queue, which retries it within
+ * seconds (controller.ts): without it, a session created during an outage would have no status at all.
+ */
+async function recordOrSayUnavailable(
+  deps: AgentSessionDeps,
+  session: AgentSession,
+  now: Date,
+): Promise<SessionRecord> {
+  try {
+    return await deps.records.recordOf(session.metadata.uid);
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, databaseUnavailableStatus(session, now));
+    throw error;
+  }
 }
 
 /**
@@ -380,7 +406,7 @@ async function continueIfAppended(
   const generation = session.metadata.generation;
   if (status.phase !== "Completed" || session.spec.cancel) return undefined;
   if (generation === undefined || (status.observedGeneration ?? 0) >= generation) return undefined;
-  const record = await deps.records.recordOf(session.metadata.uid);
+  const record = await recordOrSayUnavailable(deps, session, deps.now());
   if (allAnswered(session, record)) {
     await writeStatusIfChanged(deps.clients, AGENT_SESSION, session, {
       ...status,

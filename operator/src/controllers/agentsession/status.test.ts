@@ -1,10 +1,18 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
+import { defaultSessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
+import { limitsOf } from "../../kube/session-context.ts";
 import { agentPodName } from "./pod.ts";
 import { continuationDue, resumeDue } from "./reconciler.ts";
-import { modelEndpointNotFoundMessage, phaseFrom, statusFrom } from "./status.ts";
+import {
+  databaseUnavailableStatus,
+  limitLoweredEvent,
+  modelEndpointNotFoundMessage,
+  phaseFrom,
+  statusFrom,
+} from "./status.ts";
 
 const session = {
   metadata: { name: "s", namespace: "n", uid: "u", generation: 1 },
@@ -250,5 +258,102 @@ describe("modelEndpointNotFoundMessage", () => {
     expect(modelEndpointNotFoundMessage(undefined, [])).toBe(
       "spec.model.endpointRef (unset): the operator has no model endpoint configured; the platform team configures them with the chart value modelEndpoints (the operator's MODEL_ENDPOINTS).",
     );
+  });
+});
+
+describe("databaseUnavailableStatus", () => {
+  const now = new Date("2026-12-03T08:00:00Z");
+
+  it("gives a session with no status yet a Pending phase and Progressing=False DatabaseUnavailable naming its pod", () => {
+    const status = databaseUnavailableStatus(session, now);
+    expect(status.phase).toBe("Pending");
+    expect(status.startTime).toBeUndefined();
+    expect(status.conditions).toEqual([
+      expect.objectContaining({
+        type: "Progressing",
+        status: "False",
+        reason: "DatabaseUnavailable",
+        observedGeneration: 1,
+      }),
+    ]);
+    expect(status.conditions?.[0]?.message).toContain("its agent pod is started once it answers again");
+  });
+
+  it("keeps a running session's phase and other conditions, and statusFrom replaces it once the record reads", () => {
+    const running = { ...session, status: statusFrom(session, podIn("Running"), [pending], empty, now) };
+    const waiting = databaseUnavailableStatus(running, now);
+    expect(waiting.phase).toBe("AwaitingApproval");
+    expect(waiting.conditions?.find((c) => c.type === "AwaitingApproval")?.status).toBe("True");
+    expect(waiting.conditions?.find((c) => c.type === "Progressing")?.message).toContain(
+      "its status is brought up to date",
+    );
+    const recovered = statusFrom({ ...running, status: waiting }, podIn("Running"), [pending], empty, now);
+    expect(recovered.conditions?.find((c) => c.type === "Progressing")).toMatchObject({
+      status: "True",
+      reason: "ApprovalPending",
+    });
+  });
+});
+
+describe("the limits a session runs under", () => {
+  const ceilings = { ...defaultSessionCeilings, holdPodForSeconds: 60, maxTurns: 10 };
+  const asking = (spec: Partial<AgentSession["spec"]>, status?: AgentSession["status"]): AgentSession =>
+    ({ ...session, spec: { ...session.spec, ...spec }, ...(status ? { status } : {}) }) as AgentSession;
+  const now = new Date("2026-11-29T10:00:00Z");
+
+  it("records every limit in status.effectiveLimits: asked for, capped, or the ceiling when unset", () => {
+    const s = asking({ limits: { maxTurns: 50, maxWrites: 2 }, approval: { holdPodForSeconds: 900 } });
+    const status = statusFrom(s, podIn("Running"), [], empty, now, [], limitsOf(s, ceilings));
+    expect(status.effectiveLimits).toEqual({
+      ...defaultSessionCeilings,
+      maxTurns: 10,
+      maxWrites: 2,
+      holdPodForSeconds: 60,
+    });
+  });
+
+  it("warns LimitLowered naming each lowered field, what it asked, the ceiling and who sets it", () => {
+    const s = asking({ limits: { maxTurns: 50, maxWrites: 2 }, approval: { holdPodForSeconds: 900 } });
+    expect(limitLoweredEvent(s, ceilings)).toEqual({
+      reason: "LimitLowered",
+      message:
+        "spec.limits.maxTurns asks for 50, but the operator's ceiling is 10, so the session runs with 10; spec.approval.holdPodForSeconds asks for 900, but the operator's ceiling is 60, so the session runs with 60. The platform team sets the ceilings with the chart value sessionCeilings (the operator's SESSION_CEILINGS); status.effectiveLimits shows every limit the session runs under.",
+    });
+  });
+
+  it("warns once: not when the status already records the lowered limits", () => {
+    const asked = { approval: { holdPodForSeconds: 900 } };
+    const recorded = statusFrom(
+      asking(asked),
+      podIn("Running"),
+      [],
+      empty,
+      now,
+      [],
+      limitsOf(asking(asked), ceilings),
+    );
+    expect(limitLoweredEvent(asking(asked, recorded), ceilings)).toBeUndefined();
+  });
+
+  it("warns again when the ceilings change what the session runs with", () => {
+    const asked = { approval: { holdPodForSeconds: 900 } };
+    const recorded = statusFrom(
+      asking(asked),
+      podIn("Running"),
+      [],
+      empty,
+      now,
+      [],
+      limitsOf(asking(asked), ceilings),
+    );
+    const lower = { ...ceilings, holdPodForSeconds: 30 };
+    expect(limitLoweredEvent(asking(asked, recorded), lower)?.message).toMatch(
+      /^spec\.approval\.holdPodForSeconds asks for 900, but the operator's ceiling is 30/,
+    );
+  });
+
+  it("is silent when nothing asked for is above its ceiling", () => {
+    expect(limitLoweredEvent(asking({ limits: { maxTurns: 10 } }), ceilings)).toBeUndefined();
+    expect(limitLoweredEvent(session, ceilings)).toBeUndefined();
   });
 });

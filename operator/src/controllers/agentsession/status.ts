@@ -2,11 +2,14 @@
  * A session's status from what the API server and Postgres show (pure): the agent pod's state, the
  * session's Approvals, and the final answer the agent posted.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { isTerminalSessionPhase, type SessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
+import { type LoweredLimit, loweredLimits, type SessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import { findCondition, metaTimeOf, setCondition } from "../../kube/conditions.ts";
+import { LIMIT_FIELDS, limitsOf, requestedLimitsOf } from "../../kube/session-context.ts";
 
 const RESULT_LIMIT = 16_384;
 /** status.pendingApprovals lists at most this many names (the CRD's maxItems); the rest are in the cluster. */
@@ -31,6 +34,33 @@ export function modelEndpointNotFoundMessage(
     return `spec.model.endpointRef ${endpointRef ?? "(unset)"}: the operator has no model endpoint configured; the platform team configures them with ${source}.`;
   }
   return `spec.model.endpointRef ${endpointRef}: the operator has no model endpoint of that name; it has ${configured.map((e) => e.name).join(", ")}. Use one of them, or ask the platform team to add it to ${source}.`;
+}
+
+/**
+ * The message of LimitLowered: each field asked above its ceiling, the value asked, the ceiling it runs
+ * with, and who sets the ceilings (the chart value `sessionCeilings`, the operator's SESSION_CEILINGS).
+ */
+export function limitLoweredMessage(lowered: readonly LoweredLimit[]): string {
+  const each = lowered.map(
+    (l) =>
+      `${LIMIT_FIELDS[l.limit]} asks for ${l.asked}, but the operator's ceiling is ${l.ceiling}, so the session runs with ${l.ceiling}`,
+  );
+  return `${each.join("; ")}. The platform team sets the ceilings with the chart value sessionCeilings (the operator's SESSION_CEILINGS); status.effectiveLimits shows every limit the session runs under.`;
+}
+
+/**
+ * The Warning Event to record when the status about to be written holds `effectiveLimits` for the first
+ * time (or new ones: the ceilings changed) and a ceiling lowers a value the spec asks for; undefined
+ * otherwise, so each session is told once, not on every reconcile. Pure.
+ */
+export function limitLoweredEvent(
+  session: AgentSession,
+  ceilings: SessionCeilings,
+): { reason: string; message: string } | undefined {
+  const lowered = loweredLimits(requestedLimitsOf(session), ceilings);
+  if (lowered.length === 0) return undefined;
+  if (isDeepStrictEqual(session.status?.effectiveLimits, limitsOf(session, ceilings))) return undefined;
+  return { reason: "LimitLowered", message: limitLoweredMessage(lowered) };
 }
 
 /**
@@ -128,7 +158,36 @@ export function phaseFrom(
   return { phase: "Running", reason: "PodRunning", message: "The agent is working." };
 }
 
-/** The full desired status. */
+/**
+ * The status of a session whose reconcile could not read its record because the operator's database
+ * is unavailable (pure): `Progressing=False`, reason `DatabaseUnavailable`, naming what waits — its
+ * first agent pod, or its status; the phase stays (Pending for a new session, so it has a status at
+ * all). The next pass after the database answers writes the whole status again (statusFrom).
+ */
+export function databaseUnavailableStatus(
+  session: AgentSession,
+  now: Date,
+): NonNullable<AgentSession["status"]> {
+  const waits = session.status?.podName ? "its status is brought up to date" : "its agent pod is started";
+  const conditions = setCondition(
+    session.status?.conditions,
+    {
+      type: "Progressing",
+      status: "False",
+      reason: "DatabaseUnavailable",
+      message: `The operator's database (Postgres) does not answer, so the session's transcript cannot be read; ${waits} once it answers again.`,
+      observedGeneration: session.metadata.generation,
+    },
+    now,
+  );
+  // No startTime: the session's timeout runs from when its work starts, not from the outage.
+  return { ...session.status, phase: session.status?.phase ?? "Pending", conditions };
+}
+
+/**
+ * The full desired status; `effectiveLimits` are the session's limits under the operator's ceilings
+ * (default: under the default ceilings, as limitsOf's).
+ */
 export function statusFrom(
   session: AgentSession,
   pod: V1Pod | undefined,
@@ -136,6 +195,7 @@ export function statusFrom(
   record: SessionRecord,
   now: Date,
   missingCapabilities: readonly string[] = [],
+  effectiveLimits: SessionCeilings = limitsOf(session),
 ): NonNullable<AgentSession["status"]> {
   const undecided = approvals.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
   const { phase, reason, message } = phaseFrom(session, pod, undecided, record);
@@ -221,6 +281,7 @@ export function statusFrom(
     toolCalls: record.toolCalls,
     writes: record.writes,
     usage: record.usage,
+    effectiveLimits,
     pendingApprovals: pending.slice(0, MAX_LISTED_APPROVALS).map((a) => a.metadata.name),
     ...(record.finalAnswer !== undefined ? { result: record.finalAnswer.slice(0, RESULT_LIMIT) } : {}),
     startTime: session.status?.startTime ?? stamp,

@@ -31,6 +31,7 @@ import {
   lateDecisionsOf,
   observationsFor,
   planApproval,
+  planDatabaseUnavailable,
   planDispatchOutcome,
   RULES_RECHECK_MS,
 } from "./plan.ts";
@@ -570,6 +571,50 @@ describe("planApproval: a decided Approval", () => {
     });
     expect(observationsFor(approvalOf(), undefined).execution).toBe(true);
     expect(observationsFor(approvalOf({ phase: "Unknown" }), sessionOf()).execution).toBe(true);
+  });
+});
+
+describe("planDatabaseUnavailable", () => {
+  const executedOf = (status: ApprovalStatus | undefined) =>
+    status?.conditions?.find((c) => c.type === "Executed");
+
+  it("says on a Pending Approval that its decisions and call wait, and a pass that reads the chain clears it", () => {
+    const approved = approvalOf({ decisions: [{ approver: "alice", verdict: "Approve" }] });
+    const waiting = planDatabaseUnavailable(approved, BEFORE_EXPIRY);
+    expect(waiting?.phase).toBe("Pending");
+    expect(executedOf(waiting)).toMatchObject({ status: "False", reason: "DatabaseUnavailable" });
+    expect(executedOf(waiting)?.message).toContain("an approved call runs once it answers again");
+
+    const plan = planApproval(inputOf({ ...approved, status: waiting }));
+    expect(plan.status?.phase).toBe("Executing");
+    expect(plan.dispatch).toBeDefined();
+    expect(executedOf(plan.status)).toBeUndefined();
+  });
+
+  it("says on an approved one that the call waits, and the dispatch's outcome replaces it", () => {
+    for (const phase of ["Approved", "Executing"] as const) {
+      const waiting = planDatabaseUnavailable(approvalOf({ phase }), BEFORE_EXPIRY);
+      expect(waiting?.phase).toBe(phase);
+      expect(executedOf(waiting)).toMatchObject({ status: "False", reason: "DatabaseUnavailable" });
+      expect(executedOf(waiting)?.message).toContain("The approved call waits");
+    }
+    const approval = { ...approvalOf({ phase: "Executing" }) };
+    approval.status = planDatabaseUnavailable(approval, BEFORE_EXPIRY);
+    const plan = planApproval(inputOf(approval));
+    const outcome = planDispatchOutcome(
+      approval,
+      plan.status!,
+      { kind: "executed", execution: execution("succeeded") } as ExecuteApprovedResult,
+      BEFORE_EXPIRY,
+    );
+    expect(executedOf(outcome.status)).toMatchObject({ status: "True", reason: "Succeeded" });
+  });
+
+  it("says nothing on a settled Approval or one being deleted: no call waits on them", () => {
+    for (const phase of ["Succeeded", "Failed", "Rejected", "Expired", "Cancelled", "Stale"] as const) {
+      expect(planDatabaseUnavailable(approvalOf({ phase }), BEFORE_EXPIRY), phase).toBeUndefined();
+    }
+    expect(planDatabaseUnavailable(approvalOf({ deleting: true }), BEFORE_EXPIRY)).toBeUndefined();
   });
 });
 

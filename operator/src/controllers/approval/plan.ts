@@ -252,6 +252,45 @@ function startStatus(input: ApprovalPlanInput): ApprovalStatus {
   return { ...input.approval.status, observedGeneration: input.approval.metadata.generation };
 }
 
+/**
+ * The status of an Approval whose pass failed because the operator's database is unavailable (pure):
+ * condition `Executed=False`, reason `DatabaseUnavailable`, saying what waits — the decisions' record
+ * and so the call (Pending), or the approved call (Approved, Executing). Undefined for an Approval
+ * being deleted or settled, which no call waits on. A Pending pass that reads its history clears it
+ * again; a dispatch replaces it with its own outcome.
+ */
+export function planDatabaseUnavailable(approval: Approval, now: Date): ApprovalStatus | undefined {
+  const phase = approval.status?.phase ?? "Pending";
+  if (approval.metadata.deletionTimestamp) return undefined;
+  if (phase !== "Pending" && phase !== "Approved" && phase !== "Executing") return undefined;
+  const database = "the operator's database (Postgres) does not answer";
+  const message =
+    phase === "Pending"
+      ? `Decisions are recorded in the audit chain before they count, and ${database}: the decisions so far wait, and an approved call runs once it answers again.`
+      : `The approved call waits: ${database}; it is dispatched once it answers again.`;
+  return {
+    ...approval.status,
+    phase,
+    conditions: setCondition(
+      approval.status?.conditions,
+      {
+        type: "Executed",
+        status: "False",
+        reason: "DatabaseUnavailable",
+        message,
+        observedGeneration: approval.metadata.generation,
+      },
+      now,
+    ),
+  };
+}
+
+/** `status` without the condition {@link planDatabaseUnavailable} set: this pass read the database. */
+function withoutDatabaseUnavailable(status: ApprovalStatus): ApprovalStatus {
+  const conditions = status.conditions?.filter((c) => c.reason !== "DatabaseUnavailable");
+  return conditions ? { ...status, conditions } : status;
+}
+
 /** Sets the phase and its Decided condition (False while Pending). */
 function setPhase(
   status: ApprovalStatus,
@@ -352,7 +391,7 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
   const view = viewOf(approval);
   const rules = need(input.rules, "the decision-rules verdict");
   const history = need(input.history, "the audit history");
-  const status = startStatus(input);
+  const status = withoutDatabaseUnavailable(startStatus(input));
   const generation = approval.metadata.generation;
   const nowMicros = now.getTime() * 1000;
   /** Ends the Pending Approval undecided: its decisions so far recorded, then `end`; nothing runs. */

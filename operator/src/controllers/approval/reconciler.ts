@@ -15,6 +15,8 @@
  *              the transcript outcome
  *   plan.finalizer → add or remove gatehouse.dev/audit-lifecycle
  *   return plan.requeueAfterMs
+ *   the database unavailable at any step → planDatabaseUnavailable's status (Executed=False,
+ *              DatabaseUnavailable), and the error to the work queue, which retries within seconds
  * So a pass writes the status at most twice: once, or before and after a dispatch.
  */
 import type { Logger } from "pino";
@@ -29,11 +31,13 @@ import type { EventRecorder } from "../../kube/events.ts";
 import type { OperatorMetrics } from "../../kube/metrics.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
+import { isDatabaseUnavailable } from "../../store/unavailable.ts";
 import {
   type ApprovalPlanInput,
   observationsFor,
   type PlannedLog,
   planApproval,
+  planDatabaseUnavailable,
   planDispatchOutcome,
   viewOf,
 } from "./plan.ts";
@@ -66,8 +70,30 @@ export async function reconcileApproval(
   const approval = deps.caches.approvals.get(name, namespace);
   if (!approval) return undefined;
   const now = deps.now();
-  const input = await observe(deps, approval, now);
-  return applyApproval(kubeApprovalWriter(deps, now), input, log);
+  const writer = kubeApprovalWriter(deps, now);
+  try {
+    return await applyApproval(writer, await observe(deps, approval, now), log);
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    await sayDatabaseUnavailable(writer, deps.caches.approvals.get(name, namespace) ?? approval, now, log);
+    throw error;
+  }
+}
+
+/**
+ * Writes planDatabaseUnavailable's status, so the Approval shows why it waits; the outage's error then
+ * goes on to the work queue, which retries within seconds (controller.ts). A failed write (this pass
+ * moved the status first, say) is left to the next pass: the outage is what to report.
+ */
+async function sayDatabaseUnavailable(writer: ApprovalWriter, approval: Approval, now: Date, log: Logger) {
+  const status = planDatabaseUnavailable(approval, now);
+  if (!status) return;
+  await writer.writeStatus(approval, status).catch((error: unknown) => {
+    log.debug(
+      { err: String(error) },
+      "could not say DatabaseUnavailable on the Approval; the next pass will",
+    );
+  });
 }
 
 /** Reads what the plan of `approval` needs (plan.ts `observationsFor`), side by side. */

@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
 import { duplicatesOf } from "../../kube/catalog.ts";
-import { duplicateMessage, providerProblemOf } from "./reconciler.ts";
+import {
+  capabilityDisabledMessage,
+  duplicateMessage,
+  providerDisabled,
+  providerDisabledMessage,
+  providerProblemOf,
+} from "./reconciler.ts";
 
 const capability = (providerRef: { name: string; namespace?: string }): Capability =>
   ({
@@ -48,9 +54,9 @@ describe("providerProblemOf", () => {
   });
 
   it("says a disabled or not Ready provider is the cause, with its reason", () => {
-    expect(
-      providerProblemOf(capability({ name: "aps" }), provider(ready.status, { disabled: true })),
-    ).toMatch(/is disabled \(spec\.disabled\)/);
+    expect(providerProblemOf(capability({ name: "aps" }), provider(ready.status, { disabled: true }))).toBe(
+      providerDisabledMessage("aps", "plant-a"),
+    );
     const waiting = provider({
       conditions: [
         {
@@ -98,6 +104,29 @@ describe("duplicate tool names", () => {
   it("names the clashing Capabilities, the tool and the fix", () => {
     expect(duplicateMessage(read, ["aps-read-copy"])).toBe(
       "Capability aps-read-copy in this namespace also defines the tool aps_schedule_read (spec.id aps.schedule.read): none of them is offered until all but one are renamed or deleted.",
+    );
+  });
+});
+
+describe("a disabled Capability or provider", () => {
+  const disabledProvider = provider(ready.status, { disabled: true });
+
+  it("counts as Disabled when the Capability's own-namespace provider has spec.disabled", () => {
+    expect(providerDisabled(capability({ name: "aps" }), disabledProvider)).toBe(true);
+    expect(providerDisabled(capability({ name: "aps" }), ready)).toBe(false);
+    expect(providerDisabled(capability({ name: "aps" }), undefined)).toBe(false);
+  });
+
+  it("is not Disabled but in the wrong namespace when the providerRef points elsewhere", () => {
+    expect(providerDisabled(capability({ name: "aps", namespace: "plant-b" }), disabledProvider)).toBe(false);
+  });
+
+  it("says which spec.disabled to unset, and the command that does it", () => {
+    expect(providerDisabledMessage("aps", "plant-a")).toBe(
+      `ProviderInstance aps is disabled (spec.disabled), so this capability is not offered and new calls are refused; to offer it again, unset it: kubectl patch providerinstance aps -n plant-a --type merge -p '{"spec":{"disabled":null}}'.`,
+    );
+    expect(capabilityDisabledMessage(capability({ name: "aps" }))).toMatch(
+      /^spec\.disabled is set, so this capability is not offered .*kubectl patch capability aps-read -n plant-a --type merge -p '\{"spec":\{"disabled":null\}\}'/,
     );
   });
 });

@@ -1,13 +1,16 @@
 /**
  * Capability reconciler:
  *   capability = cache.get(key)
- *   provider = the referenced ProviderInstance   ; missing / not Ready → Ready=False ProviderNotReady
+ *   provider = the referenced ProviderInstance   ; missing / not Ready → Ready=False ProviderNotReady,
+ *                                                  disabled → Ready=False Disabled
  *   offer = the provider's manifest entry         ; absent → NotOffered
  *   status = effect, mode, idempotency, schemas, digest, tool name; observedEffect kept from the first
  *            sighting. Ready=False: SidecarWriteUnsupported (a write offered by a Sidecar provider),
  *            InvalidSchema (the SDK's capabilitySchemaProblems, the rule providers are tested against), EffectChanged (a weaker declaration later; DESIGN §2)
  *   another Capability of the namespace has the same tool name → Ready=False DuplicateId naming it
  *            (each of them gets it; none is offered until one is renamed or deleted)
+ *   spec.disabled → Ready=False Disabled, saying how to re-enable it (the status keeps what the
+ *            provider offers, so it is Offered again as soon as it is re-enabled)
  */
 import type { Effect } from "@gatehouse/provider-sdk";
 import { capabilitySchemaProblems, schemaDigest } from "@gatehouse/provider-sdk";
@@ -56,14 +59,33 @@ export function providerProblemOf(
   if (!provider) {
     return `spec.providerRef.name ${ref.name}: no ProviderInstance ${ref.name} in namespace ${own}; create it or fix the name.`;
   }
-  if (provider.spec.disabled) {
-    return `ProviderInstance ${ref.name} is disabled (spec.disabled); unset it to offer this capability.`;
-  }
+  if (provider.spec.disabled) return providerDisabledMessage(ref.name, own);
   const providerReady = findCondition(provider.status?.conditions, "Ready");
   if (providerReady?.status !== "True" || !provider.status?.endpoints?.[0]) {
     return `ProviderInstance ${ref.name} is not Ready${providerReady ? ` (${providerReady.reason})` : ""}; see kubectl describe providerinstance ${ref.name} -n ${own}.`;
   }
   return undefined;
+}
+
+/**
+ * True when `provider` is the Capability's own-namespace ProviderInstance and has spec.disabled set:
+ * the case in which providerProblemOf gives {@link providerDisabledMessage} (pure).
+ */
+export function providerDisabled(capability: Capability, provider: ProviderInstance | undefined): boolean {
+  const ref = capability.spec.providerRef;
+  const foreign = ref.namespace !== undefined && ref.namespace !== capability.metadata.namespace;
+  return !foreign && provider?.spec.disabled === true;
+}
+
+/** The Disabled message of a Capability whose ProviderInstance has spec.disabled set (pure). */
+export function providerDisabledMessage(provider: string, namespace: string): string {
+  return `ProviderInstance ${provider} is disabled (spec.disabled), so this capability is not offered and new calls are refused; to offer it again, unset it: kubectl patch providerinstance ${provider} -n ${namespace} --type merge -p '{"spec":{"disabled":null}}'.`;
+}
+
+/** The Disabled message of a Capability with spec.disabled set (pure). */
+export function capabilityDisabledMessage(capability: Capability): string {
+  const { name, namespace } = capability.metadata;
+  return `spec.disabled is set, so this capability is not offered and new calls are refused; to offer it again, unset it: kubectl patch capability ${name} -n ${namespace} --type merge -p '{"spec":{"disabled":null}}' (or remove it from the manifest your GitOps repo applies).`;
 }
 
 /** The DuplicateId message: which Capabilities clash, on what, and the fix (pure). */
@@ -98,7 +120,7 @@ export async function reconcileCapability(
   if (unusable !== undefined || provider === undefined || endpoint === undefined) {
     // providerProblemOf says why whenever the provider is missing or has no endpoint.
     ready(
-      "ProviderNotReady",
+      providerDisabled(capability, provider) ? "Disabled" : "ProviderNotReady",
       unusable ?? `ProviderInstance ${capability.spec.providerRef.name} is not Ready.`,
     );
   } else {
@@ -152,6 +174,9 @@ export async function reconcileCapability(
   }
   const duplicates = duplicatesOf(deps.caches.capabilities.list(namespace), capability);
   if (duplicates.length > 0) ready("DuplicateId", duplicateMessage(capability, duplicates));
+  // Last: whatever else holds, a disabled Capability is not offered (core/visibility.ts), and the one
+  // thing to do about it is to re-enable it.
+  if (capability.spec.disabled) ready("Disabled", capabilityDisabledMessage(capability));
   await writeStatusIfChanged(deps.clients, CAPABILITY, capability, status);
   return findCondition(status.conditions, "Ready")?.status === "True" ? undefined : { requeueAfterMs: 5_000 };
 }

@@ -1,6 +1,7 @@
 /**
  * ProviderInstance reconciler:
  *   provider = cache.get(key)               ; gone → owner references clean up the workload
+ *   namespace not served → Ready=False NamespaceNotServed, apply nothing
  *   apply Deployment + Service (Sidecar: one discovery replica) ; server-side apply, field manager gatehouse-operator
  *   apply the NetworkPolicy admitting only the gateway and the controller (same field manager)
  *   endpoints = ready EndpointSlice addresses
@@ -15,7 +16,7 @@ import type { KubernetesObject, V1EndpointSlice, V1Pod } from "@kubernetes/clien
 import { PatchStrategy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Condition } from "../../api/common.ts";
-import { PROVIDER_INSTANCE } from "../../api/kinds.ts";
+import { PROVIDER_INSTANCE, type ProviderInstance } from "../../api/kinds.ts";
 import { FIELD_MANAGER, PROVIDER_LABEL } from "../../api/well-known.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
@@ -23,6 +24,7 @@ import { describeApiError } from "../../kube/client.ts";
 import { setCondition } from "../../kube/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
+import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
 import { deploymentFor, networkPolicyFor, serviceFor, workloadName } from "./workload.ts";
 
 /** Fetches a provider's manifest from one of its endpoints (`http://ip:port`). Throws on any failure. */
@@ -39,6 +41,8 @@ export interface ProviderInstanceDeps {
   gatewayUrl: string;
   /** The operator's namespace (POD_NAMESPACE): where the pods allowed to call providers run. */
   operatorNamespace: string;
+  /** The served namespaces (WATCH_NAMESPACES; empty: all): the only ones whose pods the caches hold. */
+  watchNamespaces: readonly string[];
   now: () => Date;
 }
 
@@ -70,6 +74,7 @@ export async function reconcileProviderInstance(
   if (!provider || provider.metadata.deletionTimestamp) return undefined;
   const now = deps.now();
   const generation = provider.metadata.generation;
+  if (!serves(deps.watchNamespaces, namespace)) return notServed(deps, provider, now);
 
   // Shared: the provider itself. Sidecar: one discovery replica for the manifest and health.
   await apply(deps.clients, deploymentFor(provider, deps.providerPort, deps.gatewayUrl));
@@ -186,6 +191,41 @@ export async function reconcileProviderInstance(
   };
   await writeStatusIfChanged(deps.clients, PROVIDER_INSTANCE, provider, desired);
   return { requeueAfterMs };
+}
+
+/**
+ * A provider outside the served namespaces: neither component watches pods or EndpointSlices there
+ * (kube/caches.ts), so its readiness could never be seen. Nothing is applied; the status says why and
+ * lists no endpoint. A workload applied before the namespace stopped being served is left as it is.
+ */
+async function notServed(
+  deps: ProviderInstanceDeps,
+  provider: ProviderInstance,
+  now: Date,
+): Promise<ReconcileResult> {
+  const conditions = setCondition(
+    provider.status?.conditions,
+    {
+      type: "Ready",
+      status: "False",
+      reason: "NamespaceNotServed",
+      message: namespaceNotServedMessage(
+        "ProviderInstances",
+        provider.metadata.namespace,
+        deps.watchNamespaces,
+      ),
+      observedGeneration: provider.metadata.generation,
+    },
+    now,
+  );
+  const desired = {
+    ...provider.status,
+    observedGeneration: provider.metadata.generation,
+    conditions,
+    endpoints: [],
+  };
+  await writeStatusIfChanged(deps.clients, PROVIDER_INSTANCE, provider, desired);
+  return undefined;
 }
 
 async function apply(clients: KubeClients, object: KubernetesObject): Promise<void> {

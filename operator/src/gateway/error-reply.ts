@@ -1,0 +1,42 @@
+/**
+ * What the gateway answers for a request that failed: a typed error by its kind (403, 400, 404, 409,
+ * 503; else 500), a body zod refused 400, the database unavailable 503 `unavailable` — which the
+ * agent retries with the same execution identity, so nothing runs twice, where a 500 would end its
+ * tool call (store/unavailable.ts) — and anything else 500 without its details.
+ */
+import { z } from "zod";
+import { isGatehouseError } from "../core/errors.ts";
+import { isDatabaseUnavailable } from "../store/unavailable.ts";
+
+const STATUS_OF_KIND: Record<string, number> = {
+  forbidden: 403,
+  invalid_arguments: 400,
+  not_found: 404,
+  conflict: 409,
+  unavailable: 503,
+};
+
+/** The answer to `error`: status code, body, and the level to log it at (none for a typed refusal). */
+export interface ErrorReply {
+  code: number;
+  body: { kind: string; message: string };
+  log?: "warn" | "error";
+}
+
+/** See the file comment. Pure. */
+export function errorReply(error: unknown): ErrorReply {
+  if (isGatehouseError(error)) {
+    return { code: STATUS_OF_KIND[error.kind] ?? 500, body: { kind: error.kind, message: error.message } };
+  }
+  if (error instanceof z.ZodError) {
+    return { code: 400, body: { kind: "invalid_arguments", message: z.prettifyError(error) } };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return {
+      code: 503,
+      body: { kind: "unavailable", message: "The operator's database does not answer; retry shortly." },
+      log: "warn",
+    };
+  }
+  return { code: 500, body: { kind: "internal", message: "internal error" }, log: "error" };
+}
