@@ -409,6 +409,8 @@ export async function startEnvironment(
       GATEWAY_SERVICE_ACCOUNT: COMPONENT_SERVICE_ACCOUNTS.gateway,
     };
     const replicas: ComponentReplica[] = [];
+    /** Controller replicas started and not yet exited. */
+    let liveControllers = 0;
     const startReplica = async (
       component: Component,
       name: string,
@@ -434,8 +436,10 @@ export async function startEnvironment(
         child.once("exit", (code, signal) => resolve(`${component} ${name} exited (${code ?? signal})`)),
       );
       let exitedWith: string | undefined;
+      if (component === "controller") liveControllers += 1;
       void exited.then((why) => {
         exitedWith = why;
+        if (component === "controller") liveControllers -= 1;
       });
       const replica: ComponentReplica = {
         component,
@@ -476,14 +480,11 @@ export async function startEnvironment(
     const gateway = await startReplica("gateway", "gateway-0", options.componentEnv);
     // Leave the shared example namespace as we found it for the next environment on this cluster: its
     // sessions go while the controller still runs (their finalizer cancels their Approvals). Not when the
-    // controller is gone already (a terminal's Ctrl-C signals every process of the group): nobody would
-    // remove the finalizers, and the control plane may be going too.
-    let controllerGone = false;
-    void controller.exited.then(() => {
-      controllerGone = true;
-    });
+    // controllers are gone already (a terminal's Ctrl-C signals every process of the group): nobody would
+    // remove the finalizers, and the control plane may be going too. Any live controller replica will do
+    // (a test may have killed the first).
     stops.push(async () => {
-      if (controllerGone) return;
+      if (liveControllers === 0) return;
       await kubectl.run("admin", [
         "delete",
         "agentsessions",

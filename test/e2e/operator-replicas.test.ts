@@ -247,6 +247,9 @@ describe("a controller and a gateway serving listed namespaces only (WATCH_NAMES
   }, 300_000);
   afterAll(async () => {
     await gateway?.kill("SIGTERM");
+    // The last controller of this file: the sessions go while it runs (their finalizers), so the files
+    // after this one find the namespace empty.
+    await env.kubectl.run("admin", ["delete", "agentsessions", "--all", "-n", NAMESPACE, "--timeout=60s"]);
     await controller?.kill("SIGTERM");
   });
 
@@ -389,6 +392,8 @@ describe("a replica given a database login the audit triggers do not bind, or an
     await env.pool.query(
       `CREATE ROLE ${login} LOGIN PASSWORD 'x' IN ROLE gatehouse_owner, gatehouse_controller`,
     );
+    // The migrate program grants CONNECT to its own logins only; this one is made by hand.
+    await env.pool.query(`GRANT CONNECT ON DATABASE ${database} TO ${login}`);
     try {
       const url = new URL(env.databaseUrl);
       url.username = login;
@@ -398,6 +403,7 @@ describe("a replica given a database login the audit triggers do not bind, or an
         new RegExp(`DATABASE_URL's login ${login} may SET ROLE gatehouse_owner`),
       );
     } finally {
+      await env.pool.query(`DROP OWNED BY ${login}`);
       await env.pool.query(`DROP ROLE ${login}`);
     }
   });

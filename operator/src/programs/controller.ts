@@ -56,23 +56,6 @@ export async function runController(): Promise<void> {
     intervalMs: config.grants.keysResyncSeconds * 1000,
   });
   started.onShutdown("grantPublicKeys", () => publisher.stop());
-  // The gateway may not create Secrets (kube/grant-keys.ts): its ring's Secret is created empty here, and
-  // again should someone delete it.
-  const gatewayKeysSecret = async () => {
-    if (await ensureEmptySecret(clients.core, config.operatorNamespace, GRANT_KEYS_SECRETS.gateway)) {
-      log.info(
-        `created Secret ${config.operatorNamespace}/${GRANT_KEYS_SECRETS.gateway} empty for the gateway's grant keys`,
-      );
-    }
-  };
-  await gatewayKeysSecret();
-  const gatewayKeysTimer = setInterval(() => {
-    gatewayKeysSecret().catch((error: unknown) =>
-      log.error({ err: error }, "creating the gateway's grant-key Secret failed; retrying"),
-    );
-  }, config.grants.keysResyncSeconds * 1000);
-  gatewayKeysTimer.unref();
-  started.onShutdown("gatewayKeysSecret", () => clearInterval(gatewayKeysTimer));
   await started.syncCaches();
   const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }), {
     gatewayUsername: config.gatewayUsername,
@@ -83,8 +66,25 @@ export async function runController(): Promise<void> {
 
   let controllers: { stop(): Promise<void> } | undefined;
   started.onShutdown("controllers", () => controllers?.stop());
+  // The gateway may not create Secrets (kube/grant-keys.ts): its ring's Secret is created empty here, and
+  // again should someone delete it; by the Lease holder only, so a standby writes nothing.
+  const gatewayKeysSecret = () =>
+    ensureEmptySecret(clients.core, config.operatorNamespace, GRANT_KEYS_SECRETS.gateway).then(
+      (created) => {
+        if (!created) return;
+        log.info(
+          `created Secret ${config.operatorNamespace}/${GRANT_KEYS_SECRETS.gateway} empty for the gateway's grant keys`,
+        );
+      },
+      (error: unknown) =>
+        log.error({ err: error }, "creating the gateway's grant-key Secret failed; retrying"),
+    );
   const startLeading = () => {
     metrics.setLeader(true);
+    void gatewayKeysSecret();
+    const gatewayKeysTimer = setInterval(gatewayKeysSecret, config.grants.keysResyncSeconds * 1000);
+    gatewayKeysTimer.unref();
+    started.onShutdown("gatewayKeysSecret", () => clearInterval(gatewayKeysTimer));
     controllers = startControllers({
       clients,
       caches,
