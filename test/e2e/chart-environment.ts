@@ -375,6 +375,11 @@ export async function startChartEnvironment(
  * components' ClusterRoles (crds/) and bindings (deploy/), removed with the release.
  */
 export async function restoreApiAfterRelease(kubectl: Kubectl): Promise<void> {
+  // The admission policies are made anew, not applied over: their matchConditions and variables are
+  // lists keyed by name, so an apply keeps the entries another version's release left (the upgrade
+  // test's rollback), and the controller, seeing policies other than the chart's, dispatches nothing.
+  const policies = join(REPO_ROOT, "crds", "admission-policies.yaml");
+  await kubectl.ok("admin", ["delete", "-f", policies, "--ignore-not-found", "--wait"]);
   await kubectl.ok("admin", ["apply", "--server-side", "--force-conflicts", "-f", join(REPO_ROOT, "crds")]);
   await installApi(kubectl);
 }
