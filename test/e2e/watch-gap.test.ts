@@ -1,9 +1,18 @@
 /**
- * A watch gap (issue 5), on a second control plane of its own: kube-apiserver is restarted while
- * Capabilities are created and changed, so the operator's watches break and events are lost in between.
- * Its informers must re-list or resume from their resourceVersion, and every change made around the gap
- * must still be reconciled — a created Capability gets a status, a changed one the status of its new spec.
+ * kube-apiserver restarts and outages, on a second control plane of its own (so the shared one is never
+ * disturbed), with the environment's components supervised as a kubelet would (restartPolicy Always).
+ *
+ * - A watch gap: kube-apiserver is restarted while Capabilities are created and changed, so the
+ *   operator's watches break and events are lost in between. Its informers must re-list or resume from
+ *   their resourceVersion, and every change made around the gap must still be reconciled — a created
+ *   Capability gets a status, a changed one the status of its new spec.
+ * - A component that exits is started again after its back-off and serves again.
+ * - An outage longer than the node's heartbeat grace: the node lifecycle controller marks the node
+ *   NotReady and its pods not Ready; once the API server is back the node turns Ready, its pods' Ready
+ *   comes back True without the pods being replaced, and the Capabilities they serve are Ready again.
  */
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ControlPlane,
@@ -14,14 +23,27 @@ import {
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
+/**
+ * How long the node may miss heartbeats before it is marked NotReady (kube-controller-manager's
+ * default is 50 s), and how often the controller checks: the node renews its Lease every 10 s, so 15 s
+ * never flags a healthy node, and a 1 s check sees a stale node at the API server's first second back.
+ */
+const NODE_MONITOR = { gracePeriodSeconds: 15, periodSeconds: 1 };
+/** The supervisor's back-off here: short, so a restart costs the test a second or two. */
+const RESTART_BACKOFF = { initialDelayMs: 1_000, maxDelayMs: 4_000 };
+
 let plane: ControlPlane;
 let node: LocalNode | undefined;
 let env: Environment | undefined;
+const progress: string[] = [];
 
 beforeAll(async () => {
-  plane = await startControlPlane();
+  plane = await startControlPlane({ nodeMonitor: NODE_MONITOR });
   node = await startLocalNode(plane);
-  env = await startEnvironment(plane);
+  env = await startEnvironment(plane, {
+    restartBackoff: RESTART_BACKOFF,
+    progress: (line) => progress.push(line),
+  });
 }, 600_000);
 
 afterAll(async () => {
@@ -96,5 +118,120 @@ describe("a kube-apiserver restart", () => {
       });
     }
     expect(changed.size).toBeGreaterThan(0);
+  });
+
+  it("starts a component that exits again after its back-off, on its own ports, and it serves again", async () => {
+    const controller = (env as Environment).controller;
+    const before = controller.pid;
+    await controller.kill("SIGKILL");
+    await eventually("the supervisor to report the restart", 10_000, async () =>
+      progress.find((line) => line.startsWith("controller controller-0 exited (signal SIGKILL); restart")),
+    );
+    await eventually("the restarted controller to be ready", 60_000, async () => {
+      const response = await fetch(`${controller.healthUrl}/readyz`).catch(() => undefined);
+      return response?.ok ? true : undefined;
+    });
+    expect(controller.pid).not.toBe(before);
+  });
+
+  it("recovers from an outage past the node's grace: the node turns Ready and its pods Ready, not replaced", async () => {
+    const e = env as Environment;
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    kc.setCurrentContext("admin");
+    const core = kc.makeApiClient(CoreV1Api);
+    const coordination = kc.makeApiClient(CoordinationV1Api);
+    const nodeName = (node as LocalNode).nodeName;
+    const readyOf = (conditions: Array<{ type: string; status: string; lastTransitionTime?: Date }> = []) =>
+      conditions.find((c) => c.type === "Ready");
+    const providerPods = async (): Promise<V1Pod[]> =>
+      (
+        await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: "gatehouse.dev/provider=aps" })
+      ).items.filter((p) => !p.metadata?.deletionTimestamp);
+    const readyCapabilities = async (): Promise<string[]> => {
+      const list = await e.kubectl.json<{
+        items: Array<{
+          metadata: { name: string };
+          status?: { conditions?: Array<{ type: string; status: string }> };
+        }>;
+      }>("admin", ["get", "capabilities", "-n", NAMESPACE]);
+      return list.items
+        .filter((c) => c.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"))
+        .map((c) => c.metadata.name)
+        .sort();
+    };
+
+    // A steady start: the earlier cases' restarts may have left the node or the provider catching up.
+    const pods = await eventually("the node and the aps provider's pods Ready", 60_000, async () => {
+      const n = await core.readNode({ name: nodeName });
+      if (readyOf(n.status?.conditions)?.status !== "True" || (n.spec?.taints ?? []).length > 0)
+        return undefined;
+      const ps = await providerPods();
+      return ps.length > 0 && ps.every((p) => readyOf(p.status?.conditions)?.status === "True")
+        ? ps
+        : undefined;
+    });
+    const capabilities = await readyCapabilities();
+    expect(capabilities.length).toBeGreaterThan(0);
+    const restartCounts = new Map(
+      pods.map((p) => [p.metadata?.uid, p.status?.containerStatuses?.[0]?.restartCount]),
+    );
+
+    // Time the outage by the node's heartbeat (Lease renewal and status check, every 10 s from the last
+    // renewal): the API server comes back half a beat before the next one, so the node lifecycle controller
+    // (checking every second) sees the stale Lease before the node can renew it.
+    let renewed = (await coordination.readNamespacedLease({ namespace: "kube-node-lease", name: nodeName }))
+      .spec?.renewTime;
+    if (!renewed || Date.now() - new Date(renewed).getTime() > 7_000) {
+      const previous = renewed ? new Date(renewed).getTime() : 0;
+      renewed = await eventually("the node's next Lease renewal", 15_000, async () => {
+        const lease = await coordination.readNamespacedLease({
+          namespace: "kube-node-lease",
+          name: nodeName,
+        });
+        const at = lease.spec?.renewTime;
+        return at && new Date(at).getTime() > previous ? at : undefined;
+      });
+    }
+    const lastRenewal = new Date(renewed).getTime();
+    const stoppedAt = Date.now();
+    await plane.stopApiServer();
+    // Two beats after the last renewal (past the controller's renew deadline and the node's grace).
+    await sleep(lastRenewal + 20_500 - Date.now());
+    await plane.startApiServer();
+
+    // A Ready with a transition after the stop: the node was not Ready in between, and is again.
+    await eventually("the node to be Ready again after being NotReady", 30_000, async () => {
+      const n = await core.readNode({ name: nodeName }).catch(() => undefined);
+      const ready = readyOf(n?.status?.conditions);
+      const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : 0;
+      return ready?.status === "True" && since >= Math.floor(stoppedAt / 1000) * 1000
+        ? Date.now()
+        : undefined;
+    });
+    // Each pod is the same one (uid, no container restart) and Ready again after a Ready=False the node
+    // lifecycle controller wrote, within a few seconds of the node.
+    await eventually("the aps pods Ready again, the same pods", 5_000, async () => {
+      const now = await providerPods().catch((): V1Pod[] => []);
+      const same = pods.every((p) => {
+        const current = now.find((q) => q.metadata?.uid === p.metadata?.uid);
+        const ready = readyOf(current?.status?.conditions);
+        const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : 0;
+        return (
+          ready?.status === "True" &&
+          since >= Math.floor(stoppedAt / 1000) * 1000 &&
+          current?.status?.containerStatuses?.[0]?.restartCount === restartCounts.get(p.metadata?.uid)
+        );
+      });
+      return same ? true : undefined;
+    });
+    // The controller lost its Lease during the outage and exited; the supervisor started it again.
+    expect(
+      progress.some((line) => /^controller controller-0 exited \(exit code \d+\); restart/.test(line)),
+    ).toBe(true);
+    await eventually("the Capabilities Ready before the outage to be Ready again", 60_000, async () => {
+      const now = await readyCapabilities().catch((): string[] => []);
+      return capabilities.every((name) => now.includes(name)) ? true : undefined;
+    });
   });
 });
