@@ -191,11 +191,11 @@ function stateObject(state: ContainerState): Record<string, unknown> {
 }
 
 /**
- * Where the stored pod status no longer says what the node reported (`patch`, from
+ * Where the stored pod status no longer says what the node last wrote (`patch`, from
  * {@link podStatusPatch}): its phase, or the status of one of the node's conditions — e.g. Ready=False
  * written by the node lifecycle controller while the node was NotReady. The kubelet's status manager
- * compares its desired status with the API server's the same way, and syncs until they agree. Empty
- * when they agree.
+ * compares its status with the API server's the same way, and syncs until they agree. Empty when they
+ * agree.
  */
 export function statusDrift(patch: Record<string, unknown>, stored: V1PodStatus | undefined): string[] {
   const drift: string[] = [];

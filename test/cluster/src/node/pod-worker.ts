@@ -84,6 +84,7 @@ export class PodWorker {
   private initialized = false;
   private podIP: string | undefined;
   private lastPatch: string | undefined;
+  private lastWritten: Record<string, unknown> | undefined;
   private writtenConditions: V1PodCondition[] = [];
   private kicked = false;
   private wake: (() => void) | undefined;
@@ -537,10 +538,12 @@ export class PodWorker {
       new Date(),
     );
     const text = JSON.stringify(patch);
-    const drift = this.lastPatch === undefined ? [] : statusDrift(patch, this.pod.status);
+    // What the stored pod no longer says of our last write: someone else overwrote it.
+    const drift = this.lastWritten ? statusDrift(this.lastWritten, this.pod.status) : [];
     if (text === this.lastPatch && drift.length === 0) return;
-    if (drift.length > 0)
-      this.log.info({ drift }, "stored pod status differs from the node's; writing it again");
+    if (drift.length > 0) {
+      this.log.info({ drift }, "the stored pod status is not what the node wrote; writing it again");
+    }
     // Optimistic concurrency: the patch carries the resourceVersion we built it from, so the API server
     // refuses it (409) if the pod changed meanwhile; then we read the pod again and retry next pass.
     const resourceVersion = this.pod.metadata?.resourceVersion;
@@ -555,6 +558,7 @@ export class PodWorker {
       );
       if (this.pod.metadata?.resourceVersion === resourceVersion) this.pod = updated;
       this.lastPatch = text;
+      this.lastWritten = patch;
       this.writtenConditions = patch.conditions as V1PodCondition[];
     } catch (err) {
       const code = apiStatusCode(err);
