@@ -178,28 +178,27 @@ describe("a kube-apiserver restart", () => {
       pods.map((p) => [p.metadata?.uid, p.status?.containerStatuses?.[0]?.restartCount]),
     );
 
-    // Time the outage by the node's heartbeat (Lease renewal and status check, every 10 s from the last
-    // renewal): the API server comes back half a beat before the next one, so the node lifecycle controller
-    // (checking every second) sees the stale Lease before the node can renew it.
-    let renewed = (await coordination.readNamespacedLease({ namespace: "kube-node-lease", name: nodeName }))
-      .spec?.renewTime;
-    if (!renewed || Date.now() - new Date(renewed).getTime() > 7_000) {
-      const previous = renewed ? new Date(renewed).getTime() : 0;
-      renewed = await eventually("the node's next Lease renewal", 15_000, async () => {
-        const lease = await coordination.readNamespacedLease({
-          namespace: "kube-node-lease",
-          name: nodeName,
-        });
-        const at = lease.spec?.renewTime;
-        return at && new Date(at).getTime() > previous ? at : undefined;
-      });
-    }
-    const lastRenewal = new Date(renewed).getTime();
+    // The outage: past the controller's renew deadline, so it loses its Lease and exits. The node is
+    // frozen across the API server's return, until the node lifecycle controller has marked it and its
+    // pods not Ready — the kubelet's view of an outage, observed rather than timed.
+    const localNode = node as LocalNode;
     const stoppedAt = Date.now();
     await plane.stopApiServer();
-    // Two beats after the last renewal (past the controller's renew deadline and the node's grace).
-    await sleep(lastRenewal + 20_500 - Date.now());
-    await plane.startApiServer();
+    await sleep(20_000);
+    localNode.pause();
+    try {
+      await plane.startApiServer();
+      await eventually("the node and the aps pods marked not Ready", 60_000, async () => {
+        const n = await core.readNode({ name: nodeName }).catch(() => undefined);
+        if (readyOf(n?.status?.conditions)?.status === "True") return undefined;
+        const now = await providerPods().catch((): V1Pod[] => []);
+        return now.length > 0 && now.every((p) => readyOf(p.status?.conditions)?.status !== "True")
+          ? true
+          : undefined;
+      });
+    } finally {
+      localNode.resume();
+    }
 
     // A Ready with a transition after the stop: the node was not Ready in between, and is again.
     await eventually("the node to be Ready again after being NotReady", 30_000, async () => {
