@@ -26,7 +26,15 @@ import {
   withDatabase,
 } from "../../operator/src/store/connection.ts";
 import { dropRuntimeLogin, runtimeLoginUrl } from "../../operator/src/store/roles.ts";
-import { exposeHostPort, startTcpProxy } from "../cluster/src/index.ts";
+import {
+  describeExit,
+  type ExitInfo,
+  exposeHostPort,
+  type RestartBackoff,
+  type SupervisedRun,
+  Supervisor,
+  startTcpProxy,
+} from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
 import { applyExamples, EXAMPLE_NAMESPACE } from "./examples.ts";
@@ -57,10 +65,11 @@ export interface ComponentReplica {
   healthUrl: string;
   /** A gateway replica's own address (the environment's `gatewayUrl` reaches any live one); a controller's is undefined. */
   gatewayUrl?: string;
-  pid: number;
-  /** Resolves with a description once the process has exited. */
-  exited: Promise<string>;
-  /** Sends `signal` and waits for the exit (nothing when it has exited already). */
+  /** Its current process (under supervision, the latest start's). */
+  readonly pid: number;
+  /** Resolves with a description once the current process has exited. */
+  readonly exited: Promise<string>;
+  /** Sends `signal` to the current process and waits for its exit (nothing when it has exited already). */
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
@@ -114,6 +123,13 @@ export interface EnvironmentOptions {
    * (a test's own server, which it may stop); default the one the operator would pick (prepareDatabase).
    */
   databaseServerUrl?: string;
+  /**
+   * Supervise the component processes as a kubelet does with restartPolicy Always: one that exits while
+   * the environment runs is started again with the same ports and environment after this back-off
+   * (restartDelayMs), each restart a progress line. stop() ends the supervision before anything else.
+   * Default: no supervision (tests that stop a replica expect it to stay stopped).
+   */
+  restartBackoff?: RestartBackoff;
 }
 
 /**
@@ -348,7 +364,16 @@ export async function startEnvironment(
   const progress = options.progress ?? (() => {});
   const kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath);
   const stops: Array<() => Promise<void>> = [];
+  const supervisor =
+    options.restartBackoff &&
+    new Supervisor(options.restartBackoff, (event) =>
+      progress(
+        `${event.name} exited (${describeExit(event.exit)}); restart ${event.restart} in ${event.delayMs / 1000} s`,
+      ),
+    );
   const stop = async () => {
+    // Nothing is started again once stopping begins.
+    supervisor?.stop();
     for (const fn of stops.reverse()) await fn().catch(() => {});
   };
   try {
@@ -419,36 +444,47 @@ export async function startEnvironment(
       const port = component === "gateway" ? await freePort(cluster.bridgeIP) : undefined;
       const healthPort = await freePort("127.0.0.1");
       const logPath = join(cluster.runDir, `${component}-${database}-${name}.log`);
-      const child = startProgram(
-        component,
-        {
-          ...baseEnv,
-          KUBE_CONTEXT: COMPONENT_SERVICE_ACCOUNTS[component],
-          DATABASE_URL: prepared.runtimeUrls[component],
-          ...(port !== undefined ? { GATEWAY_PORT: String(port) } : {}),
-          HEALTH_PORT: String(healthPort),
-          POD_NAME: name,
-          ...overrides,
-        },
-        logPath,
-      );
-      const exited = new Promise<string>((resolve) =>
-        child.once("exit", (code, signal) => resolve(`${component} ${name} exited (${code ?? signal})`)),
-      );
+      const programEnv: NodeJS.ProcessEnv = {
+        ...baseEnv,
+        KUBE_CONTEXT: COMPONENT_SERVICE_ACCOUNTS[component],
+        DATABASE_URL: prepared.runtimeUrls[component],
+        ...(port !== undefined ? { GATEWAY_PORT: String(port) } : {}),
+        HEALTH_PORT: String(healthPort),
+        POD_NAME: name,
+        ...overrides,
+      };
+      // The current process; a supervised restart replaces it with one on the same ports and env.
+      let child: ChildProcess;
+      let exited: Promise<string>;
       let exitedWith: string | undefined;
-      if (component === "controller") liveControllers += 1;
-      void exited.then((why) => {
-        exitedWith = why;
-        if (component === "controller") liveControllers -= 1;
-      });
+      const launch = (): SupervisedRun => {
+        const current = startProgram(component, programEnv, logPath);
+        child = current;
+        exitedWith = undefined;
+        const exit = new Promise<ExitInfo>((resolve) =>
+          current.once("exit", (code, signal) => resolve({ code, signal })),
+        );
+        exited = exit.then(({ code, signal }) => `${component} ${name} exited (${code ?? signal})`);
+        if (component === "controller") liveControllers += 1;
+        void exited.then((why) => {
+          if (child === current) exitedWith = why;
+          if (component === "controller") liveControllers -= 1;
+        });
+        return { exited: exit };
+      };
+      const first = launch();
       const replica: ComponentReplica = {
         component,
         name,
         logPath,
         healthUrl: `http://127.0.0.1:${healthPort}`,
         ...(port !== undefined ? { gatewayUrl: `http://${cluster.bridgeIP}:${port}` } : {}),
-        pid: child.pid ?? 0,
-        exited,
+        get pid() {
+          return child.pid ?? 0;
+        },
+        get exited() {
+          return exited;
+        },
         kill: async (signal) => {
           if (exitedWith) return;
           child.kill(signal);
@@ -470,6 +506,7 @@ export async function startEnvironment(
       if ((await ready) === "exited") {
         throw new Error(`${exitedWith}; log tail:\n${readFileSync(logPath, "utf8").slice(-4000)}`);
       }
+      supervisor?.supervise(`${component} ${name}`, first, launch);
       return replica;
     };
     stops.push(async () => {

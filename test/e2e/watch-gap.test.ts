@@ -1,10 +1,22 @@
 /**
- * A watch gap (issue 5), on a second control plane of its own: kube-apiserver is restarted while
- * Capabilities are created and changed, so the operator's watches break and events are lost in between.
- * Its informers must re-list or resume from their resourceVersion, and every change made around the gap
- * must still be reconciled — a created Capability gets a status, a changed one the status of its new spec.
+ * kube-apiserver restarts and outages, on a second control plane of its own (so the shared one is never
+ * disturbed), with the environment's components supervised as a kubelet would (restartPolicy Always).
+ *
+ * - A watch gap: kube-apiserver is restarted while Capabilities are created and changed, so the
+ *   operator's watches break and events are lost in between. Its informers must re-list or resume from
+ *   their resourceVersion, and every change made around the gap must still be reconciled — a created
+ *   Capability gets a status, a changed one the status of its new spec.
+ * - An outage longer than the node's heartbeat grace: the node lifecycle controller marks the node
+ *   NotReady and its pods not Ready, and the controller exits when it cannot renew its Lease; once the
+ *   API server is back the node turns Ready, its pods' Ready comes back True without the pods being
+ *   replaced, the supervisor has started the controller again, and the Capabilities are Ready again.
+ * - A component that exits (SIGKILL) is started again after its back-off and serves again.
  */
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LEADER_LEASE } from "../../operator/src/api/rbac.ts";
+import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import {
   type ControlPlane,
   type LocalNode,
@@ -14,14 +26,27 @@ import {
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
+/**
+ * How long the node may miss heartbeats before it is marked NotReady (kube-controller-manager's
+ * default is 50 s), and how often the controller checks: the node renews its Lease every 10 s, so 15 s
+ * never flags a healthy node, and a 1 s check sees a stale node at the API server's first second back.
+ */
+const NODE_MONITOR = { gracePeriodSeconds: 15, periodSeconds: 1 };
+/** The supervisor's back-off here: short, so a restart costs the test a second or two. */
+const RESTART_BACKOFF = { initialDelayMs: 1_000, maxDelayMs: 4_000 };
+
 let plane: ControlPlane;
 let node: LocalNode | undefined;
 let env: Environment | undefined;
+const progress: string[] = [];
 
 beforeAll(async () => {
-  plane = await startControlPlane();
+  plane = await startControlPlane({ nodeMonitor: NODE_MONITOR });
   node = await startLocalNode(plane);
-  env = await startEnvironment(plane);
+  env = await startEnvironment(plane, {
+    restartBackoff: RESTART_BACKOFF,
+    progress: (line) => progress.push(line),
+  });
 }, 600_000);
 
 afterAll(async () => {
@@ -96,5 +121,131 @@ describe("a kube-apiserver restart", () => {
       });
     }
     expect(changed.size).toBeGreaterThan(0);
+  });
+
+  it("recovers from an outage past the node's grace: the node turns Ready and its pods Ready, not replaced", async () => {
+    const e = env as Environment;
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    kc.setCurrentContext("admin");
+    const core = kc.makeApiClient(CoreV1Api);
+    const coordination = kc.makeApiClient(CoordinationV1Api);
+    const nodeName = (node as LocalNode).nodeName;
+    const readyOf = (conditions: Array<{ type: string; status: string; lastTransitionTime?: Date }> = []) =>
+      conditions.find((c) => c.type === "Ready");
+    const providerPods = async (): Promise<V1Pod[]> =>
+      (
+        await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: "gatehouse.dev/provider=aps" })
+      ).items.filter((p) => !p.metadata?.deletionTimestamp);
+    const readyCapabilities = async (): Promise<string[]> => {
+      const list = await e.kubectl.json<{
+        items: Array<{
+          metadata: { name: string };
+          status?: { conditions?: Array<{ type: string; status: string }> };
+        }>;
+      }>("admin", ["get", "capabilities", "-n", NAMESPACE]);
+      return list.items
+        .filter((c) => c.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"))
+        .map((c) => c.metadata.name)
+        .sort();
+    };
+
+    // A steady start: the watch gap's restart may have left the node or the provider catching up; the
+    // controller must hold and renew its Lease (every 2 s) to lose it in the outage.
+    const pods = await eventually(
+      "the controller leading, the node and the aps pods Ready",
+      60_000,
+      async () => {
+        const leader = await coordination.readNamespacedLease({
+          namespace: OPERATOR_NAMESPACE,
+          name: LEADER_LEASE,
+        });
+        const renewedAt = leader.spec?.renewTime ? new Date(leader.spec.renewTime).getTime() : 0;
+        if (!leader.spec?.holderIdentity?.startsWith("controller-0_") || Date.now() - renewedAt > 4_000)
+          return undefined;
+        const n = await core.readNode({ name: nodeName });
+        if (readyOf(n.status?.conditions)?.status !== "True" || (n.spec?.taints ?? []).length > 0)
+          return undefined;
+        const ps = await providerPods();
+        return ps.length > 0 && ps.every((p) => readyOf(p.status?.conditions)?.status === "True")
+          ? ps
+          : undefined;
+      },
+    );
+    const capabilities = await readyCapabilities();
+    expect(capabilities.length).toBeGreaterThan(0);
+    const restartCounts = new Map(
+      pods.map((p) => [p.metadata?.uid, p.status?.containerStatuses?.[0]?.restartCount]),
+    );
+
+    // The outage: past the controller's renew deadline, so it loses its Lease and exits. The node is
+    // frozen across the API server's return, until the node lifecycle controller has marked it and its
+    // pods not Ready — the kubelet's view of an outage, observed rather than timed.
+    const localNode = node as LocalNode;
+    const stoppedAt = Date.now();
+    await plane.stopApiServer();
+    await sleep(20_000);
+    localNode.pause();
+    try {
+      await plane.startApiServer();
+      await eventually("the node and the aps pods marked not Ready", 60_000, async () => {
+        const n = await core.readNode({ name: nodeName }).catch(() => undefined);
+        if (readyOf(n?.status?.conditions)?.status === "True") return undefined;
+        const now = await providerPods().catch((): V1Pod[] => []);
+        return now.length > 0 && now.every((p) => readyOf(p.status?.conditions)?.status !== "True")
+          ? true
+          : undefined;
+      });
+    } finally {
+      localNode.resume();
+    }
+
+    // A Ready with a transition after the stop: the node was not Ready in between, and is again.
+    await eventually("the node to be Ready again after being NotReady", 30_000, async () => {
+      const n = await core.readNode({ name: nodeName }).catch(() => undefined);
+      const ready = readyOf(n?.status?.conditions);
+      const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : 0;
+      return ready?.status === "True" && since >= Math.floor(stoppedAt / 1000) * 1000
+        ? Date.now()
+        : undefined;
+    });
+    // Each pod is the same one (uid, no container restart) and Ready again after a Ready=False the node
+    // lifecycle controller wrote, within a few seconds of the node.
+    await eventually("the aps pods Ready again, the same pods", 5_000, async () => {
+      const now = await providerPods().catch((): V1Pod[] => []);
+      const same = pods.every((p) => {
+        const current = now.find((q) => q.metadata?.uid === p.metadata?.uid);
+        const ready = readyOf(current?.status?.conditions);
+        const since = ready?.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : 0;
+        return (
+          ready?.status === "True" &&
+          since >= Math.floor(stoppedAt / 1000) * 1000 &&
+          current?.status?.containerStatuses?.[0]?.restartCount === restartCounts.get(p.metadata?.uid)
+        );
+      });
+      return same ? true : undefined;
+    });
+    // The controller lost its Lease during the outage and exited; the supervisor started it again.
+    expect(
+      progress.some((line) => /^controller controller-0 exited \(exit code \d+\); restart/.test(line)),
+    ).toBe(true);
+    await eventually("the Capabilities Ready before the outage to be Ready again", 60_000, async () => {
+      const now = await readyCapabilities().catch((): string[] => []);
+      return capabilities.every((name) => now.includes(name)) ? true : undefined;
+    });
+  });
+
+  it("starts a component that exits again after its back-off, on its own ports, and it serves again", async () => {
+    const controller = (env as Environment).controller;
+    const before = controller.pid;
+    await controller.kill("SIGKILL");
+    await eventually("the supervisor to report the restart", 10_000, async () =>
+      progress.find((line) => line.startsWith("controller controller-0 exited (signal SIGKILL); restart")),
+    );
+    await eventually("the restarted controller to be ready", 60_000, async () => {
+      const response = await fetch(`${controller.healthUrl}/readyz`).catch(() => undefined);
+      return response?.ok ? true : undefined;
+    });
+    expect(controller.pid).not.toBe(before);
   });
 });

@@ -74,13 +74,22 @@ export function apiServerArgs(o: ApiServerInputs): string[] {
 }
 
 /** Inputs of {@link controllerManagerArgs}. */
-export type ControllerManagerInputs = { kubeconfig: string; pki: Pki; port: number; certDir: string };
+/** kube-controller-manager's `--node-monitor-grace-period` and `--node-monitor-period`, in seconds. */
+export type NodeMonitorTiming = { gracePeriodSeconds: number; periodSeconds: number };
+
+export type ControllerManagerInputs = {
+  kubeconfig: string;
+  pki: Pki;
+  port: number;
+  certDir: string;
+  nodeMonitor?: NodeMonitorTiming;
+};
 
 /**
  * kube-controller-manager flags: every default controller (`*`: namespace, garbage collector,
  * deployment, replicaset, endpointslice, nodelifecycle, serviceaccount, root-ca-cert-publisher, …), each
  * with its own ServiceAccount credentials, CSR signing by the local CA, no leader election, health on a
- * free loopback port.
+ * free loopback port; the node lifecycle's timing when given.
  */
 export function controllerManagerArgs(o: ControllerManagerInputs): string[] {
   return [
@@ -101,6 +110,12 @@ export function controllerManagerArgs(o: ControllerManagerInputs): string[] {
     `--cert-dir=${o.certDir}`,
     "--profiling=false",
     "--v=1",
+    ...(o.nodeMonitor
+      ? [
+          `--node-monitor-grace-period=${o.nodeMonitor.gracePeriodSeconds}s`,
+          `--node-monitor-period=${o.nodeMonitor.periodSeconds}s`,
+        ]
+      : []),
   ];
 }
 

@@ -10,6 +10,7 @@ import {
   controllerManagerArgs,
   etcdArgs,
   KUBERNETES_SERVICE_IP,
+  type NodeMonitorTiming,
   schedulerArgs,
 } from "./components.ts";
 import { httpGet } from "./http-get.ts";
@@ -29,6 +30,12 @@ export type ControlPlaneOptions = {
   binDir?: string;
   /** How long each component may take to become healthy, in milliseconds (default 120 000). */
   componentTimeoutMs?: number;
+  /**
+   * kube-controller-manager's node lifecycle timing (default: its own, 50 s and 5 s): how long a node
+   * may miss heartbeats before it is marked NotReady, and how often node health is checked. A test of
+   * an outage shortens them to see the node go NotReady within seconds.
+   */
+  nodeMonitor?: NodeMonitorTiming;
 };
 
 /**
@@ -67,6 +74,13 @@ export type ControlPlane = {
    * crash of the API server. Throws like startControlPlane when it does not come back.
    */
   restartApiServer(): Promise<void>;
+  /** Stops kube-apiserver (SIGTERM, then its grace) and leaves it stopped; everything else keeps running. */
+  stopApiServer(): Promise<void>;
+  /**
+   * Starts the stopped kube-apiserver again (same flags, certificates and etcd) and resolves once
+   * /readyz answers. Does nothing while it runs.
+   */
+  startApiServer(): Promise<void>;
 };
 
 const STOP_GRACE_MS = 5_000;
@@ -107,7 +121,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       if (p.pid !== undefined) network.recordProcess(p.pid);
       return p;
     };
-    const plane = await startComponents(network, runDir, binDir, timeoutMs, start);
+    const plane = await startComponents(network, runDir, binDir, timeoutMs, start, options.nodeMonitor);
     return { ...plane, stop };
   } catch (err) {
     await stop();
@@ -123,6 +137,7 @@ async function startComponents(
   binDir: string,
   timeoutMs: number,
   start: StartFn,
+  nodeMonitor: NodeMonitorTiming | undefined,
 ): Promise<Omit<ControlPlane, "stop">> {
   const serverURL = `https://${network.bridgeIP}:${API_SERVER_PORT}`;
   const pki = await createPki(join(runDir, "pki"), network.bridgeIP, KUBERNETES_SERVICE_IP);
@@ -172,10 +187,17 @@ async function startComponents(
       { timeoutMs, intervalMs: 500, abortIf: () => apiServer.deathError() },
     );
   await apiServerReady();
-  const restartApiServer = async (): Promise<void> => {
+  const stopApiServer = async (): Promise<void> => {
     await apiServer.stop(5_000);
+  };
+  const startApiServer = async (): Promise<void> => {
+    if (!apiServer.exitInfo) return;
     apiServer = start("kube-apiserver", apiServerFlags);
     await apiServerReady();
+  };
+  const restartApiServer = async (): Promise<void> => {
+    await stopApiServer();
+    await startApiServer();
   };
 
   const componentKubeconfig = (user: string): string => {
@@ -197,6 +219,7 @@ async function startComponents(
       pki,
       port: kcmPort,
       certDir: join(runDir, "kube-controller-manager-certs"),
+      ...(nodeMonitor ? { nodeMonitor } : {}),
     }),
   );
   const schedulerPort = await freePort();
@@ -256,5 +279,7 @@ async function startComponents(
     runDir,
     instance: network.index,
     restartApiServer,
+    stopApiServer,
+    startApiServer,
   };
 }

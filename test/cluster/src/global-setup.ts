@@ -24,7 +24,10 @@ import { startKindCluster } from "./target-kind.ts";
  * fields are empty (`""`, instance -1) — the target runner (target-runner.ts) skips every file that
  * needs them before it runs, so no test reads them there.
  */
-export type ClusterInfo = Omit<ControlPlane, "stop" | "restartApiServer"> & {
+export type ClusterInfo = Omit<
+  ControlPlane,
+  "stop" | "restartApiServer" | "stopApiServer" | "startApiServer"
+> & {
   nodeName: string;
   nodeLogPath: string;
 };
@@ -152,7 +155,13 @@ export async function setup(project: TestProject): Promise<() => Promise<void>> 
     await plane.stop();
     throw err;
   }
-  const { stop: _stop, restartApiServer: _restart, ...info } = plane;
+  const {
+    stop: _stop,
+    restartApiServer: _restart,
+    stopApiServer: _stopApiServer,
+    startApiServer: _startApiServer,
+    ...info
+  } = plane;
   project.provide("target", { name: "local" });
   project.provide("cluster", { ...info, nodeName: node.nodeName, nodeLogPath: node.logPath });
   return async () => {

@@ -11,5 +11,15 @@ export { IMAGE_COMMANDS, type RegisteredImage, registerImage, resolveImage } fro
 export { containerLogPath, type PodKey } from "./node/layout.ts";
 export { type LocalNode, type LocalNodeOptions, startLocalNode } from "./node/start.ts";
 export { pollUntil } from "./poll.ts";
+export type { ExitInfo } from "./process.ts";
 export { readyEndpoints, type ServiceProxy, startServiceProxy } from "./service-proxy.ts";
+export {
+  describeExit,
+  KUBELET_RESTART_BACKOFF,
+  type RestartBackoff,
+  type RestartEvent,
+  restartDelayMs,
+  type SupervisedRun,
+  Supervisor,
+} from "./supervisor.ts";
 export { startTcpProxy, type TcpProxy, type TcpTarget } from "./tcp-proxy.ts";

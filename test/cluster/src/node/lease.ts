@@ -1,5 +1,4 @@
 import { type CoordinationV1Api, V1MicroTime } from "@kubernetes/client-node";
-import type { Logger } from "pino";
 import { apiStatusCode } from "../kube-errors.ts";
 import { MERGE_PATCH } from "./kube-client.ts";
 
@@ -10,39 +9,24 @@ const LEASE_DURATION_SECONDS = 40;
 const NODE_LEASE_NAMESPACE = "kube-node-lease";
 
 /**
- * Keeps the node's Lease `kube-node-lease/<node>` fresh: creates it (owned by the Node, so it goes when
- * the Node goes) and merge-patches `spec.renewTime` every 10 s. renewTime is a MicroTime (six fractional
- * digits, NOTES.md), sent through client-node's V1MicroTime. The node lifecycle controller treats a node
- * whose Lease stops being renewed as unhealthy and taints it.
+ * The node's Lease `kube-node-lease/<node>`: {@link renew} creates it (owned by the Node, so it goes when
+ * the Node goes) or merge-patches `spec.renewTime`; the node calls it every {@link LEASE_RENEW_MS}.
+ * renewTime is a MicroTime (six fractional digits, NOTES.md), sent through client-node's V1MicroTime.
+ * The node lifecycle controller treats a node whose Lease stops being renewed as unhealthy and taints it.
  */
 export class NodeLease {
   private readonly api: CoordinationV1Api;
   private readonly nodeName: string;
   private readonly nodeUID: string;
-  private readonly log: Logger;
-  private timer: NodeJS.Timeout | undefined;
 
-  constructor(api: CoordinationV1Api, nodeName: string, nodeUID: string, log: Logger) {
+  constructor(api: CoordinationV1Api, nodeName: string, nodeUID: string) {
     this.api = api;
     this.nodeName = nodeName;
     this.nodeUID = nodeUID;
-    this.log = log;
   }
 
-  /** Renews now (throws if that fails) and then every {@link LEASE_RENEW_MS} (failures are logged). */
-  async start(): Promise<void> {
-    await this.renew();
-    this.timer = setInterval(() => {
-      this.renew().catch((err: unknown) => this.log.warn({ err }, "lease renewal failed"));
-    }, LEASE_RENEW_MS);
-  }
-
-  /** Stops renewing (the Lease then expires on its own). */
-  stop(): void {
-    clearInterval(this.timer);
-  }
-
-  private async renew(): Promise<void> {
+  /** Sets renewTime to now, creating the Lease when it is missing; throws the API error. */
+  async renew(): Promise<void> {
     const renewTime = new V1MicroTime();
     try {
       await this.api.patchNamespacedLease(

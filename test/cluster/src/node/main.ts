@@ -16,10 +16,10 @@ import { parseNodeConfig } from "./config.ts";
 import { EventRecorder } from "./events.ts";
 import { IpAllocator } from "./ip-allocator.ts";
 import { apiObjectReader, createNodeClients } from "./kube-client.ts";
-import { NodeLease } from "./lease.ts";
+import { LEASE_RENEW_MS, NodeLease } from "./lease.ts";
 import { PodManager } from "./pod-manager.ts";
 import { PodSource } from "./pod-source.ts";
-import { NODE_STATUS_MS, postNodeStatus, registerNode } from "./registration.ts";
+import { postNodeStatus, registerNode, syncNodeStatus } from "./registration.ts";
 import { ServiceAccountTokens } from "./tokens.ts";
 
 const config = parseNodeConfig(process.argv.slice(2));
@@ -50,13 +50,21 @@ const pods = new PodManager({
 const source = new PodSource(clients.kc, clients.core, config.nodeName, pods, log);
 
 const nodeUID = await registerNode(clients.core, facts, readiness, log);
-const lease = new NodeLease(clients.coordination, config.nodeName, nodeUID, log);
-await lease.start();
-const statusTimer = setInterval(() => {
-  postNodeStatus(clients.core, facts, readiness).catch((err: unknown) =>
-    log.warn({ err }, "node status failed"),
-  );
-}, NODE_STATUS_MS);
+const lease = new NodeLease(clients.coordination, config.nodeName, nodeUID);
+await lease.renew();
+// One heartbeat every 10 s: renew the Lease, then compare the node's status with the stored Node's and
+// post it if it differs or is due (after an outage, Ready=Unknown turns back to Ready at the first beat).
+const heartbeatTimer = setInterval(() => {
+  void (async () => {
+    await lease.renew().catch((err: unknown) => log.warn({ err }, "lease renewal failed"));
+    await syncNodeStatus(clients.core, facts, readiness).then(
+      (why) => {
+        if (why === "changed") log.info("the stored Node's Ready was not the node's; posted node status");
+      },
+      (err: unknown) => log.warn({ err }, "node status failed"),
+    );
+  })();
+}, LEASE_RENEW_MS);
 const running = source.run();
 log.info({ podCIDR: config.podCIDR, bridge: addressing.bridgeName }, "local node running");
 
@@ -65,8 +73,7 @@ async function shutdown(why: string): Promise<void> {
   if (exiting) return;
   exiting = true;
   log.info({ why }, "local node stopping");
-  clearInterval(statusTimer);
-  lease.stop();
+  clearInterval(heartbeatTimer);
   source.stop();
   await pods.shutdown();
   await running;

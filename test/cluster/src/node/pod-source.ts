@@ -14,7 +14,12 @@ export type PodHandler = {
 const WATCH_TIMEOUT_SECONDS = 240;
 /** A watch silent for this long is presumed dead (client-node #596) and is aborted. */
 const WATCH_SILENCE_MS = (WATCH_TIMEOUT_SECONDS + 30) * 1000;
-const BACKOFF_MAX_MS = 30_000;
+/**
+ * Back-off cap between failed lists, shorter than client-go's 30 s: the API server is local, so a list a
+ * few seconds apart costs nothing, and the node sees what changed during an outage (pods the node
+ * lifecycle controller marked not Ready) within seconds of the API server's return.
+ */
+const BACKOFF_MAX_MS = 4_000;
 
 /**
  * The pods bound to one node (`fieldSelector=spec.nodeName=<node>`), as a reflector that never stops:

@@ -1,4 +1,4 @@
-import type { V1PodCondition } from "@kubernetes/client-node";
+import type { V1PodCondition, V1PodStatus } from "@kubernetes/client-node";
 import type { ContainerState, Terminated } from "./container.ts";
 import { rfc3339 } from "./kube-client.ts";
 
@@ -188,4 +188,24 @@ function stateObject(state: ContainerState): Record<string, unknown> {
         },
       };
   }
+}
+
+/**
+ * Where the stored pod status no longer says what the node last wrote (`patch`, from
+ * {@link podStatusPatch}): its phase, or the status of one of the node's conditions — e.g. Ready=False
+ * written by the node lifecycle controller while the node was NotReady. The kubelet's status manager
+ * compares its status with the API server's the same way, and syncs until they agree. Empty when they
+ * agree.
+ */
+export function statusDrift(patch: Record<string, unknown>, stored: V1PodStatus | undefined): string[] {
+  const drift: string[] = [];
+  if (patch.phase !== stored?.phase)
+    drift.push(`phase ${stored?.phase ?? "unset"}, not ${String(patch.phase)}`);
+  for (const ours of patch.conditions as V1PodCondition[]) {
+    const theirs = stored?.conditions?.find((c) => c.type === ours.type);
+    if (theirs?.status !== ours.status) {
+      drift.push(`${ours.type}=${theirs?.status ?? "unset"}, not ${ours.status}`);
+    }
+  }
+  return drift;
 }

@@ -19,7 +19,7 @@ import {
 import type { IpAllocator } from "./ip-allocator.ts";
 import { asDate, type NodeClients, type ObjectReader, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
 import { containerLogPath, type PodKey, podDir, podRootDir } from "./layout.ts";
-import { type ContainerView, type PodPhase, podPhase, podStatusPatch } from "./pod-status.ts";
+import { type ContainerView, type PodPhase, podPhase, podStatusPatch, statusDrift } from "./pod-status.ts";
 import { ReadinessProber } from "./probes.ts";
 import type { ServiceAccountTokens } from "./tokens.ts";
 import { syncVolumes } from "./volumes.ts";
@@ -84,6 +84,7 @@ export class PodWorker {
   private initialized = false;
   private podIP: string | undefined;
   private lastPatch: string | undefined;
+  private lastWritten: Record<string, unknown> | undefined;
   private writtenConditions: V1PodCondition[] = [];
   private kicked = false;
   private wake: (() => void) | undefined;
@@ -503,11 +504,21 @@ export class PodWorker {
     this.network = undefined;
   }
 
-  /** Patches pods/status when what we would report has changed. */
+  /**
+   * Patches pods/status when what we would report has changed, or when the stored status no longer says
+   * it (someone else overwrote it, e.g. the node lifecycle controller's Ready=False while the node was
+   * NotReady): as the kubelet's status manager, the worker keeps its desired status and syncs it until
+   * the API server has it. A failed write is retried on the next pass.
+   */
   private async writeStatus(): Promise<void> {
     const initialized = this.initialized || this.terminal !== undefined;
     const podConditions = this.pod.status?.conditions ?? [];
-    const ours = new Set(this.writtenConditions.map((c) => c.type));
+    // Our last written condition keeps its lastTransitionTime stable, unless the stored one of that type
+    // now has another status: then that is what the pod last showed, and a change from it is a transition.
+    const written = this.writtenConditions.filter(
+      (w) => (podConditions.find((c) => c.type === w.type)?.status ?? w.status) === w.status,
+    );
+    const ours = new Set(written.map((c) => c.type));
     const patch = podStatusPatch(
       {
         phase: this.terminal?.phase ?? podPhase(this.restartPolicy(), initialized, false, this.views("main")),
@@ -522,12 +533,17 @@ export class PodWorker {
         sidecars: this.views("sidecar"),
         containers: this.views("main"),
         readinessGates: (this.pod.spec?.readinessGates ?? []).map((g) => g.conditionType),
-        currentConditions: [...this.writtenConditions, ...podConditions.filter((c) => !ours.has(c.type))],
+        currentConditions: [...written, ...podConditions.filter((c) => !ours.has(c.type))],
       },
       new Date(),
     );
     const text = JSON.stringify(patch);
-    if (text === this.lastPatch) return;
+    // What the stored pod no longer says of our last write: someone else overwrote it.
+    const drift = this.lastWritten ? statusDrift(this.lastWritten, this.pod.status) : [];
+    if (text === this.lastPatch && drift.length === 0) return;
+    if (drift.length > 0) {
+      this.log.info({ drift }, "the stored pod status is not what the node wrote; writing it again");
+    }
     // Optimistic concurrency: the patch carries the resourceVersion we built it from, so the API server
     // refuses it (409) if the pod changed meanwhile; then we read the pod again and retry next pass.
     const resourceVersion = this.pod.metadata?.resourceVersion;
@@ -542,6 +558,7 @@ export class PodWorker {
       );
       if (this.pod.metadata?.resourceVersion === resourceVersion) this.pod = updated;
       this.lastPatch = text;
+      this.lastWritten = patch;
       this.writtenConditions = patch.conditions as V1PodCondition[];
     } catch (err) {
       const code = apiStatusCode(err);

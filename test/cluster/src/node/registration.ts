@@ -4,7 +4,7 @@ import type { CoreV1Api, V1Node } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { apiStatusCode } from "../kube-errors.ts";
 import { REPO_ROOT } from "../paths.ts";
-import { rfc3339, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
+import { asDate, rfc3339, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
 
 /** The facts a Node object is made from. */
 export type NodeFacts = { nodeName: string; bridgeIP: string; podCIDR: string; kubeletVersion: string };
@@ -28,7 +28,10 @@ export function nodeCapacity(): Record<string, string> {
 /** The Ready condition the node posts: True while it runs, False once it is shutting down. */
 export type Readiness = { ready: boolean; since: Date };
 
-/** How often the node status (Ready heartbeat) is re-posted; the Lease carries liveness in between. */
+/**
+ * How often the node status (Ready heartbeat) is re-posted when nothing changed, in milliseconds (the
+ * kubelet's nodeStatusReportFrequency, shortened); the Lease carries liveness in between.
+ */
 export const NODE_STATUS_MS = 60_000;
 
 /** The Node to register: labels, podCIDR(s), and the status of {@link nodeStatus}. */
@@ -128,4 +131,43 @@ export async function postNodeStatus(core: CoreV1Api, facts: NodeFacts, readines
     { name: facts.nodeName, body: { status: nodeStatus(facts, new Date(), readiness) } },
     STRATEGIC_MERGE_PATCH,
   );
+}
+
+/**
+ * Why the node must post its status now, or undefined: `changed` when the stored Node's Ready condition
+ * is not the one it would post (absent, or another status or reason — the node lifecycle controller's
+ * Unknown after missed heartbeats), `heartbeat` when that condition's heartbeat is {@link NODE_STATUS_MS}
+ * old.
+ */
+export function nodeStatusDue(
+  stored: V1Node,
+  readiness: Readiness,
+  now: Date,
+): "changed" | "heartbeat" | undefined {
+  const ready = stored.status?.conditions?.find((c) => c.type === "Ready");
+  const [status, reason] = readiness.ready ? ["True", "KubeletReady"] : ["False", "KubeletNotReady"];
+  if (ready?.status !== status || ready.reason !== reason) return "changed";
+  const heartbeat = asDate(ready.lastHeartbeatTime)?.getTime() ?? 0;
+  return now.getTime() - heartbeat >= NODE_STATUS_MS ? "heartbeat" : undefined;
+}
+
+/**
+ * Compares the node's status with the stored Node's (the kubelet's nodeStatusUpdateFrequency check, run
+ * at every Lease renewal) and posts it when {@link nodeStatusDue}. When the stored Ready had another
+ * status, the node's Ready transitions again: `readiness.since` becomes now, as the kubelet sets a new
+ * lastTransitionTime. Returns why it posted, or undefined; throws the API error of either request.
+ */
+export async function syncNodeStatus(
+  core: CoreV1Api,
+  facts: NodeFacts,
+  readiness: Readiness,
+): Promise<"changed" | "heartbeat" | undefined> {
+  const stored = await core.readNode({ name: facts.nodeName });
+  const now = new Date();
+  const due = nodeStatusDue(stored, readiness, now);
+  if (!due) return undefined;
+  const ours = readiness.ready ? "True" : "False";
+  if (stored.status?.conditions?.find((c) => c.type === "Ready")?.status !== ours) readiness.since = now;
+  await postNodeStatus(core, facts, readiness);
+  return due;
 }

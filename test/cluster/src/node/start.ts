@@ -22,6 +22,12 @@ export type LocalNode = {
   logPath: string;
   /** Stops the node: its pods' processes get SIGTERM (2 s grace) and their namespaces are removed. */
   stop(): Promise<void>;
+  /**
+   * Freezes the node process (SIGSTOP) until {@link resume}: no heartbeat, no status, its pods run on —
+   * a kubelet cut off from the API server, for as long as a test needs to observe it.
+   */
+  pause(): void;
+  resume(): void;
 };
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
@@ -77,5 +83,17 @@ export async function startLocalNode(
     await stop();
     throw err;
   }
-  return { nodeName, logPath: proc.logPath, stop };
+  const signal = (name: NodeJS.Signals) => {
+    if (proc.pid !== undefined) process.kill(proc.pid, name);
+  };
+  return {
+    nodeName,
+    logPath: proc.logPath,
+    stop: async () => {
+      signal("SIGCONT");
+      await stop();
+    },
+    pause: () => signal("SIGSTOP"),
+    resume: () => signal("SIGCONT"),
+  };
 }
