@@ -185,7 +185,8 @@ function shape(draw: Draw, call: CallSpec, kind: FaultKind): Failpoint | undefin
       return draw.pick(approves(call) ? [...APPROVAL_POINTS, ...DISPATCH_POINTS] : APPROVAL_POINTS);
     case "postgres-restarted":
       required(draw.pick<Decision>(["approve", "approve-twice"]));
-      call.behaviour = "held";
+      // A slow or lost call is in progress at the business system too; an ok one is made to wait.
+      if (call.behaviour === "ok") call.behaviour = "held";
       return undefined;
     case "provider-timeout":
       call.behaviour = "slow";
