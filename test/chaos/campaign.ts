@@ -608,7 +608,12 @@ export async function startCampaignStack(
       if (approvals.length === 0 && sessionUids.size > 0) approvals = await approvalsOf(sessionUids);
       await reset(agents);
       const facts: RunFacts = {
-        effects: mark ? await mark.effects() : [],
+        effects: mark
+          ? (await mark.effects()).map((e) => ({
+              ...e,
+              action: `${e.capability} ${JSON.stringify(e.arguments)}`,
+            }))
+          : [],
         calls: mark ? await mark.calls() : [],
         chain: await chainSince(startSeq),
         executions: await executionsOf(sessionUids),

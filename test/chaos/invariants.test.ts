@@ -3,6 +3,7 @@ import { type ChainRecordFact, checkInvariants, type RunFacts } from "./invarian
 
 const EXECUTION = "ex-1";
 const KEY = "gh1.a-1";
+const ACTION = 'chaos.write {"planId":"plan-0"}';
 
 function record(seq: number, kind: string, payload: Record<string, unknown> = {}): ChainRecordFact {
   return { seq, hash: `h${seq}`, kind, outcome: null, executionId: EXECUTION, payload };
@@ -11,7 +12,7 @@ function record(seq: number, kind: string, payload: Record<string, unknown> = {}
 /** A run where one Required write was approved by alice and executed once: every invariant holds. */
 function keptRun(): RunFacts {
   return {
-    effects: [{ capability: "chaos.write", idempotencyKey: KEY, executionId: EXECUTION }],
+    effects: [{ capability: "chaos.write", idempotencyKey: KEY, executionId: EXECUTION, action: ACTION }],
     calls: [{ capability: "chaos.write", idempotencyKey: KEY, executionId: EXECUTION }],
     chain: [
       record(10, "approval.requested", { approval: "apr-1" }),
@@ -51,12 +52,20 @@ describe("the campaign's invariants", () => {
 
   it("find two effects under one idempotency key", () => {
     const facts = keptRun();
-    facts.effects.push({ ...facts.effects[0]!, executionId: "ex-2" });
+    facts.effects.push({ ...facts.effects[0]!, executionId: "ex-2", action: "another" });
     expect(checkInvariants(facts)).toEqual([
       {
         kind: "duplicate-effect",
         message: expect.stringContaining(`2 effects of chaos.write under idempotency key ${KEY}`),
       },
+    ]);
+  });
+
+  it("find one action committed twice under two keys", () => {
+    const facts = keptRun();
+    facts.effects.push({ ...facts.effects[0]!, idempotencyKey: "gh1.a-2", executionId: "ex-2" });
+    expect(checkInvariants(facts)).toEqual([
+      { kind: "duplicate-effect", message: expect.stringContaining(`under keys ${KEY}, gh1.a-2`) },
     ]);
   });
 

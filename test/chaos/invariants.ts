@@ -10,6 +10,8 @@ export interface EffectFact {
   capability: string;
   idempotencyKey: string;
   executionId: string;
+  /** The business action: capability and arguments (one call of a run each). */
+  action: string;
 }
 
 /** An invoke that reached the business system (committed or not). */
@@ -112,21 +114,28 @@ export function checkInvariants(facts: RunFacts): Violation[] {
   ];
 }
 
-/** Business effects per idempotency key ≤ 1. */
+/**
+ * Business effects per idempotency key ≤ 1, and per action ≤ 1: a business system deduplicates by
+ * key, so an action sent twice under two keys shows only as two effects of one action.
+ */
 function effectsOncePerKey({ effects }: RunFacts): Violation[] {
-  const byKey = new Map<string, EffectFact[]>();
-  for (const effect of effects)
-    byKey.set(effect.idempotencyKey, [...(byKey.get(effect.idempotencyKey) ?? []), effect]);
-  return [...byKey].flatMap(([key, found]) =>
-    found.length > 1
-      ? [
-          {
-            kind: "duplicate-effect" as const,
-            message: `${found.length} effects of ${found[0]?.capability} under idempotency key ${key} (executions ${found.map((e) => e.executionId).join(", ")})`,
-          },
-        ]
-      : [],
-  );
+  const groups = (by: (e: EffectFact) => string) => {
+    const found = new Map<string, EffectFact[]>();
+    for (const effect of effects) found.set(by(effect), [...(found.get(by(effect)) ?? []), effect]);
+    return [...found].filter(([, list]) => list.length > 1);
+  };
+  return [
+    ...groups((e) => e.idempotencyKey).map(([key, found]) => ({
+      kind: "duplicate-effect" as const,
+      message: `${found.length} effects of ${found[0]?.capability} under idempotency key ${key} (executions ${found.map((e) => e.executionId).join(", ")})`,
+    })),
+    ...groups((e) => e.action)
+      .filter(([, found]) => new Set(found.map((e) => e.idempotencyKey)).size > 1)
+      .map(([action, found]) => ({
+        kind: "duplicate-effect" as const,
+        message: `${found.length} effects of action ${action} under keys ${[...new Set(found.map((e) => e.idempotencyKey))].join(", ")}`,
+      })),
+  ];
 }
 
 /** Every `execution.started` of an approved call names its `approval.approved` record by seq and hash. */
