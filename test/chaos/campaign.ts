@@ -23,7 +23,13 @@ import { type EmbeddedServer, startEmbeddedPostgres } from "../../operator/src/s
 import type { SleepingSession } from "../e2e/core-agent.ts";
 import { coreNamespace, invokeAs, podToken, SLEEPER_IMAGE, sleepingSession } from "../e2e/core-agent.ts";
 import { approvalPast, DISPATCHING, decide } from "../e2e/core-approvals.ts";
-import { type CounterOffer, deployCounter, type LedgerMark, toolName } from "../e2e/core-counter.ts";
+import {
+  type CapabilityPolicy,
+  type CounterOffer,
+  deployCounter,
+  type LedgerMark,
+  toolName,
+} from "../e2e/core-counter.ts";
 import { leaderIs } from "../e2e/core-replicas.ts";
 import {
   type ClusterInfo,
@@ -77,9 +83,9 @@ export function capabilityOf(behaviour: Behaviour, policy: Policy): string {
   return `chaos.${behaviour}.${policy.toLowerCase()}`;
 }
 
-function offersOf(): { offers: CounterOffer[]; policies: Record<string, { approval: Policy }> } {
+function offersOf(): { offers: CounterOffer[]; policies: Record<string, CapabilityPolicy> } {
   const offers: CounterOffer[] = [];
-  const policies: Record<string, { approval: Policy }> = {};
+  const policies: Record<string, CapabilityPolicy> = {};
   const shape: Record<Behaviour, Partial<CounterOffer>> = {
     ok: {},
     held: { delayMs: HELD_MS },
@@ -91,7 +97,9 @@ function offersOf(): { offers: CounterOffer[]; policies: Record<string, { approv
     for (const policy of ["Auto", "Required"] as const) {
       const id = capabilityOf(behaviour, policy);
       offers.push({ id, effect: "write", idempotency: "key", ...shape[behaviour] });
-      policies[id] = { approval: policy };
+      // bob approves too, so an approval and a rejection can race.
+      policies[id] =
+        policy === "Required" ? { approval: policy, approvers: { users: ["bob"] } } : { approval: policy };
     }
   }
   return { offers, policies };
