@@ -34,6 +34,16 @@ describe("operator configuration", () => {
     });
   });
 
+  it("refuses failpoints in the production image", () => {
+    expect(() =>
+      configFromEnvironment({
+        ...DATABASE,
+        NODE_ENV: "production",
+        GATEHOUSE_FAILPOINTS: "dispatch.after-claim=exit",
+      }),
+    ).toThrow(/GATEHOUSE_FAILPOINTS: test-only failpoints are refused in the production image/);
+  });
+
   it.each([
     ["SESSION_CEILINGS", "{nope"],
     ["SESSION_CEILINGS", '{"maxWritez": 2}'],

@@ -357,6 +357,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     );
   }
   const parsed = result.data;
+  if (parsed.GATEHOUSE_FAILPOINTS.size > 0 && env.NODE_ENV === "production") {
+    // The operator image sets NODE_ENV=production: a failpoint there is a mistake, never a test.
+    throw new ConfigError(
+      "GATEHOUSE_FAILPOINTS: test-only failpoints are refused in the production image (NODE_ENV=production); unset it",
+    );
+  }
   return {
     kubeconfig: parsed.KUBECONFIG,
     kubeContext: parsed.KUBE_CONTEXT,
