@@ -333,7 +333,16 @@ export async function startCampaignStack(
   async function killAgentPod(agents: AgentState[], state: CallState): Promise<void> {
     const agent = agents[state.spec.agent]!;
     const old = agent.session;
-    await env.kubectl.ok("admin", ["delete", "pod", old.podName, "-n", namespace, "--wait=false"]);
+    // Killed, not stopped: no grace period.
+    await env.kubectl.ok("admin", [
+      "delete",
+      "pod",
+      old.podName,
+      "-n",
+      namespace,
+      "--grace-period=0",
+      "--force",
+    ]);
     const replacement = await eventually(`a replacement pod for session ${old.name}`, 120_000, async () => {
       const session = await env.kubectl.json<{
         status?: { phase?: string; podName?: string; podUID?: string };
@@ -345,8 +354,17 @@ export async function startCampaignStack(
     agent.token = await eventually("the replacement pod's token", 60_000, () =>
       podToken(env, agent.session).catch(() => undefined),
     );
-    // The replacement re-invokes what its predecessor was waiting on: the same Approval answers.
-    remember(state, await invokeOnce(agent, wireCall(state.spec, state.capability)));
+    // The replacement re-invokes what its predecessor was waiting on: the same Approval answers. The
+    // gateway accepts the new pod once its own view of the session names it.
+    const call = wireCall(state.spec, state.capability);
+    const answer = await eventually("the gateway to accept the replacement pod", 30_000, async () => {
+      const reply = await invokeAs(env, agent.token, call);
+      if (reply.status === 401 || reply.status === 403) return undefined;
+      if (reply.status !== 200)
+        throw new Error(`POST /v1/invoke answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+      return InvokeAnswer.parse(reply.body);
+    });
+    remember(state, answer);
   }
 
   async function decideAll(state: CallState, decision: Decision): Promise<void> {
