@@ -7,7 +7,7 @@
  * the audit chain is kept and must keep verifying.
  *
  * As a program (`make chaos`, `node test/chaos/campaign.ts`): starts its own control plane and runs
- * until `CHAOS_DURATION` (e.g. `45m`) or `CHAOS_RUNS` runs, from base seed `CHAOS_SEED` (default: drawn
+ * until `CHAOS_DURATION` (default `45m`) or `CHAOS_RUNS` runs, from base seed `CHAOS_SEED` (default: drawn
  * and printed), or only run `CHAOS_RUN` of it (a replay); writes test/bench/results/chaos.json. The
  * cluster test `campaign.test.ts` runs a few fixed runs on the shared control plane.
  */
@@ -785,10 +785,12 @@ async function main(): Promise<void> {
   const seed = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : Math.floor(Math.random() * 2 ** 31);
   const only = process.env.CHAOS_RUN ? Number(process.env.CHAOS_RUN) : undefined;
   const runs = process.env.CHAOS_RUNS ? Number(process.env.CHAOS_RUNS) : undefined;
-  const durationMs = process.env.CHAOS_DURATION ? durationMsOf(process.env.CHAOS_DURATION) : undefined;
-  if (only === undefined && runs === undefined && durationMs === undefined) {
-    throw new Error("set CHAOS_DURATION (e.g. 45m), CHAOS_RUNS or CHAOS_RUN");
-  }
+  // Without a bound, the campaign's standard length.
+  const durationMs = process.env.CHAOS_DURATION
+    ? durationMsOf(process.env.CHAOS_DURATION)
+    : only === undefined && runs === undefined
+      ? durationMsOf("45m")
+      : undefined;
   const log = (line: string) => console.log(line);
   log(`fault campaign, seed ${seed} (replay a run with make chaos SEED=${seed} RUN=<run>)`);
   const plane = await startControlPlane();
