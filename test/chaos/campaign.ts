@@ -647,6 +647,9 @@ export async function startCampaignStack(
         verdict: await verdict(),
         nowMs: Date.now(),
       };
+      log(
+        `  checked ${facts.effects.length} effects, ${facts.calls.length} business calls, ${facts.chain.length} audit records, ${facts.executions.length} executions, ${facts.approvals.length} Approvals; chain ${facts.verdict.ok ? "verifies" : "broken"} against ${facts.verdict.checkpoints.length} checkpoints`,
+      );
       const violations = checkInvariants(facts);
       for (const v of violations) log(`  violation ${v.kind}: ${v.message}`);
       return {
