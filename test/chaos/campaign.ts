@@ -67,6 +67,8 @@ const COMPONENT_ENV: NodeJS.ProcessEnv = {
   AGENT_IMAGE: SLEEPER_IMAGE,
   PROVIDER_DEADLINE_MS: "3000",
   EXECUTION_LEASE_GRACE_MS: "2000",
+  // Checkpoints every few seconds, so each run's chain is compared with some.
+  AUDIT_CHECKPOINT_INTERVAL_SECONDS: "3",
   LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
 };
 

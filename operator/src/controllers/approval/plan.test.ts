@@ -591,6 +591,32 @@ describe("planApproval: a decided Approval", () => {
     expect(next.status?.observedDecisions).toBe(2);
   });
 
+  it("records a late decision of a decided Approval being deleted before its finalizer goes", () => {
+    const approval = approvalOf({
+      phase: "Rejected",
+      deleting: true,
+      observedDecisions: 1,
+      decisions: [
+        { approver: "bob", verdict: "Reject" },
+        { approver: "alice", verdict: "Approve" },
+      ],
+    });
+    const plan = planApproval(inputOf(approval, { history: undefined }));
+    expect(plan.audit).toEqual([
+      expect.objectContaining({
+        kind: AuditKind.decisionIgnored,
+        payload: {
+          approval: "plant-a/apr-1",
+          index: 1,
+          approver: "alice",
+          verdict: "Approve",
+          phase: "Rejected",
+        },
+      }),
+    ]);
+    expect(plan.finalizer).toBe("remove");
+  });
+
   it("does nothing more for a settled one whose decisions were all observed", () => {
     const plan = planApproval(
       inputOf(approvalOf({ phase: "Succeeded", observedDecisions: 0 }), { history: undefined }),

@@ -563,14 +563,19 @@ function planDeleted(input: ApprovalPlanInput): ApprovalPlan {
       events: [{ type: "Normal", reason: "Cancelled", message }],
     };
   }
+  // A decided one's decisions appended since and not yet reported go into the chain before it goes.
+  const late = planLateDecisions(input, phase).audit;
   if (phase === "Approved" || phase === "Executing") {
     const view = viewOf(approval);
     return {
       ...plan,
-      audit: undispatched(input, view, need(input.history, "the audit history"), "ApprovalDeleted", message),
+      audit: [
+        ...late,
+        ...undispatched(input, view, need(input.history, "the audit history"), "ApprovalDeleted", message),
+      ],
     };
   }
-  return plan;
+  return { ...plan, audit: late };
 }
 
 /**
