@@ -726,6 +726,8 @@ export interface CampaignOptions {
   durationMs?: number;
   /** Run only this run index (a replay). */
   only?: number;
+  /** Checked between runs: true ends the campaign after the current run (Ctrl-C). */
+  shouldStop?: () => boolean;
   log?: (line: string) => void;
 }
 
@@ -742,6 +744,7 @@ export async function runCampaign(stack: CampaignStack, options: CampaignOptions
   for (let i = 0; ; i++) {
     const runIndex = indexes ? indexes[i] : i;
     if (runIndex === undefined) break;
+    if (options.shouldStop?.()) break;
     if (!indexes && options.runs !== undefined && i >= options.runs) break;
     if (!indexes && options.durationMs !== undefined && Date.now() - started >= options.durationMs) break;
     const schedule = scheduleOf(options.seed, runIndex);
@@ -801,12 +804,21 @@ async function main(): Promise<void> {
   const plane = await startControlPlane();
   const node = await startLocalNode(plane);
   const stack = await startCampaignStack(plane, log);
+  // Ctrl-C or SIGTERM: finish the current run, write the report, stop the stack.
+  let stopping = false;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      stopping = true;
+      log(`${signal}: stopping after the current run`);
+    });
+  }
   try {
     const report = await runCampaign(stack, {
       seed,
       ...(runs !== undefined ? { runs } : {}),
       ...(durationMs !== undefined ? { durationMs } : {}),
       ...(only !== undefined ? { only } : {}),
+      shouldStop: () => stopping,
       log,
     });
     writeFileSync(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
