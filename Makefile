@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench clean logs audit migrate
+.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench chaos clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -47,6 +47,10 @@ bench: deps host-deps cluster
 	node test/bench/approval-dispatch.ts
 	node test/bench/session-start.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
+
+## chaos: the fault campaign (test/chaos/) for DURATION (e.g. 45m) or RUNS runs from SEED; RUN= replays one run; JSON in test/bench/results/chaos.json.
+chaos: deps host-deps cluster
+	CHAOS_DURATION=$(DURATION) CHAOS_RUNS=$(RUNS) CHAOS_SEED=$(SEED) CHAOS_RUN=$(RUN) node test/chaos/campaign.ts
 
 ## audit: verify the audit chain of DATABASE_URL's database, e.g. `make audit DATABASE_URL=postgres://… ARGS="--from 5"`; ARGS="--kubeconfig FILE [--namespace NS]" also compares it with the ConfigMap gatehouse-audit-checkpoints.
 audit: deps

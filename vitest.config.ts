@@ -24,6 +24,9 @@ export default defineConfig({
             "provider-images/*/src/**/*.test.ts",
             "test/fakes/src/**/*.test.ts",
             "test/cluster/src/**/*.test.ts",
+            // The fault campaign's pure parts; its run is a cluster file.
+            "test/chaos/schedule.test.ts",
+            "test/chaos/invariants.test.ts",
           ],
         },
       },
@@ -37,7 +40,11 @@ export default defineConfig({
       {
         test: {
           name: "cluster",
-          include: ["test/cluster-tests/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          include: [
+            "test/cluster-tests/**/*.test.ts",
+            "test/e2e/**/*.test.ts",
+            "test/chaos/campaign.test.ts",
+          ],
           globalSetup: ["test/cluster/src/global-setup.ts"],
           // Skips the files a non-local target (GATEHOUSE_E2E_TARGET) cannot run, before their hooks.
           runner: "./test/cluster/src/target-runner.ts",

@@ -10,7 +10,7 @@ describe("operator configuration", () => {
     const config = configFromEnvironment(DATABASE);
     expect(config.sessionCeilings).toEqual(defaultSessionCeilings);
     expect(config.execution).toEqual({ providerDeadlineMs: 30_000, leaseGraceMs: 30_000 });
-    expect(config.failpoints).toEqual([]);
+    expect(config.failpoints.size).toBe(0);
   });
 
   it("reads ceilings, the approval floor, deadlines and failpoints", () => {
@@ -20,7 +20,7 @@ describe("operator configuration", () => {
       APPROVAL_FLOOR: '{"write": "Required"}',
       PROVIDER_DEADLINE_MS: "3000",
       EXECUTION_LEASE_GRACE_MS: "2000",
-      GATEHOUSE_FAILPOINTS: "after-claim, after-provider-call",
+      GATEHOUSE_FAILPOINTS: "dispatch.after-claim=exit, approval.after-audit=block",
     });
     expect(config.sessionCeilings).toEqual({ ...defaultSessionCeilings, maxWrites: 2, timeoutSeconds: 600 });
     expect(config.execution).toEqual({
@@ -28,14 +28,28 @@ describe("operator configuration", () => {
       leaseGraceMs: 2000,
       approvalFloor: { write: "Required" },
     });
-    expect(config.failpoints).toEqual(["after-claim", "after-provider-call"]);
+    expect(Object.fromEntries(config.failpoints)).toEqual({
+      "dispatch.after-claim": "exit",
+      "approval.after-audit": "block",
+    });
+  });
+
+  it("refuses failpoints in the production image", () => {
+    expect(() =>
+      configFromEnvironment({
+        ...DATABASE,
+        NODE_ENV: "production",
+        GATEHOUSE_FAILPOINTS: "dispatch.after-claim=exit",
+      }),
+    ).toThrow(/GATEHOUSE_FAILPOINTS: test-only failpoints are refused in the production image/);
   });
 
   it.each([
     ["SESSION_CEILINGS", "{nope"],
     ["SESSION_CEILINGS", '{"maxWritez": 2}'],
     ["APPROVAL_FLOOR", '{"write": "Sometimes"}'],
-    ["GATEHOUSE_FAILPOINTS", "before-lunch"],
+    ["GATEHOUSE_FAILPOINTS", "before-lunch=exit"],
+    ["GATEHOUSE_FAILPOINTS", "dispatch.after-claim"],
     ["PROVIDER_DEADLINE_MS", "soon"],
     [
       "MODEL_ENDPOINTS",

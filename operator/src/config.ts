@@ -7,8 +7,9 @@ import { hostname } from "node:os";
 import { type Effect, environmentProblems, environmentUsage, type HowToSet } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
+import { type Failpoint, type FailpointAction, parseFailpoints } from "./core/failpoints.ts";
 import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
-import type { ApprovalMode, Failpoint } from "./core/ports.ts";
+import type { ApprovalMode } from "./core/ports.ts";
 
 /**
  * One model endpoint of MODEL_ENDPOINTS: an OpenAI-compatible `baseURL` (ending before
@@ -256,15 +257,16 @@ const Environment = z.object({
   GATEHOUSE_FAILPOINTS: z
     .string()
     .default("")
-    .transform((value) =>
-      value
-        .split(",")
-        .map((point) => point.trim())
-        .filter((point) => point !== ""),
-    )
-    .pipe(z.array(z.enum(["after-claim", "after-provider-call"])))
+    .transform((value, ctx) => {
+      try {
+        return parseFailpoints(value);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
+        return z.NEVER;
+      }
+    })
     .describe(
-      "test only: comma list of after-claim, after-provider-call; the process SIGKILLs itself there once",
+      "test only: comma list of point=exit|block (points: core/failpoints.ts); the process SIGKILLs itself or blocks there once",
     ),
   AUDIT_CHECKPOINT_INTERVAL_SECONDS: z.coerce
     .number()
@@ -325,8 +327,8 @@ export interface OperatorConfig {
     leaseGraceMs: number;
     approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
   };
-  /** Test-only failpoints (core/ports.ts Failpoint); empty in production. */
-  failpoints: Failpoint[];
+  /** Test-only failpoints (core/failpoints.ts) and what each does; empty in production. */
+  failpoints: ReadonlyMap<Failpoint, FailpointAction>;
   /** Audit checkpoints: period in milliseconds (what the witness keeps is by age, core/witness-retention.ts; DESIGN §6). */
   auditCheckpoints: { intervalMs: number };
 }
@@ -355,6 +357,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     );
   }
   const parsed = result.data;
+  if (parsed.GATEHOUSE_FAILPOINTS.size > 0 && env.NODE_ENV === "production") {
+    // The operator image sets NODE_ENV=production: a failpoint there is a mistake, never a test.
+    throw new ConfigError(
+      "GATEHOUSE_FAILPOINTS: test-only failpoints are refused in the production image (NODE_ENV=production); unset it",
+    );
+  }
   return {
     kubeconfig: parsed.KUBECONFIG,
     kubeContext: parsed.KUBE_CONTEXT,

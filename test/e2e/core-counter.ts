@@ -27,6 +27,8 @@ export interface CapabilityPolicy {
   approval?: "Auto" | "Required" | "Forbidden";
   ttlSeconds?: number;
   subjects?: { users?: string[]; groups?: string[] };
+  /** Who may approve besides the requester. */
+  approvers?: { users?: string[]; groups?: string[] };
 }
 
 /** A committed effect, as the counter's ledger lists it. */

@@ -202,7 +202,7 @@ describe("an operator SIGKILLed in the middle of an approved write", () => {
     const name = await propose(agent, id);
     const crashing = await replaceReplicas(env, replicas, `failpoint-${failpoint}`, {
       ...OPERATOR_ENV,
-      GATEHOUSE_FAILPOINTS: failpoint,
+      GATEHOUSE_FAILPOINTS: `dispatch.${failpoint}=exit`,
     });
     expect((await decide(env, namespace, name, "alice")).code).toBe(0);
     expect(await crashing.exited).toMatch(/\(SIGKILL\)/);

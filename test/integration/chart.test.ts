@@ -347,7 +347,7 @@ describe("what the chart renders", () => {
       expect(config.gatewayUrl).toBe("http://gatehouse-gateway.gatehouse-system.svc:8443");
       expect(config.operatorNamespace).toBe("gatehouse-system");
       expect(config.healthPort).toBe(8081);
-      expect(config.failpoints).toEqual([]);
+      expect(config.failpoints.size).toBe(0);
     }
     expect(controller.databaseUrl).toBe("postgres://gatehouse_controller_login:p@db:5432/gatehouse");
     expect(gateway.databaseUrl).toBe("postgres://gatehouse_gateway_login:p@db:5432/gatehouse");

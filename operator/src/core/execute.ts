@@ -16,9 +16,16 @@ import { AuditKind } from "./audit.ts";
 import type { JsonObject } from "./canonical.ts";
 import { sha256Hex } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
+import { failpointSite } from "./failpoints.ts";
 import type { AppendedRecord, CoreDeps, ExecutionRecord, ResolvedCapability } from "./ports.ts";
 import { callProvider, finishExecution, invokeAttemptsOf, leaseMsOf } from "./provider-call.ts";
 import { recoverExecution } from "./recovery.ts";
+
+const BEFORE_CLAIM = failpointSite("dispatch.before-claim");
+const AFTER_CLAIM = failpointSite("dispatch.after-claim");
+const AFTER_STARTED = failpointSite("dispatch.after-started");
+const BEFORE_PROVIDER_CALL = failpointSite("dispatch.before-provider-call");
+const AFTER_PROVIDER_CALL = failpointSite("dispatch.after-provider-call");
 
 /** Everything needed to execute one call. */
 export interface ExecutionPlan {
@@ -70,6 +77,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     subject: plan.subject,
     ...(plan.account !== undefined ? { account: plan.account } : {}),
   };
+  deps.failpoint?.(BEFORE_CLAIM);
   const claim = await deps.executions.claim({
     id: plan.executionId,
     idempotencyKey: plan.idempotencyKey,
@@ -88,7 +96,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     const execution = await recoverExecution(deps, claim.execution);
     return { answer: answerFromExecution(execution, config.maxResultBytes), execution, executedNow: false };
   }
-  deps.failpoint?.("after-claim");
+  deps.failpoint?.(AFTER_CLAIM);
 
   const stored = claim.execution;
   const finish = async (outcome: Parameters<typeof finishExecution>[3], attemptsMade: number) => {
@@ -157,6 +165,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     );
     throw error;
   }
+  deps.failpoint?.(AFTER_STARTED);
 
   // The append may have waited past the lease: renew it from now, or — when a recoverer already took
   // the row over — leave the call to that holder instead of sending it a second time.
@@ -180,6 +189,7 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     };
   }
 
+  deps.failpoint?.(BEFORE_PROVIDER_CALL);
   const { outcome, attemptsMade } = await callProvider(
     deps,
     {
@@ -191,6 +201,6 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
     attempts,
     false,
   );
-  deps.failpoint?.("after-provider-call");
+  deps.failpoint?.(AFTER_PROVIDER_CALL);
   return finish(outcome, attemptsMade);
 }

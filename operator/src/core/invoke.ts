@@ -36,6 +36,7 @@ import { type JsonObject, sha256Hex } from "./canonical.ts";
 import { GatehouseError, isGatehouseError } from "./errors.ts";
 import { execute } from "./execute.ts";
 import { actionKeyOf, type ExecutionIdentity, executionIdentity } from "./execution-identity.ts";
+import { failpointSite } from "./failpoints.ts";
 import { approvalSettings, decidePolicy, limitDecision } from "./policy.ts";
 import type {
   ApprovalHandle,
@@ -61,6 +62,11 @@ import {
 } from "./reproposal.ts";
 import { tryRecordUnknownAutoExecution } from "./resolution.ts";
 import { capabilityIdOf } from "./tool-names.ts";
+
+const BEFORE_DECISION = failpointSite("invoke.before-decision");
+const AFTER_DECISION = failpointSite("invoke.after-decision");
+const BEFORE_APPROVAL_CREATE = failpointSite("invoke.before-approval-create");
+const AFTER_APPROVAL_CREATE = failpointSite("invoke.after-approval-create");
 
 export { executeApproved } from "./execute-approved.ts";
 
@@ -277,6 +283,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   }
 
   // 6. Policy.
+  deps.failpoint?.(BEFORE_DECISION);
   const decision = decidePolicy({
     capability,
     subject: session.subject,
@@ -318,12 +325,15 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     const limit = limitDecision(reservation.resource, reservation.limit);
     return deny(limit.reason, limit.message, "forbidden", facts);
   }
+  deps.failpoint?.(AFTER_DECISION);
 
   // 7. Approval.
   if (decision.verdict === "approval") {
     const request = approvalRequestOf(deps, session, identity, capability, checked.canonical, digest);
     if (idempotencyKey !== identity.idempotencyKey) request.idempotencyKey = idempotencyKey;
+    deps.failpoint?.(BEFORE_APPROVAL_CREATE);
     const handle = await deps.approvals.createOrGet(request);
+    deps.failpoint?.(AFTER_APPROVAL_CREATE);
     if (!handle.ownedBySession || !handle.sameSpec) {
       await deps.budget.release(identity.executionId, deps.clock.nowMicros());
       return conflict(deps, session, identity, call.tool, handle, audit);

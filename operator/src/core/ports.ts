@@ -19,6 +19,7 @@ import type {
   TargetOffer,
 } from "@gatehouse/provider-sdk";
 import type { JsonObject } from "./canonical.ts";
+import type { Failpoint } from "./failpoints.ts";
 
 // ---------------------------------------------------------------------------------------------------
 // Time and logging
@@ -693,13 +694,6 @@ export interface CoreConfig {
 }
 
 /**
- * Named points in the execution path where a test can make the process die (test-only failpoints, as
- * etcd's gofail): `after-claim` — the row is claimed, the provider not called; `after-provider-call` —
- * the provider answered, the receipt is not recorded.
- */
-export type Failpoint = "after-claim" | "after-provider-call";
-
-/**
  * Whether the API server is verified to enforce the Approval decision rules (the admission policies
  * and bindings as the chart renders them). While not, no decision counts and nothing is dispatched;
  * `message` says what is missing or different.
@@ -721,6 +715,6 @@ export interface CoreDeps {
   config: CoreConfig;
   /** Absent → nothing is recorded. */
   metrics?: CoreMetrics;
-  /** Called at each {@link Failpoint}; absent in production (see `GATEHOUSE_FAILPOINTS` in config.ts). */
+  /** Called at each {@link Failpoint} (core/failpoints.ts); absent unless `GATEHOUSE_FAILPOINTS` arms one. */
   failpoint?: (point: Failpoint) => void;
 }

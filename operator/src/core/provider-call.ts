@@ -16,6 +16,7 @@
 import type { ErrorKind, Idempotency, InvokeRequest, InvokeResponse } from "@gatehouse/provider-sdk";
 import { AuditKind, auditOutcomeOf } from "./audit.ts";
 import { canonicalDigest, type JsonObject } from "./canonical.ts";
+import { failpointSite } from "./failpoints.ts";
 import type {
   AppendedRecord,
   CoreConfig,
@@ -24,6 +25,9 @@ import type {
   ExecutionRecord,
   ProviderRef,
 } from "./ports.ts";
+
+const AFTER_RECEIPT = failpointSite("dispatch.after-receipt");
+const AFTER_FINISHED = failpointSite("dispatch.after-finished");
 
 /** Provider-reported kinds that mean nobody knows whether the effect happened. */
 const UNKNOWN_KINDS: readonly ErrorKind[] = ["timeout", "unknown_outcome"];
@@ -209,6 +213,7 @@ export async function finishExecution(
     await reportSuperseded(deps, execution, sessionUid, outcome, context);
   }
   if (recorded) {
+    deps.failpoint?.(AFTER_RECEIPT);
     let appended: AppendedRecord;
     try {
       appended = await deps.audit.append({
@@ -227,6 +232,7 @@ export async function finishExecution(
       );
       throw error;
     }
+    deps.failpoint?.(AFTER_FINISHED);
     await markFinishAudited(deps, executionId, appended.seq);
     if (execution.state !== "started") deps.metrics?.executionFinished(execution.state, execution.errorKind);
   }

@@ -15,6 +15,7 @@ import { type Component, GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import { ConfigError, configFromEnvironment, type OperatorConfig } from "../config.ts";
 import { defaultCoreConfig } from "../core/invoke.ts";
 import type { CoreDeps } from "../core/ports.ts";
+import { failpointTrigger } from "../failpoints.ts";
 import { grantSigner } from "../gateway/grant-signer.ts";
 import { buildHealthServer } from "../gateway/health.ts";
 import { httpProviderClient } from "../gateway/provider-client.ts";
@@ -23,7 +24,6 @@ import { kubeApprovalPort } from "../kube/approvals.ts";
 import { type Caches, makeCaches, startCaches, stopCaches } from "../kube/caches.ts";
 import { cacheCatalog } from "../kube/catalog.ts";
 import { type KubeClients, loadKubeConfig, makeClients } from "../kube/client.ts";
-import { failpointTrigger } from "../kube/failpoints.ts";
 import { type GrantKeyRing, startGrantKeyRing } from "../kube/grant-keys.ts";
 import { publishedIdentityResolver, secretIdentityResolver } from "../kube/identities.ts";
 import { createMetrics, type OperatorMetrics } from "../kube/metrics.ts";
@@ -184,7 +184,7 @@ export async function startComponent(
     logger: log.child({ component: "core" }),
     config: { ...defaultCoreConfig, ...config.execution },
     metrics: metrics.coreMetrics,
-    ...(config.failpoints.length > 0 ? { failpoint: failpointTrigger(config.failpoints, log) } : {}),
+    ...(config.failpoints.size > 0 ? { failpoint: failpointTrigger(config.failpoints, log) } : {}),
   };
 
   const steps: { name: string; run: () => unknown }[] = [];

@@ -546,6 +546,77 @@ describe("planApproval: a decided Approval", () => {
     }
   });
 
+  it("records a decision appended after the chain's end but before the status showed it, as ignored", () => {
+    // bob's rejection was recorded and ended the Approval; the status write was lost (409: alice's
+    // approval had been appended meanwhile). The next reconcile sees both decisions, the end in the chain.
+    const decisions: Decisions = [
+      { approver: "bob", verdict: "Reject" },
+      { approver: "alice", verdict: "Approve" },
+    ];
+    const history = historyWithKinds(
+      {
+        kind: AuditKind.approvalDecided,
+        payload: { index: 0, approver: "bob", verdict: "Reject", counted: true, rulesEnforced: true },
+      },
+      { kind: AuditKind.approvalRejected, payload: { reason: "Rejected", message: "Rejected by bob." } },
+    );
+    const followed = planApproval(
+      inputOf(approvalOf({ phase: "Pending", observedDecisions: 0, decisions }), { history }),
+    );
+    expect(followed.status?.phase).toBe("Rejected");
+    expect(followed.audit).toEqual([]);
+    // alice's decision is not taken as observed: the chain holds nothing of it yet.
+    expect(followed.status?.observedDecisions).toBe(1);
+
+    const next = planApproval(
+      inputOf(
+        approvalOf({ phase: "Rejected", observedDecisions: followed.status?.observedDecisions, decisions }),
+        {
+          history: undefined,
+        },
+      ),
+    );
+    expect(next.audit).toEqual([
+      expect.objectContaining({
+        kind: AuditKind.decisionIgnored,
+        payload: {
+          approval: "plant-a/apr-1",
+          index: 1,
+          approver: "alice",
+          verdict: "Approve",
+          phase: "Rejected",
+        },
+      }),
+    ]);
+    expect(next.status?.observedDecisions).toBe(2);
+  });
+
+  it("records a late decision of a decided Approval being deleted before its finalizer goes", () => {
+    const approval = approvalOf({
+      phase: "Rejected",
+      deleting: true,
+      observedDecisions: 1,
+      decisions: [
+        { approver: "bob", verdict: "Reject" },
+        { approver: "alice", verdict: "Approve" },
+      ],
+    });
+    const plan = planApproval(inputOf(approval, { history: undefined }));
+    expect(plan.audit).toEqual([
+      expect.objectContaining({
+        kind: AuditKind.decisionIgnored,
+        payload: {
+          approval: "plant-a/apr-1",
+          index: 1,
+          approver: "alice",
+          verdict: "Approve",
+          phase: "Rejected",
+        },
+      }),
+    ]);
+    expect(plan.finalizer).toBe("remove");
+  });
+
   it("does nothing more for a settled one whose decisions were all observed", () => {
     const plan = planApproval(
       inputOf(approvalOf({ phase: "Succeeded", observedDecisions: 0 }), { history: undefined }),

@@ -385,6 +385,19 @@ function planUnknown(input: ApprovalPlanInput): ApprovalPlan {
   return plan;
 }
 
+/**
+ * status.observedDecisions of a Pending Approval as this reconcile leaves it: every decision, unless
+ * its end was already in the chain (`endRecorded`: the status write after the append was lost). Then
+ * only those the chain recorded before the end count as observed; the ones appended after it are late,
+ * and the late-decision path records them (approval.decision_ignored) once the status shows the end.
+ */
+function observedDecisionsOf(approval: Approval, history: ApprovalHistory, endRecorded: boolean): number {
+  if (!endRecorded) return approval.spec.decisions.length;
+  let recorded = 0;
+  while (recorded < approval.spec.decisions.length && history.decided.has(recorded)) recorded += 1;
+  return recorded;
+}
+
 /** A Pending Approval: its session over → Cancelled; else Core's decision. */
 function planPending(input: ApprovalPlanInput): ApprovalPlan {
   const { approval, now } = input;
@@ -402,7 +415,11 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
   ): ApprovalPlan => {
     const decision = planDecision({ approval: view, history, rules, nowMicros, end });
     setPhase(status, input, end.phase, end.reason, end.message);
-    status.observedDecisions = approval.spec.decisions.length;
+    status.observedDecisions = observedDecisionsOf(
+      approval,
+      history,
+      "recorded" in decision && decision.recorded,
+    );
     noteRules(status, rules, generation, now);
     return {
       ...emptyPlan(),
@@ -440,7 +457,11 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
     approver: i.approver,
     reason: i.reason,
   }));
-  status.observedDecisions = approval.spec.decisions.length;
+  status.observedDecisions = observedDecisionsOf(
+    approval,
+    history,
+    "recorded" in decision && decision.recorded,
+  );
   const plan: ApprovalPlan = { ...emptyPlan(), audit: decision.entries, status };
   if (decision.phase === "Pending") {
     const required = decision.rules.requiredApprovals;
@@ -542,14 +563,19 @@ function planDeleted(input: ApprovalPlanInput): ApprovalPlan {
       events: [{ type: "Normal", reason: "Cancelled", message }],
     };
   }
+  // A decided one's decisions appended since and not yet reported go into the chain before it goes.
+  const late = planLateDecisions(input, phase).audit;
   if (phase === "Approved" || phase === "Executing") {
     const view = viewOf(approval);
     return {
       ...plan,
-      audit: undispatched(input, view, need(input.history, "the audit history"), "ApprovalDeleted", message),
+      audit: [
+        ...late,
+        ...undispatched(input, view, need(input.history, "the audit history"), "ApprovalDeleted", message),
+      ],
     };
   }
-  return plan;
+  return { ...plan, audit: late };
 }
 
 /**

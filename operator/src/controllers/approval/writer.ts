@@ -3,11 +3,13 @@
  * applier over this writer): the real one over the API server, Postgres and Core
  * ({@link kubeApprovalWriter}); an in-memory one for tests (in-memory-writer.ts).
  */
+import { isDeepStrictEqual } from "node:util";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
 import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
 import type { ApprovalHistory } from "../../core/approval-lifecycle.ts";
 import type { ExecuteApprovedResult } from "../../core/execute-approved.ts";
+import { failpointSite } from "../../core/failpoints.ts";
 import { executeApproved } from "../../core/invoke.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
 import type { AppendedRecord, AuditEntry, CoreDeps, DecisionRulesVerdict } from "../../core/ports.ts";
@@ -54,6 +56,11 @@ export interface ApprovalWriter {
   resolve(approval: Approval, resolution: ResolutionEntry): Promise<ResolveResult>;
 }
 
+const BEFORE_AUDIT = failpointSite("approval.before-audit");
+const AFTER_AUDIT = failpointSite("approval.after-audit");
+const BEFORE_STATUS_WRITE = failpointSite("approval.before-status-write");
+const AFTER_STATUS_WRITE = failpointSite("approval.after-status-write");
+
 /** What the real writer uses. */
 export interface KubeApprovalWriterDeps {
   clients: KubeClients;
@@ -68,9 +75,19 @@ export interface KubeApprovalWriterDeps {
 /** The writer over the API server (status, finalizer, Events), Postgres (audit, transcript) and Core. */
 export function kubeApprovalWriter(deps: KubeApprovalWriterDeps, now: Date): ApprovalWriter {
   return {
-    appendAudit: (entries) => deps.core.audit.appendAll(entries),
+    // The failpoints mark writes that happen: a resync that changes nothing passes none of them.
+    async appendAudit(entries) {
+      if (entries.length > 0) deps.core.failpoint?.(BEFORE_AUDIT);
+      const appended = await deps.core.audit.appendAll(entries);
+      if (entries.length > 0) deps.core.failpoint?.(AFTER_AUDIT);
+      return appended;
+    },
     async writeStatus(approval, status) {
-      return (await writeStatusIfChanged(deps.clients, APPROVAL, approval, status)) ?? approval;
+      if (isDeepStrictEqual(approval.status ?? {}, status)) return approval;
+      deps.core.failpoint?.(BEFORE_STATUS_WRITE);
+      const written = (await writeStatusIfChanged(deps.clients, APPROVAL, approval, status)) ?? approval;
+      deps.core.failpoint?.(AFTER_STATUS_WRITE);
+      return written;
     },
     addFinalizer: (approval) => addFinalizer(deps.clients, APPROVAL, approval, APPROVAL_FINALIZER),
     removeFinalizer: (approval) => removeFinalizer(deps.clients, APPROVAL, approval, APPROVAL_FINALIZER),
