@@ -11,7 +11,7 @@ const NODE_LEASE_NAMESPACE = "kube-node-lease";
 /**
  * The node's Lease `kube-node-lease/<node>`: {@link renew} creates it (owned by the Node, so it goes when
  * the Node goes) or merge-patches `spec.renewTime`; the node calls it every {@link LEASE_RENEW_MS}.
- * renewTime is a MicroTime (six fractional digits, NOTES.md), sent through client-node's V1MicroTime.
+ * renewTime is a MicroTime (six fractional digits), sent through client-node's V1MicroTime.
  * The node lifecycle controller treats a node whose Lease stops being renewed as unhealthy and taints it.
  */
 export class NodeLease {
