@@ -171,10 +171,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   // controller executes it) is answered from its Approval: pending until the receipt is recorded, so
   // the agent waits for the outcome instead of taking "being executed" as the call's result.
   if (existing && !(existing.state === "started" && ours)) {
-    const current = await outcomeOfExecution(deps, existing);
-    await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
-    const answer = await withResolutionApproval(deps, current, answerOfExecution(deps, current));
-    return { answer, decision: "repeated" };
+    return answerRepeat(deps, call, existing, audit);
   }
   if (approval) {
     if (!ours) return conflict(deps, session, identity, call.tool, approval, audit);
@@ -245,6 +242,11 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
       ...facts,
       earlierExecution: earlier.execution.id,
     });
+  }
+  if (earlier.kind === "unsettled" && earlier.execution.id === identity.executionId) {
+    // This very call, claimed by a concurrent copy of it after step 2 looked: a repeat of it, which
+    // waits for its outcome — not a re-proposal answered "unknown".
+    return answerRepeat(deps, call, earlier.execution, audit);
   }
   if (earlier.kind !== "new" && earlier.kind !== "rerun") {
     return answerReproposal(call, earlier, facts, audit, deps.config.maxResultBytes);
@@ -396,6 +398,23 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     answer: await withResolutionApproval(deps, result.execution, result.answer),
     decision: result.executedNow ? "allowed" : "repeated",
   };
+}
+
+/**
+ * The answer to a repeat of a call that has an execution row: its outcome, waited for while it runs
+ * within its lease, with the Approval a person resolves an unknown outcome on. Audited as
+ * `invoke.repeated`.
+ */
+async function answerRepeat(
+  deps: CoreDeps,
+  call: InvokeCall,
+  existing: ExecutionRecord,
+  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
+): Promise<InvokeResult> {
+  const current = await outcomeOfExecution(deps, existing);
+  await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
+  const answer = await withResolutionApproval(deps, current, answerOfExecution(deps, current));
+  return { answer, decision: "repeated" };
 }
 
 /**

@@ -94,6 +94,62 @@ describe("a write proposed again after an unknown outcome", () => {
     expect((await running).answer.status).toBe("succeeded");
   });
 
+  it("answers a copy of the same call sent at once with the call's outcome, naming no Approval", async () => {
+    const world = worldWith();
+    let release: () => void = () => {};
+    world.providerBehaviour = () =>
+      new Promise((resolve) => {
+        release = () => resolve({ kind: "answered", response: { status: "succeeded", result: {} } });
+      });
+    const running = invoke(world.deps, session, proposal(0));
+    while (world.providerCalls.length === 0) await new Promise((r) => setImmediate(r));
+
+    // The race: the copy looked the call up before the first copy claimed it, and finds the claimed
+    // row only at its re-proposal check; the first copy's provider call ends after that check.
+    const { executions } = world.deps;
+    let lookups = 0;
+    const copyDeps = {
+      ...world.deps,
+      executions: {
+        ...executions,
+        get: async (id: string) => (lookups++ === 0 ? undefined : executions.get(id)),
+        findByAction: async (query: Parameters<typeof executions.findByAction>[0]) => {
+          const rows = await executions.findByAction(query);
+          release();
+          return rows;
+        },
+      },
+    };
+    const copy = await invoke(copyDeps, session, proposal(0));
+    const first = await running;
+
+    expect(copy.answer).toEqual(first.answer);
+    expect(copy.answer.approval).toBeUndefined();
+    expect(copy.decision).toBe("repeated");
+    expect(world.providerCalls).toHaveLength(1);
+    expect(world.approvals.size).toBe(0);
+    expect(auditPayloads(world, AuditKind.repeated)).toEqual([expect.objectContaining({ state: "succeeded" })]);
+    expect(auditPayloads(world, AuditKind.reproposed)).toEqual([]);
+  });
+
+  it("names no Approval for a running Auto write proposed again in another turn", async () => {
+    const world = worldWith();
+    let release: () => void = () => {};
+    world.providerBehaviour = () =>
+      new Promise((resolve) => {
+        release = () => resolve({ kind: "answered", response: { status: "succeeded", result: {} } });
+      });
+    const running = invoke(world.deps, session, proposal(0));
+    while (world.providerCalls.length === 0) await new Promise((r) => setImmediate(r));
+
+    const again = await invoke(world.deps, session, proposal(1, { turn: 1 }));
+    expect(again.answer.content).toContain("already being executed");
+    expect(again.answer.approval).toBeUndefined();
+    release();
+    await running;
+    expect(world.approvals.size).toBe(0);
+  });
+
   it("waits on the earlier Approval's execution when the write needed approval", async () => {
     const world = worldWith(approvedPublish);
     await invoke(world.deps, session, proposal(0));

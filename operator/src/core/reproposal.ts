@@ -98,18 +98,27 @@ export function resolutionApprovalOf(execution: Pick<ExecutionRecord, "id" | "ap
 
 /** The answer to a re-proposal of an action whose earlier execution is still running or unknown. */
 export function unsettledAnswer(execution: ExecutionRecord): InvokeAnswer {
+  if (execution.state === "started") {
+    // Still running: only an Approval that exists is named (an Auto call has none until its outcome
+    // turns out unknown), so the agent never waits on a name nobody created.
+    return {
+      status: "unknown",
+      content:
+        `This exact action is already being executed (execution ${execution.id}); its outcome is not ` +
+        "known yet. It is not sent again. Do not propose it again; wait for its result.",
+      executionId: execution.id,
+      ...(execution.approvalName ? { approval: { name: execution.approvalName } } : {}),
+      errorKind: "unknown_outcome",
+    };
+  }
   const approval = resolutionApprovalOf(execution);
-  const content =
-    execution.state === "started"
-      ? `This exact action is already being executed (execution ${execution.id}); its outcome is not ` +
-        "known yet. It is not sent again. Do not propose it again; wait for its result."
-      : `This exact action was proposed before (execution ${execution.id}) and its outcome is unknown ` +
-        `(${execution.message ?? "no answer from the business system"}): it may have taken effect. It is ` +
-        "not sent again until a person checks the business system and resolves it " +
-        `(kubectl gatehouse resolve ${approval} --succeeded|--failed). Do not propose it again; report it to the user.`;
   return {
     status: "unknown",
-    content,
+    content:
+      `This exact action was proposed before (execution ${execution.id}) and its outcome is unknown ` +
+      `(${execution.message ?? "no answer from the business system"}): it may have taken effect. It is ` +
+      "not sent again until a person checks the business system and resolves it " +
+      `(kubectl gatehouse resolve ${approval} --succeeded|--failed). Do not propose it again; report it to the user.`,
     executionId: execution.id,
     approval: { name: approval },
     errorKind: "unknown_outcome",
