@@ -128,7 +128,9 @@ describe("a write proposed again after an unknown outcome", () => {
     expect(copy.decision).toBe("repeated");
     expect(world.providerCalls).toHaveLength(1);
     expect(world.approvals.size).toBe(0);
-    expect(auditPayloads(world, AuditKind.repeated)).toEqual([expect.objectContaining({ state: "succeeded" })]);
+    expect(auditPayloads(world, AuditKind.repeated)).toEqual([
+      expect.objectContaining({ state: "succeeded" }),
+    ]);
     expect(auditPayloads(world, AuditKind.reproposed)).toEqual([]);
   });
 
