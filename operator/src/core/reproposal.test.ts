@@ -45,6 +45,18 @@ function worldWith(capability: ResolvedCapability = autoPublish): InMemoryWorld 
   return world;
 }
 
+/** Starts proposal 0 with the provider holding its answer until `release()`; resolves once it was sent. */
+async function startHeldCall(world: InMemoryWorld) {
+  let release: () => void = () => {};
+  world.providerBehaviour = () =>
+    new Promise((resolve) => {
+      release = () => resolve({ kind: "answered", response: { status: "succeeded", result: {} } });
+    });
+  const running = invoke(world.deps, session, proposal(0));
+  while (world.providerCalls.length === 0) await new Promise((r) => setImmediate(r));
+  return { running, release: () => release() };
+}
+
 const lost = { kind: "lost", reason: "timeout", message: "no answer within 1000 ms" } as const;
 
 function onlyExecution(world: InMemoryWorld): ExecutionRecord {
@@ -78,13 +90,7 @@ describe("a write proposed again after an unknown outcome", () => {
 
   it("is answered from the earlier record while that execution is still running", async () => {
     const world = worldWith();
-    let release: () => void = () => {};
-    world.providerBehaviour = () =>
-      new Promise((resolve) => {
-        release = () => resolve({ kind: "answered", response: { status: "succeeded", result: {} } });
-      });
-    const running = invoke(world.deps, session, proposal(0));
-    while (world.providerCalls.length === 0) await new Promise((r) => setImmediate(r));
+    const { running, release } = await startHeldCall(world);
 
     const again = await invoke(world.deps, session, proposal(1));
     expect(again.answer.status).toBe("unknown");
@@ -96,13 +102,7 @@ describe("a write proposed again after an unknown outcome", () => {
 
   it("answers a copy of the same call sent at once with the call's outcome, naming no Approval", async () => {
     const world = worldWith();
-    let release: () => void = () => {};
-    world.providerBehaviour = () =>
-      new Promise((resolve) => {
-        release = () => resolve({ kind: "answered", response: { status: "succeeded", result: {} } });
-      });
-    const running = invoke(world.deps, session, proposal(0));
-    while (world.providerCalls.length === 0) await new Promise((r) => setImmediate(r));
+    const { running, release } = await startHeldCall(world);
 
     // The race: the copy looked the call up before the first copy claimed it, and finds the claimed
     // row only at its re-proposal check; the first copy's provider call ends after that check.
@@ -136,13 +136,7 @@ describe("a write proposed again after an unknown outcome", () => {
 
   it("names no Approval for a running Auto write proposed again in another turn", async () => {
     const world = worldWith();
-    let release: () => void = () => {};
-    world.providerBehaviour = () =>
-      new Promise((resolve) => {
-        release = () => resolve({ kind: "answered", response: { status: "succeeded", result: {} } });
-      });
-    const running = invoke(world.deps, session, proposal(0));
-    while (world.providerCalls.length === 0) await new Promise((r) => setImmediate(r));
+    const { running, release } = await startHeldCall(world);
 
     const again = await invoke(world.deps, session, proposal(1, { turn: 1 }));
     expect(again.answer.content).toContain("already being executed");
