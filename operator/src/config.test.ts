@@ -9,7 +9,12 @@ describe("operator configuration", () => {
   it("starts from the defaults: default ceilings, no approval floor, no failpoints", () => {
     const config = configFromEnvironment(DATABASE);
     expect(config.sessionCeilings).toEqual(defaultSessionCeilings);
-    expect(config.execution).toEqual({ providerDeadlineMs: 30_000, leaseGraceMs: 30_000 });
+    expect(config.execution).toEqual({
+      providerDeadlineMs: 30_000,
+      leaseGraceMs: 30_000,
+      approvalTtlSeconds: 3_600,
+      requestRecordGraceMs: 60_000,
+    });
     expect(config.failpoints.size).toBe(0);
   });
 
@@ -20,12 +25,16 @@ describe("operator configuration", () => {
       APPROVAL_FLOOR: '{"write": "Required"}',
       PROVIDER_DEADLINE_MS: "3000",
       EXECUTION_LEASE_GRACE_MS: "2000",
+      APPROVAL_TTL_SECONDS: "5",
+      APPROVAL_REQUEST_GRACE_MS: "4000",
       GATEHOUSE_FAILPOINTS: "dispatch.after-claim=exit, approval.after-audit=block",
     });
     expect(config.sessionCeilings).toEqual({ ...defaultSessionCeilings, maxWrites: 2, timeoutSeconds: 600 });
     expect(config.execution).toEqual({
       providerDeadlineMs: 3000,
       leaseGraceMs: 2000,
+      approvalTtlSeconds: 5,
+      requestRecordGraceMs: 4000,
       approvalFloor: { write: "Required" },
     });
     expect(Object.fromEntries(config.failpoints)).toEqual({

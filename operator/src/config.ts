@@ -254,6 +254,24 @@ const Environment = z.object({
     .describe(
       "lease time beyond the provider deadlines before a claimed execution is recovered, in milliseconds (default 30000)",
     ),
+  APPROVAL_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(604_800)
+    .default(3_600)
+    .describe(
+      "how long an Approval stays open when its Capability sets no policy.ttlSeconds, in seconds (default 3600)",
+    ),
+  APPROVAL_REQUEST_GRACE_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(3_600_000)
+    .default(60_000)
+    .describe(
+      "how long an approved Approval whose request is not yet in the audit chain waits for it before it is refused, in milliseconds (default 60000)",
+    ),
   GATEHOUSE_FAILPOINTS: z
     .string()
     .default("")
@@ -321,10 +339,15 @@ export interface OperatorConfig {
   };
   /** The ceilings on every session's limits (core/limits.ts). */
   sessionCeilings: SessionCeilings;
-  /** Provider call deadline and execution lease grace, in milliseconds (core/ports.ts CoreConfig). */
+  /**
+   * Provider call deadline and execution lease grace, in milliseconds; the default Approval lifetime
+   * and the grace for an Approval's request record (core/ports.ts CoreConfig).
+   */
   execution: {
     providerDeadlineMs: number;
     leaseGraceMs: number;
+    approvalTtlSeconds: number;
+    requestRecordGraceMs: number;
     approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
   };
   /** Test-only failpoints (core/failpoints.ts) and what each does; empty in production. */
@@ -397,6 +420,8 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     execution: {
       providerDeadlineMs: parsed.PROVIDER_DEADLINE_MS,
       leaseGraceMs: parsed.EXECUTION_LEASE_GRACE_MS,
+      approvalTtlSeconds: parsed.APPROVAL_TTL_SECONDS,
+      requestRecordGraceMs: parsed.APPROVAL_REQUEST_GRACE_MS,
       ...(Object.keys(parsed.APPROVAL_FLOOR).length > 0 ? { approvalFloor: parsed.APPROVAL_FLOOR } : {}),
     },
     failpoints: parsed.GATEHOUSE_FAILPOINTS,

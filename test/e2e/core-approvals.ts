@@ -8,7 +8,7 @@ import { decisionPatch } from "./story.ts";
 
 /** The fields of an Approval these tests look at. */
 export interface ApprovalObject {
-  metadata: { name: string; namespace: string };
+  metadata: { name: string; namespace: string; creationTimestamp?: string };
   spec: {
     executionId: string;
     sessionRef: { name: string; uid: string };

@@ -1,11 +1,12 @@
 /**
- * Re-checks at dispatch (DESIGN §2 Approval, §4 step 8, issue 7) on the real control plane, local node
- * and Postgres: an approved call runs only if what admission cannot see still holds when Core
- * dispatches it — the provider is not disabled, the business object's version has not moved, the
- * Approval has not expired, the identity binding holds, the Capability still names the provider the
- * call was approved for, and a policy made stricter while Pending applies to it. The test is the agent (its sessions' pods only sleep; it calls
- * `POST /v1/invoke` with a pod's token) and the counting provider's ledger, read from its pod, shows
- * that nothing reached the business system.
+ * Re-checks at dispatch (DESIGN §2 Approval, §4 step 8) on the real control plane, local node and
+ * Postgres: an approved call runs only if what admission cannot see still holds when Core dispatches
+ * it — the provider is not disabled, the business object's version has not moved, the Approval has
+ * not expired (approval-expiry.test.ts), the identity binding holds, the Capability still names the
+ * provider the call was approved for, and a policy made stricter while Pending applies to it. The
+ * test is the agent (its sessions' pods only sleep; it calls `POST /v1/invoke` with a pod's token)
+ * and the counting provider's ledger, read from its pod, shows that nothing reached the business
+ * system.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IDENTITY_BINDINGS_ROLE } from "../../operator/src/api/rbac.ts";
@@ -25,9 +26,8 @@ import { type Environment, startEnvironment } from "./environment.ts";
 import { bindIdentities, publishedBindings, unbindIdentities } from "./identity-bindings.ts";
 import { eventually } from "./story.ts";
 
-/** Capability ids: a publish with a target plan, one with the shortest TTL, one on a provider to disable. */
+/** Capability ids: a publish with a target plan, one on a provider to disable. */
 const PUBLISH = "counter.plan.publish";
-const EXPIRING = "counter.expiring.write";
 const SWITCHED = "switch.plan.publish";
 /** On a provider whose manifest requires identity: a read (Auto) and a write (Required). */
 const WHOAMI = "ident.account.read";
@@ -36,8 +36,6 @@ const BOOK = "ident.account.write";
 const TIGHTENED = "counter.tightened.write";
 /** Offered by two ProviderInstances of the same image: the Capability is switched from one to the other. */
 const MOVED = "moved.plan.publish";
-/** The shortest Approval lifetime a Capability may set (api/capability.ts policy.ttlSeconds). */
-const TTL_SECONDS = 60;
 
 let env: Environment;
 let namespace: string;
@@ -49,17 +47,10 @@ let movedTo: Ledger;
 beforeAll(async () => {
   env = await startEnvironment(clusterInfo(), { componentEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
   namespace = await coreNamespace(env, "dispatch");
-  counter = await deployCounter(
-    env,
-    namespace,
-    "counter",
-    [
-      { id: PUBLISH, effect: "write", idempotency: "key", target: true },
-      { id: EXPIRING, effect: "write", idempotency: "key" },
-      { id: TIGHTENED, effect: "write", idempotency: "key" },
-    ],
-    { [EXPIRING]: { ttlSeconds: TTL_SECONDS } },
-  );
+  counter = await deployCounter(env, namespace, "counter", [
+    { id: PUBLISH, effect: "write", idempotency: "key", target: true },
+    { id: TIGHTENED, effect: "write", idempotency: "key" },
+  ]);
   switched = await deployCounter(env, namespace, "switch", [
     { id: SWITCHED, effect: "write", idempotency: "key", target: true },
   ]);
@@ -190,36 +181,6 @@ describe("an approved call", () => {
     expect(await counter.calls(PUBLISH)).toEqual([]);
     expect(await counter.effects(PUBLISH)).toEqual([]);
     expect(await counter.planVersion("week-21")).toBe(2);
-  });
-
-  it("cannot be approved once Expired: admission refuses the decision, the phase stays Expired, nothing runs", async () => {
-    const agent = await startAgent(env, namespace, "expired");
-    const name = await propose(agent, EXPIRING, "week-22", 1);
-    const expired = await approvalPast(env, namespace, name, ["Pending"], (TTL_SECONDS + 90) * 1000);
-    expect(expired.status?.phase).toBe("Expired");
-
-    const refused = await decide(env, namespace, name, "alice");
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(/decision-closed: Approval \S+ is Expired/);
-    const approval = await approvalWithStatus(env, namespace, name);
-    expect(approval.status?.phase).toBe("Expired");
-    expect(approval.spec.decisions).toEqual([]);
-    expect(await executionsOfSession(env.pool, agent.session.uid)).toEqual([]);
-    expect(await counter.calls(EXPIRING)).toEqual([]);
-    // The expiry is evidence: its record in the audit chain, and an Event on the Approval.
-    const audit = await auditOfExecution(env.pool, approval.spec.executionId);
-    expect(audit.map((r) => r.kind)).toEqual(["approval.requested", "approval.expired"]);
-    expect(audit[1]).toMatchObject({ outcome: "failure", payload: { phase: "Expired", decisions: [] } });
-    const events = await env.kubectl.json<{ items: Array<{ type: string; message: string }> }>("admin", [
-      "get",
-      "events",
-      "-n",
-      namespace,
-      "--field-selector",
-      `involvedObject.name=${name},reason=Expired`,
-    ]);
-    expect(events.items).toEqual([expect.objectContaining({ type: "Warning" })]);
-    expect(events.items[0]?.message).toMatch(/No decision before .* The proposed call will not run\./);
   });
 });
 

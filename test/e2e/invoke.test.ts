@@ -57,12 +57,21 @@ interface AuditRow {
   payload: Record<string, unknown>;
 }
 
+/**
+ * How long an approved Approval without its request record waits for it (`APPROVAL_REQUEST_GRACE_MS`;
+ * a minute by default): short here, so a made-up Approval's refusal is seen in seconds. Core appends
+ * the record before it answers the agent, so no call of these tests is decided inside the grace.
+ */
+const REQUEST_GRACE_MS = 3_000;
+
 let env: Environment;
 let namespace: string;
 let counter: Ledger;
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { componentEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
+  env = await startEnvironment(clusterInfo(), {
+    componentEnv: { AGENT_IMAGE: SLEEPER_IMAGE, APPROVAL_REQUEST_GRACE_MS: String(REQUEST_GRACE_MS) },
+  });
   namespace = await coreNamespace(env, "invoke");
   counter = await deployCounter(
     env,
@@ -504,8 +513,8 @@ describe("a squatted Approval", () => {
     const { approvalName, executionId } = derivedName(session);
     await squat(await squatBody(session, approvalName, executionId, ARGS, true));
     await decide(session.namespace, approvalName, "Approve");
-    // Younger than a minute it waits for the request the gateway appends after creating an Approval;
-    // then it ends for good.
+    // Younger than the request grace it waits for the record the gateway appends after creating an
+    // Approval; then it ends for good.
     const failed = await approvalInPhase(session.namespace, approvalName, "Failed");
     expect(failed.status?.conditions).toContainEqual(
       expect.objectContaining({ type: "Executed", reason: "RequestNotRecorded" }),

@@ -42,7 +42,9 @@ export const CapabilitySpec = z
           .min(60)
           .max(604800)
           .optional()
-          .describe("How long an Approval stays open; default 3600."),
+          .describe(
+            "How long an Approval stays open, in seconds; default the operator's APPROVAL_TTL_SECONDS (3600).",
+          ),
       })
       .optional()
       .describe("Policy for calls of this capability."),

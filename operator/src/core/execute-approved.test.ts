@@ -9,13 +9,13 @@ import type { InvokeCall } from "../api/agent-protocol.ts";
 import { decideApproval } from "./approval-lifecycle.ts";
 import { AuditKind } from "./audit.ts";
 import { sha256Hex } from "./canonical.ts";
-import { REQUEST_RECORD_GRACE_MS } from "./execute-approved.ts";
 import {
   createInMemoryWorld,
   type InMemoryWorld,
   RULES_ENFORCED,
   TEST_SESSION,
   testCapability,
+  testCoreConfig,
 } from "./in-memory-ports.ts";
 import { executeApproved, invoke } from "./invoke.ts";
 import type { ApprovalDecision, ApprovalView, CapabilityPolicy, ResolvedCapability } from "./ports.ts";
@@ -216,7 +216,7 @@ describe("an approved Approval without the tool call's approval.requested in the
   }
 
   it("is refused Failed (RequestNotRecorded) for good, citing its approval record, and nothing is sent", async () => {
-    const { world, approval } = await madeAndApproved(REQUEST_RECORD_GRACE_MS);
+    const { world, approval } = await madeAndApproved(testCoreConfig.requestRecordGraceMs);
     const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
     expect(result).toMatchObject({ kind: "refused", phase: "Failed", reason: "RequestNotRecorded" });
     expect(world.providerCalls).toEqual([]);
@@ -234,7 +234,7 @@ describe("an approved Approval without the tool call's approval.requested in the
   });
 
   it("waits (deferred, RequestNotRecorded) while it is younger than the grace, appending nothing", async () => {
-    const { world, approval } = await madeAndApproved(REQUEST_RECORD_GRACE_MS - 1_000);
+    const { world, approval } = await madeAndApproved(testCoreConfig.requestRecordGraceMs - 1_000);
     const before = world.audit.length;
     const result = await executeApproved(world.deps, { approval, session, rules: RULES_ENFORCED });
     expect(result).toMatchObject({ kind: "deferred", phase: "Approved", reason: "RequestNotRecorded" });
@@ -249,7 +249,7 @@ describe("an approved Approval without the tool call's approval.requested in the
     const swapped: ApprovalView = {
       ...approval,
       request: { ...approval.request, arguments: edited, argumentsDigest: sha256Hex(edited) },
-      createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000,
+      createdAtMicros: world.now.micros - testCoreConfig.requestRecordGraceMs * 1000,
     };
     const result = await executeApproved(world.deps, { approval: swapped, session, rules: RULES_ENFORCED });
     expect(result).toMatchObject({ kind: "refused", phase: "Failed", reason: "RequestNotRecorded" });
@@ -263,7 +263,10 @@ describe("an approved Approval without the tool call's approval.requested in the
     if (!request) throw new Error("no approval.requested");
     request.payload.approvalUid = "an-earlier-object";
     const result = await executeApproved(world.deps, {
-      approval: { ...approval, createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000 },
+      approval: {
+        ...approval,
+        createdAtMicros: world.now.micros - testCoreConfig.requestRecordGraceMs * 1000,
+      },
       session,
       rules: RULES_ENFORCED,
     });
@@ -285,7 +288,7 @@ describe("an Approval the call did not record a request for", () => {
       request: stored.request,
       decisions: [{ approver: "carol", verdict: "Approve" }],
       phase: "Pending",
-      createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000,
+      createdAtMicros: world.now.micros - testCoreConfig.requestRecordGraceMs * 1000,
     };
     await decideApproval(world.deps, { approval: view, rules: RULES_ENFORCED });
     const result = await executeApproved(world.deps, {
@@ -316,7 +319,7 @@ describe("an Approval the call did not record a request for", () => {
       request: lax,
       decisions: [{ approver: session.subject.user, verdict: "Approve" }],
       phase: "Pending",
-      createdAtMicros: world.now.micros - REQUEST_RECORD_GRACE_MS * 1000,
+      createdAtMicros: world.now.micros - testCoreConfig.requestRecordGraceMs * 1000,
     };
     expect(await decideApproval(world.deps, { approval: view, rules: RULES_ENFORCED })).toMatchObject({
       phase: "Approved",

@@ -67,12 +67,6 @@ export type ExecuteApprovedResult =
   | { kind: "refused"; phase: ApprovalPhase; reason: string; message: string }
   | { kind: "deferred"; phase: "Approved"; reason: string; message: string };
 
-/**
- * How long after its creation an Approval without its `approval.requested` in the chain waits for it,
- * in ms, before it is refused: the gateway appends it right after creating the Approval.
- */
-export const REQUEST_RECORD_GRACE_MS = 60_000;
-
 /** The refusal an end record already in the chain settled: nothing more is appended. */
 function refusedBy(end: ChainedRecord): ExecuteApprovedResult {
   return {
@@ -148,7 +142,7 @@ export async function executeApproved(
   const unrequested = !history.requested;
   if (
     unrequested &&
-    deps.clock.nowMicros() - (approval.createdAtMicros ?? 0) < REQUEST_RECORD_GRACE_MS * 1000
+    deps.clock.nowMicros() - (approval.createdAtMicros ?? 0) < deps.config.requestRecordGraceMs * 1000
   ) {
     return {
       kind: "deferred",

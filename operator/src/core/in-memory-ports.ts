@@ -87,13 +87,14 @@ export interface InMemoryWorld {
 /** The decision rules as verified enforced by admission. */
 export const RULES_ENFORCED: DecisionRulesVerdict = { enforced: true };
 
-/** Test configuration: short deadlines, 2 attempts, 1 KiB results, 1 h approvals. */
+/** Test configuration: short deadlines, 2 attempts, 1 KiB results, 1 h approvals, a minute's request grace. */
 export const testCoreConfig: CoreConfig = {
   providerDeadlineMs: 1_000,
   maxProviderAttempts: 2,
   leaseGraceMs: 1_000,
   maxResultBytes: 1_024,
   approvalTtlSeconds: 3_600,
+  requestRecordGraceMs: 60_000,
 };
 
 /** alice's active session s1 in plant-a (group planners), with room for calls and writes. */

@@ -689,6 +689,11 @@ export interface CoreConfig {
   maxResultBytes: number;
   /** Approval lifetime when the Capability sets no `policy.ttlSeconds`. */
   approvalTtlSeconds: number;
+  /**
+   * How long an approved Approval without its `approval.requested` in the chain waits for it before it
+   * is refused (`RequestNotRecorded`): Core appends the record right after creating the Approval.
+   */
+  requestRecordGraceMs: number;
   /** Operator-wide minimum approval mode per effect, e.g. `{ write: "Required" }` (see `core/policy.ts`). */
   approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
 }
