@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { parse } from "yaml";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
-import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/checkpoint-configmap.ts";
+import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/witness-configmap-data.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import type { BaseEnvironment as Environment } from "./environment.ts";
 import { NAMESPACE, REPO_ROOT } from "./environment.ts";

@@ -28,7 +28,7 @@ import {
   encodeCheckpoints,
   encodeWitnessKeys,
   WITNESS_KEYS_KEY,
-} from "../../operator/src/kube/checkpoint-configmap.ts";
+} from "../../operator/src/kube/witness-configmap-data.ts";
 import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit-log.ts";
 import { sealedFromRow } from "../../operator/src/store/audit-row.ts";
 import { startCheckpointer } from "../../operator/src/store/checkpointer.ts";

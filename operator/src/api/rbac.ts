@@ -189,7 +189,7 @@ export const COMPONENT_RULES: Readonly<Record<Component, Rule[]>> = {
 
 /** Lease of the controller's leader election; the gateway runs on every replica and holds none. */
 export const LEADER_LEASE = "gatehouse-controller";
-/** ConfigMap of the audit checkpoints (kube/checkpoint-configmap.ts, DESIGN §6). */
+/** ConfigMap of the audit checkpoints (kube/witness-configmap-data.ts, DESIGN §6). */
 export const CHECKPOINTS_CONFIGMAP = "gatehouse-audit-checkpoints";
 
 /**

@@ -37,16 +37,11 @@ import { readFile } from "node:fs/promises";
  * kubeconfig's user needs `get` on that ConfigMap (verify) or on approvals (lifecycle).
  */
 import { parseArgs } from "node:util";
-import { CoreV1Api, type V1ConfigMap } from "@kubernetes/client-node";
+import type { V1ConfigMap } from "@kubernetes/client-node";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../api/kinds.ts";
 import type { WitnessDocument } from "../core/witness.ts";
 import { checkSignatures, type SignatureCheck, trustedWitnessKeys } from "../core/witness-signature.ts";
-import {
-  CHECKPOINTS_CONFIGMAP,
-  decodeWitnessDocument,
-  readCheckpointConfigMap,
-} from "../kube/checkpoint-configmap.ts";
-import { describeApiError, isNotFound, loadKubeConfig, makeClients } from "../kube/client.ts";
+import { CHECKPOINTS_CONFIGMAP, decodeWitnessDocument } from "../kube/witness-configmap-data.ts";
 import {
   executionIdPrefixOf,
   readApprovalRecords,
@@ -84,6 +79,19 @@ const DEFAULT_NAMESPACE = "gatehouse-system";
 
 /** Exit codes of the command (`show`: 0 printed, 1 no record names the Approval). */
 const EXIT = { intact: 0, broken: 1, error: 2 } as const;
+
+/**
+ * The Kubernetes client, loaded only by the commands that reach the API server: loading it takes
+ * longer than verifying a small chain, and `show` or `verify --witness-file` never need it.
+ */
+async function kubeClient() {
+  const [client, { readCheckpointConfigMap }, { CoreV1Api }] = await Promise.all([
+    import("../kube/client.ts"),
+    import("../kube/checkpoint-configmap.ts"),
+    import("@kubernetes/client-node"),
+  ]);
+  return { ...client, readCheckpointConfigMap, CoreV1Api };
+}
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   let parsed: ReturnType<typeof parseCommand>;
@@ -124,6 +132,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     const { kubeconfig, context, namespace } = parsed.configMap;
     const where = `ConfigMap ${namespace}/${CHECKPOINTS_CONFIGMAP}`;
     outsideName = where;
+    const { CoreV1Api, describeApiError, loadKubeConfig, readCheckpointConfigMap } = await kubeClient();
     try {
       const api = loadKubeConfig(kubeconfig, context, "gatehouse-audit").makeApiClient(CoreV1Api);
       const read = await readCheckpointConfigMap(api, namespace);
@@ -212,6 +221,7 @@ async function showApproval(url: string, show: ShowCommand): Promise<number> {
 
 /** Checks that every Approval request has an end or a live Approval; resolves with the exit code. */
 async function checkLifecycle(url: string, cluster: KubeconfigSource, json: boolean): Promise<number> {
+  const { describeApiError, isNotFound, loadKubeConfig, makeClients } = await kubeClient();
   const pool = createPool(url, { max: 2 });
   try {
     const found = await readOpenRequests(pool);

@@ -15,7 +15,7 @@ import {
   encodeWitnessKeys,
   microsOf,
   microTimeOf,
-} from "./checkpoint-configmap.ts";
+} from "./witness-configmap-data.ts";
 
 const hash = (n: number) => n.toString(16).padStart(64, "0");
 const checkpoint = (seq: number, h = hash(seq)): AuditCheckpoint => ({
