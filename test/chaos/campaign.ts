@@ -6,10 +6,11 @@
  * `invariants.ts`. Between runs the run's sessions are deleted and the ledger is read from a mark;
  * the audit chain is kept and must keep verifying.
  *
- * As a program (`make chaos`, `node test/chaos/campaign.ts`): starts its own control plane and runs
+ * The stack stops and starts kube-apiserver, so it runs on a control plane of its own, never the shared one.
+ * As a program (`make chaos`, `node test/chaos/campaign.ts`): starts its control plane and runs
  * until `CHAOS_DURATION` (default `45m`) or `CHAOS_RUNS` runs, from base seed `CHAOS_SEED` (default: drawn
  * and printed), or only run `CHAOS_RUN` of it (a replay); writes test/bench/results/chaos.json. The
- * cluster test `campaign.test.ts` runs a few fixed runs on the shared control plane.
+ * cluster test `campaign.test.ts` runs a few fixed runs.
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -20,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { InvokeAnswer, type InvokeCall } from "../../operator/src/api/agent-protocol.ts";
 import { verifyAuditChain } from "../../operator/src/store/audit-verify.ts";
 import { type EmbeddedServer, startEmbeddedPostgres } from "../../operator/src/store/embedded.ts";
+import type { ControlPlane } from "../cluster/src/index.ts";
 import type { SleepingSession } from "../e2e/core-agent.ts";
 import { coreNamespace, invokeAs, podToken, SLEEPER_IMAGE, sleepingSession } from "../e2e/core-agent.ts";
 import { approvalPast, DISPATCHING, decide } from "../e2e/core-approvals.ts";
@@ -166,13 +168,17 @@ interface AgentState {
   token: string;
 }
 
+/** What the campaign needs of its control plane besides its address: stopping and starting kube-apiserver. */
+export type ApiServerControl = Pick<ControlPlane, "stopApiServer" | "startApiServer">;
+
 /**
- * Starts the stack on `cluster`: its Postgres, the environment (one controller, one gateway), the
+ * Starts the stack on `cluster` (whose kube-apiserver `apiServer` stops and starts): its Postgres, the environment (one controller, one gateway), the
  * campaign's namespace (alice session user and approver, bob approver, carol platform engineer) and the
  * counting provider with one Capability per behaviour and policy.
  */
 export async function startCampaignStack(
   cluster: ClusterInfo,
+  apiServer: ApiServerControl,
   progress: (line: string) => void = () => {},
 ): Promise<CampaignStack> {
   const suffix = randomBytes(3).toString("hex");
@@ -217,38 +223,45 @@ export async function startCampaignStack(
     controllers: [env.controller],
     gateways: [env.gateway],
   };
+  // Replicas whose process has exited on its own (a controller that lost its Lease): restore() replaces them.
+  const exited = new Set<ComponentReplica>();
+  const watchExit = (replica: ComponentReplica) => {
+    void replica.exited.then(() => exited.add(replica));
+    return replica;
+  };
+  watchExit(env.controller);
+  watchExit(env.gateway);
   let replicaCount = 0;
   const nextName = (component: Component, what: string) => {
     replicaCount += 1;
     return `${component}-chaos-${replicaCount}-${what}`;
   };
+  const startReplica = async (component: Component, what: string, extra: NodeJS.ProcessEnv = {}) =>
+    watchExit(await env.startReplica(component, nextName(component, what), { ...COMPONENT_ENV, ...extra }));
 
-  /** Makes the stack whole again: Postgres up, one clean leading controller, one clean gateway. */
+  /**
+   * Makes the stack whole again: kube-apiserver and Postgres up, one clean leading controller, one
+   * clean gateway (armed replicas are killed, exited ones replaced).
+   */
   async function restore(): Promise<void> {
+    await apiServer.startApiServer();
     if (!server) server = await startServer();
-    const armed = (r: ComponentReplica) => r.name.includes("-armed");
+    const gone = (r: ComponentReplica) => r.name.includes("-armed") || exited.has(r);
     for (const list of [replicas.controllers, replicas.gateways]) {
-      for (const r of list.filter(armed)) await r.kill("SIGKILL");
+      for (const r of list.filter(gone)) await r.kill("SIGKILL");
     }
-    replicas.controllers = replicas.controllers.filter((r) => !armed(r));
-    replicas.gateways = replicas.gateways.filter((r) => !armed(r));
-    if (replicas.controllers.length === 0) {
-      replicas.controllers = [
-        await env.startReplica("controller", nextName("controller", "clean"), COMPONENT_ENV),
-      ];
-    }
+    replicas.controllers = replicas.controllers.filter((r) => !gone(r));
+    replicas.gateways = replicas.gateways.filter((r) => !gone(r));
+    if (replicas.controllers.length === 0) replicas.controllers = [await startReplica("controller", "clean")];
     await leaderIs(env, replicas.controllers[0]!);
-    if (replicas.gateways.length === 0) {
-      replicas.gateways = [await env.startReplica("gateway", nextName("gateway", "clean"), COMPONENT_ENV)];
-    }
+    if (replicas.gateways.length === 0) replicas.gateways = [await startReplica("gateway", "clean")];
   }
 
   /** Replaces `component`'s replicas by one armed at `point`. */
   async function arm(component: Component, point: string, action: "exit" | "block"): Promise<void> {
     const list = component === "controller" ? replicas.controllers : replicas.gateways;
     for (const r of list) await r.kill("SIGTERM");
-    const replica = await env.startReplica(component, nextName(component, `armed-${action}`), {
-      ...COMPONENT_ENV,
+    const replica = await startReplica(component, `armed-${action}`, {
       GATEHOUSE_FAILPOINTS: `${point}=${action}`,
     });
     if (component === "controller") {
@@ -270,7 +283,7 @@ export async function startCampaignStack(
       if (!exited)
         throw new Error(`${armed.name} did not reach its failpoint within ${FAILPOINT_WAIT_MS} ms`);
       const rest = list.filter((r) => r !== armed);
-      const clean = await env.startReplica(component, nextName(component, "clean"), COMPONENT_ENV);
+      const clean = await startReplica(component, "clean");
       if (component === "controller") {
         replicas.controllers = [...rest, clean];
         await leaderIs(env, clean);
@@ -390,11 +403,30 @@ export async function startCampaignStack(
     }
   }
 
-  async function restartPostgresWhenHeld(mark: LedgerMark, state: CallState): Promise<void> {
+  async function businessHolds(mark: LedgerMark, state: CallState): Promise<void> {
     await eventually(`the business system to hold call ${state.spec.index}`, SETTLE_WAIT_MS, async () =>
       (await mark.calls()).some((c) => c.capability === state.capability) ? true : undefined,
     );
-    await restartPostgres();
+  }
+
+  /**
+   * An API-server outage longer than the renew deadline: the leader cannot renew its Lease and exits,
+   * as controller-runtime's managers do. Once it has, kube-apiserver starts again and restore() starts
+   * a controller in its place, which takes the Lease over and finishes what the old one left.
+   */
+  async function restartApiServer(): Promise<void> {
+    const leader = replicas.controllers[0];
+    if (!leader) throw new Error("no controller to lose its Lease");
+    await apiServer.stopApiServer();
+    const outcome = await Promise.race([
+      leader.exited,
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), FAILPOINT_WAIT_MS)),
+    ]);
+    await restore();
+    if (!outcome)
+      throw new Error(
+        `${leader.name} did not exit within ${FAILPOINT_WAIT_MS} ms of kube-apiserver stopping`,
+      );
   }
 
   /** A person checks the business system and settles the unknown outcome by what it shows. */
@@ -465,9 +497,7 @@ export async function startCampaignStack(
           if (step.component === "gateway") gatewayArmed = true;
           break;
         case "start-standby":
-          replicas.controllers.push(
-            await env.startReplica("controller", nextName("controller", "standby"), COMPONENT_ENV),
-          );
+          replicas.controllers.push(await startReplica("controller", "standby"));
           break;
         case "invoke":
           await invoke(agent!, state!, state!.spec.copies, gatewayArmed);
@@ -486,7 +516,12 @@ export async function startCampaignStack(
           await decideAll(state!, step.decision);
           break;
         case "restart-postgres":
-          await restartPostgresWhenHeld(mark, state!);
+          await businessHolds(mark, state!);
+          await restartPostgres();
+          break;
+        case "restart-apiserver":
+          await businessHolds(mark, state!);
+          await restartApiServer();
           break;
         case "settle":
           await settle(state!, step.resolve, mark);
@@ -676,6 +711,7 @@ export async function startCampaignStack(
   }
 
   async function stop(): Promise<void> {
+    await apiServer.startApiServer().catch(() => undefined);
     await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
     if (!server) server = await startServer().catch(() => undefined);
     await env.stop();
@@ -803,7 +839,7 @@ async function main(): Promise<void> {
   log(`fault campaign, seed ${seed} (replay a run with make chaos SEED=${seed} RUN=<run>)`);
   const plane = await startControlPlane();
   const node = await startLocalNode(plane);
-  const stack = await startCampaignStack(plane, log);
+  const stack = await startCampaignStack(plane, plane, log);
   // Ctrl-C or SIGTERM: finish the current run, write the report, stop the stack.
   let stopping = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -67,4 +67,27 @@ describe("the campaign schedule", () => {
       expect(armed).toBe(0);
     }
   });
+
+  it("restarts Postgres or kube-apiserver only under an approved call, after its decision", () => {
+    let restarts = 0;
+    for (const seed of SEEDS) {
+      const { calls, faults, steps } = scheduleOf(seed, 3);
+      for (const fault of faults) {
+        const step = { "postgres-restarted": "restart-postgres", "apiserver-restarted": "restart-apiserver" }[
+          fault.kind as string
+        ];
+        if (!step) continue;
+        restarts += 1;
+        const call = calls[fault.call]!;
+        expect(call.policy).toBe("Required");
+        expect(call.decision).toMatch(/^approve(-twice)?$/);
+        expect(call.behaviour).not.toBe("ok");
+        const at = (kind: string) =>
+          steps.findIndex((s) => s.kind === kind && "call" in s && s.call === call.index);
+        expect(at(step)).toBeGreaterThan(at("decide"));
+        expect(at("settle")).toBeGreaterThan(at(step));
+      }
+    }
+    expect(restarts).toBeGreaterThan(0);
+  });
 });

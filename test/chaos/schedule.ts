@@ -2,8 +2,8 @@
  * The fault campaign's schedule: a pure function of (seed, run index) → the calls of one run and the
  * steps that drive them, drawn with a seeded PRNG (pure-rand's xoroshiro128+), so a failing run replays
  * step for step with the same seed. Faults that crash or freeze a process fire at failpoints
- * (core/failpoints.ts), the Postgres restart when the business system holds the call — never on
- * timers — so a replay hits the same points in the same order.
+ * (core/failpoints.ts), the Postgres and kube-apiserver restarts when the business system holds the
+ * call — never on timers — so a replay hits the same points in the same order.
  */
 import { uniformInt } from "pure-rand/distribution/uniformInt";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
@@ -45,6 +45,7 @@ export type FaultKind =
   | "controller-killed"
   | "standby-takeover"
   | "postgres-restarted"
+  | "apiserver-restarted"
   | "provider-timeout"
   | "response-lost"
   | "duplicate-invoke"
@@ -55,6 +56,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "controller-killed",
   "standby-takeover",
   "postgres-restarted",
+  "apiserver-restarted",
   "provider-timeout",
   "response-lost",
   "duplicate-invoke",
@@ -88,6 +90,12 @@ export type Step =
   | { kind: "decide"; call: number; decision: Decision }
   /** Stop and start the campaign's Postgres once the business system holds the call. */
   | { kind: "restart-postgres"; call: number }
+  /**
+   * Stop kube-apiserver once the business system holds the call, until the leading controller has
+   * lost its Lease and exited, then start it again; a new controller replica takes over, as a kubelet
+   * would restart the exited one.
+   */
+  | { kind: "restart-apiserver"; call: number }
   /** Wait until the call's outcome is final; a person resolves an Unknown one (`resolve`). */
   | { kind: "settle"; call: number; resolve: boolean };
 
@@ -128,6 +136,7 @@ const PROCESS_FAULTS: readonly FaultKind[] = [
   "controller-killed",
   "standby-takeover",
   "postgres-restarted",
+  "apiserver-restarted",
 ];
 
 /** Faults that make their call a Required one. */
@@ -135,6 +144,7 @@ const NEEDS_APPROVAL: readonly FaultKind[] = [
   "controller-killed",
   "standby-takeover",
   "postgres-restarted",
+  "apiserver-restarted",
   "agent-pod-killed",
 ];
 
@@ -184,6 +194,7 @@ function shape(draw: Draw, call: CallSpec, kind: FaultKind): Failpoint | undefin
       required();
       return draw.pick(approves(call) ? [...APPROVAL_POINTS, ...DISPATCH_POINTS] : APPROVAL_POINTS);
     case "postgres-restarted":
+    case "apiserver-restarted":
       required(draw.pick<Decision>(["approve", "approve-twice"]));
       // A slow or lost call is in progress at the business system too; an ok one is made to wait.
       if (call.behaviour === "ok") call.behaviour = "held";
@@ -293,6 +304,7 @@ function stepsOf(calls: readonly CallSpec[], faults: readonly Fault[]): Step[] {
       steps.push({ kind: "decide", call: call.index, decision: call.decision });
       if (controllerKill || takeover) steps.push({ kind: "await-failpoint", component: "controller" });
       if (on("postgres-restarted")) steps.push({ kind: "restart-postgres", call: call.index });
+      if (on("apiserver-restarted")) steps.push({ kind: "restart-apiserver", call: call.index });
     }
     steps.push({ kind: "settle", call: call.index, resolve: call.behaviour === "lost-unkeyed" });
   }

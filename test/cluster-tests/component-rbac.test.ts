@@ -1,6 +1,7 @@
 /**
- * What each component's RBAC lets it do, asked of the real API server (`kubectl auth can-i` as admin
- * impersonating the component's ServiceAccount), after installing crds/ and deploy/ as the local
+ * What each component's RBAC lets it do, asked of the real API server's authorizer (a
+ * SubjectAccessReview as admin for the component's ServiceAccount and its groups — what `kubectl auth
+ * can-i --as` asks, without a process per question), after installing crds/ and deploy/ as the local
  * cluster's platform engineer would: the privileges the split took from the gateway and from the
  * controller stay gone, and the few each still needs are there. A second set of bindings, rendered by
  * api/rbac.ts componentBindingManifests for ServiceAccounts of a fresh namespace with a non-empty
@@ -9,6 +10,7 @@
  * writes and Approval metadata.
  */
 import { randomBytes } from "node:crypto";
+import { AuthorizationV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   LOCAL_IDENTITY_BINDING_NAMESPACES,
@@ -29,11 +31,13 @@ import {
   OPERATOR_NAMESPACE,
   WITNESS_KEY_SECRET,
 } from "../../operator/src/api/well-known.ts";
+import { loadKubeConfig } from "../../operator/src/kube/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import { approvalSpec, expectRefused, installApi, manifest, uniqueName } from "./api-fixtures.ts";
 
 const cluster = inject("cluster");
 const kubectl: Kubectl = kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath);
+const authorization = loadKubeConfig(cluster.kubeconfigPath, "admin").makeApiClient(AuthorizationV1Api);
 const suffix = randomBytes(3).toString("hex");
 /** A namespace no binding names. */
 const UNLISTED = `rbac-unlisted-${suffix}`;
@@ -46,12 +50,45 @@ const SCOPED_WATCHED = `rbac-watched-${suffix}`;
 const GATEWAY = componentUsername("gateway");
 const CONTROLLER = componentUsername("controller");
 
-/** `kubectl auth can-i <args…>` as `user`: true for yes, false for no; throws on anything else. */
+/**
+ * Whether ServiceAccount user `user` may do what `kubectl auth can-i <args…>` names: `VERB
+ * RESOURCE[.GROUP][/NAME]` with `-n NS`, `-A`/`--all-namespaces` and `--subresource=SUB` (as there, a
+ * slash names an object, not a subresource). Asked as a SubjectAccessReview with the groups the API
+ * server gives a ServiceAccount's requests.
+ */
 async function can(user: string, args: string[]): Promise<boolean> {
-  const result = await kubectl.run("admin", ["auth", "can-i", ...args, "--as", user]);
-  if (result.code === 0 && result.stdout.trim() === "yes") return true;
-  if (result.code === 1 && result.stdout.trim().startsWith("no")) return false;
-  throw new Error(`${result.command}: exit ${result.code}: ${result.stdout}${result.stderr}`);
+  const [verb, target, ...flags] = args;
+  if (!verb || !target) throw new Error(`can-i needs a verb and a resource: ${args.join(" ")}`);
+  const [qualified = "", name] = target.split("/");
+  const dot = qualified.indexOf(".");
+  const attributes: Record<string, string> = {
+    verb,
+    resource: dot < 0 ? qualified : qualified.slice(0, dot),
+    group: dot < 0 ? "" : qualified.slice(dot + 1),
+    ...(name ? { name } : {}),
+  };
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i]!;
+    if (flag === "-n") attributes.namespace = flags[++i] ?? "";
+    else if (flag.startsWith("--subresource=")) attributes.subresource = flag.slice("--subresource=".length);
+    else if (flag !== "-A" && flag !== "--all-namespaces") throw new Error(`can-i: unknown flag ${flag}`);
+  }
+  const namespace = /^system:serviceaccount:([^:]+):/.exec(user)?.[1];
+  if (!namespace) throw new Error(`${user} is not a ServiceAccount`);
+  const review = await authorization.createSubjectAccessReview({
+    body: {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: {
+        user,
+        groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+        resourceAttributes: attributes,
+      },
+    },
+  });
+  if (review.status?.evaluationError)
+    throw new Error(`can-i ${args.join(" ")}: ${review.status.evaluationError}`);
+  return review.status?.allowed === true;
 }
 
 /** The scoped bindings: api/rbac.ts's, their cluster-scoped names suffixed so the local ones stay. */
@@ -104,8 +141,8 @@ describe("the gateway's RBAC", () => {
     ["create pods in a session namespace", ["create", "pods", "-n", UNLISTED]],
     ["create pods in any namespace", ["create", "pods", "--all-namespaces"]],
     ["delete pods", ["delete", "pods", "--all-namespaces"]],
-    ["exec into pods", ["create", "pods/exec", "--all-namespaces"]],
-    ["read pod logs", ["get", "pods/log", "--all-namespaces"]],
+    ["exec into pods", ["create", "pods", "--subresource=exec", "--all-namespaces"]],
+    ["read pod logs", ["get", "pods", "--subresource=log", "--all-namespaces"]],
     ["list secrets cluster-wide", ["list", "secrets", "--all-namespaces"]],
     ["list secrets in a namespace nobody listed", ["list", "secrets", "-n", UNLISTED]],
     // Identity bindings reach it through the controller's ConfigMap, never from the Secrets.
