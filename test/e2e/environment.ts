@@ -12,12 +12,18 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream, readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V1Pod } from "@kubernetes/client-node";
 import type pg from "pg";
 import type { Component } from "../../operator/src/api/well-known.ts";
-import { COMPONENT_SERVICE_ACCOUNTS, OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import {
+  COMPONENT_SERVICE_ACCOUNTS,
+  GRANT_PUBLIC_KEYS_CONFIGMAP,
+  OPERATOR_NAMESPACE,
+} from "../../operator/src/api/well-known.ts";
+import { GRANT_PUBLIC_KEYS_KEY } from "../../operator/src/kube/grant-public-keys.ts";
 import {
   createPool,
   dropDatabase,
@@ -44,6 +50,16 @@ export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const NAMESPACE = EXAMPLE_NAMESPACE;
 /** The Secret (in the operator's namespace) and data key of the scripted model endpoint's key. */
 export const MODEL_KEY_SECRET = { name: "gatehouse-model-key", key: "apiKey" } as const;
+/**
+ * Node's on-disk compile cache for the programs the environment starts (keyed by Node version and
+ * file content, so shared safely): an environment starts a controller, a gateway and the migrate
+ * program, and each would otherwise compile the same modules again, about a second per start.
+ */
+const NODE_COMPILE_CACHE = join(
+  process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"),
+  "gatehouse",
+  "node-compile-cache",
+);
 
 /** What the environment needs of the control plane (fields of test/cluster's ControlPlane). */
 export interface ClusterInfo {
@@ -222,6 +238,7 @@ export async function prepareDatabase(name: string, options: { migrate?: boolean
 async function runMigrateProgram(ownerUrl: string, runtimeUrls: Record<Component, string>): Promise<void> {
   const env = {
     PATH: process.env.PATH,
+    NODE_COMPILE_CACHE,
     DATABASE_OWNER_URL: ownerUrl,
     CONTROLLER_DATABASE_URL: runtimeUrls.controller,
     GATEWAY_DATABASE_URL: runtimeUrls.gateway,
@@ -356,6 +373,37 @@ export async function applyExampleNamespace(kubectl: Kubectl, apsUrl: string): P
   ]);
 }
 
+/** Both starts' replicas; the first failure once both have settled (none is left unobserved). */
+async function bothStarted<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [first, second] = await Promise.allSettled([a, b]);
+  if (first.status === "rejected") throw first.reason;
+  if (second.status === "rejected") throw second.reason;
+  return [first.value, second.value];
+}
+
+/**
+ * Waits until `gateway`'s JWKS serves every key the controller published (ConfigMap
+ * GRANT_PUBLIC_KEYS_CONFIGMAP): until then a provider would refuse an approved dispatch's grant.
+ */
+async function gatewayServesControllerKeys(kubectl: Kubectl, gateway: ComponentReplica): Promise<void> {
+  await waitFor("the gateway's JWKS to serve the controller's grant keys", 30_000, async () => {
+    const published = await kubectl.json<{ data?: Record<string, string> }>("admin", [
+      "get",
+      "configmap",
+      GRANT_PUBLIC_KEYS_CONFIGMAP,
+      "-n",
+      OPERATOR_NAMESPACE,
+    ]);
+    const kids = (
+      JSON.parse(published.data?.[GRANT_PUBLIC_KEYS_KEY] ?? "{}") as { keys?: Array<{ kid?: string }> }
+    ).keys?.map((key) => key.kid);
+    if (!kids?.length) return undefined;
+    const response = await fetch(`${gateway.gatewayUrl}/v1/grants/jwks`);
+    const served = ((await response.json()) as { keys: Array<{ kid?: string }> }).keys.map((key) => key.kid);
+    return kids.every((kid) => served.includes(kid)) ? true : undefined;
+  });
+}
+
 /** Starts the environment on `cluster`. Throws with a program's log tail when it fails to start. */
 export async function startEnvironment(
   cluster: ClusterInfo,
@@ -420,6 +468,7 @@ export async function startEnvironment(
     const baseEnv: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
+      NODE_COMPILE_CACHE,
       KUBECONFIG: cluster.kubeconfigPath,
       GATEWAY_HOST: cluster.bridgeIP,
       // Agent pods reach whichever gateway replica answers, as through the gateway's Service.
@@ -512,9 +561,13 @@ export async function startEnvironment(
     stops.push(async () => {
       for (const replica of replicas) await replica.kill("SIGTERM");
     });
-    // The controller first: it publishes its grant public keys, which the gateway's JWKS serves.
-    const controller = await startReplica("controller", "controller-0", options.componentEnv);
-    const gateway = await startReplica("gateway", "gateway-0", options.componentEnv);
+    // Both at once, as the chart's two Deployments start: the gateway waits for the grant-key Secret the
+    // controller creates for it, and re-reads the controller's published keys until they are there.
+    const [controller, gateway] = await bothStarted(
+      startReplica("controller", "controller-0", options.componentEnv),
+      startReplica("gateway", "gateway-0", options.componentEnv),
+    );
+    await gatewayServesControllerKeys(kubectl, gateway);
     // Leave the shared example namespace as we found it for the next environment on this cluster: its
     // sessions go while the controller still runs (their finalizer cancels their Approvals). Not when the
     // controllers are gone already (a terminal's Ctrl-C signals every process of the group): nobody would
