@@ -92,6 +92,27 @@ const Environment = z.object({
     .max(65535)
     .default(8443)
     .describe("gateway: its port (default 8443)"),
+  TRANSCRIPTS_API_PORT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(65535)
+    .default(9443)
+    .describe(
+      "gateway: the HTTPS port of the transcripts API (APIService v1alpha1.transcripts.gatehouse.dev), on GATEWAY_HOST (default 9443)",
+    ),
+  TRANSCRIPTS_API_TLS_CERT_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "gateway (required): PEM serving certificate of the transcripts API, for the name <service>.<namespace>.svc of the APIService's Service; re-read every minute",
+    ),
+  TRANSCRIPTS_API_TLS_KEY_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("gateway (required): PEM private key of TRANSCRIPTS_API_TLS_CERT_FILE"),
   GATEWAY_URL: z
     .url()
     .optional()
@@ -312,6 +333,8 @@ export interface OperatorConfig {
   gatewayHost: string;
   gatewayPort: number;
   gatewayUrl: string;
+  /** The transcripts API's port and serving certificate files (the gateway requires both files). */
+  transcriptsApi: { port: number; certFile?: string; keyFile?: string };
   modelEndpoints: ModelEndpoint[];
   /** The operator's own namespace (POD_NAMESPACE): where model key Secrets are read. */
   operatorNamespace: string;
@@ -394,6 +417,11 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     gatewayHost: parsed.GATEWAY_HOST,
     gatewayPort: parsed.GATEWAY_PORT,
     gatewayUrl: parsed.GATEWAY_URL ?? `http://${parsed.GATEWAY_HOST}:${parsed.GATEWAY_PORT}`,
+    transcriptsApi: {
+      port: parsed.TRANSCRIPTS_API_PORT,
+      ...(parsed.TRANSCRIPTS_API_TLS_CERT_FILE ? { certFile: parsed.TRANSCRIPTS_API_TLS_CERT_FILE } : {}),
+      ...(parsed.TRANSCRIPTS_API_TLS_KEY_FILE ? { keyFile: parsed.TRANSCRIPTS_API_TLS_KEY_FILE } : {}),
+    },
     modelEndpoints: parsed.MODEL_ENDPOINTS,
     operatorNamespace: parsed.POD_NAMESPACE ?? OPERATOR_NAMESPACE,
     agentImage: parsed.AGENT_IMAGE,

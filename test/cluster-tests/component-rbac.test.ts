@@ -174,6 +174,12 @@ describe("the gateway's RBAC", () => {
     ["create NetworkPolicies", ["create", "networkpolicies.networking.k8s.io", "-n", UNLISTED]],
     ["patch Deployments", ["patch", "deployments.apps", "-n", UNLISTED]],
     ["read the admission policies", ["get", "validatingadmissionpolicies.admissionregistration.k8s.io"]],
+    // It serves transcripts; it does not read them on its own behalf.
+    [
+      "get agentsessiontranscripts",
+      ["get", "agentsessiontranscripts.transcripts.gatehouse.dev", "-n", UNLISTED],
+    ],
+    ["get other ConfigMaps in kube-system", ["get", "configmaps/kube-proxy", "-n", "kube-system"]],
   ])("may not %s", async (_, args) => {
     expect(await can(GATEWAY, args)).toBe(false);
   });
@@ -183,6 +189,13 @@ describe("the gateway's RBAC", () => {
     ["get approvals", ["get", "approvals.gatehouse.dev", "-n", UNLISTED]],
     ["watch AgentSessions", ["watch", "agentsessions.gatehouse.dev", "-A"]],
     ["create tokenreviews", ["create", "tokenreviews.authentication.k8s.io"]],
+    // The transcripts API: who the front proxy names may read what (SubjectAccessReview), and the front
+    // proxy's CA and header names.
+    ["create subjectaccessreviews", ["create", "subjectaccessreviews.authorization.k8s.io"]],
+    [
+      "get the API server's authentication settings",
+      ["get", "configmaps/extension-apiserver-authentication", "-n", "kube-system"],
+    ],
     [
       "list EndpointSlices (no watch list: every namespace)",
       ["list", "endpointslices.discovery.k8s.io", "-A"],
@@ -201,6 +214,7 @@ describe("the gateway's RBAC", () => {
 describe("the controller's RBAC", () => {
   it.each([
     ["create tokenreviews", ["create", "tokenreviews.authentication.k8s.io"]],
+    ["create subjectaccessreviews", ["create", "subjectaccessreviews.authorization.k8s.io"]],
     ["get the gateway's grant-key Secret", ["get", `secrets/${GRANT_KEYS_SECRETS.gateway}`, ...inHome]],
     ["get the model key Secret", ["get", `secrets/${LOCAL_MODEL_KEY_SECRET}`, ...inHome]],
     ["list secrets cluster-wide", ["list", "secrets", "--all-namespaces"]],

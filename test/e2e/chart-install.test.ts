@@ -8,6 +8,11 @@
  * files that run after this one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  AgentSessionTranscript,
+  TRANSCRIPTS_API_SERVICE,
+  transcriptPath,
+} from "../../operator/src/api/transcripts-api.ts";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { knownMigrations } from "../../operator/src/store/startup-checks.ts";
 import {
@@ -210,6 +215,25 @@ describe("the reference story against the release", () => {
   });
 });
 
+describe("the transcripts API the release registers", () => {
+  it("is Available through the API server's aggregator at the gateway pods, and alice reads her transcript with kubectl get --raw", async () => {
+    await env.kubectl.ok("admin", [
+      "wait",
+      "--for=condition=Available",
+      "--timeout=60s",
+      `apiservice/${TRANSCRIPTS_API_SERVICE}`,
+    ]);
+    const transcript = AgentSessionTranscript.parse(
+      JSON.parse(
+        (await env.kubectl.ok("alice", ["get", "--raw", transcriptPath(NAMESPACE, report.alice.sessionName)]))
+          .stdout,
+      ),
+    );
+    expect(transcript.metadata.uid).toBe(report.alice.sessionUid);
+    expect(transcript.events.map((e) => e.kind)).toEqual(report.alice.transcript.map((row) => row.kind));
+  });
+});
+
 describe("helm uninstall", () => {
   it("removes the operator's Deployment, pods and Service, and keeps the CRDs and the ServiceAccount", async () => {
     // Sessions first, while the operator still runs to remove their finalizers.
@@ -235,6 +259,9 @@ describe("helm uninstall", () => {
       OPERATOR_NAMESPACE,
     ]);
     expect(service.stderr).toMatch(/NotFound/);
+    // The APIService goes with it: one left behind, unavailable, would block namespace deletion.
+    const apiService = await env.kubectl.run("admin", ["get", "apiservice", TRANSCRIPTS_API_SERVICE]);
+    expect(apiService.stderr).toMatch(/NotFound/);
     const crds = await env.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
       "get",
       "crd",

@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V1Pod } from "@kubernetes/client-node";
 import type pg from "pg";
+import { TRANSCRIPTS_API_SERVICE } from "../../operator/src/api/transcripts-api.ts";
 import type { Component } from "../../operator/src/api/well-known.ts";
 import {
   COMPONENT_SERVICE_ACCOUNTS,
@@ -45,6 +46,7 @@ import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
 import { applyExamples, EXAMPLE_NAMESPACE } from "./examples.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
+import { registerTranscriptsApi, transcriptsApiCertificate } from "./transcripts-api-service.ts";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const NAMESPACE = EXAMPLE_NAMESPACE;
@@ -81,6 +83,8 @@ export interface ComponentReplica {
   healthUrl: string;
   /** A gateway replica's own address (the environment's `gatewayUrl` reaches any live one); a controller's is undefined. */
   gatewayUrl?: string;
+  /** A gateway replica's transcripts API (HTTPS, front-proxy clients only); a controller's is undefined. */
+  transcriptsApiUrl?: string;
   /** Its current process (under supervision, the latest start's). */
   readonly pid: number;
   /** Resolves with a description once the current process has exited. */
@@ -463,6 +467,7 @@ export async function startEnvironment(
     stops.push(() => service.close());
     const gatewayUrl = `http://${cluster.bridgeIP}:${service.port}`;
     await exposeHostPort(cluster.instance, service.port);
+    const transcriptsTls = await transcriptsApiCertificate(cluster.runDir);
     // What the chart sets on both Deployments; each component's context authenticates as its own
     // ServiceAccount (test/cluster's kubeconfig), and each connects as its own database login.
     const baseEnv: NodeJS.ProcessEnv = {
@@ -481,6 +486,8 @@ export async function startEnvironment(
       POD_NAMESPACE: OPERATOR_NAMESPACE,
       LEADER_ELECTION_NAMESPACE: OPERATOR_NAMESPACE,
       GATEWAY_SERVICE_ACCOUNT: COMPONENT_SERVICE_ACCOUNTS.gateway,
+      TRANSCRIPTS_API_TLS_CERT_FILE: transcriptsTls.certFile,
+      TRANSCRIPTS_API_TLS_KEY_FILE: transcriptsTls.keyFile,
     };
     const replicas: ComponentReplica[] = [];
     /** Controller replicas started and not yet exited. */
@@ -491,6 +498,7 @@ export async function startEnvironment(
       overrides: NodeJS.ProcessEnv = {},
     ): Promise<ComponentReplica> => {
       const port = component === "gateway" ? await freePort(cluster.bridgeIP) : undefined;
+      const transcriptsPort = component === "gateway" ? await freePort(cluster.bridgeIP) : undefined;
       const healthPort = await freePort("127.0.0.1");
       const logPath = join(cluster.runDir, `${component}-${database}-${name}.log`);
       const programEnv: NodeJS.ProcessEnv = {
@@ -498,6 +506,7 @@ export async function startEnvironment(
         KUBE_CONTEXT: COMPONENT_SERVICE_ACCOUNTS[component],
         DATABASE_URL: prepared.runtimeUrls[component],
         ...(port !== undefined ? { GATEWAY_PORT: String(port) } : {}),
+        ...(transcriptsPort !== undefined ? { TRANSCRIPTS_API_PORT: String(transcriptsPort) } : {}),
         HEALTH_PORT: String(healthPort),
         POD_NAME: name,
         ...overrides,
@@ -528,6 +537,9 @@ export async function startEnvironment(
         logPath,
         healthUrl: `http://127.0.0.1:${healthPort}`,
         ...(port !== undefined ? { gatewayUrl: `http://${cluster.bridgeIP}:${port}` } : {}),
+        ...(transcriptsPort !== undefined
+          ? { transcriptsApiUrl: `https://${cluster.bridgeIP}:${transcriptsPort}` }
+          : {}),
         get pid() {
           return child.pid ?? 0;
         },
@@ -568,6 +580,13 @@ export async function startEnvironment(
       startReplica("gateway", "gateway-0", options.componentEnv),
     );
     await gatewayServesControllerKeys(kubectl, gateway);
+    const unregister = await registerTranscriptsApi(kubectl, {
+      address: cluster.bridgeIP,
+      port: Number(new URL(gateway.transcriptsApiUrl ?? "").port),
+      caBundle: transcriptsTls.caBundle,
+    });
+    // Before the gateway stops (stops run in reverse).
+    stops.push(unregister);
     // Leave the shared example namespace as we found it for the next environment on this cluster: its
     // sessions go while the controller still runs (their finalizer cancels their Approvals). Not when the
     // controllers are gone already (a terminal's Ctrl-C signals every process of the group): nobody would
@@ -590,6 +609,9 @@ export async function startEnvironment(
     );
     progress(
       `gateway running as ServiceAccount ${OPERATOR_NAMESPACE}/${COMPONENT_SERVICE_ACCOUNTS.gateway} and login ${database}_gateway at ${gatewayUrl}; health server at ${gateway.healthUrl}`,
+    );
+    progress(
+      `transcripts API at ${gateway.transcriptsApiUrl}, behind the API server as APIService ${TRANSCRIPTS_API_SERVICE} (Available): kubectl gatehouse transcript SESSION`,
     );
 
     await applyExampleNamespace(kubectl, aps.url);

@@ -7,14 +7,25 @@
  * as bin/kubectl-gatehouse, otherwise directly with the test's Node.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GROUP, VERSION } from "../../operator/src/api/kinds.ts";
+import { TRANSCRIPT_READER_ROLE } from "../../operator/src/api/rbac.ts";
+import {
+  AgentSessionTranscript,
+  GET_ANY_VERB,
+  MAX_TRANSCRIPT_PAGE,
+  transcriptPath,
+} from "../../operator/src/api/transcripts-api.ts";
+import { componentUsername } from "../../operator/src/api/well-known.ts";
 import { decisionPatchOf, isUnappliedPatch } from "../../operator/src/cli/plugin/decide.ts";
 import { loadKubeConfig } from "../../operator/src/kube/client.ts";
+import { TRANSCRIPT_LOCK_CLASS } from "../../operator/src/store/transcripts.ts";
+import { createClientCertificate, FRONT_PROXY_CLIENT_NAME } from "../cluster/src/index.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { approvalPast, DISPATCHING, getApproval } from "./core-approvals.ts";
 import { type Environment, NAMESPACE, REPO_ROOT, startEnvironment } from "./environment.ts";
@@ -59,6 +70,135 @@ function throughKubectl(context: string, args: string[]): Promise<Run> {
     KUBECONFIG: env.cluster.kubeconfigPath,
     PATH: `${join(REPO_ROOT, "bin")}:${process.env.PATH}`,
   });
+}
+
+/** A kubeconfig whose user is ServiceAccount default/NAME (created if missing), by its token. */
+async function serviceAccountKubeconfig(name: string): Promise<string> {
+  await env.kubectl.ok(
+    "admin",
+    ["apply", "-f", "-"],
+    JSON.stringify({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: "default" } }),
+  );
+  const token = (await env.kubectl.ok("admin", ["create", "token", name, "-n", "default"])).stdout.trim();
+  const cluster = JSON.parse(
+    (await env.kubectl.ok("admin", ["config", "view", "--minify", "--raw", "-o", "jsonpath={.clusters[0]}"]))
+      .stdout,
+  ) as { name: string };
+  const kubeconfig = join(mkdtempSync(join(tmpdir(), `${name}-`)), "kubeconfig");
+  writeFileSync(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [cluster],
+      users: [{ name, user: { token } }],
+      contexts: [{ name, context: { cluster: cluster.name, user: name } }],
+      "current-context": name,
+    }),
+    { mode: 0o600 },
+  );
+  return kubeconfig;
+}
+
+/** The gateway's SubjectAccessReviews in the API server's audit log: for whom, which verb on which name, RBAC's answer. */
+function gatewayAccessReviews(): Array<{ user: string; verb: string; name: string; allowed: boolean }> {
+  const gateway = componentUsername("gateway");
+  return readFileSync(inject("cluster").auditLogPath, "utf8")
+    .split("\n")
+    .filter((line) => line.includes('"subjectaccessreviews"'))
+    .map(
+      (line) =>
+        JSON.parse(line) as {
+          user: { username: string };
+          requestObject?: { spec?: { user?: string; resourceAttributes?: { verb?: string; name?: string } } };
+          responseObject?: { status?: { allowed?: boolean } };
+        },
+    )
+    .filter((event) => event.user.username === gateway && event.requestObject?.spec)
+    .map((event) => ({
+      user: event.requestObject?.spec?.user ?? "",
+      verb: event.requestObject?.spec?.resourceAttributes?.verb ?? "",
+      name: event.requestObject?.spec?.resourceAttributes?.name ?? "",
+      allowed: event.responseObject?.status?.allowed === true,
+    }));
+}
+
+/** The API server's audit events of `user`'s requests for the transcript `name`: RBAC's decision and the answer. */
+function transcriptRequests(user: string, name: string): Array<{ decision?: string; code?: number }> {
+  return readFileSync(inject("cluster").auditLogPath, "utf8")
+    .split("\n")
+    .filter((line) => line.includes('"agentsessiontranscripts"'))
+    .map(
+      (line) =>
+        JSON.parse(line) as {
+          user: { username: string };
+          objectRef?: { resource?: string; name?: string };
+          annotations?: Record<string, string>;
+          responseStatus?: { code?: number };
+        },
+    )
+    .filter(
+      (e) =>
+        e.user.username === user &&
+        e.objectRef?.resource === "agentsessiontranscripts" &&
+        e.objectRef.name === name,
+    )
+    .map((e) => ({
+      decision: e.annotations?.["authorization.k8s.io/decision"],
+      code: e.responseStatus?.code,
+    }));
+}
+
+/** GET `url` on the gateway's TLS listener directly, with `client`'s certificate if given. */
+function direct(
+  url: string,
+  options: { client?: { cert: string; key: string }; headers?: Record<string, string> },
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const call = request(
+      url,
+      {
+        headers: options.headers ?? {},
+        // The test checks the server's refusal, not its certificate (issued for the Service's name).
+        rejectUnauthorized: false,
+        ...(options.client
+          ? { cert: readFileSync(options.client.cert), key: readFileSync(options.client.key) }
+          : {}),
+      },
+      (response) => {
+        let body = "";
+        response.on("data", (chunk: Buffer) => {
+          body += chunk.toString("utf8");
+        });
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+      },
+    );
+    call.on("error", reject);
+    call.end();
+  });
+}
+
+/** Appends `count` agent events to the session's transcript, numbered after its last, under the store's lock. */
+async function appendEvents(sessionUid: string, count: number): Promise<void> {
+  const client = await env.pool.connect();
+  try {
+    await client.query("BEGIN");
+    // The lock transcript appends take (store/transcripts.ts), so the live session's own appends wait.
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [TRANSCRIPT_LOCK_CLASS, sessionUid]);
+    await client.query(
+      `INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us)
+       SELECT $1, last.seq + n, 'agent', 'assistant_text', jsonb_build_object('text', 'paging event ' || n), $3
+         FROM generate_series(1, $2::int) AS n,
+              (SELECT COALESCE(MAX(seq), 0) AS seq FROM session_events WHERE session_uid = $1) AS last`,
+      [sessionUid, count, Date.now() * 1000],
+    );
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
 }
 
 async function proposedPublish(prefix: string): Promise<{ session: RuntimeSession; approval: string }> {
@@ -247,9 +387,7 @@ describe("a rejection", () => {
 
   it("reaches the session's transcript as 'rejected by carol: …', which alice reads with the plugin", async () => {
     const line = await eventually("the rejection in the transcript", 180_000, async () => {
-      const run = await plugin("alice", ["transcript", rejected.session.name, "-n", NAMESPACE], {
-        GATEHOUSE_GATEWAY_URL: env.gatewayUrl,
-      });
+      const run = await plugin("alice", ["transcript", rejected.session.name, "-n", NAMESPACE]);
       expect(run.stderr).toBe("");
       expect(run.code).toBe(0);
       return run.stdout.split("\n").find((l) => l.includes(`rejected by carol: ${REASON}`));
@@ -288,52 +426,201 @@ describe("two approvers deciding at once", () => {
   });
 });
 
-describe("the transcript through the gateway", () => {
-  it("is refused to an authenticated identity that may not get the session", async () => {
-    // A ServiceAccount token: the API server authenticates it, RBAC grants it nothing in plant-a.
-    await env.kubectl.ok(
-      "admin",
-      ["apply", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "ServiceAccount",
-        metadata: { name: "plugin-outsider", namespace: "default" },
-      }),
+describe("the transcript through the API server (the aggregated transcripts API)", () => {
+  let session: RuntimeSession;
+  const path = () => transcriptPath(NAMESPACE, session.name);
+
+  beforeAll(async () => {
+    ({ session } = await proposedPublish("plugin-transcript"));
+  }, 300_000);
+
+  it("is read by the session's subject with the plugin and with kubectl get --raw, her token staying with the API server", async () => {
+    const run = await throughKubectl("alice", ["transcript", session.name, "-n", NAMESPACE]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(
+      new RegExp(`^AgentSession ${NAMESPACE}/${session.name} \\(uid ${session.uid}\\): \\d+ events$`, "m"),
     );
-    const token = (
-      await env.kubectl.ok("admin", ["create", "token", "plugin-outsider", "-n", "default"])
-    ).stdout.trim();
-    const cluster = (
-      await env.kubectl.ok("admin", ["config", "view", "--minify", "--raw", "-o", "jsonpath={.clusters[0]}"])
-    ).stdout;
-    const kubeconfig = join(mkdtempSync(join(tmpdir(), "plugin-outsider-")), "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [JSON.parse(cluster)],
-        users: [{ name: "outsider", user: { token } }],
-        contexts: [{ name: "outsider", context: { cluster: JSON.parse(cluster).name, user: "outsider" } }],
-        "current-context": "outsider",
-      }),
-      { mode: 0o600 },
+    expect(run.stdout).toMatch(/\sagent\s+tool_call\s+aps_schedule_publish\s/);
+    const raw = AgentSessionTranscript.parse(
+      JSON.parse((await env.kubectl.ok("alice", ["get", "--raw", path()])).stdout),
     );
-    const sessions = await env.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>("admin", [
-      "get",
-      "agentsessions",
+    expect(raw.metadata).toMatchObject({ name: session.name, namespace: NAMESPACE, uid: session.uid });
+    expect(raw.events.map((e) => e.seq)).toEqual(raw.events.map((_, i) => i + 1));
+    // The gateway saw the front proxy and alice's name, never a bearer token: nothing on it takes one.
+    const log = readFileSync(env.gateway.logPath, "utf8");
+    expect(log).toMatch(/"user":"alice","verb":"get".*"msg":"transcript read"/);
+  });
+
+  it("is refused to bob by the gateway: a session user, let through by the API server, who is not the session's subject", async () => {
+    const run = await env.kubectl.run("bob", ["get", "--raw", path()]);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(
+      `User "bob" may read only the transcripts of sessions whose subject they are; reading another's needs the verb ${GET_ANY_VERB}`,
+    );
+    // The gateway's SubjectAccessReviews for him, in the API server's audit log: get yes, get-any no.
+    expect(gatewayAccessReviews().filter((r) => r.user === "bob" && r.name === session.name)).toEqual([
+      { user: "bob", verb: "get", name: session.name, allowed: true },
+      { user: "bob", verb: GET_ANY_VERB, name: session.name, allowed: false },
+    ]);
+  });
+
+  it("is refused to carol, an approver, until the platform binds gatehouse-transcript-reader to her", async () => {
+    const refused = await env.kubectl.run("carol", ["get", "--raw", path()]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      `User "carol" cannot get resource "agentsessiontranscripts" in API group "transcripts.gatehouse.dev" in the namespace "${NAMESPACE}"`,
+    );
+    await env.kubectl.ok("admin", [
+      "create",
+      "rolebinding",
+      "carol-transcripts",
       "-n",
       NAMESPACE,
+      `--clusterrole=${TRANSCRIPT_READER_ROLE}`,
+      "--user=carol",
     ]);
-    const name = sessions.items[0]?.metadata.name ?? "none";
-    const run = await exec(
-      process.execPath,
-      [PLUGIN, "transcript", name, "-n", NAMESPACE, "--kubeconfig", kubeconfig, "--context", "outsider"],
-      { GATEHOUSE_GATEWAY_URL: env.gatewayUrl },
+    try {
+      const run = await eventually("carol's new binding to take effect", 30_000, async () => {
+        const attempt = await plugin("carol", ["transcript", session.name, "-n", NAMESPACE, "-o", "json"]);
+        return attempt.code === 0 ? attempt : undefined;
+      });
+      expect(AgentSessionTranscript.parse(JSON.parse(run.stdout)).metadata.uid).toBe(session.uid);
+    } finally {
+      await env.kubectl.ok("admin", ["delete", "rolebinding", "carol-transcripts", "-n", NAMESPACE]);
+    }
+  });
+
+  it("is refused to an identity holding only the built-in view role, by the API server's authorization, which the audit log records", async () => {
+    const user = "system:serviceaccount:default:plugin-viewer";
+    const kubeconfig = await serviceAccountKubeconfig("plugin-viewer");
+    await env.kubectl.ok("admin", [
+      "create",
+      "rolebinding",
+      "plugin-viewer-view",
+      "-n",
+      NAMESPACE,
+      "--clusterrole=view",
+      `--serviceaccount=default:plugin-viewer`,
+    ]);
+    try {
+      // view reads the session itself (the read fragment aggregates into it), not its transcript.
+      const sessionRead = await exec(env.cluster.kubectlPath, [
+        "get",
+        "agentsession",
+        session.name,
+        "-n",
+        NAMESPACE,
+        "--kubeconfig",
+        kubeconfig,
+      ]);
+      expect(sessionRead.code).toBe(0);
+      const run = await exec(process.execPath, [
+        PLUGIN,
+        "transcript",
+        session.name,
+        "-n",
+        NAMESPACE,
+        "--kubeconfig",
+        kubeconfig,
+      ]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        `the API server answered 403: agentsessiontranscripts.transcripts.gatehouse.dev "${session.name}" is forbidden: User "${user}" cannot get resource`,
+      );
+      // RBAC's `forbid` for get on the transcript, recorded before anything reached the gateway.
+      expect(transcriptRequests(user, session.name)).toEqual([{ decision: "forbid", code: 403 }]);
+      expect(gatewayAccessReviews().filter((r) => r.user === user)).toEqual([]);
+    } finally {
+      await env.kubectl.ok("admin", ["delete", "rolebinding", "plugin-viewer-view", "-n", NAMESPACE]);
+    }
+  });
+
+  describe("sent to the gateway directly, not through the API server", () => {
+    const pkiDir = () => join(env.cluster.runDir, "pki");
+    const url = () => `${env.gateway.transcriptsApiUrl}${path()}`;
+
+    it("is refused without a client certificate, whatever X-Remote-* headers it forges", async () => {
+      const plain = await direct(url(), {});
+      expect(plain.status).toBe(401);
+      expect(plain.body).toContain("only the API server's front proxy may call this API");
+      const forged = await direct(url(), {
+        headers: { "X-Remote-User": "alice", "X-Remote-Group": "system:masters" },
+      });
+      expect(forged.status).toBe(401);
+      expect(forged.body).toContain("only the API server's front proxy may call this API");
+    });
+
+    it("is refused with a certificate of the cluster's client CA, or of the front proxy's CA with another name", async () => {
+      const clientCa = await createClientCertificate(
+        join(pkiDir(), "test-clients", "client-ca"),
+        { caCert: join(pkiDir(), "ca.crt"), caKey: join(pkiDir(), "ca.key") },
+        FRONT_PROXY_CLIENT_NAME,
+      );
+      const wrongCa = await direct(url(), { client: clientCa, headers: { "X-Remote-User": "alice" } });
+      expect(wrongCa.status).toBe(401);
+      const frontProxyCa = {
+        caCert: join(pkiDir(), "front-proxy-ca.crt"),
+        caKey: join(pkiDir(), "front-proxy-ca.key"),
+      };
+      const otherName = await createClientCertificate(
+        join(pkiDir(), "test-clients", "front-proxy-ca"),
+        frontProxyCa,
+        "not-the-proxy",
+      );
+      const wrongName = await direct(url(), { client: otherName, headers: { "X-Remote-User": "alice" } });
+      expect(wrongName.status).toBe(401);
+      expect(wrongName.body).toContain(
+        'client certificate CN \\"not-the-proxy\\" is not an allowed front proxy',
+      );
+      // The control: the front proxy's own name and CA get through, so the refusals above are the certificates'.
+      const proxy = await createClientCertificate(
+        join(pkiDir(), "test-clients", "front-proxy-ca"),
+        frontProxyCa,
+        FRONT_PROXY_CLIENT_NAME,
+      );
+      const allowed = await direct(url(), { client: proxy, headers: { "X-Remote-User": "alice" } });
+      expect(allowed.status).toBe(200);
+    });
+  });
+
+  it("pages a 10,000-event transcript limit events at a time, each page from where the continue token left off", async () => {
+    await appendEvents(session.uid, 10_000);
+    const first = AgentSessionTranscript.parse(
+      JSON.parse((await env.kubectl.ok("alice", ["get", "--raw", `${path()}?limit=3`])).stdout),
     );
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(
-      /the gateway answered 403: system:serviceaccount:default:plugin-outsider may not get agentsessions\//,
+    expect(first.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    const token = first.page.continue ?? "";
+    const second = AgentSessionTranscript.parse(
+      JSON.parse(
+        (
+          await env.kubectl.ok("alice", [
+            "get",
+            "--raw",
+            `${path()}?limit=3&continue=${encodeURIComponent(token)}`,
+          ])
+        ).stdout,
+      ),
+    );
+    expect(second.events.map((e) => e.seq)).toEqual([4, 5, 6]);
+    const tooMany = await env.kubectl.run("alice", [
+      "get",
+      "--raw",
+      `${path()}?limit=${MAX_TRANSCRIPT_PAGE + 1}`,
+    ]);
+    expect(tooMany.code).not.toBe(0);
+    expect(tooMany.stderr).toContain("invalid query: limit");
+    // The plugin reads every page (at most MAX_TRANSCRIPT_PAGE events each) and loses none.
+    const run = await plugin("alice", ["transcript", session.name, "-n", NAMESPACE, "-o", "json"]);
+    expect(run.code).toBe(0);
+    const all = AgentSessionTranscript.parse(JSON.parse(run.stdout));
+    expect(all.events.length).toBeGreaterThanOrEqual(10_000);
+    expect(all.events.map((e) => e.seq)).toEqual(all.events.map((_, i) => i + 1));
+    const reads = readFileSync(env.gateway.logPath, "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"msg":"transcript read"') && l.includes(`"name":"${session.name}"`));
+    expect(Math.max(...reads.map((l) => (JSON.parse(l) as { events: number }).events))).toBeLessThanOrEqual(
+      MAX_TRANSCRIPT_PAGE,
     );
   });
 });

@@ -18,7 +18,8 @@
  *
  * A server-side apply that creates its object (patch answered 201) is authorized as `create` too, and
  * the audit log records only the `patch`; it counts as both. Requests allowed by Kubernetes' own
- * ClusterRoles (`system:…`, e.g. discovery) are not the chart's to grant. The cluster sequencer
+ * ClusterRoles (`system:…`, e.g. discovery) and its Role `extension-apiserver-authentication-reader`
+ * (the gateway reads the front proxy's settings) are not the chart's to grant. The cluster sequencer
  * (test/cluster-sequencer.ts) runs this file last; alone, or with part of the suite, it cannot tell
  * unused verbs and says so.
  */
@@ -29,7 +30,11 @@ import {
   LOCAL_IDENTITY_BINDING_NAMESPACES,
   LOCAL_WATCH_NAMESPACES,
 } from "../../operator/src/api/generate.ts";
-import { COMPONENT_RULES, IDENTITY_BINDINGS_ROLE } from "../../operator/src/api/rbac.ts";
+import {
+  COMPONENT_RULES,
+  EXTENSION_AUTHENTICATION_READER_ROLE,
+  IDENTITY_BINDINGS_ROLE,
+} from "../../operator/src/api/rbac.ts";
 import { COMPONENTS, type Component, componentUsername } from "../../operator/src/api/well-known.ts";
 import { type Manifest, REPO_ROOT, renderChart, resolveHelm } from "../helm/helm.ts";
 import { MODEL_KEY_SECRET } from "./environment.ts";
@@ -93,7 +98,10 @@ function requestsOf(username: string): Request[] {
     const ref = event.objectRef;
     if (event.user.username !== username || !ref?.resource || seen.has(event.auditID)) continue;
     if (event.annotations?.["authorization.k8s.io/decision"] !== "allow") continue;
-    if (/ClusterRole "system:/.test(event.annotations["authorization.k8s.io/reason"] ?? "")) continue;
+    const reason = event.annotations["authorization.k8s.io/reason"] ?? "";
+    if (/ClusterRole "system:/.test(reason)) continue;
+    // Kubernetes' own Role in kube-system; the chart grants only its binding.
+    if (reason.includes(`of Role "${EXTENSION_AUTHENTICATION_READER_ROLE}"`)) continue;
     seen.add(event.auditID);
     const request: Request = {
       group: ref.apiGroup ?? "",

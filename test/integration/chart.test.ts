@@ -4,6 +4,7 @@
  * renders is what the operator and the API expect — no cluster needed (the server-side dry run is
  * test/cluster-tests/chart-dry-run.test.ts).
  */
+import { X509Certificate } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Deployment, V1EnvVar, V1Job } from "@kubernetes/client-node";
@@ -17,10 +18,20 @@ import {
   IDENTITY_BINDING_RULE,
   modelKeyRule,
   POD_READER_RULES,
+  TRANSCRIPT_READER_ROLE,
 } from "../../operator/src/api/rbac.ts";
+import { TRANSCRIPTS_API_SERVICE } from "../../operator/src/api/transcripts-api.ts";
 import { configFromEnvironment } from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
-import { CHART_DIR, helm, KUBE_VERSION, type Manifest, renderChart, resolveHelm } from "../helm/helm.ts";
+import {
+  CHART_DIR,
+  helm,
+  KUBE_VERSION,
+  type Manifest,
+  renderChart,
+  resolveHelm,
+  templateArgs,
+} from "../helm/helm.ts";
 
 const CI_FILES = readdirSync(join(CHART_DIR, "ci"))
   .filter((f) => f.endsWith(".yaml"))
@@ -207,7 +218,8 @@ describe("what the chart renders", () => {
           ["gatehouse-view", "gatehouse-session-user", "gatehouse-approver", "gatehouse-platform"].some(
             (persona) => m.metadata.name === persona,
           )) ||
-        (m.kind === "ClusterRole" && m.metadata.name.startsWith("gatehouse-aggregate-"));
+        (m.kind === "ClusterRole" && m.metadata.name.startsWith("gatehouse-aggregate-")) ||
+        (m.kind === "ClusterRole" && m.metadata.name === TRANSCRIPT_READER_ROLE);
       expect(m.metadata.annotations?.[KEEP], `${m.kind} ${m.metadata.name}`).toBe(api ? "keep" : undefined);
     }
     expect(find(defaults, "ValidatingAdmissionPolicy").length).toBeGreaterThanOrEqual(5);
@@ -219,6 +231,48 @@ describe("what the chart renders", () => {
         "gatehouse-platform",
       ]),
     );
+  });
+
+  it("registers the transcripts API: an APIService for the gateway pods' TLS port, with the CA of the certificate the gateway serves", () => {
+    const apiService = one(defaults, "APIService", TRANSCRIPTS_API_SERVICE);
+    const secret = one(defaults, "Secret", "gatehouse-transcripts-api-tls");
+    const data = secret.data as Record<string, string>;
+    expect(apiService.spec).toMatchObject({
+      group: "transcripts.gatehouse.dev",
+      version: "v1alpha1",
+      service: { name: "gatehouse-transcripts-api", namespace: "gatehouse-system", port: 443 },
+      caBundle: data["ca.crt"],
+    });
+    expect(one(defaults, "Service", "gatehouse-transcripts-api").spec).toMatchObject({
+      selector: { "app.kubernetes.io/name": "gatehouse-gateway", "app.kubernetes.io/instance": "gatehouse" },
+      ports: [{ name: "https", port: 443, targetPort: "transcripts-api", protocol: "TCP" }],
+    });
+    // Issued for the Service's DNS name, by the CA the API server is given.
+    const cert = new X509Certificate(Buffer.from(data["tls.crt"] ?? "", "base64"));
+    const ca = new X509Certificate(Buffer.from(data["ca.crt"] ?? "", "base64"));
+    expect(cert.checkIssued(ca) && cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.subjectAltName).toContain("DNS:gatehouse-transcripts-api.gatehouse-system.svc");
+    // The gateway mounts that Secret where its configuration points, and listens on the Service's target port.
+    const pod = (deploymentOf(defaults, "gateway") as unknown as V1Deployment).spec!.template.spec!;
+    const config = configFromEnvironment(resolvedEnv(deploymentOf(defaults, "gateway"), "postgres://x@y/z"));
+    const mount = pod.containers[0]!.volumeMounts!.find((m) =>
+      config.transcriptsApi.certFile?.startsWith(m.mountPath),
+    );
+    expect(pod.volumes!.find((v) => v.name === mount?.name)?.secret?.secretName).toBe(secret.metadata.name);
+    expect(pod.containers[0]!.ports).toContainEqual(
+      expect.objectContaining({ name: "transcripts-api", containerPort: config.transcriptsApi.port }),
+    );
+  });
+
+  it("refuses a serving certificate Secret of the platform's without the CA that signed it", async () => {
+    await resolveHelm();
+    const result = await helm([
+      ...templateArgs({ valuesFiles: ["charts/gatehouse/ci/default.yaml"] }),
+      "--set",
+      "gateway.transcriptsApi.tls.secretName=transcripts-cert",
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("gateway.transcriptsApi.tls.caBundle: set it to the PEM of the CA");
   });
 
   it("names the release's controller and gateway ServiceAccounts in the admission policies and bindings", async () => {
@@ -534,7 +588,8 @@ describe("what the chart renders", () => {
       CONTROLLER_DATABASE_URL: "postgres://gatehouse_controller_login@db/gatehouse",
       GATEWAY_DATABASE_URL: "postgres://gatehouse_gateway_login@db/gatehouse",
     });
-    expect(find(external, "Secret")).toEqual([]);
+    // None of the database's: the transcripts API's serving certificate is the only Secret it makes.
+    expect(find(external, "Secret").map((m) => m.metadata.name)).toEqual(["gatehouse-transcripts-api-tls"]);
   });
 
   it("passes model endpoints, ceilings and the approval floor through to the operator", async () => {
@@ -637,7 +692,7 @@ describe("what the chart renders", () => {
     });
   });
 
-  it("lets the gateway's pods be reached only on the gateway port (agents, providers) and the health port, the controller's only on the health port", () => {
+  it("lets the gateway's pods be reached only on the gateway port (agents, providers), the transcripts API port (the API server) and the health port, the controller's only on the health port", () => {
     const controller = one(defaults, "NetworkPolicy", "gatehouse-controller") as unknown as {
       spec: { podSelector: unknown; policyTypes: string[]; ingress: unknown[] };
     };
@@ -666,6 +721,8 @@ describe("what the chart renders", () => {
         ],
         ports: [{ protocol: "TCP", port: "gateway" }],
       },
+      // From anywhere: the API server is no pod; only its front proxy's certificate is answered.
+      { ports: [{ protocol: "TCP", port: "transcripts-api" }] },
       { ports: [{ protocol: "TCP", port: "health" }] },
     ]);
   });

@@ -163,3 +163,12 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
+
+{{/* The transcripts API's Service (the APIService names it) and its serving certificate's Secret. */}}
+{{- define "gatehouse.transcriptsApiName" -}}
+{{- printf "%s-transcripts-api" (include "gatehouse.prefix" .) -}}
+{{- end }}
+
+{{- define "gatehouse.transcriptsApiSecretName" -}}
+{{- .Values.gateway.transcriptsApi.tls.secretName | default (printf "%s-tls" (include "gatehouse.transcriptsApiName" .)) -}}
+{{- end }}

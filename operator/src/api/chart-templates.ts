@@ -20,6 +20,7 @@ import {
   clusterRole,
   clusterRoleBinding,
   componentRoleRules,
+  extensionAuthenticationReaderBinding,
   IDENTITY_BINDING_RULE,
   modelKeyRule,
   POD_READER_RULES,
@@ -111,7 +112,7 @@ const subject = (c: Component): Subject => ({
  * identity-binding ClusterRole bound to the controller in each namespace of
  * `gatehouse.identityBindingNamespaces` (the render fails without one); the controller's pod ClusterRole
  * and both components' pod-reader ClusterRole, each bound in each of `watchNamespaces` or cluster-wide
- * when there are none; and, with model key Secrets in `modelEndpoints`, the gateway's Role that may
+ * when there are none; the gateway's binding in kube-system that reads the front proxy's settings; and, with model key Secrets in `modelEndpoints`, the gateway's Role that may
  * `get` exactly those.
  */
 function componentRbacTemplate(): string {
@@ -154,6 +155,7 @@ function componentRbacTemplate(): string {
       clusterRole(identities, [IDENTITY_BINDING_RULE]),
       clusterRole(pods, [CONTROLLER_POD_RULE]),
       clusterRole(podReader, POD_READER_RULES),
+      extensionAuthenticationReaderBinding("__GATEHOUSE_NAME_gateway__", subject("gateway")),
     ]),
     '{{- range (include "gatehouse.identityBindingNamespaces" . | fromJsonArray) }}\n---\n',
     body([

@@ -72,12 +72,17 @@ export function allGeneratedFiles(): Map<string, string> {
     watchNamespaces: LOCAL_WATCH_NAMESPACES,
   });
   const note = (text: string) => `${HEADER}# ${text} The chart renders its own.\n`;
-  const ofComponent = (c: "gateway" | "controller") => {
+  // Each component's own objects are named after its ServiceAccount; the gateway also reads the front
+  // proxy's settings in kube-system.
+  const ownNames = (c: "gateway" | "controller") => {
     const account = COMPONENT_SERVICE_ACCOUNTS[c];
-    return bindings.filter((doc) => (doc.metadata as { name: string }).name === account);
+    return c === "gateway" ? [account, `${account}-authentication-reader`] : [account];
   };
+  const ofComponent = (c: "gateway" | "controller") =>
+    bindings.filter((doc) => ownNames(c).includes((doc.metadata as { name: string }).name));
   const namespaced = bindings.filter(
-    (doc) => !Object.values(COMPONENT_SERVICE_ACCOUNTS).includes((doc.metadata as { name: string }).name),
+    (doc) =>
+      ![...ownNames("gateway"), ...ownNames("controller")].includes((doc.metadata as { name: string }).name),
   );
   files.set(
     "deploy/gateway-rbac.yaml",

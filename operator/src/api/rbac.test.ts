@@ -11,10 +11,13 @@ import {
   type NamedRule,
   POD_READER_ROLE,
   POD_READER_RULES,
+  personaManifests,
   type Rule,
   roleBinding,
   serviceAccountSubject,
+  TRANSCRIPT_READER_ROLE,
 } from "./rbac.ts";
+import { GET_ANY_VERB } from "./transcripts-api.ts";
 import { GRANT_KEYS_SECRETS, WITNESS_KEY_SECRET } from "./well-known.ts";
 
 /** `verb group/resource` of every rule (with `:name` when it names objects). */
@@ -102,6 +105,8 @@ describe("componentBindingManifests", () => {
       "ClusterRoleBinding -/gatehouse-controller",
       "Role gh/gatehouse-controller",
       "RoleBinding gh/gatehouse-controller",
+      // The front proxy's settings, for the transcripts API.
+      "RoleBinding kube-system/gatehouse-gateway-authentication-reader",
       `RoleBinding prov-a/${IDENTITY_BINDINGS_ROLE}`,
       `RoleBinding team-a/${CONTROLLER_PODS_ROLE}`,
       `RoleBinding team-b/${CONTROLLER_PODS_ROLE}`,
@@ -143,5 +148,34 @@ describe("componentBindingManifests", () => {
       (d) => d.kind === "Role" && (d.metadata as { name: string }).name === "gatehouse-gateway",
     );
     expect(gatewayRole?.rules).toEqual(gatewayRoleRules(["k"]));
+  });
+});
+
+describe("transcript access", () => {
+  type Role = { metadata: { name: string; labels?: Record<string, string> }; rules?: Rule[] };
+  const roles = personaManifests() as unknown as Role[];
+  /** The roles whose rules grant `verb` on agentsessiontranscripts, and the aggregations they join. */
+  const holders = (verb: string) =>
+    roles
+      .filter((r) =>
+        (r.rules ?? []).some(
+          (rule) =>
+            rule.apiGroups.includes("transcripts.gatehouse.dev") &&
+            rule.resources.includes("agentsessiontranscripts") &&
+            rule.verbs.includes(verb),
+        ),
+      )
+      .map((r) => ({
+        name: r.metadata.name,
+        aggregates: Object.keys(r.metadata.labels ?? {}).filter((l) => l.includes("aggregate-to")),
+      }));
+
+  it("gives session users get (their own sessions' transcripts) and nobody get-any but the explicitly bound reader", () => {
+    expect(holders("get")).toEqual([
+      { name: TRANSCRIPT_READER_ROLE, aggregates: [] },
+      { name: "gatehouse-aggregate-session-user", aggregates: ["gatehouse.dev/aggregate-to-session-user"] },
+    ]);
+    // Bound explicitly by the platform: aggregated into nothing, so `view`, `edit` and the personas lack it.
+    expect(holders(GET_ANY_VERB)).toEqual([{ name: TRANSCRIPT_READER_ROLE, aggregates: [] }]);
   });
 });

@@ -8,7 +8,9 @@
  * namespace. The read fragment also aggregates into the built-in `view` role.
  *
  *   gatehouse-view          read the four kinds
- *   gatehouse-session-user  + create and patch AgentSessions (admission: only as their own subject)
+ *   gatehouse-session-user  + create and patch AgentSessions (admission: only as their own subject),
+ *                             read their own sessions' transcripts (get; TRANSCRIPT_READER_ROLE
+ *                             reads anyone's, get-any, and is bound explicitly)
  *   gatehouse-approver      + patch Approvals (admission: only to append their own decision)
  *   gatehouse-platform      + write Capabilities and ProviderInstances (policy authority), delete
  *                             AgentSessions and cancel them (the custom verb `cancel`, plus patch,
@@ -20,6 +22,7 @@
  */
 import { RESOLVE_VERB } from "./admission.ts";
 import { GROUP } from "./kinds.ts";
+import { GET_ANY_VERB, TRANSCRIPTS_GROUP, TRANSCRIPTS_RESOURCE } from "./transcripts-api.ts";
 import {
   COMPONENT_SERVICE_ACCOUNTS,
   COMPONENTS,
@@ -150,7 +153,26 @@ export const GATEWAY_RULES: Rule[] = [
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
   // Agent pods' projected tokens (gateway/authenticate.ts).
   { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+  // Whether the person the API server proxies a transcripts API request for may read it
+  // (kube/access-review.ts), as every aggregated API server asks (system:auth-delegator's verb).
+  { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
 ];
+
+/**
+ * The built-in Role (in kube-system, on every cluster) that reads ConfigMap
+ * `extension-apiserver-authentication`: the front proxy's CA and header names the transcripts API
+ * trusts (gateway/front-proxy.ts). Bound to the gateway there.
+ */
+export const EXTENSION_AUTHENTICATION_READER_ROLE = "extension-apiserver-authentication-reader";
+
+/**
+ * Reads any session's transcript in the namespaces where it is bound (verbs `get` and `get-any` on
+ * agentsessiontranscripts; api/transcripts-api.ts). In no persona and not in `view`: a transcript holds
+ * what the agent fetched under its subject's business identity, so the platform grants it explicitly,
+ * e.g. to approvers who need a session's context. A session's subject reads their own through
+ * `gatehouse-session-user` (verb `get`).
+ */
+export const TRANSCRIPT_READER_ROLE = "gatehouse-transcript-reader";
 
 /**
  * The controller's cluster-wide permissions, exactly the verbs it uses (checked like
@@ -346,6 +368,16 @@ export function componentClusterRoles(): Manifest[] {
   ];
 }
 
+/** The gateway's (`gatewayName`, ServiceAccount `gateway`) binding in kube-system to {@link EXTENSION_AUTHENTICATION_READER_ROLE}. */
+export function extensionAuthenticationReaderBinding(gatewayName: string, gateway: Subject): Manifest {
+  return roleBinding(
+    `${gatewayName}-authentication-reader`,
+    "kube-system",
+    { kind: "Role", name: EXTENSION_AUTHENTICATION_READER_ROLE },
+    [gateway],
+  );
+}
+
 /** Where the components run and what the platform lets them reach, for their bindings. */
 export interface ComponentBindingOptions {
   /** The operator's namespace: both ServiceAccounts, the Lease, the grant keys, the witness. */
@@ -398,23 +430,34 @@ export function componentBindingManifests(options: ComponentBindingOptions): Man
         );
   return [
     ...perComponent,
+    extensionAuthenticationReaderBinding(
+      COMPONENT_SERVICE_ACCOUNTS.gateway,
+      serviceAccountSubject("gateway", namespace),
+    ),
     ...identities,
     ...inWatched(CONTROLLER_PODS_ROLE, subject("controller")),
     ...inWatched(POD_READER_ROLE, [...subject("gateway"), ...subject("controller")]),
   ];
 }
 
-/** The persona ClusterRoles and their aggregated rule fragments. */
+/** The persona ClusterRoles, their aggregated rule fragments, and the transcript reader. */
 export function personaManifests(): Manifest[] {
   return [
     ...PERSONAS.map(persona),
+    clusterRole(TRANSCRIPT_READER_ROLE, [
+      { apiGroups: [TRANSCRIPTS_GROUP], resources: [TRANSCRIPTS_RESOURCE], verbs: ["get", GET_ANY_VERB] },
+    ]),
     fragment("gatehouse-aggregate-read", PERSONAS, [{ apiGroups: [GROUP], resources: KINDS, verbs: READ }], {
       "rbac.authorization.k8s.io/aggregate-to-view": "true",
     }),
     fragment(
       "gatehouse-aggregate-session-user",
       ["session-user"],
-      [{ apiGroups: [GROUP], resources: ["agentsessions"], verbs: ["create", "patch", "update"] }],
+      [
+        { apiGroups: [GROUP], resources: ["agentsessions"], verbs: ["create", "patch", "update"] },
+        // Their own sessions' transcripts only: the transcripts API checks the session's subject.
+        { apiGroups: [TRANSCRIPTS_GROUP], resources: [TRANSCRIPTS_RESOURCE], verbs: ["get"] },
+      ],
     ),
     fragment(
       "gatehouse-aggregate-approver",
@@ -439,7 +482,7 @@ export function personaManifests(): Manifest[] {
   ];
 }
 
-/** Persona roles, their fragments and the components' ClusterRoles (crds/rbac.yaml). */
+/** Persona roles, their fragments, the transcript reader and the components' ClusterRoles (crds/rbac.yaml). */
 export function rbacManifests(): Manifest[] {
   return [...personaManifests(), ...componentClusterRoles()];
 }

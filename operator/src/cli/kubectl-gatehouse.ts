@@ -6,7 +6,7 @@
  *   kubectl gatehouse approve NAME [--reason TEXT] [--wait SECONDS|false]
  *   kubectl gatehouse reject NAME --reason TEXT [--wait SECONDS|false]
  *   kubectl gatehouse resolve NAME --succeeded|--failed --reason TEXT [--wait SECONDS|false]
- *   kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json]
+ *   kubectl gatehouse transcript SESSION [-o text|json]
  *   kubectl gatehouse audit verify [--from SEQ] [--json] [--trust-kid KID]…
  *   kubectl gatehouse audit show NAME [-n NS] [-o text|json]
  *   kubectl gatehouse audit lifecycle [--json]
@@ -48,7 +48,7 @@ const FLAGS = {
   approve: DECISION,
   reject: DECISION,
   resolve: { ...DECISION, succeeded: { type: "boolean" }, failed: { type: "boolean" } },
-  transcript: { gateway: { type: "string" }, output: { type: "string", short: "o" } },
+  transcript: { output: { type: "string", short: "o" } },
   audit: {
     from: { type: "string" },
     json: { type: "boolean" },
@@ -188,12 +188,11 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
       }
       case "transcript": {
         const [session] = positionalsExactly(positionals, 1, "the AgentSession's name");
-        const v = values as { gateway?: string; output?: string };
+        const v = values as { output?: string };
         return await printTranscript(
           connect(flags, env),
           {
             session: session as string,
-            gateway: v.gateway ?? env.GATEHOUSE_GATEWAY_URL,
             output: formatOf(v.output, ["text", "json"] as const),
           },
           output,

@@ -6,7 +6,6 @@
  *   GET  /v1/approvals/{name}/wait   long-poll until the Approval is decided and executed
  *   POST /v1/model/chat/completions  the model proxy (model-proxy.ts): key added, usage metered, budget
  *   GET  /v1/grants/jwks             the grant verification keys (unauthenticated, jwks-route.ts)
- *   GET  /v1/namespaces/{ns}/agentsessions/{name}/transcript  for people (transcript-route.ts)
  *   GET  /healthz, /readyz
  * Every /v1 request is authenticated by TokenReview and bound to the pod's session. Tool calls and
  * their results are written to the transcript by the gateway, from Core's records: the history a
@@ -34,9 +33,7 @@ import { sessionOfPod } from "./authenticate.ts";
 import { errorReply } from "./error-reply.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
 import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
-import type { PersonAccess } from "./person-access.ts";
 import { drainOnClose } from "./shutdown.ts";
-import { transcriptRoute } from "./transcript-route.ts";
 
 export interface GatewayDeps {
   caches: Caches;
@@ -52,8 +49,6 @@ export interface GatewayDeps {
   records: SessionRecords;
   /** The model proxy's endpoints, keys and metrics (model-proxy.ts). */
   model: Pick<ModelProxyOptions, "endpointFor" | "keys" | "metrics">;
-  /** People's access to transcripts, checked with their own token (person-access.ts). */
-  people: PersonAccess;
 }
 
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
@@ -84,7 +79,6 @@ export function buildGateway(deps: GatewayDeps) {
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async () => ({ status: "ok" }));
   app.register(jwksRoute, { jwks: deps.jwks });
-  app.register(transcriptRoute, { caches: deps.caches, transcripts: deps.transcripts, people: deps.people });
 
   app.register(async (v1) => {
     v1.decorateRequest("session", undefined as unknown as AgentSession);

@@ -10,6 +10,7 @@ import {
   type ApiType,
   AppsV1Api,
   AuthenticationV1Api,
+  AuthorizationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   createConfiguration,
@@ -32,6 +33,7 @@ export interface KubeClients {
   discovery: DiscoveryV1Api;
   networking: NetworkingV1Api;
   authentication: AuthenticationV1Api;
+  authorization: AuthorizationV1Api;
   objects: KubernetesObjectApi;
 }
 
@@ -99,6 +101,7 @@ export function makeClients(config: KubeConfig): KubeClients {
     discovery: config.makeApiClient(DiscoveryV1Api),
     networking: config.makeApiClient(NetworkingV1Api),
     authentication: config.makeApiClient(AuthenticationV1Api),
+    authorization: config.makeApiClient(AuthorizationV1Api),
     objects: KubernetesObjectApi.makeApiClient(config),
   };
 }

@@ -42,6 +42,8 @@ export interface ComponentOptions {
    * `false` takes none (the gateway's role may not write them).
    */
   checkpoints: false | { publisher: (deps: PublisherDeps) => CheckpointPublisher };
+  /** What this program alone requires of the configuration: throws a ConfigError naming the variable. */
+  requireConfig?: (config: OperatorConfig) => void;
 }
 
 /** What a checkpoint publisher is built from. */
@@ -79,9 +81,11 @@ export interface StartedComponent {
 }
 
 /** The configuration, or exit 2 with one line per bad variable. */
-function configOrExit(): OperatorConfig {
+function configOrExit(requireConfig: ComponentOptions["requireConfig"]): OperatorConfig {
   try {
-    return configFromEnvironment(process.env);
+    const config = configFromEnvironment(process.env);
+    requireConfig?.(config);
+    return config;
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
@@ -94,7 +98,7 @@ export async function startComponent(
   component: Component,
   options: ComponentOptions,
 ): Promise<StartedComponent> {
-  const config = configOrExit();
+  const config = configOrExit(options.requireConfig);
   // `program`, not `component`: the parts log as child loggers with their own `component`.
   const log = pino({ level: config.logLevel, base: { program: `gatehouse-${component}` } });
   const metrics = createMetrics();

@@ -4,13 +4,18 @@
  * verify grants with. Stateless and without a Lease: every replica serves. It creates Approvals but
  * writes no status, runs no reconciler, creates no pod and takes no audit checkpoint; its database login
  * may only INSERT and SELECT the audit chain, and append only the kinds of the invoke path
- * (`GATEWAY_AUDIT_KINDS`; DESIGN §6, §7).
+ * (`GATEWAY_AUDIT_KINDS`; DESIGN §6, §7). Its second listener serves people the transcripts API
+ * through the API server's aggregation layer (gateway/transcripts-api.ts).
  */
-import { endpointFor } from "../config.ts";
+import { readFile } from "node:fs/promises";
+import { ConfigError, endpointFor, type OperatorConfig } from "../config.ts";
 import { tokenReviewer } from "../gateway/authenticate.ts";
-import { personAccess } from "../gateway/person-access.ts";
+import { EXTENSION_AUTHENTICATION_CONFIGMAP, requestHeaderConfigOf } from "../gateway/front-proxy.ts";
 import { buildGateway } from "../gateway/server.ts";
 import { closeWithin } from "../gateway/shutdown.ts";
+import { buildTranscriptsApi, type TranscriptsApiTls } from "../gateway/transcripts-api.ts";
+import { subjectAccessReviewer } from "../kube/access-review.ts";
+import type { KubeClients } from "../kube/client.ts";
 import { combinedJwks, readGrantPublicKeys } from "../kube/grant-public-keys.ts";
 import { secretModelKeys } from "../kube/model-keys.ts";
 import { sessionRecords } from "../store/session-records.ts";
@@ -21,6 +26,29 @@ import { startComponent } from "./common.ts";
  * grace period.
  */
 const GATEWAY_DRAIN_MS = 10_000;
+/** How often the transcripts API re-reads its certificate files and the front proxy's settings. */
+const TRANSCRIPTS_TLS_RESYNC_MS = 60_000;
+
+function requireTranscriptsTls(config: OperatorConfig): void {
+  if (!config.transcriptsApi.certFile || !config.transcriptsApi.keyFile) {
+    throw new ConfigError(
+      "TRANSCRIPTS_API_TLS_CERT_FILE and TRANSCRIPTS_API_TLS_KEY_FILE: the gateway serves the transcripts API over TLS only; set both to the PEM files of its serving certificate (the chart mounts them from Secret <release>-transcripts-api-tls)",
+    );
+  }
+}
+
+/** The serving certificate from its files and the front proxy's settings from the API server. */
+async function transcriptsTls(config: OperatorConfig, clients: KubeClients): Promise<TranscriptsApiTls> {
+  const { certFile = "", keyFile = "" } = config.transcriptsApi;
+  // Under the test cluster's local node, mounted files live below its root (LOCAL_NODE_ROOT).
+  const mounted = (path: string) => `${config.mountRoot ?? ""}${path}`;
+  const [cert, key, authentication] = await Promise.all([
+    readFile(mounted(certFile), "utf8"),
+    readFile(mounted(keyFile), "utf8"),
+    clients.core.readNamespacedConfigMap(EXTENSION_AUTHENTICATION_CONFIGMAP),
+  ]);
+  return { cert, key, requestHeader: requestHeaderConfigOf(authentication.data) };
+}
 
 /** Runs the gateway until SIGTERM/SIGINT. */
 export async function runGateway(): Promise<void> {
@@ -30,6 +58,7 @@ export async function runGateway(): Promise<void> {
     isLeader: () => false,
     checks: [{ name: "gateway", ready: () => listening }],
     checkpoints: false,
+    requireConfig: requireTranscriptsTls,
   });
   const { config, clients, caches, store, core, log, metrics, grantKeys } = started;
   await started.syncCaches();
@@ -46,7 +75,6 @@ export async function runGateway(): Promise<void> {
     core,
     transcripts: store.transcripts,
     review: tokenReviewer(clients),
-    people: personAccess(clients.config),
     jwks: combinedJwks(grantKeys.jwks, published.keys),
     log,
     ceilings: config.sessionCeilings,
@@ -61,7 +89,31 @@ export async function runGateway(): Promise<void> {
     const { cut, requests } = await closeWithin(gateway, GATEWAY_DRAIN_MS);
     if (cut > 0) log.warn({ connections: cut, requests }, "cut connections still open after the drain");
   });
+  let tls = await transcriptsTls(config, clients);
+  const transcriptsApi = buildTranscriptsApi(tls, {
+    caches,
+    transcripts: store.transcripts,
+    authorize: subjectAccessReviewer(clients),
+    log,
+  });
+  const resync = setInterval(() => {
+    transcriptsTls(config, clients).then(
+      (next) => {
+        if (JSON.stringify(next) === JSON.stringify(tls)) return;
+        transcriptsApi.reload(next);
+        tls = next;
+        log.info("transcripts API: serving certificate or front-proxy settings reloaded");
+      },
+      (error: unknown) =>
+        log.warn({ err: error }, "transcripts API: cannot re-read its TLS settings; serving the last ones"),
+    );
+  }, TRANSCRIPTS_TLS_RESYNC_MS);
+  started.onShutdown("transcriptsApi", async () => {
+    clearInterval(resync);
+    await transcriptsApi.close(GATEWAY_DRAIN_MS);
+  });
   await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
+  await transcriptsApi.app.listen({ host: config.gatewayHost, port: config.transcriptsApi.port });
   listening = true;
   log.info({ databaseLogin: store.login }, "caches synced; the gateway serves");
 }

@@ -47,7 +47,7 @@ export interface TranscriptStore {
 }
 
 /** Advisory lock classid for transcript appends (objid = hashtext(session uid)); see `audit-log.ts`. */
-const TRANSCRIPT_LOCK_CLASS = 0x47415446;
+export const TRANSCRIPT_LOCK_CLASS = 0x47415446;
 
 const SOURCES: readonly EventSource[] = ["agent", "core"];
 

@@ -2,7 +2,8 @@ import { writeFileSync } from "node:fs";
 
 /**
  * The API server's audit policy: full request and response bodies for `gatehouse.dev` resources (tests
- * read exactly what each identity sent and got), metadata (user, verb, object, response code) for
+ * read exactly what each identity sent and got) and for SubjectAccessReviews (who the transcripts API
+ * asked about, and RBAC's answer), metadata (user, verb, object, response code) for
  * everything else. The RequestReceived stage is omitted so each request logs once when it completes
  * (plus ResponseStarted for watches).
  */
@@ -13,6 +14,8 @@ rules:
   - level: RequestResponse
     resources:
       - group: gatehouse.dev
+      - group: authorization.k8s.io
+        resources: ["subjectaccessreviews"]
   - level: Metadata
 `;
 

@@ -1,4 +1,4 @@
-import type { Pki } from "./pki.ts";
+import { FRONT_PROXY_CLIENT_NAME, type Pki } from "./pki.ts";
 
 /** The Service range of the local cluster; its first address is the `kubernetes` Service. */
 export const SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24";
@@ -68,6 +68,18 @@ export function apiServerArgs(o: ApiServerInputs): string[] {
     "--audit-log-format=json",
     "--audit-log-mode=blocking",
     "--allow-privileged=true",
+    // The aggregation layer, as a real cluster serves it: the API server authenticates the person, then
+    // proxies to an APIService's server with its front-proxy client certificate and X-Remote-* headers.
+    `--requestheader-client-ca-file=${o.pki.frontProxyCaCert}`,
+    `--requestheader-allowed-names=${FRONT_PROXY_CLIENT_NAME}`,
+    "--requestheader-username-headers=X-Remote-User",
+    "--requestheader-uid-headers=X-Remote-Uid",
+    "--requestheader-group-headers=X-Remote-Group",
+    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    `--proxy-client-cert-file=${o.pki.frontProxyClientCert}`,
+    `--proxy-client-key-file=${o.pki.frontProxyClientKey}`,
+    // No kube-proxy on the local node: the aggregator dials the APIService's endpoint, not its Service IP.
+    "--enable-aggregator-routing=true",
     "--profiling=false",
     "--v=1",
   ];

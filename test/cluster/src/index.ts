@@ -10,6 +10,7 @@ export { LOCAL_NODE_ROOT } from "./node/env.ts";
 export { IMAGE_COMMANDS, type RegisteredImage, registerImage, resolveImage } from "./node/images.ts";
 export { containerLogPath, type PodKey } from "./node/layout.ts";
 export { type LocalNode, type LocalNodeOptions, startLocalNode } from "./node/start.ts";
+export { createClientCertificate, createServingCertificate, FRONT_PROXY_CLIENT_NAME } from "./pki.ts";
 export { pollUntil } from "./poll.ts";
 export type { ExitInfo } from "./process.ts";
 export { readyEndpoints, type ServiceProxy, startServiceProxy } from "./service-proxy.ts";

@@ -1,74 +1,90 @@
 /**
- * `transcript SESSION`: a session's transcript, which lives in Postgres (DESIGN §2), read from the
- * gateway's person-facing route (api/transcript-read.ts) with the caller's own kubeconfig credential;
- * the gateway allows it exactly when RBAC lets the caller get the AgentSession.
+ * `transcript SESSION`: a session's transcript, which lives in Postgres (DESIGN §2), read through the
+ * API server from the transcripts API (api/transcripts-api.ts), as `kubectl get --raw` would: the API
+ * server authenticates the caller with their kubeconfig credential, whatever its kind, and the gateway
+ * behind it authorizes them by SubjectAccessReview. No gateway URL, no port-forward, no token handed on.
  */
-import type { RequestOptions } from "node:https";
+import { request } from "node:https";
 import {
-  TranscriptError,
+  AgentSessionTranscript,
+  MAX_TRANSCRIPT_PAGE,
+  Status,
   type TranscriptEvent,
-  TranscriptPage,
   transcriptPath,
-} from "../../api/transcript-read.ts";
+} from "../../api/transcripts-api.ts";
 import type { Connection } from "./connection.ts";
 import type { Output } from "./output.ts";
 import { EXIT, UsageError } from "./usage.ts";
 
-/** Events asked per request (the route's maximum). */
-const PAGE = 1000;
 /** Characters of a long payload text shown in the text form (-o json shows everything). */
 const SHOWN = 400;
 
 /** Options of {@link printTranscript}. */
 export interface TranscriptOptions {
   session: string;
-  /** The gateway's base URL (`--gateway`, else $GATEHOUSE_GATEWAY_URL). */
-  gateway: string | undefined;
   output: "text" | "json";
+  /** Events asked per request (default and most: {@link MAX_TRANSCRIPT_PAGE}). */
+  pageSize?: number;
 }
 
-/** The kubeconfig user's bearer token (static, token file, exec or auth provider), as kubectl sends it. */
-async function bearerOf(connection: Connection): Promise<string> {
-  const options: RequestOptions = { headers: {} };
+/** GET `path` from the kubeconfig's API server as its user: status and parsed JSON body. */
+async function getFromApiServer(
+  connection: Connection,
+  path: string,
+): Promise<{ status: number; body: unknown }> {
+  const server = connection.config.getCurrentCluster()?.server;
+  if (!server) throw new UsageError("the kubeconfig's context names no cluster server");
+  const url = new URL(path, server);
+  const options: Parameters<typeof request>[1] = { method: "GET", headers: { accept: "application/json" } };
+  // CA, client certificate, bearer token (static, file, exec or auth provider): as kubectl sends them.
   await connection.config.applyToHTTPSOptions(options);
-  const header = (options.headers as Record<string, string | undefined>).Authorization ?? "";
-  if (!header.startsWith("Bearer ")) {
-    throw new UsageError(
-      "the kubeconfig user has no bearer token; the gateway authenticates people by token (client certificates cannot be forwarded)",
+  return new Promise((resolve, reject) => {
+    const call = request(url, options, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // Not JSON (a proxy's page): shown as text.
+        }
+        resolve({ status: response.statusCode ?? 0, body });
+      });
+      response.on("error", reject);
+    });
+    call.on("error", (error) =>
+      reject(new Error(`cannot reach the API server at ${server}: ${error.message}`)),
     );
-  }
-  return header.slice(7);
+    call.end();
+  });
 }
 
-/** Every event of the session, page after page. Errors: the gateway's answer, as an Error. */
+/** Every event of the session, page after page. Errors: the API server's answer, as an Error. */
 export async function fetchTranscript(
   connection: Connection,
-  gateway: string,
   session: string,
-): Promise<{ page: TranscriptPage; events: TranscriptEvent[] }> {
-  const token = await bearerOf(connection);
+  pageSize: number = MAX_TRANSCRIPT_PAGE,
+): Promise<AgentSessionTranscript> {
   const events: TranscriptEvent[] = [];
+  let token: string | undefined;
   for (;;) {
-    const url = new URL(transcriptPath(connection.namespace, session), gateway);
-    url.searchParams.set("afterSeq", String(events.at(-1)?.seq ?? 0));
-    url.searchParams.set("limit", String(PAGE));
-    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch(
-      (error: unknown) => {
-        // undici says only "fetch failed"; the cause names the network error (ECONNREFUSED, …).
-        const cause = (error as { cause?: { message?: string } }).cause?.message;
-        throw new Error(`cannot reach the gateway at ${gateway}: ${cause ?? (error as Error).message}`);
-      },
+    const query = new URLSearchParams({ limit: String(pageSize), ...(token ? { continue: token } : {}) });
+    const { status, body } = await getFromApiServer(
+      connection,
+      `${transcriptPath(connection.namespace, session)}?${query}`,
     );
-    const body: unknown = await response.json().catch(() => undefined);
-    if (!response.ok) {
-      const error = TranscriptError.safeParse(body);
+    if (status !== 200) {
+      const failure = Status.safeParse(body);
       throw new Error(
-        `the gateway answered ${response.status}: ${error.success ? error.data.message : JSON.stringify(body)}`,
+        `the API server answered ${status}: ${failure.success ? failure.data.message : JSON.stringify(body)}`,
       );
     }
-    const page = TranscriptPage.parse(body);
+    const page = AgentSessionTranscript.parse(body);
     events.push(...page.events);
-    if (page.events.length < PAGE) return { page: { ...page, events }, events };
+    token = page.page.continue;
+    if (!token) return { ...page, events, page: {} };
   }
 }
 
@@ -104,21 +120,19 @@ export function transcriptLines(events: TranscriptEvent[]): string[] {
   });
 }
 
-/** Prints the transcript; returns the exit code (1 when the gateway refuses or fails). */
+/** Prints the transcript; returns the exit code (1 when the API server or the gateway refuses or fails). */
 export async function printTranscript(
   connection: Connection,
   options: TranscriptOptions,
   output: Output,
 ): Promise<number> {
-  if (!options.gateway) {
-    throw new UsageError("no gateway URL: pass --gateway URL or set GATEHOUSE_GATEWAY_URL");
-  }
   try {
-    const { page, events } = await fetchTranscript(connection, options.gateway, options.session);
-    if (options.output === "json") output.out(JSON.stringify(page, null, 2));
+    const transcript = await fetchTranscript(connection, options.session, options.pageSize);
+    if (options.output === "json") output.out(JSON.stringify(transcript, null, 2));
     else {
-      output.out(`AgentSession ${page.namespace}/${page.name} (uid ${page.uid}): ${events.length} events`);
-      for (const line of transcriptLines(events)) output.out(line);
+      const { namespace, name, uid } = transcript.metadata;
+      output.out(`AgentSession ${namespace}/${name} (uid ${uid}): ${transcript.events.length} events`);
+      for (const line of transcriptLines(transcript.events)) output.out(line);
     }
     return EXIT.ok;
   } catch (error) {

@@ -29,7 +29,7 @@ Commands:
   reject NAME --reason     append your Reject decision to Approval NAME (a reason is required)
   resolve NAME --succeeded|--failed --reason
                            settle the Unknown outcome of Approval NAME's execution, as you found it
-  transcript SESSION       print the transcript of AgentSession SESSION (from Postgres, via the gateway)
+  transcript SESSION       print the transcript of AgentSession SESSION (from Postgres, via the API server)
   audit verify             verify the audit chain (gatehouse-audit verify)
   audit show NAME          print Approval NAME's history from the audit chain (gatehouse-audit show)
   audit lifecycle          check that no Approval request lost its end (gatehouse-audit lifecycle)
@@ -111,17 +111,15 @@ or kubeconfig error.
 
 ${CONNECTION_FLAGS}`,
 
-  transcript: `Usage: kubectl gatehouse transcript SESSION [--gateway URL] [-o text|json] [connection flags]
+  transcript: `Usage: kubectl gatehouse transcript SESSION [-o text|json] [connection flags]
 
 Prints the transcript of AgentSession SESSION — tool calls, Core's results, approval outcomes, the
 final answers — which lives in Postgres, never in etcd. (The user's messages are the session's
-spec.messages: kubectl get ags SESSION -o jsonpath='{.spec.messages}'.) It is read from the operator's
-gateway with your kubeconfig credential (a bearer token); the gateway lets you read it exactly when
-RBAC lets you get that AgentSession.
+spec.messages: kubectl get ags SESSION -o jsonpath='{.spec.messages}'.) It is read through the API
+server, as kubectl get --raw /apis/transcripts.gatehouse.dev/v1alpha1/namespaces/NS/agentsessiontranscripts/SESSION
+reads it, page by page: RBAC verb get on agentsessiontranscripts (persona gatehouse-session-user)
+reads the sessions whose subject you are, get with get-any (role gatehouse-transcript-reader) any.
 
-      --gateway URL         the gateway's URL (default: $GATEHOUSE_GATEWAY_URL), e.g. after
-                            kubectl port-forward -n gatehouse-system svc/gatehouse-gateway 8443
-                            and http://127.0.0.1:8443
   -o, --output FORMAT       text (default) or json
 
 ${CONNECTION_FLAGS}`,
