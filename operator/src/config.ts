@@ -97,9 +97,9 @@ const Environment = z.object({
     .int()
     .min(1)
     .max(65535)
-    .default(9443)
+    .default(10443)
     .describe(
-      "gateway: the HTTPS port of the transcripts API (APIService v1alpha1.transcripts.gatehouse.dev), on GATEWAY_HOST (default 9443)",
+      "gateway: the HTTPS port of the transcripts API (APIService v1alpha1.transcripts.gatehouse.dev), on GATEWAY_HOST (default 10443)",
     ),
   TRANSCRIPTS_API_TLS_CERT_FILE: z
     .string()

@@ -244,6 +244,16 @@ export function getSessionView(env: Environment, token: string): Promise<Gateway
   return gatewayRequest(env, token, "GET", "/v1/session");
 }
 
+/** `GET /v1/approvals/NAME/wait` with `token`: the long-poll an agent makes after pending_approval. */
+export function waitAs(
+  env: Environment,
+  token: string,
+  approval: string,
+  timeoutSeconds = 1,
+): Promise<GatewayReply<{ name: string; phase: string; done: boolean }>> {
+  return gatewayRequest(env, token, "GET", `/v1/approvals/${approval}/wait?timeoutSeconds=${timeoutSeconds}`);
+}
+
 /**
  * `POST /v1/invoke` with `token`: one tool call as the model produced it (`arguments` is raw text). The
  * body is an InvokeAnswer when the status is 200, else the gateway's error body.

@@ -29,6 +29,7 @@ import {
   type SleepingSession,
   sleepingSession,
   staticUserToken,
+  waitAs,
 } from "./core-agent.ts";
 import { capabilityName, deployCounter, type Ledger, type LedgerMark, toolName } from "./core-counter.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
@@ -594,12 +595,26 @@ describe("malformed arguments", () => {
 });
 
 describe("call ids the model reuses", () => {
+  /** The first case's Approval, which the second case's session must not be able to wait on. */
+  let othersApproval: string | undefined;
+
   /** Two write calls with callId call_0 at `first` and `second` (turn, position): two Approvals; approve the first. */
   async function reusedCallId(prefix: string, first: [number, number], second: [number, number]) {
     const session = await sleepingSession(env, namespace, prefix);
     const token = await podToken(env, session);
     const mark = await counter.mark();
     const a = await invokeAs(env, token, call(first[0], first[1], PLACE, '{"orderId":"A-1"}', "call_0"));
+    // Waited on at once, as the agent does: the gateway's cache may not hold the new Approval yet.
+    const waited = await waitAs(env, token, a.body.approval?.name ?? "");
+    expect(waited).toMatchObject({ status: 200, body: { phase: "Pending", done: false } });
+    if (othersApproval) {
+      const foreign = await waitAs(env, token, othersApproval);
+      expect(foreign.status).toBe(404);
+      expect(JSON.stringify(foreign.body)).toContain(
+        `Approval ${othersApproval} does not belong to this session.`,
+      );
+    }
+    othersApproval ??= a.body.approval?.name;
     const b = await invokeAs(env, token, call(second[0], second[1], PLACE, '{"orderId":"B-1"}', "call_0"));
     expect(a.body).toMatchObject({ status: "pending_approval" });
     expect(b.body).toMatchObject({ status: "pending_approval" });

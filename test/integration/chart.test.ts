@@ -264,6 +264,19 @@ describe("what the chart renders", () => {
     );
   });
 
+  it("refuses a transcripts API port that is the gateway's agent port, naming both values", async () => {
+    await resolveHelm();
+    const result = await helm([
+      ...templateArgs({ valuesFiles: ["charts/gatehouse/ci/default.yaml"] }),
+      "--set",
+      "gateway.port=8443",
+      "--set",
+      "gateway.transcriptsApi.port=8443",
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("gateway.transcriptsApi.port: 8443 is gateway.port too");
+  });
+
   it("refuses a serving certificate Secret of the platform's without the CA that signed it", async () => {
     await resolveHelm();
     const result = await helm([

@@ -51,6 +51,9 @@ export interface GatewayDeps {
   model: Pick<ModelProxyOptions, "endpointFor" | "keys" | "metrics">;
 }
 
+/** How long an approval wait lets the informer catch up with an Approval created a moment ago. */
+const APPROVAL_ARRIVAL_MS = 5_000;
+
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
 declare module "fastify" {
   interface FastifyRequest {
@@ -196,13 +199,20 @@ export function buildGateway(deps: GatewayDeps) {
           const approval = deps.caches.approvals.get(request.params.name, session.metadata.namespace);
           return approval?.spec.sessionRef.uid === session.metadata.uid ? approval : undefined;
         };
-        if (!read())
+        // The agent asks right after its invoke created the Approval — on this replica or another — and
+        // the informer may not have delivered it yet: the cache gets a bounded moment to catch up.
+        let approval = read();
+        const arrival = Date.now() + APPROVAL_ARRIVAL_MS;
+        while (!approval && Date.now() < arrival && !request.raw.destroyed) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          approval = read();
+        }
+        if (!approval)
           throw new GatehouseError(
             "not_found",
             `Approval ${request.params.name} does not belong to this session.`,
           );
         const deadline = Date.now() + timeoutSeconds * 1000;
-        let approval = read();
         // A replica that is stopping answers at once (not done), so the agent asks a live one.
         while (
           approval &&

@@ -28,6 +28,7 @@ import {
 import type { Authorize } from "../kube/access-review.ts";
 import type { Caches } from "../kube/caches.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
+import { isDatabaseUnavailable } from "../store/unavailable.ts";
 import { NotFromFrontProxy, type ProxiedUser, proxiedUser, type RequestHeaderConfig } from "./front-proxy.ts";
 import { closeWithin, drainOnClose } from "./shutdown.ts";
 
@@ -99,6 +100,14 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof StatusError) {
       return reply.code(error.code).send(statusBody(error.code, error.reason, error.message));
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: error }, "transcripts API: the database does not answer");
+      return reply
+        .code(503)
+        .send(
+          statusBody(503, "ServiceUnavailable", "the operator's database does not answer; retry shortly"),
+        );
     }
     request.log.error({ err: error }, "transcripts API request failed");
     return reply.code(500).send(statusBody(500, "InternalError", "the transcript could not be read; retry"));
