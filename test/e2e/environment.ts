@@ -498,7 +498,10 @@ export async function startEnvironment(
       overrides: NodeJS.ProcessEnv = {},
     ): Promise<ComponentReplica> => {
       const port = component === "gateway" ? await freePort(cluster.bridgeIP) : undefined;
-      const transcriptsPort = component === "gateway" ? await freePort(cluster.bridgeIP) : undefined;
+      let transcriptsPort = component === "gateway" ? await freePort(cluster.bridgeIP) : undefined;
+      // Two probes may find the same free port; the gateway needs two.
+      while (transcriptsPort !== undefined && transcriptsPort === port)
+        transcriptsPort = await freePort(cluster.bridgeIP);
       const healthPort = await freePort("127.0.0.1");
       const logPath = join(cluster.runDir, `${component}-${database}-${name}.log`);
       const programEnv: NodeJS.ProcessEnv = {
