@@ -256,7 +256,16 @@ async function runMigrateProgram(ownerUrl: string, runtimeUrls: Record<Component
   });
 }
 
-function startProgram(component: Component, env: NodeJS.ProcessEnv, logPath: string): ChildProcess {
+/**
+ * Starts `component` with its output appended to `logPath`. `exit` resolves once the process has
+ * exited and every line it wrote is in the log file: a test that reads the log after the exit finds
+ * the last lines there (the exit event alone can come before the pipes are drained).
+ */
+function startProgram(
+  component: Component,
+  env: NodeJS.ProcessEnv,
+  logPath: string,
+): { child: ChildProcess; exit: Promise<ExitInfo> } {
   const log = createWriteStream(logPath, { flags: "a" });
   // setpriv --pdeathsig: the program dies with the test process or demo, even when that is killed.
   const child = spawn(
@@ -270,9 +279,13 @@ function startProgram(component: Component, env: NodeJS.ProcessEnv, logPath: str
       detached: true,
     },
   );
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  return child;
+  // Both into one file, which is ended once, after both have ended ("close" follows the pipes' end).
+  child.stdout?.pipe(log, { end: false });
+  child.stderr?.pipe(log, { end: false });
+  const exit = new Promise<ExitInfo>((resolve) =>
+    child.once("close", (code, signal) => log.end(() => resolve({ code, signal }))),
+  );
+  return { child, exit };
 }
 
 /**
@@ -468,6 +481,14 @@ export async function startEnvironment(
     const gatewayUrl = `http://${cluster.bridgeIP}:${service.port}`;
     await exposeHostPort(cluster.instance, service.port);
     const transcriptsTls = await transcriptsApiCertificate(cluster.runDir);
+    // Likewise for the API server's aggregator: the transcripts API's endpoint reaches a live replica,
+    // so a test that stops one gateway leaves the APIService Available (an unavailable one fails kubectl's
+    // discovery and blocks namespace deletion).
+    const transcriptsPorts: number[] = [];
+    const transcriptsService = await startTcpProxy(cluster.bridgeIP, 0, () =>
+      transcriptsPorts.map((port) => ({ host: cluster.bridgeIP, port })),
+    );
+    stops.push(() => transcriptsService.close());
     // What the chart sets on both Deployments; each component's context authenticates as its own
     // ServiceAccount (test/cluster's kubeconfig), and each connects as its own database login.
     const baseEnv: NodeJS.ProcessEnv = {
@@ -519,12 +540,9 @@ export async function startEnvironment(
       let exited: Promise<string>;
       let exitedWith: string | undefined;
       const launch = (): SupervisedRun => {
-        const current = startProgram(component, programEnv, logPath);
+        const { child: current, exit } = startProgram(component, programEnv, logPath);
         child = current;
         exitedWith = undefined;
-        const exit = new Promise<ExitInfo>((resolve) =>
-          current.once("exit", (code, signal) => resolve({ code, signal })),
-        );
         exited = exit.then(({ code, signal }) => `${component} ${name} exited (${code ?? signal})`);
         if (component === "controller") liveControllers += 1;
         void exited.then((why) => {
@@ -557,6 +575,7 @@ export async function startEnvironment(
       };
       replicas.push(replica);
       if (port !== undefined) gatewayPorts.push(port);
+      if (transcriptsPort !== undefined) transcriptsPorts.push(transcriptsPort);
       // A replica that exits while starting fails the start at once, not at the deadline. Ready: its
       // caches synced (and a gateway listening), whether or not it holds a Lease.
       const readyz = `${replica.gatewayUrl ?? replica.healthUrl}/readyz`;
@@ -585,7 +604,7 @@ export async function startEnvironment(
     await gatewayServesControllerKeys(kubectl, gateway);
     const unregister = await registerTranscriptsApi(kubectl, {
       address: cluster.bridgeIP,
-      port: Number(new URL(gateway.transcriptsApiUrl ?? "").port),
+      port: transcriptsService.port,
       caBundle: transcriptsTls.caBundle,
     });
     // Before the gateway stops (stops run in reverse).

@@ -228,10 +228,14 @@ describe("controller replicas", () => {
       "-p",
       JSON.stringify({ spec: { holderIdentity: "intruder", renewTime: micro, leaseDurationSeconds: 3600 } }),
     ]);
-    expect(await successor.exited).toMatch(/exited \(1\)/);
-    expect(readFileSync(successor.logPath, "utf8")).toMatch(/could not renew the leader lease in time/);
-    // Leave the Lease free for whoever runs next on this cluster.
-    await env.kubectl.ok("admin", ["delete", "lease", LEADER_LEASE, "-n", OPERATOR_NAMESPACE]);
+    try {
+      expect(await successor.exited).toMatch(/exited \(1\)/);
+      expect(readFileSync(successor.logPath, "utf8")).toMatch(/could not renew the leader lease in time/);
+    } finally {
+      // Leave the Lease free for whoever runs next on this cluster, whatever happened here: an intruder's
+      // hour-long Lease would keep every later environment's controller from leading.
+      await env.kubectl.ok("admin", ["delete", "lease", LEADER_LEASE, "-n", OPERATOR_NAMESPACE]);
+    }
   });
 });
 
