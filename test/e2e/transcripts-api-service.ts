@@ -2,7 +2,8 @@
  * The transcripts API behind the local API server, as the chart sets it up in a cluster: APIService
  * `v1alpha1.transcripts.gatehouse.dev` with the CA of the gateway's serving certificate, its Service in
  * the operator's namespace — here without a selector, its EndpointSlice pointing at the gateway on the
- * host (the aggregator dials endpoint addresses: `--enable-aggregator-routing`, no kube-proxy here).
+ * host through the environment's TCP proxy to a live replica (the aggregator dials endpoint addresses:
+ * `--enable-aggregator-routing`, no kube-proxy here).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
