@@ -100,20 +100,22 @@ async function serviceAccountKubeconfig(name: string): Promise<string> {
   return kubeconfig;
 }
 
+/** The API server's audit events whose line mentions `needle` (a quoted resource name), parsed as `T`. */
+function auditEventsMentioning<T>(needle: string): T[] {
+  return readFileSync(inject("cluster").auditLogPath, "utf8")
+    .split("\n")
+    .filter((line) => line.includes(needle))
+    .map((line) => JSON.parse(line) as T);
+}
+
 /** The gateway's SubjectAccessReviews in the API server's audit log: for whom, which verb on which name, RBAC's answer. */
 function gatewayAccessReviews(): Array<{ user: string; verb: string; name: string; allowed: boolean }> {
   const gateway = componentUsername("gateway");
-  return readFileSync(inject("cluster").auditLogPath, "utf8")
-    .split("\n")
-    .filter((line) => line.includes('"subjectaccessreviews"'))
-    .map(
-      (line) =>
-        JSON.parse(line) as {
-          user: { username: string };
-          requestObject?: { spec?: { user?: string; resourceAttributes?: { verb?: string; name?: string } } };
-          responseObject?: { status?: { allowed?: boolean } };
-        },
-    )
+  return auditEventsMentioning<{
+    user: { username: string };
+    requestObject?: { spec?: { user?: string; resourceAttributes?: { verb?: string; name?: string } } };
+    responseObject?: { status?: { allowed?: boolean } };
+  }>('"subjectaccessreviews"')
     .filter((event) => event.user.username === gateway && event.requestObject?.spec)
     .map((event) => ({
       user: event.requestObject?.spec?.user ?? "",
@@ -125,18 +127,12 @@ function gatewayAccessReviews(): Array<{ user: string; verb: string; name: strin
 
 /** The API server's audit events of `user`'s requests for the transcript `name`: RBAC's decision and the answer. */
 function transcriptRequests(user: string, name: string): Array<{ decision?: string; code?: number }> {
-  return readFileSync(inject("cluster").auditLogPath, "utf8")
-    .split("\n")
-    .filter((line) => line.includes('"agentsessiontranscripts"'))
-    .map(
-      (line) =>
-        JSON.parse(line) as {
-          user: { username: string };
-          objectRef?: { resource?: string; name?: string };
-          annotations?: Record<string, string>;
-          responseStatus?: { code?: number };
-        },
-    )
+  return auditEventsMentioning<{
+    user: { username: string };
+    objectRef?: { resource?: string; name?: string };
+    annotations?: Record<string, string>;
+    responseStatus?: { code?: number };
+  }>('"agentsessiontranscripts"')
     .filter(
       (e) =>
         e.user.username === user &&
