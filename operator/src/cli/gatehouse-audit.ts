@@ -60,6 +60,12 @@ import {
 import { ProgressBar } from "./progress-bar.ts";
 import { verifyReportLines } from "./verify-report-text.ts";
 
+/**
+ * The tool's pool: no statement timeout — its reads scan the whole audit log, which may take longer
+ * than the runtime's bound on a long chain, and the operator running it ends it with Ctrl-C.
+ */
+const AUDIT_POOL = { max: 2, statementTimeoutMs: 0 };
+
 const USAGE = `usage: gatehouse-audit verify [--from SEQ] [--json] [--kubeconfig FILE] [--context NAME] [--namespace NS] [--witness-file FILE] [--trust-kid KID]…
        gatehouse-audit show --approval NAME [--namespace NS] [--json]
        gatehouse-audit lifecycle [--kubeconfig FILE] [--context NAME] [--json]
@@ -162,7 +168,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     );
   }
 
-  const pool = createPool(url, { max: 2 });
+  const pool = createPool(url, AUDIT_POOL);
   const bar = new ProgressBar(process.stderr, "verify");
   try {
     const report = await createPostgresAuditLog(pool).verify({
@@ -191,7 +197,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
 
 /** Prints the history of the Approval `show` names; resolves with the exit code. */
 async function showApproval(url: string, show: ShowCommand): Promise<number> {
-  const pool = createPool(url, { max: 2 });
+  const pool = createPool(url, AUDIT_POOL);
   try {
     const found = await readApprovalRecords(pool, show);
     if (found.histories.length === 0) {
@@ -222,7 +228,7 @@ async function showApproval(url: string, show: ShowCommand): Promise<number> {
 /** Checks that every Approval request has an end or a live Approval; resolves with the exit code. */
 async function checkLifecycle(url: string, cluster: KubeconfigSource, json: boolean): Promise<number> {
   const { describeApiError, isNotFound, loadKubeConfig, makeClients } = await kubeClient();
-  const pool = createPool(url, { max: 2 });
+  const pool = createPool(url, AUDIT_POOL);
   try {
     const found = await readOpenRequests(pool);
     const clients = makeClients(loadKubeConfig(cluster.kubeconfig, cluster.context, "gatehouse-audit"));

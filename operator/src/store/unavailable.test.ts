@@ -29,8 +29,8 @@ describe("isDatabaseUnavailable", () => {
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
 
-  it("is true for the server's shutdown and connection-exception codes", () => {
-    for (const code of ["57P01", "57P02", "57P03", "53300", "08006", "08001", "08P01"]) {
+  it("is true for the server's shutdown, connection-exception and timeout codes", () => {
+    for (const code of ["57P01", "57P02", "57P03", "53300", "08006", "08001", "08P01", "57014", "25P03"]) {
       expect(isDatabaseUnavailable(serverError(code)), code).toBe(true);
     }
   });

@@ -4,17 +4,20 @@
  * change (a constraint, a permission, a bad statement). The one classifier the controllers and the
  * readiness check share. Recognised:
  * - SQLSTATE class 08 (connection exception), 57P01 admin_shutdown, 57P02 crash_shutdown,
- *   57P03 cannot_connect_now (the server starts or stops), 53300 too_many_connections;
+ *   57P03 cannot_connect_now (the server starts or stops), 53300 too_many_connections, 57014
+ *   query_canceled (statement_timeout fired, or an administrator cancelled the statement: the server
+ *   is overloaded or a lock is held), 25P03 idle_in_transaction_session_timeout;
  * - the socket errors pg passes through as they are (ECONNREFUSED, ECONNRESET, …; a Node system error,
  *   with `syscall`), also inside an AggregateError (a host name of several addresses);
- * - pg's and pg-pool's own messages for a lost connection or a timeout (they carry no code).
+ * - pg's and pg-pool's own messages for a lost connection or a timeout (they carry no code);
+ * - the pool's own bounds (`pool.ts`): a GatehouseError naming the bound, whose cause is one of the above.
  * Causes are followed through GatehouseErrors only: an HTTP client's `fetch failed` wraps the same
  * socket errors for the API server, which is not the database.
  * SQLSTATE codes: https://www.postgresql.org/docs/current/errcodes-appendix.html
  */
 import { GatehouseError } from "../core/errors.ts";
 
-const UNAVAILABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+const UNAVAILABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300", "57014", "25P03"]);
 
 const SOCKET_ERRORS = new Set([
   "ECONNREFUSED",
