@@ -1,11 +1,15 @@
 /**
  * Authenticates an agent pod (DESIGN §4 step 1): TokenReview with audience `gatehouse` must say
  * authenticated, list `gatehouse` in status.audiences, name the `gatehouse-agent` ServiceAccount, and
- * carry the pod UID that the session's status.podUID records. Reviews are cached for at most 10 s by
- * token hash so a busy agent does not cost one API call per request.
+ * carry the pod UID that the session's status.podUID records. Verdicts are cached by token hash so a
+ * busy agent does not cost one API call per request — an acceptance for at most 10 s, a refusal for
+ * 5 s, so a caller repeating a bad token does not cost one either — each in an LRU cache of bounded
+ * size, so a caller sending ever new garbage tokens cannot grow memory nor evict the pods' acceptances.
+ * Only the API server's verdicts are cached, never its failure to answer.
  */
 import { createHash } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
+import { LRUCache } from "lru-cache";
 import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE } from "../api/well-known.ts";
@@ -15,7 +19,13 @@ import type { KubeClients } from "../kube/client.ts";
 
 const POD_UID_KEY = "authentication.kubernetes.io/pod-uid";
 const POD_NAME_KEY = "authentication.kubernetes.io/pod-name";
-const CACHE_MS = 10_000;
+
+/** How long an accepted token's identity is reused without a TokenReview, in milliseconds. */
+export const ACCEPTED_TOKEN_CACHE_MS = 10_000;
+/** How long a refused token is refused again without a TokenReview, in milliseconds. */
+export const REFUSED_TOKEN_CACHE_MS = 5_000;
+/** Most verdicts each of the two caches (accepted, refused) holds; the least recently used go first. */
+export const TOKEN_CACHE_MAX_ENTRIES = 10_000;
 
 /** The pod a token belongs to. */
 export interface PodIdentity {
@@ -24,13 +34,45 @@ export interface PodIdentity {
   podUID: string;
 }
 
-/** Reviews tokens through the API server, caching each verdict ≤ 10 s by token hash. */
-export function tokenReviewer(clients: KubeClients, now: () => number = Date.now) {
-  const cache = new Map<string, { identity: PodIdentity; until: number }>();
+/** Options of {@link tokenReviewer}. */
+export interface TokenReviewerOptions {
+  /** Clock in milliseconds. Default `Date.now`. */
+  now?: () => number;
+  /** Default {@link ACCEPTED_TOKEN_CACHE_MS}. */
+  acceptedMs?: number;
+  /** Default {@link REFUSED_TOKEN_CACHE_MS}. */
+  refusedMs?: number;
+  /** Default {@link TOKEN_CACHE_MAX_ENTRIES}. */
+  maxEntries?: number;
+}
+
+/** Reviews tokens through the API server, caching the verdicts by token hash (see the file comment). */
+export function tokenReviewer(
+  clients: Pick<KubeClients, "authentication">,
+  options: TokenReviewerOptions = {},
+) {
+  const now = options.now ?? Date.now;
+  // ttlResolution 0: the clock is read on every look-up, so an injected clock is obeyed exactly.
+  const cacheOptions = {
+    max: options.maxEntries ?? TOKEN_CACHE_MAX_ENTRIES,
+    ttlResolution: 0,
+    perf: { now },
+  };
+  const accepted = new LRUCache<string, PodIdentity>({
+    ...cacheOptions,
+    ttl: options.acceptedMs ?? ACCEPTED_TOKEN_CACHE_MS,
+  });
+  const refused = new LRUCache<string, string>({
+    ...cacheOptions,
+    ttl: options.refusedMs ?? REFUSED_TOKEN_CACHE_MS,
+  });
   return async function review(token: string): Promise<PodIdentity> {
     const key = createHash("sha256").update(token).digest("hex");
-    const hit = cache.get(key);
-    if (hit && hit.until > now()) return hit.identity;
+    const identity = accepted.get(key);
+    if (identity) return identity;
+    const refusal = refused.get(key);
+    if (refusal !== undefined) throw new GatehouseError("forbidden", refusal);
+    // The API server's failure to answer propagates uncached; its verdict is remembered either way.
     const review = await clients.authentication.createTokenReview({
       body: {
         apiVersion: "authentication.k8s.io/v1",
@@ -38,28 +80,38 @@ export function tokenReviewer(clients: KubeClients, now: () => number = Date.now
         spec: { token, audiences: [GATEHOUSE_AUDIENCE] },
       },
     });
-    const status = review.status;
-    if (!status?.authenticated || !status.audiences?.includes(GATEHOUSE_AUDIENCE)) {
-      throw new GatehouseError(
-        "forbidden",
-        `Token not accepted for audience ${GATEHOUSE_AUDIENCE}: ${status?.error ?? "not authenticated"}.`,
-      );
+    try {
+      const found = identityOf(review.status);
+      accepted.set(key, found);
+      return found;
+    } catch (error) {
+      if (error instanceof GatehouseError) refused.set(key, error.message);
+      throw error;
     }
-    const match = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(status.user?.username ?? "");
-    if (!match || match[2] !== AGENT_SERVICE_ACCOUNT) {
-      throw new GatehouseError(
-        "forbidden",
-        `Only the ${AGENT_SERVICE_ACCOUNT} ServiceAccount may call the gateway.`,
-      );
-    }
-    const podUID = status.user?.extra?.[POD_UID_KEY]?.[0];
-    const podName = status.user?.extra?.[POD_NAME_KEY]?.[0];
-    if (!podUID || !podName) throw new GatehouseError("forbidden", "The token is not bound to a pod.");
-    const identity = { namespace: match[1]!, podName, podUID };
-    cache.set(key, { identity, until: now() + CACHE_MS });
-    for (const [k, v] of cache) if (v.until <= now()) cache.delete(k);
-    return identity;
   };
+}
+
+/** The pod a TokenReview's status names. Errors: `forbidden` when the token does not qualify. */
+function identityOf(
+  status: Awaited<ReturnType<KubeClients["authentication"]["createTokenReview"]>>["status"],
+): PodIdentity {
+  if (!status?.authenticated || !status.audiences?.includes(GATEHOUSE_AUDIENCE)) {
+    throw new GatehouseError(
+      "forbidden",
+      `Token not accepted for audience ${GATEHOUSE_AUDIENCE}: ${status?.error ?? "not authenticated"}.`,
+    );
+  }
+  const match = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(status.user?.username ?? "");
+  if (!match || match[2] !== AGENT_SERVICE_ACCOUNT) {
+    throw new GatehouseError(
+      "forbidden",
+      `Only the ${AGENT_SERVICE_ACCOUNT} ServiceAccount may call the gateway.`,
+    );
+  }
+  const podUID = status.user?.extra?.[POD_UID_KEY]?.[0];
+  const podName = status.user?.extra?.[POD_NAME_KEY]?.[0];
+  if (!podUID || !podName) throw new GatehouseError("forbidden", "The token is not bound to a pod.");
+  return { namespace: match[1]!, podName, podUID };
 }
 
 /**
