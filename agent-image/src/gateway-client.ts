@@ -3,8 +3,11 @@
  * is the pod's projected ServiceAccount token, re-read from its file on every request because the node
  * refreshes it at 80% of its lifetime. Answers are parsed with the protocol's zod schemas; failures are
  * `GatewayError`s carrying the gateway's error kind. Connection failures and 502/503/504 are retried with
- * backoff for up to `retryForMs` (an operator failover takes tens of seconds): the gateway derives each execution's identity from (turn, position, arguments),
- * so repeating an invoke cannot execute twice.
+ * backoff for up to `retryForMs` (an operator failover takes tens of seconds), and a 429 (the session
+ * over its request limits) after the `Retry-After` the gateway names: the gateway derives each
+ * execution's identity from (turn, position, arguments), so repeating an invoke cannot execute twice.
+ * The session's history is read page by page (`GET /v1/session/history`), so the gateway never holds a
+ * whole transcript.
  */
 import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -12,6 +15,7 @@ import {
   type AgentEvent,
   ApiError,
   ApprovalWait,
+  HistoryPage,
   InvokeAnswer,
   type InvokeCall,
   SessionView,
@@ -35,13 +39,29 @@ export async function readBearerToken(tokenFile: string): Promise<string> {
 export class GatewayError extends Error {
   readonly kind: string;
   readonly status: number | undefined;
+  /** The gateway's `Retry-After`, in milliseconds, when it named one. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(kind: string, message: string, options?: { status?: number; cause?: unknown }) {
+  constructor(
+    kind: string,
+    message: string,
+    options?: { status?: number; retryAfterMs?: number; cause?: unknown },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "GatewayError";
     this.kind = kind;
     this.status = options?.status;
+    this.retryAfterMs = options?.retryAfterMs;
   }
+}
+
+/** `Retry-After` in milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMsOf(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 /** Options of `createGatewayClient`. */
@@ -70,7 +90,7 @@ export interface GatewayClient {
 }
 
 const Accepted = z.object({ accepted: z.literal(true) });
-const retryableStatus = new Set([502, 503, 504]);
+const retryableStatus = new Set([429, 502, 503, 504]);
 
 /** A gateway client over the global fetch. */
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
@@ -114,8 +134,10 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
           ? "unavailable"
           : "internal";
       const message = parsed.success ? parsed.data.message : `HTTP ${response.status}`;
+      const retryAfterMs = retryAfterMsOf(response.headers.get("retry-after"));
       throw new GatewayError(kind, `gateway refused ${method} ${path}: ${message}`, {
         status: response.status,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
       });
     }
     const parsed = schema.safeParse(payload);
@@ -142,15 +164,40 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         const retryable =
           error instanceof GatewayError &&
           (error.status === undefined ? error.kind === "unavailable" : retryableStatus.has(error.status));
-        const delayMs = Math.min(maxBackoffMs, backoffMs * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5);
+        const backoff = Math.min(maxBackoffMs, backoffMs * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5);
+        // The gateway's Retry-After is the earliest a repeat can be admitted: waiting less only repeats the 429.
+        const delayMs = Math.max(backoff, error instanceof GatewayError ? (error.retryAfterMs ?? 0) : 0);
         if (!retryable || Date.now() + delayMs > deadline || signal?.aborted) throw error;
         await sleep(delayMs, undefined, signal ? { signal } : {});
       }
     }
   }
 
+  /** The session with its whole history, read on page by page after the view's first. */
+  async function getSession(signal?: AbortSignal): Promise<AgentSessionView> {
+    const view = await request("GET", "/v1/session", undefined, AgentSessionView, signal);
+    const history = [...view.history];
+    let complete = view.historyComplete;
+    while (!complete) {
+      const afterSeq = history.at(-1)?.seq ?? 0;
+      const page = await request(
+        "GET",
+        `/v1/session/history?afterSeq=${afterSeq}`,
+        undefined,
+        HistoryPage,
+        signal,
+      );
+      if (!page.complete && page.history.length === 0) {
+        throw new GatewayError("internal", `gateway answered an empty history page after seq ${afterSeq}`);
+      }
+      history.push(...page.history);
+      complete = page.complete;
+    }
+    return { ...view, history, historyComplete: true };
+  }
+
   return {
-    getSession: (signal) => request("GET", "/v1/session", undefined, AgentSessionView, signal),
+    getSession,
     postEvent: async (event, signal) => {
       await request("POST", "/v1/session/events", event, Accepted, signal);
     },

@@ -99,6 +99,7 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
         parameters: { type: "object" },
       })),
       history: state.history,
+      historyComplete: true,
       limits: {
         maxTurns: 10,
         maxToolCalls: 10,

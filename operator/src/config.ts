@@ -259,6 +259,28 @@ const Environment = z.object({
   ).describe(
     'JSON: the least approval per effect whatever a Capability says, e.g. {"write":"Required"} (default none)',
   ),
+  GATEWAY_LIMITS: jsonVariable(
+    "GATEWAY_LIMITS",
+    "{}",
+    z
+      .object({
+        requestsPerSecond: z.number().int().min(1).max(10_000),
+        burst: z.number().int().min(1).max(100_000),
+        maxInFlight: z.number().int().min(1).max(10_000),
+        modelRequestBytes: z
+          .number()
+          .int()
+          .min(65_536)
+          .max(64 * 1024 * 1024),
+        eventsPerSession: z.number().int().min(10),
+        eventBytesPerSession: z.number().int().min(65_536),
+      })
+      .partial()
+      .strict(),
+    "an object of gateway limits",
+  ).describe(
+    "gateway: JSON, what one agent session may ask (docs/security.md): {requestsPerSecond: 20, burst: 40, maxInFlight: 32} per replica (over them: 429 with Retry-After), modelRequestBytes 8388608 (the model proxy's body limit), eventsPerSession 5000 and eventBytesPerSession 16777216 (what the agent may write to its transcript); unset fields keep these defaults",
+  ),
   PROVIDER_DEADLINE_MS: z.coerce
     .number()
     .int()
@@ -362,6 +384,8 @@ export interface OperatorConfig {
   };
   /** The ceilings on every session's limits (core/limits.ts). */
   sessionCeilings: SessionCeilings;
+  /** What one agent session may ask of the gateway (GATEWAY_LIMITS; defaults in DEFAULT_GATEWAY_LIMITS). */
+  gatewayLimits: GatewayLimits;
   /**
    * Provider call deadline and execution lease grace, in milliseconds; the default Approval lifetime
    * and the grace for an Approval's request record (core/ports.ts CoreConfig).
@@ -378,6 +402,30 @@ export interface OperatorConfig {
   /** Audit checkpoints: period in milliseconds (what the witness keeps is by age, core/witness-retention.ts; DESIGN §6). */
   auditCheckpoints: { intervalMs: number };
 }
+
+/**
+ * What one agent session may ask of the gateway: its request rate and in-flight cap per replica
+ * (gateway/session-limits.ts), the model proxy's body limit, and what its agent may write to its
+ * transcript (gateway/server.ts).
+ */
+export interface GatewayLimits {
+  requestsPerSecond: number;
+  burst: number;
+  maxInFlight: number;
+  modelRequestBytes: number;
+  eventsPerSession: number;
+  eventBytesPerSession: number;
+}
+
+/** The defaults: far above what an agent does, far below what a flood needs. */
+export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
+  requestsPerSecond: 20,
+  burst: 40,
+  maxInFlight: 32,
+  modelRequestBytes: 8 * 1024 * 1024,
+  eventsPerSession: 5_000,
+  eventBytesPerSession: 16 * 1024 * 1024,
+};
 
 /** A configuration the operator cannot start with; its message names every bad variable. */
 export class ConfigError extends Error {
@@ -445,6 +493,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
       keysResyncSeconds: parsed.GRANT_KEYS_RESYNC_SECONDS,
     },
     sessionCeilings: { ...defaultSessionCeilings, ...definedOnly(parsed.SESSION_CEILINGS) },
+    gatewayLimits: { ...DEFAULT_GATEWAY_LIMITS, ...definedOnly(parsed.GATEWAY_LIMITS) },
     execution: {
       providerDeadlineMs: parsed.PROVIDER_DEADLINE_MS,
       leaseGraceMs: parsed.EXECUTION_LEASE_GRACE_MS,

@@ -2,12 +2,15 @@
  * The agent ↔ gateway wire contract (DESIGN §5), defined once: the gateway serves it and the agent
  * runtime calls it. Bearer token: the pod's projected ServiceAccount token (audience `gatehouse`),
  * re-read from its file on every request.
- *   GET  /v1/session                       → SessionView
+ *   GET  /v1/session                       → SessionView (history: its first page)
+ *   GET  /v1/session/history?afterSeq=N[&limit=M]  → HistoryPage (the events after seq N, M ≤ 1000)
  *   POST /v1/session/events                AgentEvent → { accepted: true }
  *   POST /v1/invoke                        InvokeCall → InvokeAnswer
  *   GET  /v1/approvals/{name}/wait?timeoutSeconds=N  → ApprovalWait (long-poll, N ≤ 60)
  *   POST /v1/model/chat/completions        OpenAI Chat Completions, proxied (see MODEL_PROXY_PATH)
  * Errors: non-2xx with ApiError, except under MODEL_PROXY_PATH, which answers OpenAI's ModelProxyError.
+ * 429 (both shapes): the session is over its request rate or in-flight cap; retry after `Retry-After`
+ * seconds (with the same execution identity, an invoke never runs twice).
  */
 import { z } from "zod";
 
@@ -28,6 +31,16 @@ export const HistoryEntry = z.object({
 });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
+/** Events of one history page: `GET /v1/session` holds the first, `GET /v1/session/history` the rest. */
+export const HISTORY_PAGE = 1000;
+
+/** `GET /v1/session/history`: events after `afterSeq` in seq order; `complete` when none follow. */
+export const HistoryPage = z.object({
+  history: z.array(HistoryEntry),
+  complete: z.boolean(),
+});
+export type HistoryPage = z.infer<typeof HistoryPage>;
+
 /** `GET /v1/session`. */
 export const SessionView = z.object({
   namespace: z.string(),
@@ -38,7 +51,9 @@ export const SessionView = z.object({
   messages: z.array(z.object({ text: z.string() })),
   model: z.object({ name: z.string() }),
   tools: z.array(ToolSpec),
+  /** The history's first page; unless `historyComplete`, read on with `GET /v1/session/history`. */
   history: z.array(HistoryEntry),
+  historyComplete: z.boolean(),
   limits: z.object({
     maxTurns: z.number().int(),
     maxToolCalls: z.number().int(),

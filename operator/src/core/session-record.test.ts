@@ -26,6 +26,9 @@ describe("sessionRecordOf", () => {
       toolCalls: 2,
       writes: 1,
       releases: 0,
+      // The agent's three events: {"turn":0}, {"turn":1}, {"turn":2,"text":"done"}.
+      agentEvents: 3,
+      agentEventBytes: 10 + 10 + 24,
       usage: { inputTokens: 10, outputTokens: 4 },
       finalAnswer: "done",
       finalAnswers: 1,

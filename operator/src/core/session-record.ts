@@ -44,7 +44,13 @@ export interface SessionRecord {
   budgetExceeded?: string;
   /** How often the agent posted `released`: it stopped while a decision was pending. */
   releases: number;
+  /** Events of source `agent` (what the agent posted, and its tool calls): the gateway bounds both. */
+  agentEvents: number;
+  /** Bytes of those events' payloads as JSON text. */
+  agentEventBytes: number;
 }
+
+const utf8 = new TextEncoder();
 
 function numberOf(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
@@ -70,6 +76,8 @@ export const EMPTY_SESSION_RECORD_STATE: SessionRecordState = {
     toolCalls: 0,
     writes: 0,
     releases: 0,
+    agentEvents: 0,
+    agentEventBytes: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
   },
   finalTurns: new Set(),
@@ -96,6 +104,10 @@ export function foldEvents(
       record.turns = Math.max(record.turns, numberOf(event.payload.turn) + 1);
     }
     if (event.kind === "tool_call") record.toolCalls++;
+    if (event.source === "agent") {
+      record.agentEvents++;
+      record.agentEventBytes += utf8.encode(JSON.stringify(event.payload)).length;
+    }
     const outcome =
       (event.kind === "tool_result" || event.kind === "approval_outcome") && event.source === "core";
     if (outcome && event.payload.effect === "write" && event.payload.status === "succeeded") record.writes++;

@@ -1,12 +1,14 @@
 /**
- * What the gateway answers for a request that failed: a typed error by its kind (403, 400, 404, 409,
- * 503; else 500), a body zod refused 400, the database unavailable 503 `unavailable` — which the
+ * What the gateway answers for a request that failed: a session over its request limits 429 with
+ * `Retry-After` (session-limits.ts), a typed error by its kind (403, 400, 404, 409, 503; else 500), a
+ * body zod refused 400, the database unavailable 503 `unavailable` — which the
  * agent retries with the same execution identity, so nothing runs twice, where a 500 would end its
  * tool call (store/unavailable.ts) — and anything else 500 without its details.
  */
 import { z } from "zod";
 import { isGatehouseError } from "../core/errors.ts";
 import { isDatabaseUnavailable } from "../store/unavailable.ts";
+import { isSessionRateLimited } from "./session-limits.ts";
 
 const STATUS_OF_KIND: Record<string, number> = {
   forbidden: 403,
@@ -20,11 +22,20 @@ const STATUS_OF_KIND: Record<string, number> = {
 export interface ErrorReply {
   code: number;
   body: { kind: string; message: string };
+  /** Headers of the answer: `retry-after` (seconds) on a 429. */
+  headers?: Record<string, string>;
   log?: "warn" | "error";
 }
 
 /** See the file comment. Pure. */
 export function errorReply(error: unknown): ErrorReply {
+  if (isSessionRateLimited(error)) {
+    return {
+      code: 429,
+      body: { kind: error.kind, message: error.message },
+      headers: { "retry-after": String(error.retryAfterSeconds) },
+    };
+  }
   if (isGatehouseError(error)) {
     return { code: STATUS_OF_KIND[error.kind] ?? 500, body: { kind: error.kind, message: error.message } };
   }

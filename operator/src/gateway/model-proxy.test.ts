@@ -11,10 +11,12 @@ import { GatehouseError } from "../core/errors.ts";
 import { defaultSessionCeilings } from "../core/limits.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
-import { modelProxyRoute } from "./model-proxy.ts";
+import { modelProxyRoute, UPSTREAM_ERROR_BYTES } from "./model-proxy.ts";
+import { type SessionRequestLimits, sessionLimiter } from "./session-limits.ts";
 
 const POD_TOKEN = "pod-token-of-the-agent";
 const KEY = "sk-from-the-secret";
+const MAX_REQUEST_BYTES = 1024 * 1024;
 
 /** One request the stub endpoint received. */
 interface Received {
@@ -96,6 +98,9 @@ function memoryTranscripts(): TranscriptStore & { events: SessionEvent[] } {
         .filter((e) => e.sessionUid === sessionUid && e.seq > (options.afterSeq ?? 0))
         .slice(0, options.limit ?? 1000);
     },
+    async findFirst(sessionUid, kind, field, value) {
+      return events.find((e) => e.sessionUid === sessionUid && e.kind === kind && e.payload[field] === value);
+    },
   };
 }
 
@@ -128,25 +133,33 @@ afterEach(async () => {
   received = [];
 });
 
-/** The gateway's /v1 scope in small: a bearer check binding `theSession`, then the proxy. */
+/** The gateway's /v1 scope in small: a bearer check binding `theSession`, its limits, then the proxy. */
 async function startGateway(
   theSession: AgentSession,
   endpoint: Partial<ModelEndpoint> = {},
+  limits: SessionRequestLimits = { requestsPerSecond: 1000, burst: 1000, maxInFlight: 100 },
 ): Promise<{
   url: string;
   transcripts: ReturnType<typeof memoryTranscripts>;
   records: ReturnType<typeof sessionRecords>;
+  /** Every line the gateway logged. */
+  logLines: string[];
 }> {
   const transcripts = memoryTranscripts();
   const records = sessionRecords(transcripts);
-  const app = Fastify();
+  const logLines: string[] = [];
+  const limiter = sessionLimiter(limits);
+  const app = Fastify({
+    logger: { level: "debug", stream: { write: (line: string) => logLines.push(line) } },
+  });
   await app.register(async (v1) => {
     v1.decorateRequest("session", undefined as unknown as AgentSession);
-    v1.addHook("onRequest", async (request) => {
+    v1.addHook("onRequest", async (request, reply) => {
       if (request.headers.authorization !== `Bearer ${POD_TOKEN}`) {
         throw new GatehouseError("forbidden", "A bearer token (the pod's projected token) is required.");
       }
       request.session = theSession;
+      reply.raw.once("close", limiter.admit(theSession.metadata.uid));
     });
     await v1.register(modelProxyRoute, {
       endpointFor: (ref) =>
@@ -169,11 +182,12 @@ async function startGateway(
       records,
       transcripts,
       ceilings: defaultSessionCeilings,
+      maxRequestBytes: MAX_REQUEST_BYTES,
     });
   });
   const origin = await app.listen({ host: "127.0.0.1", port: 0 });
   gateway = app;
-  return { url: `${origin}/v1/model`, transcripts, records };
+  return { url: `${origin}/v1/model`, transcripts, records, logLines };
 }
 
 const client = (baseURL: string) => new OpenAI({ baseURL, apiKey: POD_TOKEN, maxRetries: 2 });
@@ -435,5 +449,131 @@ describe("POST /v1/model/chat/completions", () => {
     });
     expect(response.status).toBe(409);
     expect(received).toHaveLength(0);
+  });
+
+  it("forwards an allowlist of headers: none of the pod's credential-like headers reaches the endpoint", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(completion({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 })));
+    };
+    const { url } = await startGateway(session());
+    const smuggled: Record<string, string> = {
+      "x-api-key": "pod-x-api-key",
+      "api-key": "pod-api-key",
+      "x-pass-authorization": "Bearer pod-pass-through",
+      "x-pass-x-api-key": "pod-pass-key",
+      cookie: "session=pod-cookie",
+      "proxy-authorization": "Basic cG9kOnNlY3JldA==",
+      "openai-organization": "org-pod",
+      "openai-project": "proj-pod",
+      "x-goog-api-key": "pod-goog-key",
+      "anthropic-api-key": "pod-anthropic-key",
+      "x-forwarded-for": "10.0.0.1",
+      "x-custom-header": "pod-custom",
+    };
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { ...smuggled, authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [{ role: "user", content: "x" }] }),
+    });
+    expect(response.status).toBe(200);
+    expect(received).toHaveLength(1);
+    const sent = received[0]!.headers;
+    // Only what the proxy sets itself, and what HTTP framing adds.
+    expect(Object.keys(sent).sort()).toEqual(
+      [
+        "accept",
+        "accept-encoding",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "user-agent",
+      ].sort(),
+    );
+    expect(sent.authorization).toBe(`Bearer ${KEY}`);
+    for (const value of Object.values(smuggled)) expect(JSON.stringify(sent)).not.toContain(value);
+  });
+
+  it("refuses a body carrying a credential-like field, naming it, without calling the endpoint", async () => {
+    const { url } = await startGateway(session());
+    for (const field of ["api_key", "apiKey", "extra_headers", "api_base", "Authorization"]) {
+      const response = await fetch(`${url}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "gpt-test", messages: [], [field]: "sk-pod-own-key-123456" }),
+      });
+      expect(response.status, field).toBe(400);
+      const error = ModelProxyError.parse(await response.json()).error;
+      expect(error.code).toBe("credential_field");
+      expect(error.message).toContain(field);
+    }
+    expect(received).toHaveLength(0);
+  });
+
+  it("returns an endpoint's error answer truncated and with the key redacted, and logs no key", async () => {
+    answer = (request, response) => {
+      response.writeHead(401, { "content-type": "application/json" });
+      // Endpoints echo what they were sent: the key, the Authorization header, and then some.
+      response.end(
+        JSON.stringify({
+          error: {
+            message: `Incorrect API key provided: ${KEY}. You sent ${request.headers.authorization}; other key sk-proj-abcdefghijkl.`,
+            type: "invalid_request_error",
+            param: null,
+            code: "invalid_api_key",
+          },
+          padding: "x".repeat(100_000),
+        }),
+      );
+    };
+    const { url, logLines } = await startGateway(session());
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [] }),
+    });
+    expect(response.status).toBe(401);
+    const text = await response.text();
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(UPSTREAM_ERROR_BYTES);
+    expect(text).toContain("Incorrect API key provided: [REDACTED]");
+    expect(text).not.toContain(KEY);
+    expect(text).not.toContain("sk-proj-abcdefghijkl");
+    expect(logLines.join("")).toContain("model endpoint refused the request");
+    expect(logLines.join("")).not.toContain(KEY);
+  });
+
+  it("answers a session over its request limits 429 in OpenAI's shape with Retry-After, which the openai client honours", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(completion({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 })));
+    };
+    const { url } = await startGateway(session(), {}, { requestsPerSecond: 1, burst: 1, maxInFlight: 10 });
+    const first = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [] }),
+    });
+    expect(first.status).toBe(200);
+    const limited = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [] }),
+    });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toBe("1");
+    expect(ModelProxyError.parse(await limited.json()).error).toMatchObject({
+      type: "rate_limit_error",
+      code: "session_rate_limited",
+    });
+    // The SDK waits the Retry-After and asks again: the third request gets through.
+    const started = Date.now();
+    await client(url).chat.completions.create({
+      model: "gpt-test",
+      messages: [{ role: "user", content: "x" }],
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    expect(received).toHaveLength(2);
   });
 });

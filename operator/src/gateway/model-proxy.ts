@@ -16,8 +16,15 @@
  * Requests running at the same time each see the usage of those finished before them: the budget can be
  * overrun by what concurrent requests of one session spend, never by a sequence of requests.
  *
- * The pod's token never leaves the gateway. Errors of the proxy itself answer OpenAI's error shape
- * (ModelProxyError), so an OpenAI client shows their message.
+ * What goes upstream is an allowlist: the endpoint's key and the few headers the proxy sets itself —
+ * no header of the pod's request is forwarded (its token, `x-api-key`, cookies, `openai-organization`
+ * and the like stay in the gateway), and a body with a top-level credential field (`api_key`,
+ * `extra_headers`, …, KEY_LIKE_FIELDS) is refused, since some endpoints honour those over the header.
+ * An upstream error answer is read (at most UPSTREAM_ERROR_BYTES), the endpoint's key and anything
+ * shaped like a credential redacted, and only then returned and logged: endpoints echo keys in errors.
+ * Errors of the proxy itself answer OpenAI's error shape (ModelProxyError), so an OpenAI client shows
+ * their message; a session over its request limits gets 429 with `Retry-After`, which OpenAI clients
+ * honour.
  */
 import type { ServerResponse } from "node:http";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
@@ -41,6 +48,7 @@ import {
   type UpstreamChatRequest,
   upstreamChatRequest,
 } from "./model-usage.ts";
+import { isSessionRateLimited } from "./session-limits.ts";
 
 /** What the model proxy needs. */
 export interface ModelProxyOptions {
@@ -55,11 +63,79 @@ export interface ModelProxyOptions {
   upstreamTimeoutMs?: number;
   /** The undici dispatcher for upstream calls (default: undici's global one). */
   dispatcher?: Dispatcher;
+  /** Largest request body accepted, in bytes: long conversations are large (config GATEWAY_LIMITS). */
+  maxRequestBytes: number;
+}
+const DEFAULT_UPSTREAM_TIMEOUT_MS = 300_000;
+/** Bytes of an upstream error answer read and returned; the rest is read and dropped. */
+export const UPSTREAM_ERROR_BYTES = 8 * 1024;
+
+/**
+ * Top-level body fields through which some endpoints and proxies take a credential or a target of
+ * their own (LiteLLM's `api_key`/`api_base`, `extra_headers`, …): a request naming one is refused.
+ */
+export const KEY_LIKE_FIELDS = new Set([
+  "api_key",
+  "apikey",
+  "api-key",
+  "key",
+  "authorization",
+  "headers",
+  "extra_headers",
+  "api_base",
+  "base_url",
+  "organization",
+  "project",
+  "token",
+  "access_token",
+  "secret",
+  "password",
+  "credentials",
+]);
+
+/** The top-level fields of `body` that are key-like (compared without case and `-`/`_`). */
+export function keyLikeFields(body: Record<string, unknown>): string[] {
+  const normal = (name: string) => name.toLowerCase().replace(/-/g, "_");
+  const known = new Set([...KEY_LIKE_FIELDS].map(normal));
+  return Object.keys(body).filter((name) => known.has(normal(name)));
 }
 
-/** Largest request body the proxy accepts: long conversations are large (the rest of /v1 takes 2 MiB). */
-const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
-const DEFAULT_UPSTREAM_TIMEOUT_MS = 300_000;
+/** Shapes of credentials an endpoint may echo: OpenAI-style keys, bearer values, JWTs. */
+const CREDENTIAL_SHAPES = [
+  /\bsk-[A-Za-z0-9_-]{8,}/g,
+  /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi,
+  /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g,
+];
+
+/** `text` with `secrets` (exact) and credential-shaped substrings replaced by `[REDACTED]`. */
+export function redactCredentials(text: string, secrets: readonly string[]): string {
+  let redacted = text;
+  for (const secret of secrets) if (secret.length >= 4) redacted = redacted.split(secret).join("[REDACTED]");
+  for (const shape of CREDENTIAL_SHAPES) redacted = redacted.replace(shape, "[REDACTED]");
+  return redacted;
+}
+
+/** Reads at most `limit` bytes of `body` and drains the rest; whether it was cut. */
+async function readBounded(
+  body: AsyncIterable<Uint8Array>,
+  limit: number,
+): Promise<{ text: string; cut: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let cut = false;
+  for await (const chunk of body) {
+    if (size >= limit) {
+      cut = true;
+      continue;
+    }
+    const part = Buffer.from(chunk).subarray(0, limit - size);
+    if (part.length < chunk.byteLength) cut = true;
+    chunks.push(part);
+    size += part.length;
+  }
+  // A multi-byte character cut at the limit becomes U+FFFD: the text stays valid.
+  return { text: Buffer.concat(chunks).toString("utf8"), cut };
+}
 
 /** Response headers not relayed: hop-by-hop, framing (the gateway frames its own answer), cookies. */
 const UNRELAYED = new Set([
@@ -177,6 +253,13 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
 
   // Every failure here — the token review of the /v1 scope included — answers OpenAI's error shape.
   app.setErrorHandler((error, request, reply) => {
+    if (isSessionRateLimited(error)) {
+      request.log.info({ message: error.message }, "session request limited");
+      return reply
+        .code(429)
+        .header("retry-after", String(error.retryAfterSeconds))
+        .send(modelProxyError(error.message, "rate_limit_error", "session_rate_limited"));
+    }
     if (isGatehouseError(error)) {
       const mapped = OPENAI_ERROR[error.kind] ?? { status: 500, type: "server_error" };
       return reply.code(mapped.status).send(modelProxyError(error.message, mapped.type, error.kind));
@@ -192,7 +275,7 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
 
   app.post(
     `${MODEL_PROXY_PATH}/chat/completions`,
-    { bodyLimit: MAX_REQUEST_BYTES },
+    { bodyLimit: options.maxRequestBytes },
     async (request, reply) => {
       const started = Date.now();
       const session = request.session;
@@ -228,6 +311,18 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
             `Not a Chat Completions request: ${z.prettifyError(parsed.error)}`,
             "invalid_request_error",
             "invalid_request",
+          ),
+        );
+      }
+      const credentialFields = keyLikeFields(parsed.data);
+      if (credentialFields.length > 0) {
+        return refuse(
+          400,
+          "refused",
+          modelProxyError(
+            `The request carries credential-like fields (${credentialFields.join(", ")}); the gateway adds the endpoint's key itself: remove them.`,
+            "invalid_request_error",
+            "credential_field",
           ),
         );
       }
@@ -308,6 +403,16 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
         );
       }
       const ok = answer.statusCode >= 200 && answer.statusCode < 300;
+      if (!ok) {
+        const { text, cut } = await readBounded(answer.body, UPSTREAM_ERROR_BYTES);
+        const body = redactCredentials(text, key ? [key] : []);
+        metrics?.requested(endpoint.name, "upstream_error", Date.now() - started);
+        log.info(
+          { status: answer.statusCode, model: upstream.model, body: body.slice(0, 1024), cut },
+          "model endpoint refused the request",
+        );
+        return reply.code(answer.statusCode).headers(relayedHeaders(answer.headers)).send(body);
+      }
       const promptChars = upstream.body.length;
       // The answer's own framing decides how to read it: an endpoint may answer a stream request with JSON.
       const sse = String(answer.headers["content-type"] ?? "").includes("text/event-stream");
@@ -317,13 +422,9 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
       reply.raw.flushHeaders();
       const relayed = await relay(answer.body, reply.raw, meter);
       if (!relayed.complete) log.warn({ err: relayed.error }, "model endpoint broke off its answer");
-      metrics?.requested(endpoint.name, ok ? "ok" : "upstream_error", Date.now() - started);
-      if (ok) {
-        // Recorded before the answer ends: the agent's next request already counts this one's tokens.
-        await recordUsage(options, session, endpoint, upstream, meter.finish(), log);
-      } else {
-        log.info({ status: answer.statusCode, model: upstream.model }, "model endpoint refused the request");
-      }
+      metrics?.requested(endpoint.name, "ok", Date.now() - started);
+      // Recorded before the answer ends: the agent's next request already counts this one's tokens.
+      await recordUsage(options, session, endpoint, upstream, meter.finish(), log);
       if (!reply.raw.destroyed) reply.raw.end();
       return reply;
     },

@@ -1,20 +1,32 @@
 /**
  * The gateway: the agent-facing HTTP API (operator/src/api/agent-protocol.ts) on fastify.
- *   GET  /v1/session                 instructions, tools, stored history, limits
+ *   GET  /v1/session                 instructions, tools, the first page of stored history, limits
+ *   GET  /v1/session/history         the stored history after a seq, one page
  *   POST /v1/session/events          the agent's own reports (stored with source agent)
  *   POST /v1/invoke                  Core.invoke (DESIGN §4)
  *   GET  /v1/approvals/{name}/wait   long-poll until the Approval is decided and executed
  *   POST /v1/model/chat/completions  the model proxy (model-proxy.ts): key added, usage metered, budget
  *   GET  /v1/grants/jwks             the grant verification keys (unauthenticated, jwks-route.ts)
  *   GET  /healthz, /readyz
- * Every /v1 request is authenticated by TokenReview and bound to the pod's session. Tool calls and
+ * Every /v1 request is authenticated by TokenReview, bound to the pod's session and admitted by the
+ * session's request limits (session-limits.ts: over them, 429 with Retry-After). Each route has its own
+ * body limit, and what one session may post is bounded (AgentIntakeLimits); no route reads a whole
+ * transcript into memory. Tool calls and
  * their results are written to the transcript by the gateway, from Core's records: the history a
  * resumed agent is replayed. Core counts the session's limits in its own budget ledger, not from it.
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { AgentEvent, type ApprovalWait, InvokeCall, type SessionView } from "../api/agent-protocol.ts";
+import {
+  AgentEvent,
+  type ApprovalWait,
+  HISTORY_PAGE,
+  type HistoryEntry,
+  type HistoryPage,
+  InvokeCall,
+  type SessionView,
+} from "../api/agent-protocol.ts";
 import type { AgentSession, Approval } from "../api/kinds.ts";
 import { type JsonObject, sha256Hex } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
@@ -27,13 +39,26 @@ import type { Caches } from "../kube/caches.ts";
 import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
-import type { TranscriptStore } from "../store/transcripts.ts";
+import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { errorReply } from "./error-reply.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
 import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
+import { type SessionLimiter, type SessionRequestLimits, sessionLimiter } from "./session-limits.ts";
 import { drainOnClose } from "./shutdown.ts";
+
+/** What one session may post to its transcript through `POST /v1/session/events`. */
+export interface AgentIntakeLimits {
+  /** Events the agent may post over the whole session. */
+  eventsPerSession: number;
+  /** Bytes of those events' payloads (as stored JSON) over the whole session. */
+  eventBytesPerSession: number;
+}
+
+/** Body limits per route: an event holds ≤ 64 KiB of text; an invoke ≤ 1 MB of arguments. */
+const EVENT_BODY_BYTES = 256 * 1024;
+const INVOKE_BODY_BYTES = 2 * 1024 * 1024;
 
 export interface GatewayDeps {
   caches: Caches;
@@ -47,8 +72,12 @@ export interface GatewayDeps {
   ceilings: SessionCeilings;
   /** Session records from the transcript, read incrementally (the model proxy's token budget). */
   records: SessionRecords;
-  /** The model proxy's endpoints, keys and metrics (model-proxy.ts). */
-  model: Pick<ModelProxyOptions, "endpointFor" | "keys" | "metrics">;
+  /** The model proxy's endpoints, keys, metrics and body limit (model-proxy.ts). */
+  model: Pick<ModelProxyOptions, "endpointFor" | "keys" | "metrics" | "maxRequestBytes">;
+  /** Each session's request rate and in-flight cap (config GATEWAY_LIMITS). */
+  requestLimits: SessionRequestLimits;
+  /** What each session's agent may write to its transcript (config GATEWAY_LIMITS). */
+  intakeLimits: AgentIntakeLimits;
 }
 
 /** How long an approval wait lets the informer catch up with an Approval created a moment ago. */
@@ -65,18 +94,63 @@ function nowMicros(): number {
   return Date.now() * 1000;
 }
 
+/** A stored event as the agent is replayed it. */
+function historyEntryOf(event: SessionEvent): HistoryEntry {
+  return { seq: event.seq, source: event.source, kind: event.kind, payload: event.payload };
+}
+
+/** One page of the session's history after `afterSeq`: one event more is read to know if it is the last. */
+async function historyPage(
+  transcripts: TranscriptStore,
+  sessionUid: string,
+  afterSeq: number,
+  limit: number,
+): Promise<HistoryPage> {
+  const events = await transcripts.list(sessionUid, { afterSeq, limit: limit + 1 });
+  return { history: events.slice(0, limit).map(historyEntryOf), complete: events.length <= limit };
+}
+
+const HistoryQuery = z.object({
+  afterSeq: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(HISTORY_PAGE).default(HISTORY_PAGE),
+});
+
 /** Builds (not starts) the gateway. */
 export function buildGateway(deps: GatewayDeps) {
   const app = Fastify({
     loggerInstance: deps.log.child({ component: "gateway" }),
-    bodyLimit: 2 * 1024 * 1024,
+    bodyLimit: INVOKE_BODY_BYTES,
   });
   const drain = drainOnClose(app);
+  const limiter: SessionLimiter = sessionLimiter(deps.requestLimits);
+  const intake = deps.intakeLimits;
+
+  /**
+   * Refuses (409) an agent's event of `bytes` once its session posted its share. Checked against what
+   * is stored, so every replica counts the same events; concurrent posts can pass it together, at most
+   * the session's in-flight cap of them.
+   */
+  async function admitIntake(session: AgentSession, bytes: number): Promise<void> {
+    const record = await deps.records.recordOf(session.metadata.uid);
+    if (
+      record.agentEvents >= intake.eventsPerSession ||
+      record.agentEventBytes + bytes > intake.eventBytesPerSession
+    ) {
+      throw new GatehouseError(
+        "conflict",
+        `This session's agent has written ${record.agentEvents} events (${record.agentEventBytes} bytes) to its transcript; a session may write at most ${intake.eventsPerSession} events and ${intake.eventBytesPerSession} bytes.`,
+      );
+    }
+  }
 
   app.setErrorHandler((error, request, reply) => {
     const answer = errorReply(error);
     if (answer.log) request.log[answer.log]({ err: error }, "gateway request failed");
-    return reply.code(answer.code).send(answer.body);
+    if (answer.code === 429) request.log.info({ message: answer.body.message }, "session request limited");
+    return reply
+      .code(answer.code)
+      .headers(answer.headers ?? {})
+      .send(answer.body);
   });
 
   app.get("/healthz", async () => ({ status: "ok" }));
@@ -85,13 +159,15 @@ export function buildGateway(deps: GatewayDeps) {
 
   app.register(async (v1) => {
     v1.decorateRequest("session", undefined as unknown as AgentSession);
-    v1.addHook("onRequest", async (request: FastifyRequest) => {
+    v1.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
       const header = request.headers.authorization ?? "";
       const token = header.startsWith("Bearer ") ? header.slice(7).trim() : "";
       if (!token)
         throw new GatehouseError("forbidden", "A bearer token (the pod's projected token) is required.");
       const identity = await deps.review(token);
       request.session = await sessionOfPod(deps.caches, identity);
+      // The slot is held until the answer is done or the pod hangs up (a hijacked stream included).
+      reply.raw.once("close", limiter.admit(request.session.metadata.uid));
     });
     v1.register(modelProxyRoute, {
       ...deps.model,
@@ -113,7 +189,7 @@ export function buildGateway(deps: GatewayDeps) {
         description: deps.caches.capabilities.get(c.name, c.namespace)?.status?.description ?? c.id,
         parameters: c.inputSchema,
       }));
-      const history = await deps.transcripts.list(session.metadata.uid, { limit: 100_000 });
+      const first = await historyPage(deps.transcripts, session.metadata.uid, 0, HISTORY_PAGE);
       const limits = limitsOf(session, deps.ceilings);
       return {
         namespace: session.metadata.namespace,
@@ -124,7 +200,8 @@ export function buildGateway(deps: GatewayDeps) {
         messages: session.spec.messages,
         model: { name: session.spec.model.name },
         tools,
-        history: history.map((e) => ({ seq: e.seq, source: e.source, kind: e.kind, payload: e.payload })),
+        history: first.history,
+        historyComplete: first.complete,
         limits: {
           maxTurns: limits.maxTurns,
           maxToolCalls: limits.maxToolCalls,
@@ -133,11 +210,17 @@ export function buildGateway(deps: GatewayDeps) {
       };
     });
 
-    v1.post("/v1/session/events", async (request) => {
+    v1.get("/v1/session/history", async (request): Promise<HistoryPage> => {
+      const { afterSeq, limit } = HistoryQuery.parse(request.query);
+      return historyPage(deps.transcripts, request.session.metadata.uid, afterSeq, limit);
+    });
+
+    v1.post("/v1/session/events", { bodyLimit: EVENT_BODY_BYTES }, async (request) => {
       const event = AgentEvent.parse(request.body);
       const payload: JsonObject = { turn: event.turn };
       if (event.text !== undefined) payload.text = event.text;
       if (event.usage) Object.assign(payload, event.usage);
+      await admitIntake(request.session, Buffer.byteLength(JSON.stringify(payload)));
       await deps.transcripts.append({
         sessionUid: request.session.metadata.uid,
         source: "agent",
@@ -148,9 +231,11 @@ export function buildGateway(deps: GatewayDeps) {
       return { accepted: true };
     });
 
-    v1.post("/v1/invoke", async (request) => {
+    v1.post("/v1/invoke", { bodyLimit: INVOKE_BODY_BYTES }, async (request) => {
       const call = InvokeCall.parse(request.body);
       const session = request.session;
+      // Every call adds a tool_call event the agent caused, refused calls included.
+      await admitIntake(session, call.arguments.length);
       const context = sessionContextOf(session, deps.ceilings);
       const { answer } = await invoke(deps.core, context, call);
       const capability = await deps.core.catalog.resolve(session.metadata.namespace, call.tool);

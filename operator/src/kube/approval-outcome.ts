@@ -68,11 +68,8 @@ export async function recordApprovalOutcome(
 ): Promise<SessionEvent> {
   const sessionUid = approval.spec.sessionRef.uid;
   const answer = await answerOfApproval(core, approval);
-  const history = await transcripts.list(sessionUid, { limit: 100_000 });
   // The call that proposed it; for an Auto call of unknown outcome, the call whose result named it.
-  const proposal = history.find(
-    (e) => e.kind === "tool_result" && e.payload.approval === approval.metadata.name,
-  );
+  const proposal = await transcripts.findFirst(sessionUid, "tool_result", "approval", approval.metadata.name);
   const capability = await core.catalog.get(approval.metadata.namespace, approval.spec.capability);
   // A person's resolution, or the provider asked again, settles an outcome that was Unknown (and told
   // as such): it is told once more.

@@ -83,7 +83,10 @@ export async function runGateway(): Promise<void> {
       endpointFor: (endpointRef) => endpointFor(config, endpointRef),
       keys: secretModelKeys(clients.core, config.operatorNamespace),
       metrics: metrics.modelProxyMetrics,
+      maxRequestBytes: config.gatewayLimits.modelRequestBytes,
     },
+    requestLimits: config.gatewayLimits,
+    intakeLimits: config.gatewayLimits,
   });
   started.onShutdown("gateway", async () => {
     const { cut, requests } = await closeWithin(gateway, GATEWAY_DRAIN_MS);

@@ -44,6 +44,16 @@ export interface TranscriptStore {
   append(event: NewSessionEvent): Promise<SessionEvent>;
   /** Events with seq > `afterSeq` (default 0), ascending, at most `limit` (default 1000). */
   list(sessionUid: string, options?: { afterSeq?: number; limit?: number }): Promise<SessionEvent[]>;
+  /**
+   * The first event of `kind` whose payload field `field` is the string `value`: found in the database,
+   * so a long transcript is never read into memory to find one event.
+   */
+  findFirst(
+    sessionUid: string,
+    kind: string,
+    field: string,
+    value: string,
+  ): Promise<SessionEvent | undefined>;
 }
 
 /** Advisory lock classid for transcript appends (objid = hashtext(session uid)); see `audit-log.ts`. */
@@ -110,6 +120,15 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
         [sessionUid, options.afterSeq ?? 0, options.limit ?? 1000],
       );
       return result.rows.map(eventFromRow);
+    },
+
+    async findFirst(sessionUid, kind, field, value) {
+      const result = await pool.query(
+        `SELECT session_uid, seq, source, kind, payload, at_us FROM session_events
+          WHERE session_uid = $1 AND kind = $2 AND payload->>$3 = $4 ORDER BY seq LIMIT 1`,
+        [sessionUid, kind, field, value],
+      );
+      return result.rows[0] ? eventFromRow(result.rows[0]) : undefined;
     },
   };
 }

@@ -24,6 +24,8 @@ const empty: SessionRecord = {
   toolCalls: 0,
   writes: 0,
   releases: 0,
+  agentEvents: 0,
+  agentEventBytes: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
 };
 const podIn = (phase: string, extra: Partial<V1Pod["status"]> = {}): V1Pod => ({
