@@ -21,7 +21,7 @@ import {
   TRANSCRIPT_READER_ROLE,
 } from "../../operator/src/api/rbac.ts";
 import { TRANSCRIPTS_API_SERVICE } from "../../operator/src/api/transcripts-api.ts";
-import { configFromEnvironment } from "../../operator/src/config.ts";
+import { configFromEnvironment, DEFAULT_GATEWAY_LIMITS } from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
 import {
   CHART_DIR,
@@ -183,6 +183,8 @@ describe("values.schema.json", () => {
     ["database.runtime.controller.url=mysql://x", "/database/runtime/controller/url"],
     ["database.runtime.gateway.secretName=Bad_Name", "/database/runtime/gateway/secretName"],
     ["database.migrate.backoffLimit=-1", "/database/migrate/backoffLimit"],
+    ["gateway.limits.maxInFlight=0", "/gateway/limits/maxInFlight"],
+    ["gateway.limits.modelRequestBytes=1024", "/gateway/limits/modelRequestBytes"],
   ])("refuses --set %s and names %s", async (set, field) => {
     const result = await helm(["template", "gatehouse", CHART_DIR, "--set", set]);
     expect(result.code).not.toBe(0);
@@ -418,6 +420,8 @@ describe("what the chart renders", () => {
     }
     expect(controller.databaseUrl).toBe("postgres://gatehouse_controller_login:p@db:5432/gatehouse");
     expect(gateway.databaseUrl).toBe("postgres://gatehouse_gateway_login:p@db:5432/gatehouse");
+    // The chart's defaults are the program's: a value left out of the chart keeps the same limit.
+    expect(gateway.gatewayLimits).toEqual(DEFAULT_GATEWAY_LIMITS);
     expect(controller.leaderElection).toEqual({
       enabled: true,
       namespace: "gatehouse-system",
