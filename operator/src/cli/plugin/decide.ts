@@ -19,6 +19,7 @@ import type { ApprovalPhase } from "../../api/approval.ts";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../../api/kinds.ts";
 import { type Connection, whoAmI } from "./connection.ts";
 import type { Output } from "./output.ts";
+import { oneLine } from "./terminal-text.ts";
 import { EXIT } from "./usage.ts";
 
 /** One decision entry (api/approval.ts Decision). */
@@ -325,6 +326,8 @@ function phaseSummary(approval: Approval): string {
   const conditions = approval.status?.conditions ?? [];
   const condition =
     conditions.find((c) => c.type === "Executed") ?? conditions.find((c) => c.type === "Decided");
-  const why = condition ? ` — ${condition.type} ${condition.reason}: ${condition.message}` : "";
+  // The message may quote a provider's answer: made harmless for the terminal, on one line.
+  const message = oneLine(condition?.message ?? "");
+  const why = condition ? ` — ${condition.type} ${condition.reason}: ${message}` : "";
   return `phase: ${phase} (${votes})${why}`;
 }

@@ -1,13 +1,19 @@
+import { escapeControls } from "./terminal-text.ts";
+
 /** Where a subcommand writes: its result to `out` (stdout), diagnostics to `err` (stderr). */
 export interface Output {
   out(text: string): void;
   err(text: string): void;
 }
 
-/** The process's own stdout and stderr, one line per call. */
+/**
+ * The process's own stdout and stderr, one line per call. Every line is escaped (terminal-text.ts):
+ * whatever a subcommand prints — an API server's message quoting an agent's input, say — reaches the
+ * terminal with no control or bidi character.
+ */
 export const processOutput: Output = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
+  out: (text) => process.stdout.write(`${escapeControls(text)}\n`),
+  err: (text) => process.stderr.write(`${escapeControls(text)}\n`),
 };
 
 /**

@@ -8,6 +8,7 @@ import { type Connection, type Me, mayI, whoAmI } from "./connection.ts";
 import { type DecisionRight, decisionRightOf, rightText } from "./eligibility.ts";
 import type { Output } from "./output.ts";
 import { formatTable, humanDuration } from "./table.ts";
+import { oneLine } from "./terminal-text.ts";
 
 /** One row of `pending`, also its `-o json` item. */
 export interface PendingItem {
@@ -74,11 +75,12 @@ export function pendingTable(items: PendingItem[], allNamespaces: boolean, now: 
   const headers = ["NAME", "SESSION", "CAPABILITY", "REQUESTED BY", "AGE", "EXPIRES", "VOTES", "YOU"];
   const rows = items.map((item) => {
     const expiresIn = Date.parse(item.expiresAt) - now.getTime();
+    // Names an agent or a user chose: made harmless and kept on one line, so no cell forges a row.
     return [
-      item.name,
-      item.session,
-      item.capability,
-      item.requestedBy,
+      oneLine(item.name),
+      oneLine(item.session),
+      oneLine(item.capability),
+      oneLine(item.requestedBy),
       humanDuration(now.getTime() - Date.parse(item.createdAt)),
       expiresIn > 0 ? `in ${humanDuration(expiresIn)}` : "expired",
       `${item.approvals}/${item.requiredApprovals}`,

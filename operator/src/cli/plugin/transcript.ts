@@ -14,6 +14,7 @@ import {
 } from "../../api/transcripts-api.ts";
 import type { Connection } from "./connection.ts";
 import type { Output } from "./output.ts";
+import { oneLine } from "./terminal-text.ts";
 import { EXIT, UsageError } from "./usage.ts";
 
 /** Characters of a long payload text shown in the text form (-o json shows everything). */
@@ -94,7 +95,10 @@ function clip(text: string): string {
     : text;
 }
 
-/** One line per event: seq, time, who wrote it, its kind and what it says. */
+/**
+ * One line per event: seq, time, who wrote it, its kind and what it says — model text made harmless
+ * for the terminal (terminal-text.ts) and on one line.
+ */
 export function transcriptLines(events: TranscriptEvent[]): string[] {
   return events.map((event) => {
     const p = event.payload;
@@ -116,7 +120,7 @@ export function transcriptLines(events: TranscriptEvent[]): string[] {
       default:
         detail = clip(text("text") || text("content") || JSON.stringify(p));
     }
-    return `${String(event.seq).padStart(4)}  ${event.time}  ${event.source.padEnd(5)}  ${event.kind.padEnd(16)}  ${detail.replace(/\s+/g, " ")}`;
+    return `${String(event.seq).padStart(4)}  ${oneLine(event.time)}  ${oneLine(event.source).padEnd(5)}  ${oneLine(event.kind).padEnd(16)}  ${oneLine(detail)}`;
   });
 }
 
