@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { AgentSession } from "../../api/kinds.ts";
+import type { AgentSession, ProviderInstance } from "../../api/kinds.ts";
 import { agentPodFor, agentPodName } from "./pod.ts";
+import { sidecarsFor } from "./sidecars.ts";
 
 const session: AgentSession = {
   apiVersion: "gatehouse.dev/v1alpha1",
@@ -77,5 +78,46 @@ describe("agentPodFor", () => {
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
     expect(env.MODEL_BASE_URL).toBe("http://10.88.0.1:8443/v1/model");
     expect(container.env?.some((e) => e.valueFrom)).toBe(false);
+  });
+});
+
+describe("an agent pod with a Sidecar provider holding credentials", () => {
+  const provider = {
+    apiVersion: "gatehouse.dev/v1alpha1",
+    kind: "ProviderInstance",
+    metadata: { name: "fx", namespace: "plant-a", uid: "u-fx" },
+    spec: {
+      type: "fixture",
+      image: "gatehouse/provider-fixture:dev",
+      placement: "Sidecar",
+      auth: { kind: "apikey", secretRef: { name: "fx-credentials" } },
+    },
+  } as unknown as ProviderInstance;
+  const withSidecar = agentPodFor(session, 1, {
+    image: "gatehouse/agent:dev",
+    gatewayUrl: "http://10.88.0.1:8443",
+    remainingSeconds: 600,
+    resources: {},
+    sidecars: sidecarsFor([provider], "http://10.88.0.1:8443"),
+  });
+  const sidecar = withSidecar.spec!.initContainers!.find((c) => c.name === "provider-fx")!;
+  const volume = withSidecar.spec!.volumes!.find((v) => v.name === "provider-fx-credentials")!;
+
+  it("gives the credential files to the pod's fsGroup, group-readable and closed to others", () => {
+    expect(withSidecar.spec?.securityContext?.fsGroup).toBe(65532);
+    expect(volume.secret).toEqual({ secretName: "fx-credentials", defaultMode: 0o440 });
+    // The kubelet writes them as root: without the group bit the non-root sidecar could not read them.
+    expect(volume.secret!.defaultMode! & 0o040).toBe(0o040);
+    expect(volume.secret!.defaultMode! & 0o007).toBe(0);
+  });
+
+  it("runs the sidecar as the fsGroup's user and group, so group read is what it needs", () => {
+    const effective = { ...withSidecar.spec?.securityContext, ...sidecar.securityContext };
+    expect(effective.runAsNonRoot).toBe(true);
+    expect(effective.runAsUser).toBe(withSidecar.spec?.securityContext?.fsGroup);
+    expect(effective.runAsGroup).toBe(withSidecar.spec?.securityContext?.fsGroup);
+    expect(sidecar.volumeMounts).toEqual([
+      { name: "provider-fx-credentials", mountPath: "/var/run/secrets/gatehouse/provider", readOnly: true },
+    ]);
   });
 });

@@ -19,6 +19,12 @@ import {
 export const TOKEN_DIR = "/var/run/secrets/gatehouse";
 /** Projected token lifetime in seconds (the API server's minimum is 600; the node refreshes at 80%). */
 export const TOKEN_EXPIRATION_SECONDS = 600;
+/**
+ * The user and group every container of the agent pod runs as (the images' `USER 65532:65532`), and the
+ * pod's fsGroup: the kubelet gives the Sidecar providers' credential files (owned by root, mode 0440)
+ * to this group, so the non-root sidecar reads them by group and nobody else by "other".
+ */
+export const AGENT_POD_ID = 65532;
 
 /** What the pod needs beyond the session itself. */
 export interface AgentPodSettings {
@@ -89,8 +95,9 @@ export function agentPodFor(
       terminationGracePeriodSeconds: 10,
       securityContext: {
         runAsNonRoot: true,
-        runAsUser: 65532,
-        runAsGroup: 65532,
+        runAsUser: AGENT_POD_ID,
+        runAsGroup: AGENT_POD_ID,
+        fsGroup: AGENT_POD_ID,
         seccompProfile: { type: "RuntimeDefault" },
       },
       ...(settings.sidecars?.containers.length ? { initContainers: settings.sidecars.containers } : {}),

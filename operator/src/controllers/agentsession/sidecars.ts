@@ -17,6 +17,11 @@ export const SIDECAR_BASE_PORT = 18080;
 export const MAX_SIDECARS = 20;
 /** Where a sidecar finds its credentials (the Secret's keys as files). */
 export const SIDECAR_CREDENTIALS_DIR = "/var/run/secrets/gatehouse/provider";
+/**
+ * Mode of the credential files: the kubelet writes them as root, group the pod's fsGroup (pod.ts
+ * AGENT_POD_ID), so the non-root sidecar reads them by group; 0400 would leave them root's alone.
+ */
+export const SIDECAR_CREDENTIALS_MODE = 0o440;
 
 /**
  * The Sidecar providers behind the Capabilities `session` may see (spec.capabilities, else every
@@ -63,7 +68,10 @@ export function sidecarsFor(
     const volumeName = `${name}-credentials`.slice(0, 63);
     if (secret) {
       env.push({ name: "CREDENTIALS_DIR", value: SIDECAR_CREDENTIALS_DIR });
-      volumes.push({ name: volumeName, secret: { secretName: secret, defaultMode: 0o400 } });
+      volumes.push({
+        name: volumeName,
+        secret: { secretName: secret, defaultMode: SIDECAR_CREDENTIALS_MODE },
+      });
     }
     containers.push({
       name,
