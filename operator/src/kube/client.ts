@@ -1,7 +1,10 @@
 /**
  * Kubernetes API clients for the operator, from a kubeconfig file (and context) or the in-cluster
  * ServiceAccount. Patch content types are always chosen explicitly: client-node's default, strategic
- * merge, fails with 415 on custom resources (NOTES.md).
+ * merge, fails with 415 on custom resources (NOTES.md). Every request of the typed clients is bounded
+ * in time (an API server that accepts connections and never answers would otherwise hold the caller —
+ * a gateway request authenticating a token, say — for ever); watches and the informers' lists do not
+ * go through them.
  */
 import {
   AdmissionregistrationV1Api,
@@ -15,13 +18,20 @@ import {
   CustomObjectsApi,
   createConfiguration,
   DiscoveryV1Api,
+  type HttpLibrary,
+  IsomorphicFetchHttpLibrary,
   KubeConfig,
   KubernetesObjectApi,
   NetworkingV1Api,
   type RequestContext,
   ServerConfiguration,
   setHeaderMiddleware,
+  wrapHttpLibrary,
 } from "@kubernetes/client-node";
+import { GatehouseError } from "../core/errors.ts";
+
+/** How long one request of the typed clients may take, answer body included, in milliseconds. */
+export const API_REQUEST_TIMEOUT_MS = 10_000;
 
 /** The typed API groups the operator uses, sharing one KubeConfig. */
 export interface KubeClients {
@@ -44,10 +54,12 @@ export interface KubeClients {
  */
 class IdentifiedKubeConfig extends KubeConfig {
   private readonly userAgent: string;
+  private readonly requestTimeoutMs: number;
 
-  constructor(userAgent: string) {
+  constructor(userAgent: string, requestTimeoutMs: number) {
     super();
     this.userAgent = userAgent;
+    this.requestTimeoutMs = requestTimeoutMs;
   }
 
   /** Watches and our own lists authenticate through this. */
@@ -56,7 +68,10 @@ class IdentifiedKubeConfig extends KubeConfig {
     context.setHeaderParam("User-Agent", this.userAgent);
   }
 
-  /** As KubeConfig.makeApiClient, but its User-Agent middleware sends ours (config.js sets its own). */
+  /**
+   * As KubeConfig.makeApiClient, but its User-Agent middleware sends ours (config.js sets its own),
+   * and every request is bounded by the timeout ({@link boundedHttpLibrary}).
+   */
   override makeApiClient<T extends ApiType>(apiClientType: ApiConstructor<T>): T {
     const cluster = this.getCurrentCluster();
     if (!cluster) throw new Error("the kubeconfig has no current cluster");
@@ -64,14 +79,61 @@ class IdentifiedKubeConfig extends KubeConfig {
       baseServer: new ServerConfiguration(cluster.server, {}),
       authMethods: { default: this },
       middleware: [setHeaderMiddleware("User-Agent", this.userAgent)],
+      httpApi: boundedHttpLibrary(this.requestTimeoutMs),
     });
     return new apiClientType(configuration);
   }
 }
 
 /**
+ * client-node's fetch library with every request aborted after `timeoutMs` (0 = never), answer body
+ * included; a request given its own signal keeps it too. The abort rejects with a GatehouseError
+ * `unavailable` naming the request and the bound — a typed refusal the gateway answers 503 with, which
+ * the agent retries — instead of undici's bare "The operation was aborted due to timeout".
+ */
+function boundedHttpLibrary(timeoutMs: number): HttpLibrary {
+  const fetchLibrary = new IsomorphicFetchHttpLibrary();
+  if (timeoutMs <= 0) return fetchLibrary;
+  return wrapHttpLibrary({
+    async send(request) {
+      const bound = AbortSignal.timeout(timeoutMs);
+      const own = request.getSignal();
+      request.setSignal(own ? AbortSignal.any([own, bound]) : bound);
+      const response = await fetchLibrary
+        .send(request)
+        .toPromise()
+        .catch((error: unknown) => {
+          throw bound.aborted ? timedOut(request.getHttpMethod(), request.getUrl(), timeoutMs, error) : error;
+        });
+      // The body is read after send resolves: read it here, where an abort is told apart, so a server
+      // that sends the headers and then stalls is cut off with the same error.
+      const text = await response.body.text().catch((error: unknown) => {
+        throw bound.aborted ? timedOut(request.getHttpMethod(), request.getUrl(), timeoutMs, error) : error;
+      });
+      response.body = {
+        text: async () => text,
+        binary: async () => Buffer.from(text, "utf8"),
+        stream: () => null,
+      };
+      return response;
+    },
+  });
+}
+
+/** The error of a request the API server did not answer within `timeoutMs`. */
+function timedOut(method: string, url: string, timeoutMs: number, cause: unknown): GatehouseError {
+  const { pathname } = new URL(url);
+  return new GatehouseError(
+    "unavailable",
+    `the API server did not answer ${method} ${pathname} within ${timeoutMs / 1000} s; retry shortly`,
+    { cause },
+  );
+}
+
+/**
  * Loads a kubeconfig (file and optional context) or, with no file, the in-cluster configuration;
- * every request then sends `userAgent` (default `gatehouse-operator`). `mountRoot` (the local node's
+ * every request then sends `userAgent` (default `gatehouse-operator`) and gives up after
+ * `requestTimeoutMs` (default {@link API_REQUEST_TIMEOUT_MS}; 0 = never). `mountRoot` (the local node's
  * LOCAL_NODE_ROOT, test/cluster/README.md) prefixes the ServiceAccount files of the in-cluster
  * configuration (`<mountRoot>/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,namespace}`),
  * which a kubelet without a mount namespace cannot put at their real paths.
@@ -81,8 +143,9 @@ export function loadKubeConfig(
   context?: string,
   userAgent = "gatehouse-operator",
   mountRoot?: string,
+  requestTimeoutMs = API_REQUEST_TIMEOUT_MS,
 ): KubeConfig {
-  const config = new IdentifiedKubeConfig(userAgent);
+  const config = new IdentifiedKubeConfig(userAgent, requestTimeoutMs);
   if (file) config.loadFromFile(file);
   else if (mountRoot) config.loadFromCluster(mountRoot);
   else config.loadFromDefault();
