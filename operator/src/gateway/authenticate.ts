@@ -132,9 +132,15 @@ function sessionAboutToBind(caches: Caches, pod: V1Pod): AgentSession | undefine
 /**
  * The session whose status.podUID is the pod's UID. The controller writes podUID right after creating
  * the pod, so a very early request may find the cache behind: wait briefly for it.
- * Errors: `forbidden` when no session is bound to this pod, or the pod is terminating; `unavailable`
- * (retry later) when the pod's controlling session has not recorded it yet — the agent's client
- * retries that while the operator (perhaps a new leader) catches up.
+ * A finished session (Completed, Failed, Cancelled) is refused: the pod's projected token stays valid
+ * for as long as the pod object exists, and must not read or write the session any more. Nothing
+ * legitimate is cut off: Completed and the Failed that follow a pod's end are written only once the
+ * pod has ended; Cancelled deletes the pod, whose agent stops without a word (a terminating pod is
+ * refused anyway); a Failed written while the pod runs (its model endpoint gone) means the agent must
+ * stop. This runs on every request, against the informer cache: never cached with the token's verdict.
+ * Errors: `forbidden` when no session is bound to this pod, the pod is terminating, or the session
+ * has finished; `unavailable` (retry later) when the pod's controlling session has not recorded it
+ * yet — the agent's client retries that while the operator (perhaps a new leader) catches up.
  */
 export async function sessionOfPod(
   caches: Caches,
@@ -151,6 +157,13 @@ export async function sessionOfPod(
     if (session && samePod) {
       if (samePod.metadata?.deletionTimestamp)
         throw new GatehouseError("forbidden", "The pod is terminating.");
+      const phase = session.status?.phase;
+      if (isTerminalSessionPhase(phase)) {
+        throw new GatehouseError(
+          "forbidden",
+          `AgentSession ${session.metadata.name} has finished (${phase}); its pod's token no longer reads or writes it.`,
+        );
+      }
       return session;
     }
     if (Date.now() >= deadline) {
