@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench chaos clean logs audit migrate
+.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -47,6 +47,10 @@ bench: deps host-deps cluster
 	node test/bench/approval-dispatch.ts
 	node test/bench/session-start.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
+
+## bench-flood: one session's flood against another session's calls, with and without the gateway's limits; JSON in test/bench/results/flood.json.
+bench-flood: deps host-deps cluster
+	node test/bench/flood.ts
 
 ## chaos: the fault campaign (test/chaos/) for DURATION (e.g. 45m) or RUNS runs from SEED; RUN= replays one run; JSON in test/bench/results/chaos.json.
 chaos: deps host-deps cluster

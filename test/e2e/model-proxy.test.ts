@@ -9,13 +9,20 @@
  * session's model requests with the budget named.
  */
 
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUDGET_EXCEEDED, isBudgetExceeded } from "../../operator/src/api/agent-protocol.ts";
+import { createGatewayClient } from "../../agent-image/src/gateway-client.ts";
+import { BUDGET_EXCEEDED, HISTORY_PAGE, isBudgetExceeded } from "../../operator/src/api/agent-protocol.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Agent, coreNamespace, getSession, SLEEPER_IMAGE, startAgent } from "./core-agent.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
+
+/** Events an agent may write to its session's transcript in this environment (GATEWAY_LIMITS). */
+const INTAKE_EVENTS = 2_600;
 
 /** The model the sleeper sessions ask for (core-agent.ts): a one-message answer. */
 const MODEL = "scripted/answer";
@@ -24,7 +31,13 @@ let env: Environment;
 let namespace: string;
 
 beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { componentEnv: { AGENT_IMAGE: SLEEPER_IMAGE } });
+  env = await startEnvironment(clusterInfo(), {
+    componentEnv: {
+      AGENT_IMAGE: SLEEPER_IMAGE,
+      // Low enough for the bound's test to reach with a few posts on top of a stored history.
+      GATEWAY_LIMITS: JSON.stringify({ eventsPerSession: INTAKE_EVENTS }),
+    },
+  });
   namespace = await coreNamespace(env, "model-proxy");
 }, 600_000);
 
@@ -32,6 +45,13 @@ afterAll(async () => {
   if (namespace) await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
   await env?.stop();
 });
+
+/** A file holding the agent's token, as the node projects it into the pod. */
+async function tokenFileOf(agent: Agent): Promise<string> {
+  const file = path.join(await mkdtemp(path.join(tmpdir(), "pod-token-")), "token");
+  await writeFile(file, agent.token);
+  return file;
+}
 
 /** An openai client as the agent pod has one: the gateway's proxy as base URL, its token as the key. */
 function clientOf(agent: Agent, maxRetries = 0): OpenAI {
@@ -181,5 +201,183 @@ describe("the token budget", () => {
     );
     expect(recorded.rows).toHaveLength(1);
     expect(recorded.rows[0]?.payload.tokenBudget).toBe(10);
+  });
+});
+
+/** `method <gateway><path>` with the pod's token; status, Retry-After and body. */
+async function asPod(
+  agent: Agent,
+  method: "GET" | "POST",
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
+  const response = await fetch(`${env.gatewayUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Kept as text: the assertion that fails shows it.
+  }
+  return { status: response.status, retryAfter: response.headers.get("retry-after"), body: parsed };
+}
+
+describe("the gateway's limits on one session", () => {
+  it("answers a flood of invokes from one session 429 with Retry-After, while another session's calls go on", async () => {
+    const [flooder, neighbour] = await Promise.all([
+      startAgent(env, namespace, "flooder"),
+      startAgent(env, namespace, "neighbour"),
+    ]);
+    // A tool no Capability offers: Core answers it at once, so the flood measures admission alone.
+    const call = (position: number) => ({
+      turn: 0,
+      position,
+      callId: `call-${position}`,
+      tool: "flood_no_such_tool",
+      arguments: "{}",
+    });
+    const flood = Promise.all(
+      Array.from({ length: 300 }, (_, position) => asPod(flooder, "POST", "/v1/invoke", call(position))),
+    );
+    const calm: number[] = [];
+    for (let position = 0; position < 10; position++) {
+      calm.push((await asPod(neighbour, "POST", "/v1/invoke", call(position))).status);
+    }
+    const flooded = await flood;
+    expect(calm).toEqual(Array.from({ length: 10 }, () => 200));
+    const limited = flooded.filter((reply) => reply.status === 429);
+    const answered = flooded.filter((reply) => reply.status === 200);
+    // The burst (40) passes, at most what dripped in meanwhile with it; the rest is refused.
+    expect(answered.length).toBeGreaterThanOrEqual(32);
+    expect(answered.length).toBeLessThan(120);
+    expect(limited.length + answered.length).toBe(300);
+    for (const reply of limited) {
+      expect(Number(reply.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(reply.body).toMatchObject({ kind: "unavailable" });
+    }
+    expect(JSON.stringify(limited[0]?.body)).toMatch(/requests per second|requests in flight/);
+    // What was refused left nothing behind: the transcript holds only the answered calls.
+    const stored = await env.pool.query<{ n: string }>(
+      "SELECT count(*) AS n FROM session_events WHERE session_uid = $1 AND kind = 'tool_call'",
+      [flooder.session.uid],
+    );
+    expect(Number(stored.rows[0]?.n)).toBe(answered.length);
+  });
+
+  it("serves a long history page by page, and refuses the agent's events past the session's bound", async () => {
+    const agent = await startAgent(env, namespace, "long-history");
+    const stored = INTAKE_EVENTS - 2;
+    // A long session's history, stored as the gateway stores the agent's events, after what is there.
+    await env.pool.query(
+      `INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us)
+       SELECT $1, base.max + n, 'agent', 'assistant_text', jsonb_build_object('turn', 0, 'text', 'line ' || n), n
+         FROM generate_series(1, $2::int) AS n,
+              (SELECT COALESCE(max(seq), 0) AS max FROM session_events WHERE session_uid = $1) AS base`,
+      [agent.session.uid, stored],
+    );
+    const before = await env.pool.query<{ n: string }>(
+      "SELECT count(*) AS n FROM session_events WHERE session_uid = $1",
+      [agent.session.uid],
+    );
+    const all = Number(before.rows[0]?.n);
+    const view = await asPod(agent, "GET", "/v1/session");
+    expect(view.status).toBe(200);
+    const first = view.body as { history: Array<{ seq: number }>; historyComplete: boolean };
+    expect(first.history).toHaveLength(HISTORY_PAGE);
+    expect(first.historyComplete).toBe(false);
+    const client = createGatewayClient({ baseUrl: env.gatewayUrl, tokenFile: await tokenFileOf(agent) });
+    const whole = await client.getSession();
+    expect(whole.history.map((e) => e.seq)).toEqual(Array.from({ length: all }, (_, i) => i + 1));
+
+    const event = (text: string) => ({ kind: "assistant_text", turn: 1, text });
+    expect((await asPod(agent, "POST", "/v1/session/events", event("one more"))).status).toBe(200);
+    expect((await asPod(agent, "POST", "/v1/session/events", event("the last"))).status).toBe(200);
+    const refused = await asPod(agent, "POST", "/v1/session/events", event("past the bound"));
+    expect(refused.status).toBe(409);
+    expect(JSON.stringify(refused.body)).toContain(`at most ${INTAKE_EVENTS} events`);
+    const refusedCall = await asPod(agent, "POST", "/v1/invoke", {
+      turn: 1,
+      position: 0,
+      callId: "call-0",
+      tool: "anything",
+      arguments: "{}",
+    });
+    expect(refusedCall.status).toBe(409);
+    const count = await env.pool.query<{ n: string }>(
+      "SELECT count(*) AS n FROM session_events WHERE session_uid = $1 AND source = 'agent'",
+      [agent.session.uid],
+    );
+    expect(Number(count.rows[0]?.n)).toBe(INTAKE_EVENTS);
+
+    const tooLarge = await asPod(agent, "POST", "/v1/session/events", event("x".repeat(300 * 1024)));
+    expect(tooLarge.status).toBe(413);
+  });
+});
+
+describe("the model key", () => {
+  it("never lets the model key out: not in a log line, an answer, a status, an Event or an audit row", async () => {
+    const agent = await startAgent(env, namespace, "key-probe");
+    const since = lastSeq();
+    const smuggled: Record<string, string> = {
+      "x-api-key": "sk-pod-x-api-key-0001",
+      "api-key": "sk-pod-api-key-0002",
+      "x-pass-authorization": "Bearer sk-pod-pass-0003",
+      cookie: "session=sk-pod-cookie-0004",
+      "openai-organization": "org-pod-0005",
+    };
+    const answers: string[] = [];
+    const ask = async (body: Record<string, unknown>) => {
+      const response = await fetch(`${env.gatewayUrl}/v1/model/chat/completions`, {
+        method: "POST",
+        headers: { ...smuggled, authorization: `Bearer ${agent.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      answers.push(`${response.status} ${JSON.stringify([...response.headers])} ${await response.text()}`);
+      return response.status;
+    };
+    expect(await ask({ model: MODEL, messages: question })).toBe(200);
+    expect(await ask({ model: MODEL, messages: question, stream: true })).toBe(200);
+    expect(await ask({ model: MODEL, messages: question, api_key: "sk-pod-body-key-0006" })).toBe(400);
+    // A request the endpoint refuses (no list of messages) takes the error answer's path.
+    expect(await ask({ model: MODEL, messages: "not a list" })).toBe(400);
+
+    const upstream = env.model.requests(since);
+    expect(upstream.length).toBeGreaterThanOrEqual(3);
+    for (const request of upstream) {
+      expect(request.authorization).toBe(`Bearer ${env.modelKey}`);
+      for (const value of Object.values(smuggled))
+        expect(JSON.stringify(request.headers)).not.toContain(value);
+      expect(JSON.stringify(request.headers)).not.toContain(agent.token);
+    }
+
+    const session = await env.kubectl.run("admin", [
+      "get",
+      "agentsession",
+      agent.session.name,
+      "-n",
+      namespace,
+      "-o",
+      "json",
+    ]);
+    const events = await env.kubectl.run("admin", ["get", "events", "-A", "-o", "json"]);
+    const audit = await env.pool.query("SELECT * FROM audit_log");
+    const transcripts = await env.pool.query("SELECT * FROM session_events");
+    const places: Record<string, string> = {
+      "the gateway's log": await readFile(env.gateway.logPath, "utf8"),
+      "the controller's log": await readFile(env.controller.logPath, "utf8"),
+      "the answers to the pod": answers.join("\n"),
+      "the AgentSession": session.stdout,
+      Events: events.stdout,
+      "the audit chain": JSON.stringify(audit.rows),
+      "the transcripts": JSON.stringify(transcripts.rows),
+    };
+    for (const [place, text] of Object.entries(places)) {
+      expect(text.length, place).toBeGreaterThan(0);
+      expect(text.includes(env.modelKey), `the model key in ${place}`).toBe(false);
+    }
   });
 });

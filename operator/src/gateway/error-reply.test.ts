@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { GatehouseError } from "../core/errors.ts";
 import { errorReply } from "./error-reply.ts";
+import { SessionRateLimited } from "./session-limits.ts";
 
 /** A port on 127.0.0.1 nothing listens on (bound, then closed). */
 async function closedPort(): Promise<number> {
@@ -37,6 +38,22 @@ describe("errorReply", () => {
       code: 500,
       body: { kind: "internal", message: "internal error" },
       log: "error",
+    });
+  });
+
+  it("answers fastify's refusal of a body too large 413, naming the limit, not 500", () => {
+    const tooLarge = Object.assign(new Error("Request body is too large"), { statusCode: 413 });
+    expect(errorReply(tooLarge)).toEqual({
+      code: 413,
+      body: { kind: "invalid_arguments", message: "Request body is too large" },
+    });
+  });
+
+  it("answers a session over its limits 429 with Retry-After", () => {
+    expect(errorReply(new SessionRateLimited("too many", 3))).toEqual({
+      code: 429,
+      body: { kind: "unavailable", message: "too many" },
+      headers: { "retry-after": "3" },
     });
   });
 });

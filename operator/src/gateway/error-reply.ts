@@ -1,9 +1,10 @@
 /**
  * What the gateway answers for a request that failed: a session over its request limits 429 with
  * `Retry-After` (session-limits.ts), a typed error by its kind (403, 400, 404, 409, 503; else 500), a
- * body zod refused 400, the database unavailable 503 `unavailable` — which the
- * agent retries with the same execution identity, so nothing runs twice, where a 500 would end its
- * tool call (store/unavailable.ts) — and anything else 500 without its details.
+ * body zod refused 400, fastify's own refusal of a body (too large 413, not JSON 400) with its status,
+ * the database unavailable 503 `unavailable` — which the agent retries with the same execution
+ * identity, so nothing runs twice, where a 500 would end its tool call (store/unavailable.ts) — and
+ * anything else 500 without its details.
  */
 import { z } from "zod";
 import { isGatehouseError } from "../core/errors.ts";
@@ -41,6 +42,11 @@ export function errorReply(error: unknown): ErrorReply {
   }
   if (error instanceof z.ZodError) {
     return { code: 400, body: { kind: "invalid_arguments", message: z.prettifyError(error) } };
+  }
+  const status = (error as { statusCode?: unknown } | undefined)?.statusCode;
+  if (error instanceof Error && typeof status === "number" && status >= 400 && status < 500) {
+    // fastify's own refusals: a body that is not JSON (400), too large (413), of another type (415).
+    return { code: status, body: { kind: "invalid_arguments", message: error.message } };
   }
   if (isDatabaseUnavailable(error)) {
     return {
