@@ -594,6 +594,35 @@ describe("transcripts in Postgres", () => {
     expect(whole).toMatchObject({ toolCalls: 3, turns: 3 });
   });
 
+  it("finds the first event of a kind by a payload field in the database, of that session only", async () => {
+    const store = createPostgresTranscriptStore(db.operator);
+    const result = (sessionUid: string, approval: string | undefined, turn: number) =>
+      store.append({
+        sessionUid,
+        source: "core",
+        kind: "tool_result",
+        payload: { turn, ...(approval ? { approval } : {}) },
+        atMicros: turn,
+      });
+    await result("s-6", undefined, 0);
+    await result("s-6", "apr-1", 1);
+    await result("s-6", "apr-1", 2);
+    await result("s-7", "apr-2", 3);
+    await store.append({
+      sessionUid: "s-6",
+      source: "core",
+      kind: "approval_outcome",
+      payload: { approval: "apr-2" },
+      atMicros: 4,
+    });
+    expect(await store.findFirst("s-6", "tool_result", "approval", "apr-1")).toMatchObject({
+      seq: 2,
+      payload: { turn: 1 },
+    });
+    expect(await store.findFirst("s-6", "tool_result", "approval", "apr-2")).toBeUndefined();
+    expect(await store.findFirst("s-7", "tool_result", "approval", "apr-2")).toMatchObject({ seq: 1 });
+  });
+
   it("stores text holding a lone surrogate, with U+FFFD in its place", async () => {
     const store = createPostgresTranscriptStore(db.operator);
     await store.append({
