@@ -10,10 +10,10 @@
  *   GET  /healthz, /readyz
  * Every /v1 request is authenticated by TokenReview, bound to the pod's session and admitted by the
  * session's request limits (session-limits.ts: over them, 429 with Retry-After). Each route has its own
- * body limit, and what one session may post is bounded (AgentIntakeLimits); no route reads a whole
- * transcript into memory. Tool calls and
- * their results are written to the transcript by the gateway, from Core's records: the history a
- * resumed agent is replayed. Core counts the session's limits in its own budget ledger, not from it.
+ * body limit, what one session's agent writes to its transcript is bounded (AgentIntakeLimits), and no
+ * route reads a whole transcript into memory. Tool calls and their results are written to the
+ * transcript by the gateway, from Core's records: the history a resumed agent is replayed. Core counts
+ * the session's limits in its own budget ledger, not from it.
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
@@ -48,9 +48,12 @@ import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
 import { type SessionLimiter, type SessionRequestLimits, sessionLimiter } from "./session-limits.ts";
 import { drainOnClose } from "./shutdown.ts";
 
-/** What one session may post to its transcript through `POST /v1/session/events`. */
+/**
+ * What one session's agent may write to its transcript over the whole session: the events it posts
+ * (`POST /v1/session/events`) and the tool calls it makes (`POST /v1/invoke`), refused ones included.
+ */
 export interface AgentIntakeLimits {
-  /** Events the agent may post over the whole session. */
+  /** Events of source agent. */
   eventsPerSession: number;
   /** Bytes of those events' payloads (as stored JSON) over the whole session. */
   eventBytesPerSession: number;
