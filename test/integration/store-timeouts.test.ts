@@ -16,6 +16,7 @@ import {
   IDLE_IN_TRANSACTION_TIMEOUT_MS,
   STATEMENT_TIMEOUT_MS,
 } from "../../operator/src/store/pool.ts";
+import { openStore } from "../../operator/src/store/store.ts";
 import { isDatabaseUnavailable } from "../../operator/src/store/unavailable.ts";
 import { auditEntry } from "./audit-entry.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
@@ -68,6 +69,23 @@ describe("the store pool's timeouts", () => {
       statement: `${STATEMENT_TIMEOUT_MS / 1000}s`,
       idle: `${IDLE_IN_TRANSACTION_TIMEOUT_MS / 1000}s`,
     });
+  });
+
+  it("takes the bounds openStore is given (the processes' configuration)", async () => {
+    const store = await openStore({
+      url: db.operatorUrl,
+      component: "controller",
+      checkpoints: false,
+      poolTimeouts: { statementTimeoutMs: 700, idleInTransactionTimeoutMs: 900 },
+    });
+    try {
+      const shown = await store.pool.query<{ statement: string; idle: string }>(
+        "SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle",
+      );
+      expect(shown.rows[0]).toEqual({ statement: "700ms", idle: "900ms" });
+    } finally {
+      await store.stop();
+    }
   });
 
   it("gives up waiting for a free connection of an exhausted pool within the acquire timeout, and says so", async () => {

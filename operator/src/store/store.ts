@@ -15,7 +15,7 @@ import { createPostgresBudgetLedger } from "./budget-ledger.ts";
 import type { CheckpointPublisher } from "./checkpoint-publisher.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { createPostgresExecutionStore, type PostgresExecutionStore } from "./executions.ts";
-import { createPool, type StoreLogger } from "./pool.ts";
+import { createPool, type PoolOptions, type StoreLogger } from "./pool.ts";
 import { type DatabaseWatchOptions, watchDatabase } from "./readiness.ts";
 import { assertRuntimeLogin, assertSchemaCurrent } from "./startup-checks.ts";
 import { createPostgresTranscriptStore, type TranscriptStore } from "./transcripts.ts";
@@ -28,6 +28,8 @@ export interface OpenStoreOptions {
   variable?: string;
   /** Pool size. Default 10. */
   poolMax?: number;
+  /** The pool's bounds on waits (`pool.ts`); each defaults to the constant named there. */
+  poolTimeouts?: Pick<PoolOptions, "connectTimeoutMs" | "statementTimeoutMs" | "idleInTransactionTimeoutMs">;
   logger?: StoreLogger;
   /** The component this process runs as; its login must hold that component's role only (`startup-checks.ts`). */
   component?: Component;
@@ -66,6 +68,7 @@ export interface Store {
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const pool = createPool(options.url, {
     max: options.poolMax ?? 10,
+    ...options.poolTimeouts,
     ...(options.logger ? { logger: options.logger } : {}),
   });
   try {
