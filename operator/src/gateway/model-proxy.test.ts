@@ -11,7 +11,7 @@ import { GatehouseError } from "../core/errors.ts";
 import { defaultSessionCeilings } from "../core/limits.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
-import { modelProxyRoute, UPSTREAM_ERROR_BYTES } from "./model-proxy.ts";
+import { modelProxyRoute, truncateUtf8, UPSTREAM_ERROR_BYTES } from "./model-proxy.ts";
 import { type SessionRequestLimits, sessionLimiter } from "./session-limits.ts";
 
 const POD_TOKEN = "pod-token-of-the-agent";
@@ -542,6 +542,29 @@ describe("POST /v1/model/chat/completions", () => {
     expect(text).not.toContain("sk-proj-abcdefghijkl");
     expect(logLines.join("")).toContain("model endpoint refused the request");
     expect(logLines.join("")).not.toContain(KEY);
+  });
+
+  it("cuts an error answer at a character boundary, after redacting a key that straddles the cut", () => {
+    expect(truncateUtf8("aé€😀", 1 + 2 + 3 + 3)).toBe("aé€");
+    expect(truncateUtf8("short", 100)).toBe("short");
+  });
+
+  it("redacts a key the endpoint echoes right at the cut, and in a header", async () => {
+    answer = (_request, response) => {
+      response.writeHead(400, { "content-type": "text/plain", "x-debug-key": KEY });
+      response.end(`${"x".repeat(UPSTREAM_ERROR_BYTES - 5)}${KEY} and more`);
+    };
+    const { url } = await startGateway(session());
+    const response = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", messages: [] }),
+    });
+    const text = await response.text();
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(UPSTREAM_ERROR_BYTES);
+    expect(text.slice(-5)).toBe("[REDA");
+    expect(text).not.toContain(KEY.slice(0, 5));
+    expect(response.headers.get("x-debug-key")).toBe("[REDACTED]");
   });
 
   it("answers a session over its request limits 429 in OpenAI's shape with Retry-After, which the openai client honours", async () => {

@@ -67,8 +67,10 @@ export interface ModelProxyOptions {
   maxRequestBytes: number;
 }
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 300_000;
-/** Bytes of an upstream error answer read and returned; the rest is read and dropped. */
+/** Bytes of an upstream error answer returned and logged; the rest is read and dropped. */
 export const UPSTREAM_ERROR_BYTES = 8 * 1024;
+/** Bytes read past UPSTREAM_ERROR_BYTES so that a key straddling the cut is still redacted whole. */
+const REDACTION_MARGIN = 1024;
 
 /**
  * Top-level body fields through which some endpoints and proxies take a credential or a target of
@@ -113,6 +115,30 @@ export function redactCredentials(text: string, secrets: readonly string[]): str
   for (const secret of secrets) if (secret.length >= 4) redacted = redacted.split(secret).join("[REDACTED]");
   for (const shape of CREDENTIAL_SHAPES) redacted = redacted.replace(shape, "[REDACTED]");
   return redacted;
+}
+
+/** `text` cut to at most `bytes` bytes of UTF-8, at a character boundary. */
+export function truncateUtf8(text: string, bytes: number): string {
+  const encoded = Buffer.from(text, "utf8");
+  if (encoded.length <= bytes) return text;
+  let end = bytes;
+  // Back off continuation bytes (10xxxxxx) so no character is cut in two.
+  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
+  return encoded.subarray(0, end).toString("utf8");
+}
+
+/**
+ * An endpoint's error answer as the pod and the log get it: redacted while whole (a key the cut would
+ * split is still found, up to REDACTION_MARGIN bytes of it), then cut to UPSTREAM_ERROR_BYTES.
+ */
+async function errorAnswerOf(
+  body: AsyncIterable<Uint8Array>,
+  key: string | undefined,
+): Promise<{ text: string; cut: boolean }> {
+  const read = await readBounded(body, UPSTREAM_ERROR_BYTES + REDACTION_MARGIN);
+  const redacted = redactCredentials(read.text, key ? [key] : []);
+  const text = truncateUtf8(redacted, UPSTREAM_ERROR_BYTES);
+  return { text, cut: read.cut || text.length < redacted.length };
 }
 
 /** Reads at most `limit` bytes of `body` and drains the rest; whether it was cut. */
@@ -404,14 +430,21 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
       }
       const ok = answer.statusCode >= 200 && answer.statusCode < 300;
       if (!ok) {
-        const { text, cut } = await readBounded(answer.body, UPSTREAM_ERROR_BYTES);
-        const body = redactCredentials(text, key ? [key] : []);
+        const { text, cut } = await errorAnswerOf(answer.body, key);
+        const headers = Object.fromEntries(
+          Object.entries(relayedHeaders(answer.headers)).map(([name, value]) => [
+            name,
+            Array.isArray(value)
+              ? value.map((v) => redactCredentials(v, key ? [key] : []))
+              : redactCredentials(value, key ? [key] : []),
+          ]),
+        );
         metrics?.requested(endpoint.name, "upstream_error", Date.now() - started);
         log.info(
-          { status: answer.statusCode, model: upstream.model, body: body.slice(0, 1024), cut },
+          { status: answer.statusCode, model: upstream.model, body: truncateUtf8(text, 1024), cut },
           "model endpoint refused the request",
         );
-        return reply.code(answer.statusCode).headers(relayedHeaders(answer.headers)).send(body);
+        return reply.code(answer.statusCode).headers(headers).send(text);
       }
       const promptChars = upstream.body.length;
       // The answer's own framing decides how to read it: an endpoint may answer a stream request with JSON.
