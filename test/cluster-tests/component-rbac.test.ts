@@ -22,6 +22,7 @@ import {
   LEADER_LEASE,
 } from "../../operator/src/api/rbac.ts";
 import {
+  AGENT_NETWORK_POLICY,
   APPROVAL_FINALIZER,
   type Component,
   componentUsername,
@@ -221,6 +222,12 @@ describe("the controller's RBAC", () => {
     ["list secrets in a namespace nobody listed", ["list", "secrets", "-n", UNLISTED]],
     ["get secrets in a namespace nobody listed", ["get", "secrets", "-n", UNLISTED]],
     ["delete NetworkPolicies", ["delete", "networkpolicies.networking.k8s.io", "-n", UNLISTED]],
+    // The agent NetworkPolicy alone is watched and replaced: no other policy is read or replaced.
+    ["list NetworkPolicies", ["list", "networkpolicies.networking.k8s.io", "-A"]],
+    [
+      "update another NetworkPolicy",
+      ["update", "networkpolicies.networking.k8s.io/prov-aps", "-n", UNLISTED],
+    ],
   ])("may not %s", async (_, args) => {
     expect(await can(CONTROLLER, args)).toBe(false);
   });
@@ -231,6 +238,14 @@ describe("the controller's RBAC", () => {
     ["create approvals", ["create", "approvals.gatehouse.dev", "-n", UNLISTED]],
     ["create pods (no watch list: every namespace)", ["create", "pods", "-n", UNLISTED]],
     ["apply NetworkPolicies (patch)", ["patch", "networkpolicies.networking.k8s.io", "-n", UNLISTED]],
+    [
+      "watch the agent NetworkPolicy everywhere",
+      ["watch", `networkpolicies.networking.k8s.io/${AGENT_NETWORK_POLICY}`, "-A"],
+    ],
+    [
+      "replace the agent NetworkPolicy",
+      ["update", `networkpolicies.networking.k8s.io/${AGENT_NETWORK_POLICY}`, "-n", UNLISTED],
+    ],
     ["update the Lease", ["update", `leases.coordination.k8s.io/${LEADER_LEASE}`, ...inHome]],
     ["update the checkpoints ConfigMap", ["update", `configmaps/${CHECKPOINTS_CONFIGMAP}`, ...inHome]],
     [

@@ -2,7 +2,8 @@
  * The AgentSession controller on the real control plane and local node (DESIGN §7, issue 5): the agent
  * pod it creates is hardened field by field and admitted under Pod Security `restricted`; the session
  * follows its pod to Completed, retries a failing pod and then fails with a reason, honours
- * `spec.cancel`, and cancels its Pending Approvals before it may be deleted.
+ * `spec.cancel`, and cancels its Pending Approvals before it may be deleted. The namespace's agent
+ * NetworkPolicy is the operator's: edited, narrowed, deleted or there before, it is restored.
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -278,6 +279,107 @@ describe("the agent pod", () => {
       "gatehouse-system",
       "kube-system",
     ]);
+  });
+});
+
+describe("the agent NetworkPolicy", () => {
+  /** A session of NAMESPACE waiting for a decision: it runs, so its reconciles keep the policy. */
+  let waiting: string;
+  /** The policy's spec as the operator wrote it. */
+  let written: V1NetworkPolicy["spec"];
+
+  const policyOf = (namespace: string) =>
+    env.kubectl.json<V1NetworkPolicy>("admin", ["get", "networkpolicy", "gatehouse-agent", "-n", namespace]);
+  /** Waits until `namespace`'s agent NetworkPolicy has the spec the operator writes again. */
+  const restored = (namespace: string, what: string) =>
+    eventually(`the agent NetworkPolicy of ${namespace} restored after ${what}`, 60_000, async () => {
+      const policy = await policyOf(namespace).catch(() => undefined);
+      return policy && JSON.stringify(policy.spec) === JSON.stringify(written) ? policy : undefined;
+    });
+  /** Patches NAMESPACE's agent NetworkPolicy as an administrator would; returns the patched object. */
+  const patchPolicy = async (patch: unknown[]): Promise<V1NetworkPolicy> =>
+    JSON.parse(
+      (
+        await env.kubectl.ok("admin", [
+          "patch",
+          "networkpolicy",
+          "gatehouse-agent",
+          "-n",
+          NAMESPACE,
+          "--type=json",
+          "-p",
+          JSON.stringify(patch),
+          "-o",
+          "json",
+        ])
+      ).stdout,
+    );
+
+  beforeAll(async () => {
+    waiting = await createSession(NAMESPACE, "scripted/reference-story", "netpol");
+    await sessionInPhase(NAMESPACE, waiting, "AwaitingApproval");
+    written = (await policyOf(NAMESPACE)).spec;
+    expect(written?.egress?.length).toBe(2);
+  }, 240_000);
+
+  afterAll(async () => {
+    await env.kubectl.run("admin", [
+      "patch",
+      "agentsession",
+      waiting,
+      "-n",
+      NAMESPACE,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { cancel: true } }),
+    ]);
+  });
+
+  it("is restored when someone adds an egress rule allowing everything", async () => {
+    const edited = await patchPolicy([{ op: "add", path: "/spec/egress/-", value: {} }]);
+    expect(edited.spec?.egress).toHaveLength(3);
+    await restored(NAMESPACE, "an allow-all egress rule");
+  });
+
+  it("is restored when someone narrows its podSelector so it confines no agent pod", async () => {
+    // A label of another manager, which an apply alone would leave: the operator replaces the spec.
+    const edited = await patchPolicy([
+      { op: "add", path: "/spec/podSelector/matchLabels/decoy", value: "x" },
+    ]);
+    expect(edited.spec?.podSelector?.matchLabels).toHaveProperty("decoy", "x");
+    await restored(NAMESPACE, "a podSelector label");
+  });
+
+  it("is created again when someone deletes it, and then left alone", async () => {
+    await env.kubectl.ok("admin", ["delete", "networkpolicy", "gatehouse-agent", "-n", NAMESPACE]);
+    const again = await restored(NAMESPACE, "its deletion");
+    // The session's reconciles every 2 s compare with the cache: nothing is written while it holds.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    expect((await policyOf(NAMESPACE)).metadata?.resourceVersion).toBe(again.metadata?.resourceVersion);
+  });
+
+  it("replaces a policy of its name that was there before the namespace's first session", async () => {
+    const namespace = await sessionNamespace("netpol");
+    // Someone's own policy under the operator's name: it selects no agent pod and leaves egress open.
+    await env.kubectl.ok(
+      "admin",
+      ["create", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        metadata: { name: "gatehouse-agent", namespace },
+        spec: {
+          podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-agent", decoy: "x" } },
+          policyTypes: ["Ingress"],
+          ingress: [{}],
+        },
+      }),
+    );
+    const name = await createSession(namespace, "scripted/answer", "netpol");
+    const policy = await restored(namespace, "its first session");
+    expect(policy.metadata?.labels).toMatchObject({ "app.kubernetes.io/managed-by": "gatehouse" });
+    await sessionInPhase(namespace, name, "Completed");
+    await env.kubectl.run("admin", ["delete", "namespace", namespace, "--wait=false"]);
   });
 });
 

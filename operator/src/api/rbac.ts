@@ -24,6 +24,7 @@ import { RESOLVE_VERB } from "./admission.ts";
 import { GROUP } from "./kinds.ts";
 import { GET_ANY_VERB, TRANSCRIPTS_GROUP, TRANSCRIPTS_RESOURCE } from "./transcripts-api.ts";
 import {
+  AGENT_NETWORK_POLICY,
   COMPONENT_SERVICE_ACCOUNTS,
   COMPONENTS,
   type Component,
@@ -180,7 +181,7 @@ export const TRANSCRIPT_READER_ROLE = "gatehouse-transcript-reader";
  * and read (with EndpointSlices) where {@link POD_READER_ROLE} is; its own Secrets and ConfigMaps are in
  * {@link controllerRoleRules}. It serves no agent, so it reviews no tokens, and it reads no model key.
  */
-export const CONTROLLER_RULES: Rule[] = [
+export const CONTROLLER_RULES: NamedRule[] = [
   { apiGroups: [GROUP], resources: KINDS, verbs: ["list", "watch"] },
   // The leader's sweep creates the record of an Auto call the gateway could not (core/resolution.ts).
   { apiGroups: [GROUP], resources: ["approvals"], verbs: ["get", "create"] },
@@ -193,6 +194,14 @@ export const CONTROLLER_RULES: Rule[] = [
   // Server-side apply on every reconcile: `patch`, and `create` when the object is new (the API server
   // checks both for an apply that creates).
   { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create", "patch"] },
+  // The agent NetworkPolicy is watched by name and restored when it drifts: replaced (`update`) when
+  // another manager holds fields an apply leaves (controllers/agentsession/reconciler.ts).
+  {
+    apiGroups: ["networking.k8s.io"],
+    resources: ["networkpolicies"],
+    resourceNames: [AGENT_NETWORK_POLICY],
+    verbs: ["list", "watch", "update"],
+  },
   { apiGroups: [""], resources: ["services"], verbs: ["create", "patch"] },
   { apiGroups: ["apps"], resources: ["deployments"], verbs: ["create", "patch"] },
   { apiGroups: [""], resources: ["events"], verbs: ["create"] },
@@ -204,7 +213,7 @@ export const CONTROLLER_RULES: Rule[] = [
 ];
 
 /** Each component's cluster-wide rules, by component. */
-export const COMPONENT_RULES: Readonly<Record<Component, Rule[]>> = {
+export const COMPONENT_RULES: Readonly<Record<Component, NamedRule[]>> = {
   gateway: GATEWAY_RULES,
   controller: CONTROLLER_RULES,
 };

@@ -1,10 +1,12 @@
 /**
  * Starts the four controllers and routes informer events to their work queues: an object's own
  * changes queue it; a pod or Approval queues its session; a ProviderInstance or EndpointSlice queues
- * its provider and the Capabilities that reference it.
+ * its provider and the Capabilities that reference it; an agent NetworkPolicy that drifted queues the
+ * running sessions of its namespace.
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Manifest } from "@gatehouse/provider-sdk";
+import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
@@ -16,11 +18,15 @@ import type { Caches } from "../kube/caches.ts";
 import type { KubeClients } from "../kube/client.ts";
 import { eventRecorder } from "../kube/events.ts";
 import { startIdentityMirror } from "../kube/identity-mirror.ts";
-import type { InformerEvent } from "../kube/informer.ts";
+import type { InformerEvent, ObjectCache } from "../kube/informer.ts";
 import type { OperatorMetrics } from "../kube/metrics.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
-import { reconcileAgentSession } from "./agentsession/reconciler.ts";
+import {
+  agentNetworkPolicy,
+  agentNetworkPolicyHolds,
+  reconcileAgentSession,
+} from "./agentsession/reconciler.ts";
 import { startConflictSweep } from "./approval/conflict-sweep.ts";
 import { reconcileApproval } from "./approval/reconciler.ts";
 import { reconcileCapability } from "./capability/reconciler.ts";
@@ -28,10 +34,13 @@ import { Controller } from "./controller.ts";
 import { startExecutionRecovery } from "./execution-recovery.ts";
 import { manifestsWithGrace } from "./manifest-grace.ts";
 import { reconcileProviderInstance } from "./providerinstance/reconciler.ts";
+import { serves } from "./served-namespaces.ts";
 
 export interface ManagerDeps {
   clients: KubeClients;
   caches: Caches;
+  /** The agent NetworkPolicies (kube/caches.ts makeAgentPolicyCache). */
+  agentPolicies: ObjectCache<V1NetworkPolicy>;
   core: CoreDeps;
   transcripts: TranscriptStore;
   /** Session records from the transcript, read incrementally (shared with the gateway). */
@@ -198,6 +207,16 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   caches.providers.onChange((p, event, previous) => {
     if (specOrMetadataChanged(p, event, previous)) providers.enqueue(p);
     for (const c of capabilitiesOfProvider(p.metadata.namespace, p.metadata.name)) capabilities.enqueue(c);
+  });
+  // An agent NetworkPolicy changed or deleted by anyone else: the namespace's running sessions restore it.
+  deps.agentPolicies.onChange((policy, event) => {
+    const namespace = policy.metadata?.namespace;
+    if (!namespace || !serves(deps.config.watchNamespaces, namespace)) return;
+    const desired = agentNetworkPolicy(namespace, deps.config.gatewayPort, deps.config.operatorNamespace);
+    if (event !== "delete" && agentNetworkPolicyHolds(policy, desired)) return;
+    for (const s of caches.sessions.list(namespace)) {
+      if (!s.spec.cancel && !isTerminalSessionPhase(s.status?.phase)) sessions.enqueue(s);
+    }
   });
   caches.endpointSlices.onChange((slice) => {
     const provider = slice.metadata?.labels?.[PROVIDER_LABEL];

@@ -1,9 +1,13 @@
-import { PatchStrategy } from "@kubernetes/client-node";
+import { PatchStrategy, type V1NetworkPolicy } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { ProviderInstance } from "../api/kinds.ts";
 import { COMPONENT_POD_LABELS, FIELD_MANAGER } from "../api/well-known.ts";
 import type { KubeClients } from "../kube/client.ts";
-import { agentNetworkPolicy, applyNetworkPolicy, networkPolicyApplied } from "./agentsession/reconciler.ts";
+import {
+  agentNetworkPolicy,
+  agentNetworkPolicyHolds,
+  keepAgentNetworkPolicy,
+} from "./agentsession/reconciler.ts";
 import { networkPolicyFor } from "./providerinstance/workload.ts";
 
 const operatorNamespace = { matchLabels: { "kubernetes.io/metadata.name": "gatehouse-system" } };
@@ -49,14 +53,28 @@ describe("the provider NetworkPolicy", () => {
   });
 });
 
-describe("applying the agent NetworkPolicy", () => {
-  /** Clients whose only used part, `objects.patch`, records its arguments. */
-  function recordingClients() {
-    const calls: unknown[][] = [];
+describe("keeping the agent NetworkPolicy", () => {
+  const desired = agentNetworkPolicy("plant-a", 8443, "gatehouse-system");
+  /** The policy as the informer holds it: raw JSON, where client-node's `_from` is `from`. */
+  const onTheWire = (): V1NetworkPolicy =>
+    JSON.parse(
+      JSON.stringify({
+        ...desired,
+        metadata: { ...desired.metadata, resourceVersion: "41", uid: "np-uid" },
+      }).replaceAll('"_from":', '"from":'),
+    );
+
+  /** Clients whose `objects.patch` and `objects.replace` record their arguments; patch answers `answer`. */
+  function recordingClients(answer: (sent: V1NetworkPolicy) => V1NetworkPolicy = (sent) => sent) {
+    const calls: Array<[string, ...unknown[]]> = [];
     const clients = {
       objects: {
         patch: async (...args: unknown[]) => {
-          calls.push(args);
+          calls.push(["patch", ...args]);
+          return answer(args[0] as V1NetworkPolicy);
+        },
+        replace: async (...args: unknown[]) => {
+          calls.push(["replace", ...args]);
           return args[0];
         },
       },
@@ -64,27 +82,68 @@ describe("applying the agent NetworkPolicy", () => {
     return { clients, calls };
   }
 
-  it("is a forced server-side apply as FIELD_MANAGER, so a policy of an older release is corrected", async () => {
-    const { clients, calls } = recordingClients();
-    await applyNetworkPolicy(clients, "plant-a", 8443, "gatehouse-system");
-    expect(calls).toEqual([
-      [
-        agentNetworkPolicy("plant-a", 8443, "gatehouse-system"),
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      ],
-    ]);
+  it("holds when the cached spec is the desired one, whether raw JSON or typed", () => {
+    expect(agentNetworkPolicyHolds(onTheWire(), desired)).toBe(true);
+    expect(agentNetworkPolicyHolds(desired, desired)).toBe(true);
   });
 
-  it("is remembered per namespace and client set: running sessions apply it once per process", async () => {
-    const { clients } = recordingClients();
-    expect(networkPolicyApplied(clients, "plant-a")).toBe(false);
-    await applyNetworkPolicy(clients, "plant-a", 8443, "gatehouse-system");
-    expect(networkPolicyApplied(clients, "plant-a")).toBe(true);
-    expect(networkPolicyApplied(clients, "plant-b")).toBe(false);
-    expect(networkPolicyApplied(recordingClients().clients, "plant-a")).toBe(false);
+  it("does not hold with a rule added, a podSelector narrowed, Gatehouse's label gone, or being deleted", () => {
+    const allowAll = onTheWire();
+    allowAll.spec!.egress!.push({});
+    expect(agentNetworkPolicyHolds(allowAll, desired)).toBe(false);
+    const narrowed = onTheWire();
+    narrowed.spec!.podSelector = { matchLabels: { ...narrowed.spec!.podSelector?.matchLabels, decoy: "x" } };
+    expect(agentNetworkPolicyHolds(narrowed, desired)).toBe(false);
+    const ingressOnly = onTheWire();
+    ingressOnly.spec!.policyTypes = ["Ingress"];
+    expect(agentNetworkPolicyHolds(ingressOnly, desired)).toBe(false);
+    const unlabelled = onTheWire();
+    unlabelled.metadata!.labels = {};
+    expect(agentNetworkPolicyHolds(unlabelled, desired)).toBe(false);
+    const deleting = onTheWire();
+    deleting.metadata!.deletionTimestamp = new Date();
+    expect(agentNetworkPolicyHolds(deleting, desired)).toBe(false);
+    expect(agentNetworkPolicyHolds(undefined, desired)).toBe(false);
+  });
+
+  it("makes no API call while the cached policy holds", async () => {
+    const { clients, calls } = recordingClients();
+    expect(await keepAgentNetworkPolicy(clients, desired, onTheWire())).toBe("unchanged");
+    expect(calls).toEqual([]);
+  });
+
+  it("applies, forced, as FIELD_MANAGER when there is no cached copy or it drifted", async () => {
+    const drifted = onTheWire();
+    drifted.spec!.egress!.push({});
+    for (const cached of [undefined, drifted]) {
+      const { clients, calls } = recordingClients();
+      expect(await keepAgentNetworkPolicy(clients, desired, cached)).toBe("applied");
+      expect(calls).toEqual([
+        ["patch", desired, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply],
+      ]);
+    }
+  });
+
+  it("replaces the spec whole when another manager's fields outlive the apply, at the applied resourceVersion", async () => {
+    // What an apply leaves of a policy whose podSelector someone else gave a label of their own.
+    const { clients, calls } = recordingClients((sent) => ({
+      ...sent,
+      metadata: { ...sent.metadata, resourceVersion: "42", managedFields: [{ manager: "kubectl-edit" }] },
+      spec: {
+        ...sent.spec!,
+        podSelector: { matchLabels: { ...sent.spec!.podSelector?.matchLabels, decoy: "x" } },
+      },
+    }));
+    expect(await keepAgentNetworkPolicy(clients, desired, undefined)).toBe("replaced");
+    expect(calls.map((c) => c[0])).toEqual(["patch", "replace"]);
+    const [, body, , , fieldManager] = calls[1]!;
+    expect(fieldManager).toBe(FIELD_MANAGER);
+    expect((body as V1NetworkPolicy).spec).toEqual(desired.spec);
+    expect((body as V1NetworkPolicy).metadata).toMatchObject({
+      name: "gatehouse-agent",
+      namespace: "plant-a",
+      resourceVersion: "42",
+      managedFields: undefined,
+    });
   });
 });

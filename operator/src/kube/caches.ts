@@ -10,11 +10,11 @@
  * workloads the controller follows (a session or a ProviderInstance elsewhere is NamespaceNotServed,
  * controllers/served-namespaces.ts).
  */
-import type { KubernetesObject, V1EndpointSlice, V1Pod } from "@kubernetes/client-node";
+import type { KubernetesObject, V1EndpointSlice, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AgentSession, Approval, Capability, KindDefinition, ProviderInstance } from "../api/kinds.ts";
 import { AGENT_SESSION, APPROVAL, CAPABILITY, GROUP, PROVIDER_INSTANCE, VERSION } from "../api/kinds.ts";
-import { MANAGED_BY_SELECTOR } from "../api/well-known.ts";
+import { AGENT_NETWORK_POLICY, MANAGED_BY_SELECTOR } from "../api/well-known.ts";
 import type { KubeClients } from "./client.ts";
 import { Informer, type ObjectCache } from "./informer.ts";
 import { MultiNamespaceInformer } from "./multi-namespace-informer.ts";
@@ -66,6 +66,26 @@ export function makeCaches(
     pods: served("/api/v1", "pods"),
     endpointSlices: served("/apis/discovery.k8s.io/v1", "endpointslices"),
   };
+}
+
+/**
+ * The controller's cache of the agent NetworkPolicies: every namespace's object of that name, whoever
+ * labelled it (a replacement need not carry Gatehouse's label), so a change to one is seen and undone
+ * (controllers/agentsession/reconciler.ts keepAgentNetworkPolicy). Selected by name, so RBAC grants
+ * the list and watch of that name only (api/rbac.ts).
+ */
+export function makeAgentPolicyCache(
+  clients: KubeClients,
+  log: Logger,
+  onRestart?: RestartObserver,
+): Informer<V1NetworkPolicy & KubernetesObject> {
+  const path = "/apis/networking.k8s.io/v1/networkpolicies";
+  return new Informer(clients.config, {
+    path,
+    fieldSelector: `metadata.name=${AGENT_NETWORK_POLICY}`,
+    log,
+    onRestart: onRestart ? (reason) => onRestart(path, reason) : undefined,
+  });
 }
 
 /** Starts every cache and waits for the initial lists. */

@@ -58,6 +58,11 @@ export interface InformerOptions {
   /** Collection path, e.g. `/apis/gatehouse.dev/v1alpha1/agentsessions` or `/api/v1/pods`. */
   path: string;
   labelSelector?: string;
+  /**
+   * A field selector, e.g. `metadata.name=gatehouse-agent`: with a name, RBAC can grant the list and
+   * watch of that name only.
+   */
+  fieldSelector?: string;
   /** Re-announce every cached object this often, in milliseconds (default 10 min; 0 disables). */
   resyncMs?: number;
   log: Logger;
@@ -198,6 +203,14 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
     });
   }
 
+  /** The label and field selectors of every list and watch. */
+  private selectors(): Record<string, string> {
+    return {
+      ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+      ...(this.options.fieldSelector ? { fieldSelector: this.options.fieldSelector } : {}),
+    };
+  }
+
   /** Lists the whole collection page by page and replaces the cache, announcing the differences. */
   private async relist(): Promise<void> {
     const fresh = new Map<string, T>();
@@ -206,7 +219,7 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
     do {
       const page = (await this.getJson(this.path, {
         limit: String(PAGE_SIZE),
-        ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+        ...this.selectors(),
         ...(continueToken ? { continue: continueToken } : {}),
       })) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
       for (const item of page.items ?? []) fresh.set(objectKey(item), item);
@@ -234,7 +247,7 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
         timeoutSeconds: Math.floor(MIN_WATCH_TIMEOUT_S * (1 + Math.random())),
-        ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+        ...this.selectors(),
       };
       const onEvent = (type: string, object: unknown) => {
         if (type === "ERROR") {

@@ -11,6 +11,7 @@ import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import { startControllers } from "../controllers/manager.ts";
 import { fetchManifest } from "../gateway/provider-client.ts";
 import { startAdmissionGuard } from "../kube/admission-guard.ts";
+import { makeAgentPolicyCache } from "../kube/caches.ts";
 import { configMapCheckpoints } from "../kube/checkpoint-configmap.ts";
 import { ensureEmptySecret } from "../kube/grant-keys.ts";
 import { publishGrantPublicKeys } from "../kube/grant-public-keys.ts";
@@ -56,7 +57,12 @@ export async function runController(): Promise<void> {
     intervalMs: config.grants.keysResyncSeconds * 1000,
   });
   started.onShutdown("grantPublicKeys", () => publisher.stop());
-  await started.syncCaches();
+  // The controller's own cache (the gateway writes no NetworkPolicy): warm on every replica, like the others.
+  const agentPolicies = makeAgentPolicyCache(clients, log, (path, reason) =>
+    metrics.informerRestarted(path, reason),
+  );
+  started.onShutdown("agentPolicies", () => agentPolicies.stop());
+  await Promise.all([agentPolicies.start(), started.syncCaches()]);
   const admission = await startAdmissionGuard(clients, log.child({ component: "admission-guard" }), {
     gatewayUsername: config.gatewayUsername,
   });
@@ -88,6 +94,7 @@ export async function runController(): Promise<void> {
     controllers = startControllers({
       clients,
       caches,
+      agentPolicies,
       core,
       transcripts: store.transcripts,
       records: sessionRecords(store.transcripts),

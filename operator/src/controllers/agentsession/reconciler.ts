@@ -7,13 +7,14 @@
  *   record = its transcript record (Postgres)   ; unavailable → Progressing=False DatabaseUnavailable, retried soon
  *   pod of status.attempt failed, retries left   → after a back-off, record attempt+1 (next pass creates it)
  *   pod answered and more messages wait         → record continuations+1 (next pass creates its pod)
- *   apply the namespace's agent NetworkPolicy   ; before each pod, and once per namespace per process
+ *   keep the namespace's agent NetworkPolicy    ; applied before each pod; otherwise when the informer's copy drifted
  *   cancelled → delete the pod
  *   no pod → ensure the namespace's agent ServiceAccount
  *   pod = ensurePod(agentPodFor(session, attempt)) ; create-if-absent, deterministic name per attempt
  *   status = statusFrom(session, pod, approvals, transcript record, effective limits)
  *   writeStatusIfChanged(status)                ; first written limits a ceiling lowered → Event LimitLowered
  */
+import { isDeepStrictEqual } from "node:util";
 import { PatchStrategy, type V1NetworkPolicy, type V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { isTerminalSessionPhase } from "../../api/agentsession.ts";
@@ -36,6 +37,7 @@ import { isConflict, isNotFound } from "../../kube/client.ts";
 import { metaTimeOf, setCondition } from "../../kube/conditions.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { addFinalizer, hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
+import type { ObjectCache } from "../../kube/informer.ts";
 import { limitsOf } from "../../kube/session-context.ts";
 import { writeStatusIfChanged } from "../../kube/status.ts";
 import type { ReconcileResult } from "../../kube/workqueue.ts";
@@ -64,6 +66,8 @@ export interface AgentSessionDeps {
   records: SessionRecords;
   config: OperatorConfig;
   events: EventRecorder;
+  /** The agent NetworkPolicies (name AGENT_NETWORK_POLICY) of every namespace, as the API server holds them. */
+  agentPolicies: ObjectCache<V1NetworkPolicy>;
   now: () => Date;
 }
 
@@ -218,8 +222,14 @@ export async function reconcileAgentSession(
     // Our own status write does not queue the session again (manager.ts), so ask for the next pass.
     return { requeueAfterMs: 0 };
   }
-  if (!session.spec.cancel && (!pod || !networkPolicyApplied(deps.clients, namespace))) {
-    await applyNetworkPolicy(deps.clients, namespace, deps.config.gatewayPort, deps.config.operatorNamespace);
+  if (!session.spec.cancel) {
+    // Before a pod starts, checked against the API server itself (an apply); while it runs, the cache.
+    const desired = agentNetworkPolicy(namespace, deps.config.gatewayPort, deps.config.operatorNamespace);
+    const cached = pod ? deps.agentPolicies.get(AGENT_NETWORK_POLICY, namespace) : undefined;
+    const wrote = await keepAgentNetworkPolicy(deps.clients, desired, cached);
+    if (wrote === "replaced" || (wrote === "applied" && cached)) {
+      log.info({ networkPolicy: AGENT_NETWORK_POLICY, wrote }, "agent NetworkPolicy had drifted; restored");
+    }
   }
   if (session.spec.cancel) {
     if (pod) await deletePod(deps.clients, pod);
@@ -504,8 +514,8 @@ async function deletePod(clients: KubeClients, pod: V1Pod): Promise<void> {
  * providers' ports, from the components that call providers — the gateway (invoke path) and the
  * controller (approved dispatch) — and may send only to the gateway's pods (namespace
  * `operatorNamespace`, the operator's POD_NAMESPACE; labels COMPONENT_POD_LABELS.gateway, the gateway
- * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Server-side applied
- * (FIELD_MANAGER), so fields a platform adds of its own stay; the ones named here are Gatehouse's.
+ * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Its spec is
+ * Gatehouse's alone ({@link keepAgentNetworkPolicy}); labels and annotations a platform adds stay.
  */
 export function agentNetworkPolicy(
   namespace: string,
@@ -558,37 +568,71 @@ export function agentNetworkPolicy(
   };
 }
 
-/** Namespaces whose agent NetworkPolicy this process has applied, per client set. */
-const appliedPolicies = new WeakMap<KubeClients, Set<string>>();
-
-/** Whether this process has applied `namespace`'s agent NetworkPolicy with `clients`. */
-export function networkPolicyApplied(clients: KubeClients, namespace: string): boolean {
-  return appliedPolicies.get(clients)?.has(namespace) ?? false;
+/**
+ * `policy`'s spec as JSON on the wire: the informer holds raw JSON, while client-node's typed objects
+ * name `from` `_from` and carry absent fields as undefined.
+ */
+function wireSpecOf(policy: V1NetworkPolicy): unknown {
+  const spec = JSON.parse(JSON.stringify(policy.spec ?? {})) as { ingress?: Record<string, unknown>[] };
+  if (spec.ingress) {
+    spec.ingress = spec.ingress.map(({ _from, ...rule }) =>
+      _from === undefined ? rule : { ...rule, from: _from },
+    );
+  }
+  return spec;
 }
 
 /**
- * Server-side applies the namespace's agent NetworkPolicy: before every agent pod starts, and once per
- * namespace per process for sessions whose pod already runs — a namespace of an older release holds a
- * policy that selects the old operator pods, and its running agents would not reach the gateway until
- * it is corrected.
+ * Whether `live` is the agent NetworkPolicy as Gatehouse writes it (`desired`): exactly its spec, and
+ * Gatehouse's label. Anything else is drift, above all a rule added (NetworkPolicy rules only ever
+ * allow more) or a podSelector label no agent pod carries (the policy would confine none) (pure).
  */
-export async function applyNetworkPolicy(
+export function agentNetworkPolicyHolds(
+  live: V1NetworkPolicy | undefined,
+  desired: V1NetworkPolicy,
+): boolean {
+  if (!live || live.metadata?.deletionTimestamp) return false;
+  const labels = live.metadata?.labels ?? {};
+  return (
+    Object.entries(MANAGED_BY).every(([key, value]) => labels[key] === value) &&
+    isDeepStrictEqual(wireSpecOf(live), wireSpecOf(desired))
+  );
+}
+
+/**
+ * Keeps the namespace's agent NetworkPolicy as `desired` (DESIGN §7): nothing when `cached` (the
+ * informer's copy; undefined to check the API server's) holds it; otherwise a forced server-side apply
+ * (FIELD_MANAGER), which creates it or takes back every field it names — a policy of an older release
+ * is corrected, an edited rule restored. Fields of another manager that the apply does not name would
+ * stay (a podSelector label, say): then the object is replaced with the desired spec, guarded by the
+ * resourceVersion the apply returned. Says what it wrote.
+ */
+export async function keepAgentNetworkPolicy(
   clients: KubeClients,
-  namespace: string,
-  gatewayPort: number,
-  operatorNamespace: string,
-): Promise<void> {
-  await clients.objects.patch(
-    agentNetworkPolicy(namespace, gatewayPort, operatorNamespace),
+  desired: V1NetworkPolicy,
+  cached: V1NetworkPolicy | undefined,
+): Promise<"unchanged" | "applied" | "replaced"> {
+  if (agentNetworkPolicyHolds(cached, desired)) return "unchanged";
+  const applied = await clients.objects.patch(
+    desired,
     undefined,
     undefined,
     FIELD_MANAGER,
     true,
     PatchStrategy.ServerSideApply,
   );
-  const applied = appliedPolicies.get(clients) ?? new Set<string>();
-  applied.add(namespace);
-  appliedPolicies.set(clients, applied);
+  if (agentNetworkPolicyHolds(applied, desired)) return "applied";
+  await clients.objects.replace(
+    {
+      ...applied,
+      metadata: { ...applied.metadata, managedFields: undefined },
+      spec: desired.spec,
+    },
+    undefined,
+    undefined,
+    FIELD_MANAGER,
+  );
+  return "replaced";
 }
 
 async function ensureServiceAccount(clients: KubeClients, namespace: string): Promise<void> {
