@@ -1,12 +1,15 @@
 /**
  * The ProviderInstance and Capability controllers on the real control plane and local node (DESIGN §2,
  * issue 5): a Shared provider runs as a Deployment behind a Service and a NetworkPolicy, becomes Ready
- * and Healthy with its manifest in status, and its Capabilities resolve against what it really offers;
+ * and Healthy with its manifest in status (its endpoints only from the EndpointSlices the EndpointSlice
+ * controller keeps for its Service, never a forged one), and its Capabilities resolve against what it really offers;
  * `spec.disabled` turns both not Ready and keeps the workloads; a weaker effect declared later, a schema
  * a model cannot use and a write behind a Sidecar each make only the Capability concerned not Ready.
  * The provider fixture (test/cluster/images/provider-fixture.ts) declares whatever its config says.
  */
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exposeHostPort } from "../cluster/src/index.ts";
@@ -31,6 +34,7 @@ interface Watched {
     toolName?: string;
     manifest?: { provider: string; capabilities: Array<{ id: string; effect: string }> };
     endpoints?: string[];
+    lastHealthCheck?: string;
   };
 }
 
@@ -156,6 +160,76 @@ describe("a Shared provider", () => {
         podSelector: { matchLabels: { "app.kubernetes.io/name": name } },
       })),
     );
+  });
+
+  it("takes its endpoints only from the EndpointSlices the EndpointSlice controller keeps for its Service", async () => {
+    // The attacker's provider: whatever reaches it is a call that went astray.
+    const astray: string[] = [];
+    const attacker = createServer((request, response) => {
+      astray.push(`${request.method} ${request.url}`);
+      response.end("{}");
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, env.cluster.bridgeIP, resolve));
+    const attackerUrl = `http://${env.cluster.bridgeIP}:${(attacker.address() as AddressInfo).port}`;
+    const service = await env.kubectl.json<{ metadata: { uid: string } }>("admin", [
+      "get",
+      "service",
+      "prov-aps",
+      "-n",
+      NAMESPACE,
+    ]);
+    // Slices anyone allowed to create EndpointSlices could write: the provider's labels, the Service's
+    // name, even a controller reference to the Service, but not kept by the EndpointSlice controller.
+    const forged = (name: string, managedBy?: string) => ({
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name,
+        namespace: NAMESPACE,
+        labels: {
+          "app.kubernetes.io/managed-by": "gatehouse",
+          "gatehouse.dev/provider": "aps",
+          "kubernetes.io/service-name": "prov-aps",
+          ...(managedBy ? { "endpointslice.kubernetes.io/managed-by": managedBy } : {}),
+        },
+        ownerReferences: [
+          {
+            apiVersion: "v1",
+            kind: "Service",
+            name: "prov-aps",
+            uid: service.metadata.uid,
+            controller: true,
+          },
+        ],
+      },
+      addressType: "IPv4",
+      endpoints: [{ addresses: [env.cluster.bridgeIP], conditions: { ready: true } }],
+      ports: [{ name: "http", port: Number(new URL(attackerUrl).port), protocol: "TCP" }],
+    });
+    const names = ["prov-aps-forged-unmanaged", "prov-aps-forged-other"];
+    try {
+      await apply([forged(names[0]!), forged(names[1]!, "slice-writer.attacker.example")]);
+      // A reconcile that began after the slices reached the controller's cache: a change of the slices
+      // queues the provider (its label), two seconds after they were created.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const poked = new Date();
+      await env.kubectl.ok("admin", ["label", "endpointslice", ...names, "-n", NAMESPACE, "poke=1"]);
+      const seen = await eventually("a provider reconcile after the forged slices", 60_000, async () => {
+        const provider = await get("providerinstance", "aps", NAMESPACE);
+        expect(provider.status?.endpoints?.join(" ") ?? "").not.toContain(attackerUrl);
+        const checked = Date.parse(provider.status?.lastHealthCheck ?? "");
+        return checked >= poked.getTime() ? provider : undefined;
+      });
+      expect(seen.status?.endpoints?.length).toBeGreaterThan(0);
+      expect(seen.status?.endpoints?.some((e) => e.startsWith(attackerUrl))).toBe(false);
+      // The manifest was fetched from a genuine endpoint, and nothing reached the attacker.
+      expect(condition(seen, "Ready")?.reason).toBe("ManifestFetched");
+      expect(condition(seen, "Healthy")?.status).toBe("True");
+      expect(astray).toEqual([]);
+    } finally {
+      await env.kubectl.run("admin", ["delete", "endpointslice", ...names, "-n", NAMESPACE]);
+      attacker.close();
+    }
   });
 
   it("resolves its Capabilities to Ready with the provider's schemas and the tool name", async () => {

@@ -9,6 +9,15 @@ export const MANAGED_BY = { "app.kubernetes.io/managed-by": "gatehouse" } as con
 export const MANAGED_BY_SELECTOR = "app.kubernetes.io/managed-by=gatehouse";
 /** Label carrying a session's UID (names can exceed the 63-character label limit; UIDs cannot). */
 export const SESSION_UID_LABEL = "gatehouse.dev/session-uid";
+/** Label by which an EndpointSlice names its Service (discovery.k8s.io/v1). */
+export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+/**
+ * Label naming who keeps an EndpointSlice, and the value of the slices the EndpointSlice controller
+ * keeps for a Service's selector: provider endpoints are read from those alone, as anyone allowed to
+ * create EndpointSlices can write the service-name label on a slice of their own.
+ */
+export const ENDPOINT_SLICE_MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by";
+export const ENDPOINT_SLICE_CONTROLLER = "endpointslice-controller.k8s.io";
 /** Label naming the ProviderInstance a workload serves. */
 export const PROVIDER_LABEL = "gatehouse.dev/provider";
 /**

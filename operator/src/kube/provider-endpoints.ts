@@ -1,13 +1,36 @@
 /**
  * Where Core reaches a provider (the gateway's EndpointLookup): a Shared provider at the first ready
  * endpoint its ProviderInstance status lists (from its Service's EndpointSlices); a Sidecar provider in
- * the calling session's agent pod — the pod's IP and the port of the sidecar container named for it
- * (controllers/agentsession/sidecars.ts), while that container is ready.
+ * the calling session's agent pod — the pod whose uid the session's status records (status.podUID)
+ * and which the session controls, at its IP and the port of the sidecar container named for the
+ * provider (controllers/agentsession/sidecars.ts), while that container is ready.
  */
 
-import { SESSION_UID_LABEL, sidecarContainerName } from "../api/well-known.ts";
+import type { V1Pod } from "@kubernetes/client-node";
+import type { AgentSession } from "../api/kinds.ts";
+import { sidecarContainerName } from "../api/well-known.ts";
 import type { ProviderRef } from "../core/ports.ts";
 import type { Caches } from "./caches.ts";
+
+/**
+ * The URL of Sidecar provider `providerName` in `pod` when `pod` is `session`'s agent pod: the uid its
+ * status records, controlled by the session. Anyone who may create pods in the namespace can copy the
+ * session-uid label and a container name; neither the pod's uid nor the status are theirs to choose
+ * (pure).
+ */
+export function sidecarEndpoint(pod: V1Pod, session: AgentSession, providerName: string): string | undefined {
+  const podUid = session.status?.podUID;
+  if (!podUid || pod.metadata?.uid !== podUid || pod.status?.phase !== "Running") return undefined;
+  const controlled = pod.metadata.ownerReferences?.some(
+    (o) => o.controller === true && o.kind === "AgentSession" && o.uid === session.metadata.uid,
+  );
+  if (!controlled) return undefined;
+  const container = sidecarContainerName(providerName);
+  const sidecar = pod.spec?.initContainers?.find((c) => c.name === container);
+  const ready = pod.status?.initContainerStatuses?.find((s) => s.name === container)?.ready;
+  const port = sidecar?.ports?.[0]?.containerPort;
+  return sidecar && ready && port && pod.status?.podIP ? `http://${pod.status.podIP}:${port}` : undefined;
+}
 
 /** The lookup over the operator's caches. */
 export function providerEndpoints(
@@ -17,15 +40,10 @@ export function providerEndpoints(
     const provider = caches.providers.get(ref.name, ref.namespace);
     if (!provider) return undefined;
     if (provider.spec.placement !== "Sidecar") return provider.status?.endpoints?.[0];
-    const container = sidecarContainerName(ref.name);
-    for (const pod of caches.pods.list(ref.namespace)) {
-      if (pod.metadata?.labels?.[SESSION_UID_LABEL] !== sessionUid || pod.status?.phase !== "Running")
-        continue;
-      const sidecar = pod.spec?.initContainers?.find((c) => c.name === container);
-      const ready = pod.status?.initContainerStatuses?.find((s) => s.name === container)?.ready;
-      const port = sidecar?.ports?.[0]?.containerPort;
-      if (sidecar && ready && port && pod.status?.podIP) return `http://${pod.status.podIP}:${port}`;
-    }
-    return undefined;
+    // A Sidecar provider serves only the sessions of its own namespace (agentsession/sidecars.ts).
+    const session = caches.sessions.list(ref.namespace).find((s) => s.metadata.uid === sessionUid);
+    const podName = session?.status?.podName;
+    const pod = podName ? caches.pods.get(podName, ref.namespace) : undefined;
+    return session && pod ? sidecarEndpoint(pod, session, ref.name) : undefined;
   };
 }

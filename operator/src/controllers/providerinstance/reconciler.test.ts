@@ -2,9 +2,27 @@ import type { V1EndpointSlice } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { podProblemOf, readyEndpoints } from "./reconciler.ts";
 
-const slice = (service: string, endpoints: Array<{ ip: string; ready?: boolean }>): V1EndpointSlice => ({
+const SERVICE = { name: "prov-aps", uid: "svc-uid-1" };
+
+/** A slice as the EndpointSlice controller keeps it for Service `service`, with `overrides` on top. */
+const slice = (
+  service: { name: string; uid: string },
+  endpoints: Array<{ ip: string; ready?: boolean }>,
+  overrides: { labels?: Record<string, string | undefined>; owners?: object[] } = {},
+): V1EndpointSlice => ({
   addressType: "IPv4",
-  metadata: { labels: { "kubernetes.io/service-name": service } },
+  metadata: {
+    labels: Object.fromEntries(
+      Object.entries({
+        "kubernetes.io/service-name": service.name,
+        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+        ...overrides.labels,
+      }).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    ),
+    ownerReferences: (overrides.owners as never) ?? [
+      { apiVersion: "v1", kind: "Service", name: service.name, uid: service.uid, controller: true },
+    ],
+  },
   ports: [{ name: "http", port: 8080 }],
   endpoints: endpoints.map((e) => ({ addresses: [e.ip], conditions: { ready: e.ready ?? true } })),
 });
@@ -12,10 +30,36 @@ const slice = (service: string, endpoints: Array<{ ip: string; ready?: boolean }
 describe("readyEndpoints", () => {
   it("lists ready addresses of the service's slices only", () => {
     const slices = [
-      slice("prov-aps", [{ ip: "10.88.0.9" }, { ip: "10.88.0.7", ready: false }]),
-      slice("other", [{ ip: "10.88.0.3" }]),
+      slice(SERVICE, [{ ip: "10.88.0.9" }, { ip: "10.88.0.7", ready: false }]),
+      slice({ name: "other", uid: "svc-uid-2" }, [{ ip: "10.88.0.3" }]),
     ];
-    expect(readyEndpoints(slices, "prov-aps", 8080)).toEqual(["http://10.88.0.9:8080"]);
+    expect(readyEndpoints(slices, SERVICE, 8080)).toEqual(["http://10.88.0.9:8080"]);
+  });
+
+  it("ignores a slice with the service-name label that the EndpointSlice controller does not keep", () => {
+    const genuine = slice(SERVICE, [{ ip: "10.88.0.9" }]);
+    const forged = [
+      // No manager label, as a hand-written slice has.
+      slice(SERVICE, [{ ip: "10.99.0.66" }], {
+        labels: { "endpointslice.kubernetes.io/managed-by": undefined },
+      }),
+      // Another manager: the mirroring controller copies hand-made Endpoints objects.
+      slice(SERVICE, [{ ip: "10.99.0.67" }], {
+        labels: { "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io" },
+      }),
+      // The right labels, but no owner, or an owner that is not this Service (an earlier one of its name).
+      slice(SERVICE, [{ ip: "10.99.0.68" }], { owners: [] }),
+      slice(SERVICE, [{ ip: "10.99.0.69" }], {
+        owners: [{ apiVersion: "v1", kind: "Service", name: "prov-aps", uid: "old-uid", controller: true }],
+      }),
+      slice(SERVICE, [{ ip: "10.99.0.70" }], {
+        owners: [{ apiVersion: "v1", kind: "Service", name: "prov-aps", uid: SERVICE.uid }],
+      }),
+    ];
+    expect(readyEndpoints([genuine, ...forged], SERVICE, 8080)).toEqual(["http://10.88.0.9:8080"]);
+    expect(readyEndpoints(forged, SERVICE, 8080)).toEqual([]);
+    // A Service whose uid is not known yet matches no slice.
+    expect(readyEndpoints([genuine], { name: SERVICE.name, uid: "" }, 8080)).toEqual([]);
   });
 });
 

@@ -4,7 +4,7 @@
  *   namespace not served → Ready=False NamespaceNotServed, apply nothing
  *   apply Deployment + Service (Sidecar: one discovery replica) ; server-side apply, field manager gatehouse-operator
  *   apply the NetworkPolicy admitting only the gateway and the controller (same field manager)
- *   endpoints = ready EndpointSlice addresses
+ *   endpoints = ready addresses of the EndpointSlices the EndpointSlice controller keeps for that Service
  *   manifest = GET /v1/manifest at an endpoint
  *   status = Ready/Healthy conditions (spec.disabled → Ready=False Disabled), manifest summary, endpoints
  *   requeue for the next health check
@@ -17,7 +17,13 @@ import { PatchStrategy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Condition } from "../../api/common.ts";
 import { PROVIDER_INSTANCE, type ProviderInstance } from "../../api/kinds.ts";
-import { FIELD_MANAGER, PROVIDER_LABEL } from "../../api/well-known.ts";
+import {
+  ENDPOINT_SLICE_CONTROLLER,
+  ENDPOINT_SLICE_MANAGED_BY_LABEL,
+  FIELD_MANAGER,
+  PROVIDER_LABEL,
+  SERVICE_NAME_LABEL,
+} from "../../api/well-known.ts";
 import type { Caches } from "../../kube/caches.ts";
 import type { KubeClients } from "../../kube/client.ts";
 import { describeApiError } from "../../kube/client.ts";
@@ -49,11 +55,36 @@ export interface ProviderInstanceDeps {
 const HEALTH_INTERVAL_MS = 30_000;
 const WAITING_INTERVAL_MS = 2_000;
 
-/** Ready endpoint URLs of a Service from its EndpointSlices (discovery.k8s.io/v1), sorted. */
-export function readyEndpoints(slices: V1EndpointSlice[], serviceName: string, port: number): string[] {
+/**
+ * Whether the EndpointSlice controller keeps `slice` for `service`: labelled with the Service's name
+ * and that controller as its manager, and controlled by the Service (its uid). A slice anyone else
+ * wrote with the service-name label — a mirror of a hand-made Endpoints object, or a forgery pointing
+ * at an address of its writer's choosing — is not the provider's.
+ */
+export function isServiceSlice(slice: V1EndpointSlice, service: { name: string; uid: string }): boolean {
+  const labels = slice.metadata?.labels;
+  return (
+    labels?.[SERVICE_NAME_LABEL] === service.name &&
+    labels[ENDPOINT_SLICE_MANAGED_BY_LABEL] === ENDPOINT_SLICE_CONTROLLER &&
+    (slice.metadata?.ownerReferences?.some(
+      (o) => o.controller === true && o.kind === "Service" && o.uid === service.uid,
+    ) ??
+      false)
+  );
+}
+
+/**
+ * Ready endpoint URLs of a Service from the EndpointSlices (discovery.k8s.io/v1) the EndpointSlice
+ * controller keeps for it ({@link isServiceSlice}), sorted.
+ */
+export function readyEndpoints(
+  slices: V1EndpointSlice[],
+  service: { name: string; uid: string },
+  port: number,
+): string[] {
   const urls = new Set<string>();
   for (const slice of slices) {
-    if (slice.metadata?.labels?.["kubernetes.io/service-name"] !== serviceName) continue;
+    if (!isServiceSlice(slice, service)) continue;
     const slicePort = slice.ports?.find((p) => p.name === "http")?.port ?? port;
     for (const endpoint of slice.endpoints ?? []) {
       if (endpoint.conditions?.ready === false) continue;
@@ -78,12 +109,16 @@ export async function reconcileProviderInstance(
 
   // Shared: the provider itself. Sidecar: one discovery replica for the manifest and health.
   await apply(deps.clients, deploymentFor(provider, deps.providerPort, deps.gatewayUrl));
-  await apply(deps.clients, serviceFor(provider, deps.providerPort));
+  const service = await apply(deps.clients, serviceFor(provider, deps.providerPort));
   // Applied like the workload, so a policy of an older release (which selected other pods) is corrected.
   await apply(deps.clients, networkPolicyFor(provider, deps.providerPort, deps.operatorNamespace));
 
   const slices = deps.caches.endpointSlices.list(namespace);
-  const endpoints = readyEndpoints(slices, workloadName(provider), deps.providerPort);
+  const endpoints = readyEndpoints(
+    slices,
+    { name: workloadName(provider), uid: service.metadata?.uid ?? "" },
+    deps.providerPort,
+  );
   let conditions: Condition[] | undefined = provider.status?.conditions;
   let manifest = provider.status?.manifest;
   let requeueAfterMs = HEALTH_INTERVAL_MS;
@@ -228,8 +263,9 @@ async function notServed(
   return undefined;
 }
 
-async function apply(clients: KubeClients, object: KubernetesObject): Promise<void> {
-  await clients.objects.patch(
+/** Server-side applies `object` as FIELD_MANAGER (forced); returns the object as the API server holds it. */
+async function apply<T extends KubernetesObject>(clients: KubeClients, object: T): Promise<T> {
+  return await clients.objects.patch(
     object,
     undefined,
     undefined,
