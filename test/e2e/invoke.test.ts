@@ -6,7 +6,8 @@
  * counting provider (test/cluster/images/provider-counter.ts), whose ledger every test reads to show
  * at most one effect per action — usually none.
  *
- * Covered: pod authentication (what the gateway refuses before Core sees anything), Approval squatting,
+ * Covered: pod authentication (what the gateway refuses before Core sees anything, a finished
+ * session's token included), Approval squatting,
  * malformed arguments, call ids the model reuses, the finality of a rejection, and a capability whose
  * spec.policy.subjects leaves the session's subject out; and, in a namespace of their own, the limits
  * and unstorable input of `invoke-limits-cases.ts`.
@@ -361,7 +362,60 @@ describe("pod authentication", () => {
     expect(failed.status?.podUID).toBeUndefined();
     await expectRefused(await podToken(env, { namespace, podName, podUID: early.metadata.uid }));
   });
+
+  it("refuses the token of a session that has finished, though its pod and token live on, and accepts a running session's", async () => {
+    const running = await sleepingSession(env, namespace, "auth-run");
+    // A session whose time runs out ends Failed while its pod object stays (DeadlineExceeded): the
+    // API server still honours the pod's token — the attacker's case, a leaked token of a finished session.
+    const finishing = await sleepingSession(env, namespace, "auth-end", { limits: { timeoutSeconds: 15 } });
+    const token = await podToken(env, finishing);
+    const mark = await counter.mark();
+    expect((await getSessionView(env, token)).status).toBe(200);
+    expect((await postEventAs(token)).status).toBe(200);
+    // Presented until the session has ended: the review cache then still holds the token's acceptance,
+    // so the refusal below is the per-request check of the session's phase.
+    await presentUntil(
+      token,
+      async () => (await getSession(env, namespace, finishing.name)).status?.phase === "Failed",
+    );
+    expect((await getSession(env, namespace, finishing.name)).status?.podUID).toBe(finishing.podUID);
+    const refusal = await eventually("the finished session's token to be refused", 30_000, async () => {
+      const reply = await getSessionView(env, token);
+      return reply.status === 200 ? undefined : reply;
+    });
+    expect(refusal.status).toBe(403);
+    expect(refusal.body).toMatchObject({
+      kind: "forbidden",
+      message: expect.stringContaining(`AgentSession ${finishing.name} has finished (Failed)`),
+    });
+    const posted = await postEventAs(token);
+    expect(posted.status).toBe(403);
+    expect(JSON.stringify(posted.body)).toContain("has finished");
+    await expectRefused(token);
+    // The pod is still there under the same uid: a token bound to it can still be minted.
+    await podToken(env, finishing);
+    expect(await mark.calls()).toEqual([]);
+
+    const runningToken = await podToken(env, running);
+    expect((await getSessionView(env, runningToken)).status).toBe(200);
+    expect((await postEventAs(runningToken)).status).toBe(200);
+  });
 });
+
+/** `POST /v1/session/events` with `token`: an assistant_text report, as the agent posts one. */
+async function postEventAs(token: string): Promise<GatewayReply> {
+  const response = await fetch(`${env.gatewayUrl}/v1/session/events`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ kind: "assistant_text", turn: 1, text: "still here" }),
+  });
+  const text = await response.text();
+  try {
+    return { status: response.status, body: JSON.parse(text) };
+  } catch {
+    return { status: response.status, body: text };
+  }
+}
 
 describe("a squatted Approval", () => {
   const ARGS = '{"planId":"P-7","version":1}';
