@@ -342,7 +342,7 @@ describe("the agent NetworkPolicy", () => {
   });
 
   it("is restored when someone narrows its podSelector so it confines no agent pod", async () => {
-    // A label of another manager, which an apply alone would leave: the operator replaces the spec.
+    // podSelector is an atomic field: the operator's forced apply takes all of it back, decoy and all.
     const edited = await patchPolicy([
       { op: "add", path: "/spec/podSelector/matchLabels/decoy", value: "x" },
     ]);

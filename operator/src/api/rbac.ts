@@ -194,13 +194,13 @@ export const CONTROLLER_RULES: NamedRule[] = [
   // Server-side apply on every reconcile: `patch`, and `create` when the object is new (the API server
   // checks both for an apply that creates).
   { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create", "patch"] },
-  // The agent NetworkPolicy is watched by name and restored when it drifts: replaced (`update`) when
-  // another manager holds fields an apply leaves (controllers/agentsession/reconciler.ts).
+  // The agent NetworkPolicy is watched by name and restored by the apply above when it drifts (its
+  // spec's fields are all atomic: a forced apply takes back all of it; controllers/agentsession).
   {
     apiGroups: ["networking.k8s.io"],
     resources: ["networkpolicies"],
     resourceNames: [AGENT_NETWORK_POLICY],
-    verbs: ["list", "watch", "update"],
+    verbs: ["list", "watch"],
   },
   { apiGroups: [""], resources: ["services"], verbs: ["create", "patch"] },
   { apiGroups: ["apps"], resources: ["deployments"], verbs: ["create", "patch"] },

@@ -227,7 +227,7 @@ export async function reconcileAgentSession(
     const desired = agentNetworkPolicy(namespace, deps.config.gatewayPort, deps.config.operatorNamespace);
     const cached = pod ? deps.agentPolicies.get(AGENT_NETWORK_POLICY, namespace) : undefined;
     const wrote = await keepAgentNetworkPolicy(deps.clients, desired, cached);
-    if (wrote === "replaced" || (wrote === "applied" && cached)) {
+    if (wrote === "applied" && cached) {
       log.info({ networkPolicy: AGENT_NETWORK_POLICY, wrote }, "agent NetworkPolicy had drifted; restored");
     }
   }
@@ -602,16 +602,17 @@ export function agentNetworkPolicyHolds(
 /**
  * Keeps the namespace's agent NetworkPolicy as `desired` (DESIGN §7): nothing when `cached` (the
  * informer's copy; undefined to check the API server's) holds it; otherwise a forced server-side apply
- * (FIELD_MANAGER), which creates it or takes back every field it names — a policy of an older release
- * is corrected, an edited rule restored. Fields of another manager that the apply does not name would
- * stay (a podSelector label, say): then the object is replaced with the desired spec, guarded by the
- * resourceVersion the apply returned. Says what it wrote.
+ * (FIELD_MANAGER), which creates it or takes back its spec whole — every field of a NetworkPolicy spec
+ * is atomic (podSelector, policyTypes, ingress, egress), so no other manager's part of it survives the
+ * apply: an edited rule, an added rule or a narrowed podSelector are all undone. Should a field ever
+ * outlive the apply (a spec field added by a later Kubernetes), the error says so and the reconcile is
+ * retried. Says what it wrote.
  */
 export async function keepAgentNetworkPolicy(
   clients: KubeClients,
   desired: V1NetworkPolicy,
   cached: V1NetworkPolicy | undefined,
-): Promise<"unchanged" | "applied" | "replaced"> {
+): Promise<"unchanged" | "applied"> {
   if (agentNetworkPolicyHolds(cached, desired)) return "unchanged";
   const applied = await clients.objects.patch(
     desired,
@@ -621,18 +622,12 @@ export async function keepAgentNetworkPolicy(
     true,
     PatchStrategy.ServerSideApply,
   );
-  if (agentNetworkPolicyHolds(applied, desired)) return "applied";
-  await clients.objects.replace(
-    {
-      ...applied,
-      metadata: { ...applied.metadata, managedFields: undefined },
-      spec: desired.spec,
-    },
-    undefined,
-    undefined,
-    FIELD_MANAGER,
-  );
-  return "replaced";
+  if (!agentNetworkPolicyHolds(applied, desired)) {
+    throw new Error(
+      `NetworkPolicy ${desired.metadata?.namespace}/${AGENT_NETWORK_POLICY} still differs from the operator's after a forced apply: ${JSON.stringify(wireSpecOf(applied))}`,
+    );
+  }
+  return "applied";
 }
 
 async function ensureServiceAccount(clients: KubeClients, namespace: string): Promise<void> {
