@@ -46,6 +46,8 @@ export interface Agent {
 export interface GatewayReply<T = unknown> {
   status: number;
   body: T;
+  /** The `Retry-After` header, when the gateway sent one (a 429). */
+  retryAfter?: string;
 }
 
 /**
@@ -217,7 +219,7 @@ export async function startAgent(
  * status: the reply carries it, and a body that is not JSON is kept as text so the failing assertion
  * shows it.
  */
-async function gatewayRequest<T = unknown>(
+export async function gatewayRequest<T = unknown>(
   env: Environment,
   token: string,
   method: "GET" | "POST",
@@ -236,7 +238,13 @@ async function gatewayRequest<T = unknown>(
   } catch {
     // Kept as text: the assertion that fails will show it.
   }
-  return { status: response.status, body: parsed as T };
+  const retryAfter = response.headers.get("retry-after");
+  return { status: response.status, body: parsed as T, ...(retryAfter === null ? {} : { retryAfter }) };
+}
+
+/** `POST /v1/session/events` with `token`: an assistant_text report of turn 1, as the agent posts one. */
+export function postEventAs(env: Environment, token: string, text = "still here"): Promise<GatewayReply> {
+  return gatewayRequest(env, token, "POST", "/v1/session/events", { kind: "assistant_text", turn: 1, text });
 }
 
 /** `GET /v1/session` with `token`. */

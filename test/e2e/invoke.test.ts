@@ -26,6 +26,7 @@ import {
   getSessionView,
   invokeAs,
   podToken,
+  postEventAs,
   SLEEPER_IMAGE,
   type SleepingSession,
   sleepingSession,
@@ -371,7 +372,7 @@ describe("pod authentication", () => {
     const token = await podToken(env, finishing);
     const mark = await counter.mark();
     expect((await getSessionView(env, token)).status).toBe(200);
-    expect((await postEventAs(token)).status).toBe(200);
+    expect((await postEventAs(env, token)).status).toBe(200);
     // Presented until the session has ended: the review cache then still holds the token's acceptance,
     // so the refusal below is the per-request check of the session's phase.
     await presentUntil(
@@ -388,7 +389,7 @@ describe("pod authentication", () => {
       kind: "forbidden",
       message: expect.stringContaining(`AgentSession ${finishing.name} has finished (Failed)`),
     });
-    const posted = await postEventAs(token);
+    const posted = await postEventAs(env, token);
     expect(posted.status).toBe(403);
     expect(JSON.stringify(posted.body)).toContain("has finished");
     await expectRefused(token);
@@ -398,24 +399,9 @@ describe("pod authentication", () => {
 
     const runningToken = await podToken(env, running);
     expect((await getSessionView(env, runningToken)).status).toBe(200);
-    expect((await postEventAs(runningToken)).status).toBe(200);
+    expect((await postEventAs(env, runningToken)).status).toBe(200);
   });
 });
-
-/** `POST /v1/session/events` with `token`: an assistant_text report, as the agent posts one. */
-async function postEventAs(token: string): Promise<GatewayReply> {
-  const response = await fetch(`${env.gatewayUrl}/v1/session/events`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ kind: "assistant_text", turn: 1, text: "still here" }),
-  });
-  const text = await response.text();
-  try {
-    return { status: response.status, body: JSON.parse(text) };
-  } catch {
-    return { status: response.status, body: text };
-  }
-}
 
 describe("a squatted Approval", () => {
   const ARGS = '{"planId":"P-7","version":1}';

@@ -1,7 +1,7 @@
 /**
  * Kubernetes API clients for the operator, from a kubeconfig file (and context) or the in-cluster
  * ServiceAccount. Patch content types are always chosen explicitly: client-node's default, strategic
- * merge, fails with 415 on custom resources (NOTES.md). Every request of the typed clients is bounded
+ * merge, fails with 415 on custom resources. Every request of the typed clients is bounded
  * in time (an API server that accepts connections and never answers would otherwise hold the caller —
  * a gateway request authenticating a token, say — for ever); watches and the informers' lists do not
  * go through them.
@@ -202,7 +202,7 @@ export function isNamespaceTerminating(error: unknown): boolean {
 
 /**
  * A readable one-line description of a client-node error: `ApiException.body` is a string holding a
- * metav1.Status (NOTES.md), whose `reason` and `message` say what the API server refused.
+ * metav1.Status, whose `reason` and `message` say what the API server refused.
  */
 export function describeApiError(error: unknown): string {
   if (error instanceof ApiException) {
