@@ -676,9 +676,13 @@ describe.concurrent("the local node", () => {
       const prefix = `ghbr${plane.instance}`;
       const netns = () => execFileSync("ip", ["netns", "list"], { encoding: "utf8" });
       expect(netns()).toContain(`${prefix}-p`);
+      const tables = () => execFileSync("nft", ["list", "tables"], { encoding: "utf8" });
+      expect(tables()).toContain(`gatehouse_np_${prefix}`);
 
       await node.stop();
       node = undefined;
+      // The node removes its NetworkPolicy table itself; the harness's release removes the rest.
+      expect(tables()).not.toContain(`gatehouse_np_${prefix}`);
       const stopped = await api.readNode({ name: "local-node" });
       expect(stopped.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("False");
       expect(pids.some(alive)).toBe(false);
@@ -691,9 +695,9 @@ describe.concurrent("the local node", () => {
     expect(execFileSync("ip", ["-o", "link", "show"], { encoding: "utf8" })).not.toMatch(
       new RegExp(`\\b${prefix}(v\\d+)?[:@]`),
     );
-    expect(execFileSync("nft", ["list", "tables"], { encoding: "utf8" })).not.toContain(
-      `gatehouse_${prefix}`,
-    );
+    const tables = execFileSync("nft", ["list", "tables"], { encoding: "utf8" });
+    expect(tables).not.toContain(`gatehouse_${prefix}`);
+    expect(tables).not.toContain(`gatehouse_np_${prefix}`);
     expect(execFileSync("ls", ["/run/gatehouse-cluster"], { encoding: "utf8" })).not.toMatch(
       new RegExp(`^${plane.instance}\\.pid$`, "m"),
     );

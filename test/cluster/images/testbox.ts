@@ -11,12 +11,20 @@
  *   ignore-sigterm                   runs forever and ignores SIGTERM (prints `ignored SIGTERM`)
  *   connect HOST PORT                one TCP connection attempt (2 s): prints `connected` and exits 0,
  *                                    or `failed <error code>` and exits 1
- *   serve PORT                       listens on PORT on all addresses, answers `ok` to each connection
+ *   serve [tcp:|udp:]PORT...         listens on each PORT on all addresses (TCP unless `udp:`), answers
+ *                                    `ok` to each TCP connection and to each UDP datagram
+ *   probe PORT                       an HTTP server on PORT for tests run from the host:
+ *                                    `GET /connect?host=H&port=P&protocol=tcp|udp` makes one attempt from
+ *                                    inside the pod (TCP: connect; UDP: a datagram that must be answered,
+ *                                    1.5 s) and answers `connected` or `failed <error code>`
  *
  * Each run starts by printing `started <verb> at <epoch ms>`; a handled SIGTERM prints
  * `received SIGTERM at <epoch ms>`.
  */
+
+import { createSocket } from "node:dgram";
 import { readFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 
@@ -78,18 +86,75 @@ switch (verb) {
     break;
   }
   case "serve": {
-    const server = createServer((socket) => {
-      socket.on("error", () => {}); // a tcpSocket probe resets its connection at once
-      socket.end("ok\n");
-    });
-    server.listen(Number(args[0] ?? "8080"), "0.0.0.0", () => console.log(`listening on ${args[0]}`));
+    for (const arg of args.length > 0 ? args : ["8080"]) {
+      const [protocol, port] = arg.startsWith("udp:")
+        ? ["udp", arg.slice(4)]
+        : ["tcp", arg.replace(/^tcp:/, "")];
+      if (protocol === "udp") {
+        const socket = createSocket("udp4");
+        socket.on("message", (_msg, peer) => socket.send("ok\n", peer.port, peer.address));
+        socket.bind(Number(port), "0.0.0.0", () => console.log(`listening on udp ${port}`));
+        continue;
+      }
+      const server = createServer((socket) => {
+        socket.on("error", () => {}); // a tcpSocket probe resets its connection at once
+        socket.end("ok\n");
+      });
+      server.listen(Number(port), "0.0.0.0", () => console.log(`listening on ${port}`));
+    }
     process.on("SIGTERM", () => {
       console.log(`received SIGTERM at ${Date.now()}`);
       process.exit(0);
     });
     break;
   }
+  case "probe": {
+    const server = createHttpServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://probe");
+      const host = url.searchParams.get("host") ?? "";
+      const port = Number(url.searchParams.get("port") ?? "0");
+      const attempt =
+        url.searchParams.get("protocol") === "udp" ? udpAttempt(host, port) : tcpAttempt(host, port);
+      void attempt.then((outcome) => res.end(outcome));
+    });
+    server.listen(Number(args[0] ?? "9000"), "0.0.0.0", () => console.log(`probing on ${args[0]}`));
+    process.on("SIGTERM", () => process.exit(0));
+    break;
+  }
   default:
-    console.error(`testbox: unknown verb "${verb}" (report, exit, sleep, ignore-sigterm, connect, serve)`);
+    console.error(
+      `testbox: unknown verb "${verb}" (report, exit, sleep, ignore-sigterm, connect, serve, probe)`,
+    );
     process.exit(64);
+}
+
+/** One TCP connection attempt (2 s): `connected` or `failed <code>`. */
+function tcpAttempt(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 2_000 });
+    const done = (outcome: string): void => {
+      socket.destroy();
+      resolve(outcome);
+    };
+    socket.once("connect", () => done("connected"));
+    socket.once("timeout", () => done("failed ETIMEDOUT"));
+    socket.once("error", (err: NodeJS.ErrnoException) => done(`failed ${err.code ?? err.message}`));
+  });
+}
+
+/** One UDP datagram that must be answered within 1.5 s: `connected` or `failed <code>`. */
+function udpAttempt(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = createSocket("udp4");
+    const done = (outcome: string): void => {
+      clearTimeout(timer);
+      socket.close();
+      resolve(outcome);
+    };
+    const timer = setTimeout(() => done("failed ETIMEDOUT"), 1_500);
+    // A connected socket hears the ICMP error a rejecting rule sends back.
+    socket.once("error", (err: NodeJS.ErrnoException) => done(`failed ${err.code ?? err.message}`));
+    socket.once("message", () => done("connected"));
+    socket.connect(port, host, () => socket.send("ping"));
+  });
 }

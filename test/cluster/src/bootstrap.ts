@@ -33,6 +33,9 @@ const LOCAL_NODE_CLUSTER_RULES: V1ClusterRole["rules"] = [
   { apiGroups: ["", "events.k8s.io"], resources: ["events"], verbs: ["create", "update", "patch"] },
   // The Service proxy (service-proxy.ts) follows EndpointSlices, as kube-proxy's system:node-proxier may.
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
+  // NetworkPolicy enforcement (network-policy/enforcer.ts) plans from policies and namespace labels.
+  { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["list", "watch"] },
+  { apiGroups: [""], resources: ["namespaces"], verbs: ["list", "watch"] },
 ];
 
 const LOCAL_NODE_LEASE_RULES: V1Role["rules"] = [

@@ -15,6 +15,7 @@ import { API_SERVER_PORT } from "./components.ts";
 import { HarnessError } from "./errors.ts";
 import { installPodFirewall, removePodFirewall } from "./firewall.ts";
 import { addressAt, contains, intToIp, parseCidr } from "./ipv4.ts";
+import { removeNetworkPolicyTable } from "./network-policy/enforcer.ts";
 
 /**
  * Where instance locks live: one pid file `<index>.pid` per running harness, holding JSON
@@ -113,6 +114,7 @@ export async function allocateNetwork(): Promise<ClusterNetwork> {
         await deletePodNetworks(addressing.bridgeName);
         await deleteLink(addressing.bridgeName);
         await removePodFirewall(addressing.bridgeName);
+        await removeNetworkPolicyTable(addressing.bridgeName);
         unlinkQuietly(lockPath);
       },
     };
@@ -258,6 +260,7 @@ async function tryLock(lockPath: string, addressing: BridgeAddressing): Promise<
     await deletePodNetworks(addressing.bridgeName);
     await deleteLink(addressing.bridgeName);
     await removePodFirewall(addressing.bridgeName);
+    await removeNetworkPolicyTable(addressing.bridgeName);
     unlinkQuietly(aside);
   }
   return false;

@@ -16,6 +16,7 @@ import {
   type Protocol,
   planNetworkPolicies,
   planPodFromV1,
+  planSummary,
 } from "./plan.ts";
 
 const HOST = "10.88.0.1";
@@ -570,6 +571,37 @@ describe("NetworkPolicy plan", () => {
     );
     expect(fromScript).toEqual(expected);
     checkPlan?.(plan);
+  });
+
+  it("summarizes, per isolated pod and direction, the policies and what they allow, for the node's log", () => {
+    const plan = planNetworkPolicies(
+      input([
+        policy("shop/api-from-web", {
+          podSelector: { matchLabels: { app: "api" } },
+          ingress: [
+            {
+              _from: [{ podSelector: { matchLabels: { app: "web" } } }],
+              ports: [{ port: 9090, endPort: 9100 }],
+            },
+          ],
+        }),
+        policy("shop/db-closed", {
+          podSelector: { matchLabels: { app: "db" } },
+          policyTypes: ["Ingress", "Egress"],
+        }),
+        policy("shop/web-out", {
+          podSelector: { matchLabels: { app: "web" } },
+          policyTypes: ["Egress"],
+          egress: [{ to: [{ ipBlock: { cidr: "10.88.0.0/22" } }] }],
+        }),
+      ]),
+    );
+    expect(planSummary(plan)).toEqual([
+      "shop/api 10.88.0.11 ingress by shop/api-from-web: tcp 9090-9100 from 10.88.0.10",
+      "shop/db 10.88.0.12 ingress by shop/db-closed: nothing",
+      "shop/db 10.88.0.12 egress by shop/db-closed: nothing",
+      "shop/web 10.88.0.10 egress by shop/web-out: all to 10.88.0.0/22",
+    ]);
   });
 
   it("accepts an ingress rule's peers as `from`, as a watch delivers them", () => {

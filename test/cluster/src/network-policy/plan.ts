@@ -205,6 +205,30 @@ export function isAllowed(plan: NetworkPolicyPlan, c: Connection): boolean {
   return true;
 }
 
+/**
+ * One line per isolated pod and direction, for the node's log: `ns/name ip ingress by ns/policy,…:
+ * all from <ranges>; tcp 8080-8081 from <range>` (`nothing` when the policies allow no peer).
+ */
+export function planSummary(plan: NetworkPolicyPlan): string[] {
+  return plan.pods.flatMap((pod) =>
+    (["ingress", "egress"] as const).flatMap((direction) => {
+      const d = pod[direction];
+      if (!d) return [];
+      const peer = direction === "ingress" ? "from" : "to";
+      const allowed = [
+        ...(d.allTraffic.length > 0 ? [`all ${peer} ${d.allTraffic.map(addressText).join(",")}`] : []),
+        ...d.ports.map(
+          (a) =>
+            `${a.protocol.toLowerCase()} ${a.ports.map(portText).join(",")} ${peer} ${addressText(a.peers)}`,
+        ),
+      ];
+      return [
+        `${pod.namespace}/${pod.name} ${pod.ip} ${direction} by ${d.policies.join(",")}: ${allowed.join("; ") || "nothing"}`,
+      ];
+    }),
+  );
+}
+
 /** The nft script that (re)creates table `inet gatehouse_np_<bridge>` enforcing `plan`. */
 export function networkPolicyRuleset(plan: NetworkPolicyPlan): string {
   const table = networkPolicyTable(plan.bridgeName);

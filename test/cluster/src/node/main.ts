@@ -8,17 +8,20 @@
  * removing their network namespaces and posting Ready=False. Pod processes carry a parent-death signal, so they also die if the
  * local node is killed outright.
  */
-import { VersionApi } from "@kubernetes/client-node";
+import { join } from "node:path";
+import { NetworkingV1Api, type V1Namespace, type V1NetworkPolicy, VersionApi } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { API_SERVER_PORT } from "../components.ts";
 import { findBridgeByAddress } from "../network.ts";
+import { ensureBridgeNetfilter, NetworkPolicyEnforcer } from "../network-policy/enforcer.ts";
 import { parseNodeConfig } from "./config.ts";
 import { EventRecorder } from "./events.ts";
 import { IpAllocator } from "./ip-allocator.ts";
 import { apiObjectReader, createNodeClients } from "./kube-client.ts";
 import { LEASE_RENEW_MS, NodeLease } from "./lease.ts";
 import { PodManager } from "./pod-manager.ts";
-import { PodSource } from "./pod-source.ts";
+import { podSource } from "./pod-source.ts";
+import { Reflector } from "./reflector.ts";
 import { postNodeStatus, registerNode, syncNodeStatus } from "./registration.ts";
 import { ServiceAccountTokens } from "./tokens.ts";
 
@@ -35,6 +38,31 @@ const facts = {
 };
 const readiness = { ready: true, since: new Date() };
 
+ensureBridgeNetfilter();
+const policy = new NetworkPolicyEnforcer({
+  bridgeName: addressing.bridgeName,
+  bridgeIP: config.bridgeIP,
+  log,
+  rulesetPath: join(config.runDir, "network-policy.nft"),
+});
+const networking = clients.kc.makeApiClient(NetworkingV1Api);
+const policySources = [
+  new Reflector<V1NetworkPolicy>(clients.kc, {
+    kind: "NetworkPolicy",
+    path: "/apis/networking.k8s.io/v1/networkpolicies",
+    list: () => networking.listNetworkPolicyForAllNamespaces(),
+    handler: policy.policyHandler,
+    log,
+  }),
+  new Reflector<V1Namespace>(clients.kc, {
+    kind: "namespace",
+    path: "/api/v1/namespaces",
+    list: () => clients.core.listNamespace(),
+    handler: policy.namespaceHandler,
+    log,
+  }),
+];
+
 const pods = new PodManager({
   nodeName: config.nodeName,
   runDir: config.runDir,
@@ -43,11 +71,12 @@ const pods = new PodManager({
   addressing: { ...addressing, podCIDR: config.podCIDR },
   apiServer: { host: config.bridgeIP, port: API_SERVER_PORT },
   ips: new IpAllocator(config.podCIDR, config.bridgeIP),
+  policy,
   tokens: new ServiceAccountTokens(clients.core),
   events: new EventRecorder(clients.core, config.nodeName, log),
   log,
 });
-const source = new PodSource(clients.kc, clients.core, config.nodeName, pods, log);
+const source = podSource(clients.kc, clients.core, config.nodeName, pods, log);
 
 const nodeUID = await registerNode(clients.core, facts, readiness, log);
 const lease = new NodeLease(clients.coordination, config.nodeName, nodeUID);
@@ -65,7 +94,7 @@ const heartbeatTimer = setInterval(() => {
     );
   })();
 }, LEASE_RENEW_MS);
-const running = source.run();
+const running = Promise.all([source, ...policySources].map((s) => s.run()));
 log.info({ podCIDR: config.podCIDR, bridge: addressing.bridgeName }, "local node running");
 
 let exiting = false;
@@ -75,8 +104,10 @@ async function shutdown(why: string): Promise<void> {
   log.info({ why }, "local node stopping");
   clearInterval(heartbeatTimer);
   source.stop();
+  for (const s of policySources) s.stop();
   await pods.shutdown();
   await running;
+  await policy.stop();
   // Tell the control plane at once rather than letting the Lease expire (40 s): new pods stop being
   // scheduled here and the node lifecycle controller taints the node.
   await postNodeStatus(clients.core, facts, { ready: false, since: new Date() }).catch((err: unknown) =>

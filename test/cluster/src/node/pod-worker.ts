@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { HarnessError } from "../errors.ts";
 import { apiStatusCode } from "../kube-errors.ts";
 import { type BridgeAddressing, createPodNetwork, deletePodNetwork, type PodNetwork } from "../network.ts";
+import type { PodPolicyEnforcement } from "../network-policy/enforcer.ts";
 import { REPO_ROOT } from "../paths.ts";
 import { ContainerRunner, execInNetns } from "./container.ts";
 import { containerEnv } from "./env.ts";
@@ -33,6 +34,8 @@ export type PodWorkerDeps = {
   addressing: BridgeAddressing;
   apiServer: { host: string; port: number };
   ips: IpAllocator;
+  /** NetworkPolicy enforcement: told of the pod's address, which it puts rules in force for first. */
+  policy: PodPolicyEnforcement;
   tokens: ServiceAccountTokens;
   events: EventRecorder;
   log: Logger;
@@ -73,6 +76,7 @@ export class PodWorker {
   private removed = false;
   private shuttingDown = false;
   private network: (PodNetwork & { slot: number }) | undefined;
+  private policyInForce = false;
   private volumesSyncedAt = 0;
   private volumesReady = false;
   private setupRetryAt = 0;
@@ -114,6 +118,7 @@ export class PodWorker {
   /** Hands the worker the latest version of its pod object. */
   update(pod: V1Pod): void {
     this.pod = pod;
+    if (this.network) this.deps.policy.podChanged(this.key.uid, pod);
     this.kick();
   }
 
@@ -228,7 +233,13 @@ export class PodWorker {
   private async ensureSandbox(): Promise<boolean> {
     const now = Date.now();
     const tokenDue = (this.deps.tokens.nextRefreshAt(this.key.uid) ?? Number.POSITIVE_INFINITY) <= now;
-    if (this.network && this.volumesReady && now - this.volumesSyncedAt < VOLUME_RESYNC_MS && !tokenDue) {
+    if (
+      this.network &&
+      this.policyInForce &&
+      this.volumesReady &&
+      now - this.volumesSyncedAt < VOLUME_RESYNC_MS &&
+      !tokenDue
+    ) {
       return true;
     }
     if (now < this.setupRetryAt) return this.volumesReady;
@@ -244,6 +255,11 @@ export class PodWorker {
           throw err;
         }
         this.log.info({ podIP: address.ip, netns: this.network.netns }, "pod network ready");
+      }
+      if (!this.policyInForce) {
+        // No process may run before the pod's NetworkPolicy rules (and its peers' rules naming it) do.
+        await this.deps.policy.podAddressed(this.key.uid, this.pod, this.network.ip);
+        this.policyInForce = true;
       }
       await syncVolumes(this.pod, this.key, {
         runDir: this.deps.runDir,
@@ -499,6 +515,9 @@ export class PodWorker {
   private async releaseNetwork(): Promise<void> {
     if (!this.network) return;
     await deletePodNetwork(this.network);
+    // Forgotten before the address can go to another pod, which then waits for rules without this one.
+    this.deps.policy.podReleased(this.key.uid);
+    this.policyInForce = false;
     this.deps.ips.release(this.network.slot);
     this.log.info({ netns: this.network.netns }, "pod network removed");
     this.network = undefined;
