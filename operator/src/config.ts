@@ -117,6 +117,19 @@ const Environment = z.object({
     .url()
     .optional()
     .describe("controller: the gateway URL agent pods are given (default http://GATEWAY_HOST:GATEWAY_PORT)"),
+  OFF_CLUSTER_GATEWAYS: jsonVariable(
+    "OFF_CLUSTER_GATEWAYS",
+    "[]",
+    z.array(
+      z.strictObject({
+        cidr: z.union([z.cidrv4(), z.cidrv6()]),
+        port: z.number().int().min(1).max(65535),
+      }),
+    ),
+    "a JSON list of {cidr, port}",
+  ).describe(
+    'controller: where agent pods reach a gateway that runs outside the cluster, as JSON [{"cidr":"10.0.0.5/32","port":8443}]: no pod selector can name it, so the agent NetworkPolicy also allows egress to each cidr on its TCP port (default none); chart value networkPolicy.offClusterGateways',
+  ),
   MODEL_ENDPOINTS: jsonVariable(
     "MODEL_ENDPOINTS",
     "[]",
@@ -355,6 +368,8 @@ export interface OperatorConfig {
   gatewayHost: string;
   gatewayPort: number;
   gatewayUrl: string;
+  /** Gateways outside the cluster that agent pods may reach (OFF_CLUSTER_GATEWAYS): each address block on its TCP port. */
+  offClusterGateways: OffClusterGateway[];
   /** The transcripts API's port and serving certificate files (the gateway requires both files). */
   transcriptsApi: { port: number; certFile?: string; keyFile?: string };
   modelEndpoints: ModelEndpoint[];
@@ -401,6 +416,12 @@ export interface OperatorConfig {
   failpoints: ReadonlyMap<Failpoint, FailpointAction>;
   /** Audit checkpoints: period in milliseconds (what the witness keeps is by age, core/witness-retention.ts; DESIGN §6). */
   auditCheckpoints: { intervalMs: number };
+}
+
+/** A gateway outside the cluster: the address block agent pods reach it at, and its TCP port. */
+export interface OffClusterGateway {
+  cidr: string;
+  port: number;
 }
 
 /**
@@ -465,6 +486,7 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
     gatewayHost: parsed.GATEWAY_HOST,
     gatewayPort: parsed.GATEWAY_PORT,
     gatewayUrl: parsed.GATEWAY_URL ?? `http://${parsed.GATEWAY_HOST}:${parsed.GATEWAY_PORT}`,
+    offClusterGateways: parsed.OFF_CLUSTER_GATEWAYS,
     transcriptsApi: {
       port: parsed.TRANSCRIPTS_API_PORT,
       ...(parsed.TRANSCRIPTS_API_TLS_CERT_FILE ? { certFile: parsed.TRANSCRIPTS_API_TLS_CERT_FILE } : {}),

@@ -275,10 +275,10 @@ describe("the agent pod", () => {
     expect(policy.spec?.ingress).toHaveLength(1);
     expect(policy.spec?.ingress?.[0]?.ports).toEqual([{ protocol: "TCP", port: 18080, endPort: 18099 }]);
     const peers = policy.spec?.egress?.flatMap((rule) => rule.to ?? []) ?? [];
-    expect(peers.map((p) => p.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"])).toEqual([
-      "gatehouse-system",
-      "kube-system",
-    ]);
+    // The gateway's pods, the gateway this environment runs on the host (OFF_CLUSTER_GATEWAYS), DNS.
+    expect(
+      peers.map((p) => p.ipBlock?.cidr ?? p.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"]),
+    ).toEqual(["gatehouse-system", `${env.cluster.bridgeIP}/32`, "kube-system"]);
   });
 });
 
@@ -319,7 +319,7 @@ describe("the agent NetworkPolicy", () => {
     waiting = await createSession(NAMESPACE, "scripted/reference-story", "netpol");
     await sessionInPhase(NAMESPACE, waiting, "AwaitingApproval");
     written = (await policyOf(NAMESPACE)).spec;
-    expect(written?.egress?.length).toBe(2);
+    expect(written?.egress?.length).toBe(3); // the gateway's pods, the host's gateway, DNS
   }, 240_000);
 
   afterAll(async () => {
@@ -337,7 +337,7 @@ describe("the agent NetworkPolicy", () => {
 
   it("is restored when someone adds an egress rule allowing everything", async () => {
     const edited = await patchPolicy([{ op: "add", path: "/spec/egress/-", value: {} }]);
-    expect(edited.spec?.egress).toHaveLength(3);
+    expect(edited.spec?.egress).toHaveLength(4);
     await restored(NAMESPACE, "an allow-all egress rule");
   });
 

@@ -74,6 +74,12 @@ export interface ChartLayout {
   candidates: string;
   /** The layout's values of the harness's ServiceAccounts: kept on uninstall (bootstrap made them). */
   serviceAccountValues: Record<string, unknown>;
+  /**
+   * Whether the chart has value networkPolicy.offClusterGateways. Without it, the environment lets agent
+   * pods reach the gateway's Service proxy (a host process no selector names) by a NetworkPolicy of its
+   * own in the session namespace, as a platform would: policies add up.
+   */
+  offClusterGatewaysValue: boolean;
 }
 
 const KEEP = { annotations: { "helm.sh/resource-policy": "keep" } };
@@ -84,6 +90,7 @@ export const SPLIT_LAYOUT: ChartLayout = {
   lease: LEADER_LEASE,
   candidates: OPERATOR_POD_SELECTOR,
   serviceAccountValues: { gateway: { serviceAccount: KEEP }, controller: { serviceAccount: KEEP } },
+  offClusterGatewaysValue: true,
 };
 
 /** The layout of the versions before the split: one Deployment, Lease gatehouse-operator. */
@@ -92,6 +99,7 @@ export const SINGLE_OPERATOR_LAYOUT: ChartLayout = {
   lease: "gatehouse-operator",
   candidates: `app.kubernetes.io/name=gatehouse-operator,app.kubernetes.io/instance=${RELEASE}`,
   serviceAccountValues: { serviceAccount: KEEP },
+  offClusterGatewaysValue: false,
 };
 
 /** An environment whose operator is the chart's release. */
@@ -218,6 +226,7 @@ export async function startChartEnvironment(
     stops.push(() => gatewayProxy.close());
     progress(`Service ${OPERATOR_NAMESPACE}/${GATEWAY_SERVICE} proxied at ${gatewayProxy.url}`);
 
+    const proxyEgress = { cidr: `${cluster.bridgeIP}/32`, port: gatewayProxy.port };
     const values = {
       database: {
         // The owner's URL reaches only the migrate Job; the operator pods get the controller's login.
@@ -239,6 +248,8 @@ export async function startChartEnvironment(
         ...((layout.serviceAccountValues.gateway as Record<string, unknown> | undefined) ?? {}),
       },
       rbac: { identityBindingNamespaces: [NAMESPACE] },
+      // Agent pods reach the gateway through the Service proxy, a host process no selector names.
+      ...(layout.offClusterGatewaysValue ? { networkPolicy: { offClusterGateways: [proxyEgress] } } : {}),
       // The chart's default, gatehouse/agent:<appVersion>, is a registry's image; the local node runs :dev.
       agent: { image: "gatehouse/agent:dev" },
       modelEndpoints: [
@@ -303,6 +314,37 @@ export async function startChartEnvironment(
       ["apply", "-f", "-"],
       JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } }),
     );
+    if (!layout.offClusterGatewaysValue) {
+      await kubectl.ok(
+        "admin",
+        ["apply", "-f", "-"],
+        JSON.stringify({
+          apiVersion: "networking.k8s.io/v1",
+          kind: "NetworkPolicy",
+          metadata: { name: "agents-to-gateway-proxy", namespace: NAMESPACE },
+          spec: {
+            podSelector: { matchLabels: { "app.kubernetes.io/name": "gatehouse-agent" } },
+            policyTypes: ["Egress"],
+            egress: [
+              {
+                to: [{ ipBlock: { cidr: proxyEgress.cidr } }],
+                ports: [{ protocol: "TCP", port: proxyEgress.port }],
+              },
+            ],
+          },
+        }),
+      );
+      stops.push(async () => {
+        await kubectl.run("admin", [
+          "delete",
+          "networkpolicy",
+          "agents-to-gateway-proxy",
+          "-n",
+          NAMESPACE,
+          "--ignore-not-found",
+        ]);
+      });
+    }
     // crds/ may have been applied already (the e2e suite does so earlier on the same control plane):
     // --take-ownership lets the release adopt those objects instead of refusing them.
     const install = await helm([

@@ -499,6 +499,9 @@ export async function startEnvironment(
       GATEWAY_HOST: cluster.bridgeIP,
       // Agent pods reach whichever gateway replica answers, as through the gateway's Service.
       GATEWAY_URL: gatewayUrl,
+      // The gateway runs on the host, which no pod selector names: the agent NetworkPolicy allows its
+      // address and port, and nothing else the host serves (the fake business systems, the API server).
+      OFF_CLUSTER_GATEWAYS: JSON.stringify([{ cidr: `${cluster.bridgeIP}/32`, port: service.port }]),
       MODEL_ENDPOINTS: JSON.stringify([
         { name: "scripted", baseURL: model.url, keySecretRef: MODEL_KEY_SECRET, default: true },
       ]),

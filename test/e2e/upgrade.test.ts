@@ -37,6 +37,7 @@ import { clusterInfo } from "./cluster-info.ts";
 import type { ApprovalObject } from "./core-approvals.ts";
 import { executionsOfSession } from "./core-records.ts";
 import { NAMESPACE, REPO_ROOT } from "./environment.ts";
+import { kubectlFor } from "./kubectl.ts";
 import {
   checkpointsReachHead,
   createReferenceSession,
@@ -139,6 +140,18 @@ beforeAll(async () => {
   registerImage(cluster.runDir, OLD_OPERATOR_IMAGE, { like: "gatehouse/operator:0.1.0", codeDir: oldDir });
   registerImage(cluster.runDir, OLD_AGENT_IMAGE, { like: "gatehouse/agent:dev", codeDir: oldDir });
 
+  // Earlier files ran this version's controller in plant-a, whose NetworkPolicies admit this version's
+  // components by their labels. The older version only creates a policy that is missing and never
+  // corrects one, so under it they would shut its own operator pods out of the providers: start, as a
+  // cluster that ran the older version would, with the policies it makes itself.
+  await kubectlFor(cluster.kubectlPath, cluster.kubeconfigPath).ok("admin", [
+    "delete",
+    "networkpolicy",
+    "--all",
+    "-n",
+    NAMESPACE,
+    "--ignore-not-found",
+  ]);
   env = await startChartEnvironment(cluster, {
     chartDir: join(oldDir, "charts/gatehouse"),
     layout: SINGLE_OPERATOR_LAYOUT,

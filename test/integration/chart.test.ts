@@ -745,18 +745,38 @@ describe("what the chart renders", () => {
   });
 
   it("lays down the same agent NetworkPolicy the controller applies in each listed session namespace", async () => {
+    const offClusterGateways = [{ cidr: "10.88.0.1/32", port: 34_567 }];
     const external = await renderChart({
       valuesFiles: ["charts/gatehouse/ci/external-database.yaml"],
-      setJson: { "gateway.port": 8443 },
+      setJson: { "gateway.port": 8443, "networkPolicy.offClusterGateways": offClusterGateways },
     });
     const agents = find(external, "NetworkPolicy", "gatehouse-agent");
     expect(agents.map((p) => p.metadata.namespace)).toEqual(["plant-a", "plant-b"]);
-    // The client library names NetworkPolicyIngressRule.from `_from`; the wire name is `from`.
-    const wire = JSON.stringify(agentNetworkPolicy("plant-a", 8443, "gatehouse-system")).replaceAll(
-      '"_from":',
-      '"from":',
+    // The controller is told the same off-cluster gateways, so the policy it applies is this one too.
+    const controller = configFromEnvironment(
+      resolvedEnv(deploymentOf(external, "controller"), {
+        "prod-postgres-controller/DATABASE_URL": "postgres://gatehouse_controller_login:p@db:5432/gatehouse",
+      }),
     );
+    expect(controller.offClusterGateways).toEqual(offClusterGateways);
+    // The client library names NetworkPolicyIngressRule.from `_from`; the wire name is `from`.
+    const wire = JSON.stringify(agentNetworkPolicy("plant-a", controller)).replaceAll('"_from":', '"from":');
     const expected = JSON.parse(wire) as Manifest;
     expect(agents[0]!.spec).toEqual(expected.spec);
+  });
+
+  it("refuses an off-cluster gateway without an address block or with a port out of range", async () => {
+    for (const bad of [
+      [{ port: 8443 }],
+      [{ cidr: "10.0.0.5/32", port: 0 }],
+      [{ cidr: "gateway", port: 8443 }],
+    ]) {
+      await expect(
+        renderChart({
+          valuesFiles: ["charts/gatehouse/ci/external-database.yaml"],
+          setJson: { "networkPolicy.offClusterGateways": bad },
+        }),
+      ).rejects.toThrow(/offClusterGateways/);
+    }
   });
 });

@@ -212,7 +212,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   deps.agentPolicies.onChange((policy, event) => {
     const namespace = policy.metadata?.namespace;
     if (!namespace || !serves(deps.config.watchNamespaces, namespace)) return;
-    const desired = agentNetworkPolicy(namespace, deps.config.gatewayPort, deps.config.operatorNamespace);
+    const desired = agentNetworkPolicy(namespace, deps.config);
     if (event !== "delete" && agentNetworkPolicyHolds(policy, desired)) return;
     for (const s of caches.sessions.list(namespace)) {
       if (!s.spec.cancel && !isTerminalSessionPhase(s.status?.phase)) sessions.enqueue(s);

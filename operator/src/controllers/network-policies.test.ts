@@ -16,8 +16,10 @@ const peer = (component: "gateway" | "controller") => ({
   podSelector: { matchLabels: { ...COMPONENT_POD_LABELS[component] } },
 });
 
+const GATEWAY = { gatewayPort: 8443, operatorNamespace: "gatehouse-system", offClusterGateways: [] };
+
 describe("the agent NetworkPolicy", () => {
-  const policy = agentNetworkPolicy("plant-a", 8443, "gatehouse-system");
+  const policy = agentNetworkPolicy("plant-a", GATEWAY);
 
   it("lets agent pods send only to the gateway's pods (and DNS), never to the controller's", () => {
     expect(policy.spec?.egress?.[0]).toEqual({
@@ -29,6 +31,19 @@ describe("the agent NetworkPolicy", () => {
 
   it("lets the components that call providers reach the Sidecar ports: the gateway and the controller", () => {
     expect(policy.spec?.ingress?.[0]?._from).toEqual([peer("gateway"), peer("controller")]);
+  });
+
+  it("adds each off-cluster gateway's address block on its port, and nothing else on that block", () => {
+    const offCluster = agentNetworkPolicy("plant-a", {
+      ...GATEWAY,
+      offClusterGateways: [{ cidr: "10.88.0.1/32", port: 34_567 }],
+    });
+    expect(offCluster.spec?.egress).toHaveLength(3);
+    expect(offCluster.spec?.egress?.[1]).toEqual({
+      to: [{ ipBlock: { cidr: "10.88.0.1/32" } }],
+      ports: [{ protocol: "TCP", port: 34_567 }],
+    });
+    expect(offCluster.spec?.egress?.[0]).toEqual(policy.spec?.egress?.[0]);
   });
 
   it("selects no pod by the one-process operator's label", () => {
@@ -54,7 +69,7 @@ describe("the provider NetworkPolicy", () => {
 });
 
 describe("keeping the agent NetworkPolicy", () => {
-  const desired = agentNetworkPolicy("plant-a", 8443, "gatehouse-system");
+  const desired = agentNetworkPolicy("plant-a", GATEWAY);
   /** The policy as the informer holds it: raw JSON, where client-node's `_from` is `from`. */
   const onTheWire = (): V1NetworkPolicy =>
     JSON.parse(

@@ -224,7 +224,7 @@ export async function reconcileAgentSession(
   }
   if (!session.spec.cancel) {
     // Before a pod starts, checked against the API server itself (an apply); while it runs, the cache.
-    const desired = agentNetworkPolicy(namespace, deps.config.gatewayPort, deps.config.operatorNamespace);
+    const desired = agentNetworkPolicy(namespace, deps.config);
     const cached = pod ? deps.agentPolicies.get(AGENT_NETWORK_POLICY, namespace) : undefined;
     const wrote = await keepAgentNetworkPolicy(deps.clients, desired, cached);
     if (wrote === "applied" && cached) {
@@ -509,19 +509,23 @@ async function deletePod(clients: KubeClients, pod: V1Pod): Promise<void> {
   }
 }
 
+/** Where agent pods find the gateway, as the agent NetworkPolicy names it. */
+export type AgentPolicyGateway = Pick<
+  OperatorConfig,
+  "gatewayPort" | "operatorNamespace" | "offClusterGateways"
+>;
+
 /**
  * The namespace's agent NetworkPolicy (DESIGN §7): agent pods accept ingress only on the Sidecar
  * providers' ports, from the components that call providers — the gateway (invoke path) and the
  * controller (approved dispatch) — and may send only to the gateway's pods (namespace
  * `operatorNamespace`, the operator's POD_NAMESPACE; labels COMPONENT_POD_LABELS.gateway, the gateway
- * port) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Its spec is
+ * port), to each off-cluster gateway's address block on its port (OFF_CLUSTER_GATEWAYS; no selector
+ * names a host) and to cluster DNS. Enforced only where the CNI enforces NetworkPolicy. Its spec is
  * Gatehouse's alone ({@link keepAgentNetworkPolicy}); labels and annotations a platform adds stay.
  */
-export function agentNetworkPolicy(
-  namespace: string,
-  gatewayPort: number,
-  operatorNamespace: string,
-): V1NetworkPolicy {
+export function agentNetworkPolicy(namespace: string, gateway: AgentPolicyGateway): V1NetworkPolicy {
+  const { gatewayPort, operatorNamespace, offClusterGateways } = gateway;
   const inOperatorNamespace = { matchLabels: { "kubernetes.io/metadata.name": operatorNamespace } };
   return {
     apiVersion: "networking.k8s.io/v1",
@@ -551,6 +555,10 @@ export function agentNetworkPolicy(
           ],
           ports: [{ protocol: "TCP", port: gatewayPort }],
         },
+        ...offClusterGateways.map(({ cidr, port }) => ({
+          to: [{ ipBlock: { cidr } }],
+          ports: [{ protocol: "TCP", port }],
+        })),
         {
           to: [
             {
