@@ -60,6 +60,9 @@ describe("operator configuration", () => {
     ["GATEHOUSE_FAILPOINTS", "before-lunch=exit"],
     ["GATEHOUSE_FAILPOINTS", "dispatch.after-claim"],
     ["PROVIDER_DEADLINE_MS", "soon"],
+    ["OFF_CLUSTER_GATEWAYS", '[{"cidr": "gateway.example", "port": 8443}]'],
+    ["OFF_CLUSTER_GATEWAYS", '[{"cidr": "10.0.0.5/32", "port": 0}]'],
+    ["OFF_CLUSTER_GATEWAYS", '[{"cidr": "10.0.0.5/32", "port": 8443, "except": []}]'],
     [
       "MODEL_ENDPOINTS",
       '[{"name": "openai", "baseURL": "https://api.openai.com/v1", "apiKey": "sk-inline"}]',
@@ -71,6 +74,17 @@ describe("operator configuration", () => {
   ])("refuses a bad %s, naming it", (variable, value) => {
     expect(() => configFromEnvironment({ ...DATABASE, [variable]: value })).toThrow(ConfigError);
     expect(() => configFromEnvironment({ ...DATABASE, [variable]: value })).toThrow(variable);
+  });
+
+  it("reads OFF_CLUSTER_GATEWAYS as address blocks and ports, none by default", () => {
+    expect(configFromEnvironment(DATABASE).offClusterGateways).toEqual([]);
+    const blocks = [
+      { cidr: "10.0.0.5/32", port: 8443 },
+      { cidr: "fd00::/64", port: 443 },
+    ];
+    expect(
+      configFromEnvironment({ ...DATABASE, OFF_CLUSTER_GATEWAYS: JSON.stringify(blocks) }).offClusterGateways,
+    ).toEqual(blocks);
   });
 
   it("refuses to start without DATABASE_URL, the runtime login, naming it and the migrate program's docs", () => {
