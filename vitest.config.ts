@@ -19,6 +19,8 @@ export default defineConfig({
           include: [
             "test/architecture.test.ts",
             "test/images.test.ts",
+            "test/stands-alone.test.ts",
+            "test/docs.test.ts",
             "operator/src/**/*.test.ts",
             "agent-image/src/**/*.test.ts",
             "provider-images/*/src/**/*.test.ts",

@@ -1,5 +1,5 @@
 /**
- * The four images (issue 10 §1) checked without a container engine: each Dockerfile is parsed with
+ * The four images checked without a container engine: each Dockerfile is parsed with
  * dockerfile-ast, its stages' files are worked out from the build context (after .dockerignore) and the
  * workspaces `npm ci` installs (test/images/image-files.ts), and the entrypoint is started locally with
  * `--help`. Checked for each: node:24-slim in every stage; a numeric non-root USER and

@@ -1,5 +1,5 @@
 /**
- * The runtime interface (DESIGN §5, seed 002 §5.2): an engine runs the model loop, Gatehouse keeps the
+ * The runtime interface (DESIGN §5): an engine runs the model loop, Gatehouse keeps the
  * state. `createSession` receives everything the loop needs — subject, system prompt, tools, the stored
  * transcript — and `send` yields what happens, one event at a time. Tools never run inside the engine:
  * they go through a `ToolExecutor` (in production, the gateway, i.e. Core).

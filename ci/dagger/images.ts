@@ -1,5 +1,5 @@
 /**
- * The images of the repository (issue 10 §1) as the Dagger pipeline builds them: the operator (root
+ * The images of the repository as the Dagger pipeline builds them: the operator (root
  * `Dockerfile`), the agent (`agent-image/Dockerfile`) and one per provider
  * (`provider-images/<p>/Dockerfile`), each built from the repository root as its context, as the
  * comments of `.dockerignore` say.

@@ -1,5 +1,5 @@
 /**
- * The Dagger pipeline (issue 10 §6), on the Dagger TypeScript SDK:
+ * The Dagger pipeline, on the Dagger TypeScript SDK:
  *
  *   node ci/dagger/main.ts images   # build every image (images.ts) from its Dockerfile
  *   node ci/dagger/main.ts e2e      # run the e2e suite on kind (e2e-on-kind.ts), the images loaded into it

@@ -1,5 +1,5 @@
 /**
- * Benchmark of approval → provider (issue 9; `make bench`, not `make test`): on a fresh local control
+ * Benchmark of approval → provider (`make bench`, not `make test`): on a fresh local control
  * plane with the operator running, a session (its agent pod played by the test, core-agent.ts) proposes
  * writes that need approval; for each of 50 Approvals, the time from starting `kubectl patch` (alice
  * appending her decision, exactly as the demo does it) to the provider receiving the call — the

@@ -1,5 +1,5 @@
 /**
- * Benchmark of Core's invoke overhead (issue 7; `make bench`, not `make test`): on a fresh local
+ * Benchmark of Core's invoke overhead (`make bench`, not `make test`): on a fresh local
  * control plane with the operator running, an agent pod's token calls `POST /v1/invoke` for an
  * auto-allowed read whose provider (`gatehouse/provider-counter`, answering at once) runs in a pod —
  * TokenReview (cached), identity, policy, the execution claim, two audit appends, the provider call

@@ -1,5 +1,5 @@
 /**
- * Benchmark of the operator's session path (issue 5; `make bench`, not `make test`): on a fresh local
+ * Benchmark of the operator's session path (`make bench`, not `make test`): on a fresh local
  * control plane, create 200 AgentSessions whose agent image is mapped to `sleep infinity`
  * (`gatehouse/sleeper:dev`) and time until every one has a Running pod; in the same run, as the
  * baseline, create 200 such pods directly and time the same. The machine is shared and noisy, so the

@@ -1,5 +1,5 @@
 /**
- * Benchmark of session → model (issue 9; `make bench`, not `make test`): on a fresh local control plane
+ * Benchmark of session → model (`make bench`, not `make test`): on a fresh local control plane
  * with the operator and the real agent runtime, alice creates an AgentSession (`kubectl create`, model
  * `scripted/answer`: one answer, no tool) and the time until the scripted model receives the session's
  * first request is measured (the model records each request's arrival time). Sessions run one at a time:

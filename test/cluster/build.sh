@@ -6,7 +6,7 @@
 #   test/cluster/build.sh --regen    regenerate the wrapper go.mod files from upstream, then build
 #
 # The Kubernetes wrapper replaces every `./staging/...` module of k8s.io/kubernetes' go.mod with its
-# published v0.<minor>.<patch> tag; the list is generated from the downloaded go.mod (NOTES.md).
+# published v0.<minor>.<patch> tag; the list is generated from the downloaded go.mod (`--regen`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 K8S_VERSION=${K8S_VERSION:-v1.34.4}

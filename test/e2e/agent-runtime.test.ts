@@ -1,5 +1,5 @@
 /**
- * The agent runtime end to end (issue 9, DESIGN §4, §5, §9): real agent pods running the builtin
+ * The agent runtime end to end (DESIGN §4, §5, §9): real agent pods running the builtin
  * engine on the local node, talking to the real operator's gateway (Core, the model proxy) and, through
  * the proxy, to the scripted model, whose recorded requests show exactly what the runtime sent.
  * Each session opens its conversation with a task text of its own, so its requests are told apart.

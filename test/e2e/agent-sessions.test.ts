@@ -1,5 +1,5 @@
 /**
- * The AgentSession controller on the real control plane and local node (DESIGN §7, issue 5): the agent
+ * The AgentSession controller on the real control plane and local node (DESIGN §7): the agent
  * pod it creates is hardened field by field and admitted under Pod Security `restricted`; the session
  * follows its pod to Completed, retries a failing pod and then fails with a reason, honours
  * `spec.cancel`, and cancels its Pending Approvals before it may be deleted. The namespace's agent

@@ -1,5 +1,5 @@
 /**
- * The chart installed for real (issue 10 §2): `helm install --take-ownership` of charts/gatehouse into
+ * The chart installed for real: `helm install --take-ownership` of charts/gatehouse into
  * gatehouse-system on the local control plane, its two operator replicas as pods on the local node,
  * agent pods reaching the gateway through its Service (the local node's Service proxy standing in for
  * kube-proxy) — and the reference story of DESIGN §1 (story.ts, as reference-story.test.ts plays it

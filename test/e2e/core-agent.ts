@@ -1,5 +1,5 @@
 /**
- * The test plays the agent (Core's e2e tests, issue 7): the operator runs with AGENT_IMAGE
+ * The test plays the agent (Core's e2e tests): the operator runs with AGENT_IMAGE
  * `gatehouse/sleeper:dev`, so a session's agent pod only sleeps; the test mints that pod's own
  * credential as admin through the TokenRequest API — audience `gatehouse`, bound to the pod by name and
  * UID, exactly what the node projects into the pod — and calls the gateway's /v1 endpoints with it, as

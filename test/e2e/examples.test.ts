@@ -1,5 +1,5 @@
 /**
- * examples/ on the real control plane and local node with the operator running (issue 8): what the
+ * examples/ on the real control plane and local node with the operator running: what the
  * platform repo syncs for plant-a (examples/gitops/overlays/plant-a on the shared base) applies cleanly, every Capability it declares becomes Ready with what
  * the aps provider offers, and every sample session is admitted when its subject creates it. What the
  * identity bindings decide in the business system — bob approves his own publish, the APS refuses his

@@ -1,5 +1,5 @@
 /**
- * examples/gitops as a platform repo syncs it (issue 10 §4), on the real control plane and local node
+ * examples/gitops as a platform repo syncs it, on the real control plane and local node
  * with the operator running: each overlay under `overlays/` renders with `kubectl kustomize` (the
  * kubectl built with the control plane) into its own namespace on the shared base, applies for real by
  * server-side apply as the sync's own field manager, and its provider and every Capability become

@@ -1,5 +1,5 @@
 /**
- * The approver's kubectl plugin (issue 10 §3) against the real control plane, operator, gateway,
+ * The approver's kubectl plugin against the real control plane, operator, gateway,
  * Postgres, fake APS and scripted model: alice and carol list, approve and reject Approvals of alice's
  * sessions with `kubectl gatehouse`, bob is refused by admission, the transcript is read through the
  * gateway with the caller's own credential, and the audit chain verifies through the plugin. The

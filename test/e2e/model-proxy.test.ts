@@ -1,5 +1,5 @@
 /**
- * The gateway's model proxy on the real control plane (DESIGN §5, §7; issue 9). The test is the agent:
+ * The gateway's model proxy on the real control plane (DESIGN §5, §7). The test is the agent:
  * each session's pod only sleeps (`AGENT_IMAGE=gatehouse/sleeper:dev`); the test mints that pod's token
  * and calls `<gateway>/v1/model/chat/completions` with the openai SDK, the key being the pod's token —
  * the only credential an agent pod has. Behind the gateway is the scripted model, which records every

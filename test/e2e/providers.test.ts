@@ -1,6 +1,6 @@
 /**
- * The ProviderInstance and Capability controllers on the real control plane and local node (DESIGN §2,
- * issue 5): a Shared provider runs as a Deployment behind a Service and a NetworkPolicy, becomes Ready
+ * The ProviderInstance and Capability controllers on the real control plane and local node (DESIGN §2):
+ * a Shared provider runs as a Deployment behind a Service and a NetworkPolicy, becomes Ready
  * and Healthy with its manifest in status (its endpoints only from the EndpointSlices the EndpointSlice
  * controller keeps for its Service, never a forged one), and its Capabilities resolve against what it really offers;
  * `spec.disabled` turns both not Ready and keeps the workloads; a weaker effect declared later, a schema

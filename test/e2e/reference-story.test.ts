@@ -1,5 +1,5 @@
 /**
- * The reference story end to end (DESIGN §1, issue 9) on the real control plane, local node, Postgres,
+ * The reference story end to end (DESIGN §1) on the real control plane, local node, Postgres,
  * fake APS and scripted model, through the real operator process and the real agent runtime — the very
  * story `make demo` prints (story.ts). alice's request is approved by her and published exactly once;
  * bob's self-approved request is refused by the APS, and that refusal is final. This file owns bob's

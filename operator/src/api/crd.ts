@@ -1,6 +1,6 @@
 /**
  * Generates CustomResourceDefinitions from the zod schemas (DESIGN §2: the zod schemas are the single
- * source). Recipe from NOTES.md "zod 4 → CRD schemas": z.toJSONSchema with target openapi-3.0, then
+ * source). The recipe: z.toJSONSchema with target openapi-3.0, then
  * post-processing into a structural schema
  * (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema).
  */

@@ -1,7 +1,7 @@
 /**
  * CEL validation rules of the CRDs (`x-kubernetes-validations`), all on the parent `spec` object so
- * that removing a field cannot dodge them (a rule on a field does not run when the field is absent;
- * NOTES.md "zod 4 → CRD schemas"). Rules that mention `oldSelf` are transition rules: the API server
+ * that removing a field cannot dodge them (a rule on a field does not run when the field is absent).
+ * Rules that mention `oldSelf` are transition rules: the API server
  * runs them on update only. Field lists are derived from the zod shapes, so a field added to a spec
  * is covered by its immutability rule without anyone remembering to list it.
  *

@@ -189,7 +189,7 @@ function readmeReasons(): string[] {
 describe("the README's troubleshooting table", () => {
   const { reasons, indirect } = extractReasons();
 
-  it("finds the reasons the issue names in the source (the extraction works)", () => {
+  it("finds known reasons in the source (the extraction works)", () => {
     for (const known of [
       "PodNameTaken",
       "CapabilityNotFound",

@@ -2,7 +2,7 @@
  * RFC 8785 (JSON Canonicalization Scheme) serialization and SHA-256 digests. Every digest Gatehouse
  * compares across processes (arguments digest, audit hashes, grant `argsDigest`) is computed here, over
  * the canonical UTF-8 bytes — never over `JSON.stringify` output or Postgres `jsonb::text`, whose key
- * order is not defined (NOTES "Postgres and canonical JSON").
+ * order is not defined.
  *
  * Source: RFC 8785 §3 (keys sorted by UTF-16 code units, ECMAScript number form); implementation: the
  * `canonicalize` package (5.1.0), which also rejects lone surrogates, NaN and ±Infinity.

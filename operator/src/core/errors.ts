@@ -1,5 +1,5 @@
 /**
- * Typed errors for Core and the store (STYLE.md "Errors carry a kind"). The kinds are the shared
+ * Typed errors for Core and the store: every error carries a kind. The kinds are the shared
  * error-kind list of the provider contract, so an error can travel to the model, a condition or an
  * audit row without translation.
  */

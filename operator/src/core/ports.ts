@@ -1,5 +1,5 @@
 /**
- * The ports Core depends on (STYLE.md "Boundaries are types"). Core is plain TypeScript: it reaches
+ * The ports Core depends on: its boundaries are types. Core is plain TypeScript: it reaches
  * Kubernetes, Postgres and providers only through these interfaces. Real implementations live in
  * `store/` (Postgres), `kube/`/`controllers/` (API objects) and `gateway/` (HTTP); tests use small
  * in-memory ones.

@@ -2,7 +2,7 @@
  * An informer: a cache of one resource collection kept by list+watch, after client-go's Reflector and
  * shared informer (k8s.io/client-go/tools/cache/reflector.go, shared_informer.go), on client-node's
  * `Watch` for the stream and plain GETs for the lists (raw JSON both ways, so list and watch objects
- * have the same shape; NOTES.md: client-node's typed lists turn timestamps into Dates). Lists go through
+ * have the same shape; client-node's typed lists turn timestamps into Dates). Lists go through
  * undici's fetch with the dispatcher client-node builds from the kubeconfig (CA, client certificate).
  *
  * - list (paged, 500 per page) → replace the cache: objects that vanished are announced as deletes;

@@ -6,7 +6,7 @@
  * Lease lapsed is judged by the local clock from when this candidate last saw the record change
  * (client-go's observedTime), so clock skew between replicas does not matter. Every write is a PUT with
  * the Lease's resourceVersion, so two candidates can never both win. `acquireTime` and `renewTime` are
- * MicroTime: six fractional digits (NOTES.md), sent through client-node's V1MicroTime.
+ * MicroTime: six fractional digits, sent through client-node's V1MicroTime.
  * Defaults: lease 15 s, renew deadline 10 s, retry 2 s (client-go's and controller-runtime's).
  */
 import { type CoordinationV1Api, type V1Lease, V1MicroTime } from "@kubernetes/client-node";

@@ -5,7 +5,7 @@
  *
  * Running as root: Postgres refuses to run as root, so the package creates a system user `postgres`
  * (`createPostgresUser: true`) and the data directory must be reachable by that user — `~/.cache` under
- * a 0700 `/root` is not, so root falls back to `/var/tmp/gatehouse/pgdata` (NOTES "Postgres").
+ * a 0700 `/root` is not, so root falls back to `/var/tmp/gatehouse/pgdata`.
  */
 import { constants, existsSync } from "node:fs";
 import { access, mkdir, stat } from "node:fs/promises";

@@ -26,7 +26,7 @@ export const Idempotency = z.enum(["none", "key", "natural"]);
 export type Idempotency = z.infer<typeof Idempotency>;
 
 /**
- * The shared error kinds (STYLE.md "Errors carry a kind"). `forbidden` from a provider is the business
+ * The shared error kinds: every error carries one. `forbidden` from a provider is the business
  * system's final word: Core never rewrites or retries it. `unknown_outcome` means nobody knows whether
  * the effect happened.
  */

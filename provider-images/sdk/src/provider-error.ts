@@ -1,5 +1,5 @@
 /**
- * The error a capability handler throws to answer `failed` with a kind (STYLE "Errors carry a kind").
+ * The error a capability handler throws to answer `failed` with a kind.
  * The SDK turns it into `InvokeResponse {status: "failed", errorKind, message}`; any other thrown value
  * is a provider bug and becomes HTTP 500.
  */

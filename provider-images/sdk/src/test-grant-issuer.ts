@@ -3,7 +3,7 @@
  * the claims of DESIGN §5 (`aud`, `jti`, `cap`, `idempotencyKey`, `argsDigest`, `exp` 60 s), the verifier
  * checks signature, audience, expiry, that the claims match the call and the RFC 8785 digest of the body,
  * and that a `jti` is used once. Not the production verifier (that one, with the operator's JWKS and
- * `kid` rotation, is the grants issue's); test files only.
+ * `kid` rotation, is jwks-verifier.ts); test files only.
  */
 import { type CryptoKey, errors, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { type GrantedCall, GrantRefusal, type GrantVerifier } from "./grant.ts";

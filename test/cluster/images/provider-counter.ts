@@ -1,5 +1,5 @@
 /**
- * The `gatehouse/provider-counter:dev` image: the counting write provider of the Core tests (issue 7).
+ * The `gatehouse/provider-counter:dev` image: the counting write provider of the Core tests.
  * A provider on the real SDK server in front of a tiny in-process business system that keeps plans
  * (id → version) and a ledger of effects, so a test can prove "at most one effect per action" by
  * reading the ledger. Each capability declares one behaviour:

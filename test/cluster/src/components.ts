@@ -12,7 +12,7 @@ export const API_SERVER_PORT = 6443;
 /** ServiceAccount token issuer (and default API audience). */
 export const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
 
-/** etcd flags: one member on loopback, no fsync (test data; NOTES.md envtest flags). */
+/** etcd flags: one member on loopback, no fsync (test data; the flags envtest uses). */
 export function etcdArgs(o: { dataDir: string; clientPort: number; peerPort: number }): string[] {
   const client = `http://127.0.0.1:${o.clientPort}`;
   const peer = `http://127.0.0.1:${o.peerPort}`;

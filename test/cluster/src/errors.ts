@@ -1,5 +1,5 @@
 /**
- * Error kinds used across Gatehouse (STYLE.md "Errors carry a kind"); the harness uses the subset that
+ * Error kinds used across Gatehouse (every error carries a kind); the harness uses the subset that
  * applies to starting and stopping local processes and talking to the local API server.
  */
 export type HarnessErrorKind =

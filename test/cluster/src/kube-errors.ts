@@ -7,7 +7,7 @@ export function apiStatusCode(err: unknown): number | undefined {
 
 /**
  * The `reason` of the Kubernetes Status in a failed call's body (client-node 2.0 keeps the body as a
- * string; see NOTES.md), e.g. `AlreadyExists`, `NotFound`, `Conflict`.
+ * string, not a parsed Status), e.g. `AlreadyExists`, `NotFound`, `Conflict`.
  */
 export function apiStatusReason(err: unknown): string | undefined {
   if (!(err instanceof ApiException)) return undefined;

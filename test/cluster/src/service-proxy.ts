@@ -86,7 +86,7 @@ export async function startServiceProxy(options: ServiceProxyOptions): Promise<S
   );
   let stopped = false;
   let restart: NodeJS.Timeout | undefined;
-  // client-node's informer stops on any error but a timeout or 410 (NOTES.md): start it again.
+  // client-node's informer stops on any error but a timeout or 410: start it again.
   informer.on("error", () => {
     if (stopped) return;
     restart = setTimeout(() => void informer.start().catch(() => undefined), 1000);

@@ -1,5 +1,5 @@
 /**
- * Which cluster the `cluster` test project runs against (issue 10 §5), chosen by
+ * Which cluster the `cluster` test project runs against, chosen by
  * `GATEHOUSE_E2E_TARGET`:
  *
  * - `local` (default): the local control plane and local node of this folder, started by global-setup.ts;

@@ -22,7 +22,8 @@ export function createNodeClients(path: string, context: string): NodeClients {
 
 /**
  * Request options for strategic-merge patches of built-in kinds' status (conditions merge by `type`,
- * container statuses by `name`, as the kubelet does), chosen explicitly (NOTES.md).
+ * container statuses by `name`, as the kubelet does), chosen explicitly rather than left to
+ * client-node's default.
  */
 export const STRATEGIC_MERGE_PATCH = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
 

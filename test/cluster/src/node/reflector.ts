@@ -28,7 +28,10 @@ export type ReflectorOptions<T> = {
 
 /** Server-side watch timeout; the watch then ends normally and the reflector relists. */
 const WATCH_TIMEOUT_SECONDS = 240;
-/** A watch silent for this long is presumed dead (client-node #596) and is aborted. */
+/**
+ * A watch silent for this long is presumed dead (the server would have ended it at its timeout) and
+ * is aborted.
+ */
 const WATCH_SILENCE_MS = (WATCH_TIMEOUT_SECONDS + 30) * 1000;
 /**
  * Back-off cap between failed lists, shorter than client-go's 30 s: the API server is local, so a list a
