@@ -25,7 +25,7 @@ const OUTSIDE: Array<{ name: string; pattern: RegExp }> = [
   { name: "the style guide", pattern: new RegExp(`\\bSTYLE${md}|\\bSTYLE "`) },
   { name: "the notes file", pattern: new RegExp(`\\bNOTES${md}|\\bNOTES "`) },
   // A seed document: a folder of them, or one by its zero-padded number ("seed 0NN").
-  { name: "a seed document", pattern: /\bseeds?\/|\bseed 0\d\d\b|\bseed doc/i },
+  { name: "a seed document", pattern: /\bseeds?\/|\bseed 0\d\d\b/i },
   { name: "a folder outside the repo", pattern: new RegExp(`\\.\\./${"shared"}\\b`) },
   { name: "an issue by number", pattern: new RegExp(`\\bissues? ${num}|\\bissues/\\d+\\b`, "i") },
 ];
