@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
+.PHONY: demo test unit deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -33,6 +33,10 @@ demo: deps host-deps cluster
 ## test: every test (unit, integration on Postgres, cluster and e2e on the real control plane).
 test: deps host-deps cluster helm
 	npx vitest run
+
+## unit: the tests that need neither Postgres nor a cluster (vitest project `unit`).
+unit: deps
+	npx vitest run --project unit
 
 ## crds: regenerate crds/, the chart's templates/generated/ and deploy/*-rbac.yaml from operator/src/api.
 crds: deps

@@ -6,7 +6,7 @@
  *   node ci/dagger/main.ts          # both, images first
  *
  * It needs the `dagger` CLI on PATH and a container engine for the Dagger engine (the SDK starts it
- * through the CLI); see the README. On a machine without one it is typechecked only (`make check`).
+ * through the CLI); see docs/install.md, "The Dagger pipeline". On a machine without one it is typechecked only (`make check`).
  * Exit status 0 when every step passed, 1 when one failed (its output is in the log), 2 on a usage
  * error.
  */

@@ -308,7 +308,7 @@ export async function startChartEnvironment(
       ]);
     });
     // The release binds roles in the provider namespace (rbac.identityBindingNamespaces), so the platform
-    // creates it first, as the README's install does; the suite may have made it already.
+    // creates it first, as docs/install.md's install does; the suite may have made it already.
     await kubectl.ok(
       "admin",
       ["apply", "-f", "-"],

@@ -111,7 +111,7 @@ function printExploration(env: Environment, kubeconfigPath: string, kubectlPath:
     `  less ${env.controller.logPath}   # the controller's log`,
     `  less ${env.gateway.logPath}   # the gateway's log`,
     "The gateway and the controller are started again when they exit (back-off 10 s doubling to 40 s).",
-    "The README's walkthrough lists more. Ctrl-C stops everything (the database is kept).",
+    "docs/walkthrough.md lists more. Ctrl-C stops everything (the database is kept).",
   ];
   for (const line of lines) console.log(line);
 }

@@ -1,5 +1,5 @@
 /**
- * The README's troubleshooting table lists every reason the operator writes — condition reasons of the
+ * docs/troubleshooting.md's table lists every reason the operator writes — condition reasons of the
  * four kinds, and the reasons Core gives when it refuses a tool call or a dispatch (audit records, tool
  * results, the Approval's Executed condition) — none invented, none missing. The reasons are read from
  * the source of operator/src/{controllers,core,kube} with the TypeScript parser: CamelCase string
@@ -176,17 +176,16 @@ function isInsideFunctionNamed(node: ts.Node, name: string): boolean {
   return false;
 }
 
-/** The first-column reasons of the README's troubleshooting table (rows like "| `Reason` | … |"). */
-function readmeReasons(): string[] {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const start = readme.indexOf("## Troubleshooting");
-  expect(start, "README.md has a ## Troubleshooting section").toBeGreaterThanOrEqual(0);
-  const next = readme.indexOf("\n## ", start + 1);
-  const section = readme.slice(start, next < 0 ? undefined : next);
-  return [...section.matchAll(/^\| `([A-Za-z0-9]+)` +\|/gm)].map((m) => m[1]!);
+/** The first-column reasons of docs/troubleshooting.md's table (rows like "| `Reason` | … |"). */
+function troubleshootingReasons(): string[] {
+  const page = readFileSync(join(ROOT, "docs/troubleshooting.md"), "utf8");
+  expect(page.startsWith("# Troubleshooting"), "docs/troubleshooting.md is the troubleshooting page").toBe(
+    true,
+  );
+  return [...page.matchAll(/^\| `([A-Za-z0-9]+)` +\|/gm)].map((m) => m[1]!);
 }
 
-describe("the README's troubleshooting table", () => {
+describe("the troubleshooting table (docs/troubleshooting.md)", () => {
   const { reasons, indirect } = extractReasons();
 
   it("finds known reasons in the source (the extraction works)", () => {
@@ -210,17 +209,20 @@ describe("the README's troubleshooting table", () => {
   });
 
   it("lists every reason the operator writes, once", () => {
-    const listed = readmeReasons();
+    const listed = troubleshootingReasons();
     expect(
       listed.filter((r, i) => listed.indexOf(r) !== i),
       "listed twice",
     ).toEqual([]);
-    expect([...reasons].filter((r) => !listed.includes(r)).sort(), "missing from the README").toEqual([]);
+    expect(
+      [...reasons].filter((r) => !listed.includes(r)).sort(),
+      "missing from docs/troubleshooting.md",
+    ).toEqual([]);
   });
 
   it("lists no reason the operator never writes", () => {
     expect(
-      readmeReasons().filter((r) => !reasons.has(r)),
+      troubleshootingReasons().filter((r) => !reasons.has(r)),
       "not in the source",
     ).toEqual([]);
   });
