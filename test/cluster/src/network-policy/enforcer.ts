@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 import type { V1Namespace, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { runCommand } from "../command.ts";
@@ -127,7 +128,13 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
   /** See {@link PodPolicyEnforcement.podChanged}. */
   podChanged(uid: string, pod: V1Pod): void {
     const known = this.pods.get(uid);
-    if (known) this.change(() => this.pods.set(uid, { pod, ip: known.ip }));
+    if (!known) return;
+    // Most updates are the node's own status writes: only labels and phase matter to a plan.
+    const before = planPodFromV1(known.pod, known.ip);
+    const after = planPodFromV1(pod, known.ip);
+    known.pod = pod;
+    if (before.phase === after.phase && isDeepStrictEqual(before.labels, after.labels)) return;
+    this.change(() => undefined);
   }
 
   /** See {@link PodPolicyEnforcement.podReleased}. */
