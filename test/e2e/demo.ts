@@ -135,7 +135,10 @@ async function main(): Promise<number> {
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.once(signal, () => {
       console.log(`\nstopping (${signal})…`);
-      void stopAll().then(() => process.exit(0));
+      void stopAll().then(() => {
+        console.log("stopped: nothing of the demo is left running (its database is kept)");
+        process.exit(0);
+      });
     });
   }
   try {
