@@ -9,7 +9,7 @@ import { z } from "zod";
 import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { type Failpoint, type FailpointAction, parseFailpoints } from "./core/failpoints.ts";
 import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
-import type { ApprovalMode } from "./core/ports.ts";
+import { type ApprovalMode, defaultCoreConfig } from "./core/ports.ts";
 
 /**
  * One model endpoint of MODEL_ENDPOINTS: an OpenAI-compatible `baseURL` (ending before
@@ -299,34 +299,36 @@ const Environment = z.object({
     .int()
     .min(100)
     .max(600_000)
-    .default(30_000)
-    .describe("deadline of one provider call in milliseconds (default 30000)"),
+    .default(defaultCoreConfig.providerDeadlineMs)
+    .describe(
+      `deadline of one provider call in milliseconds (default ${defaultCoreConfig.providerDeadlineMs})`,
+    ),
   EXECUTION_LEASE_GRACE_MS: z.coerce
     .number()
     .int()
     .min(0)
     .max(3_600_000)
-    .default(30_000)
+    .default(defaultCoreConfig.leaseGraceMs)
     .describe(
-      "lease time beyond the provider deadlines before a claimed execution is recovered, in milliseconds (default 30000)",
+      `lease time beyond the provider deadlines before a claimed execution is recovered, in milliseconds (default ${defaultCoreConfig.leaseGraceMs})`,
     ),
   APPROVAL_TTL_SECONDS: z.coerce
     .number()
     .int()
     .min(1)
     .max(604_800)
-    .default(3_600)
+    .default(defaultCoreConfig.approvalTtlSeconds)
     .describe(
-      "how long an Approval stays open when its Capability sets no policy.ttlSeconds, in seconds (default 3600)",
+      `how long an Approval stays open when its Capability sets no policy.ttlSeconds, in seconds (default ${defaultCoreConfig.approvalTtlSeconds})`,
     ),
   APPROVAL_REQUEST_GRACE_MS: z.coerce
     .number()
     .int()
     .min(1_000)
     .max(3_600_000)
-    .default(60_000)
+    .default(defaultCoreConfig.requestRecordGraceMs)
     .describe(
-      "how long an approved Approval whose request is not yet in the audit chain waits for it before it is refused, in milliseconds (default 60000)",
+      `how long an approved Approval whose request is not yet in the audit chain waits for it before it is refused, in milliseconds (default ${defaultCoreConfig.requestRecordGraceMs})`,
     ),
   GATEHOUSE_FAILPOINTS: z
     .string()

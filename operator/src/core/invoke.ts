@@ -43,7 +43,6 @@ import type {
   ApprovalRequest,
   ApprovalTarget,
   AuditOutcome,
-  CoreConfig,
   CoreDeps,
   ExecutionRecord,
   InvokeDecision,
@@ -70,18 +69,7 @@ const AFTER_APPROVAL_CREATE = failpointSite("invoke.after-approval-create");
 
 export { executeApproved } from "./execute-approved.ts";
 
-/**
- * Defaults for {@link CoreConfig}: 30 s provider deadline, 2 attempts when idempotent, 16 KiB results,
- * 1 h approvals, a minute for an Approval's request record to reach the chain.
- */
-export const defaultCoreConfig: CoreConfig = {
-  providerDeadlineMs: 30_000,
-  maxProviderAttempts: 2,
-  leaseGraceMs: 30_000,
-  maxResultBytes: 16_384,
-  approvalTtlSeconds: 3_600,
-  requestRecordGraceMs: 60_000,
-};
+export { defaultCoreConfig } from "./ports.ts";
 
 /** Result of {@link invoke}: the answer for the agent and how it was decided. */
 export interface InvokeResult {

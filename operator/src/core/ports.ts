@@ -677,7 +677,7 @@ export const noCoreMetrics: CoreMetrics = { invoked() {}, executionFinished() {}
 // ---------------------------------------------------------------------------------------------------
 // Wiring
 
-/** Tunables of Core, with the defaults in `defaultCoreConfig` (`core/invoke.ts`). */
+/** Tunables of Core, with the defaults in {@link defaultCoreConfig}. */
 export interface CoreConfig {
   /** Deadline of one provider call. */
   providerDeadlineMs: number;
@@ -697,6 +697,20 @@ export interface CoreConfig {
   /** Operator-wide minimum approval mode per effect, e.g. `{ write: "Required" }` (see `core/policy.ts`). */
   approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
 }
+
+/**
+ * Defaults for {@link CoreConfig}: 30 s provider deadline, 2 attempts when idempotent, 16 KiB results,
+ * 1 h approvals, a minute for an Approval's request record to reach the chain. The operator's
+ * configuration (config.ts) takes its defaults from here, so each is written once.
+ */
+export const defaultCoreConfig: Readonly<Required<Omit<CoreConfig, "approvalFloor">>> = {
+  providerDeadlineMs: 30_000,
+  maxProviderAttempts: 2,
+  leaseGraceMs: 30_000,
+  maxResultBytes: 16_384,
+  approvalTtlSeconds: 3_600,
+  requestRecordGraceMs: 60_000,
+};
 
 /**
  * Whether the API server is verified to enforce the Approval decision rules (the admission policies
