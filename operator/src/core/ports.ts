@@ -7,6 +7,7 @@
  * Units: every `…Micros` is integer microseconds since the Unix epoch (a safe integer until the year
  * 2255); every `…Ms` is a duration in milliseconds. Digests are lower-case hex SHA-256.
  */
+
 import type {
   Effect,
   ErrorKind,
@@ -18,6 +19,7 @@ import type {
   Subject,
   TargetOffer,
 } from "@gatehouse/provider-sdk";
+import type { ApprovalPhase } from "../api/approval.ts";
 import type { JsonObject } from "./canonical.ts";
 import type { Failpoint } from "./failpoints.ts";
 
@@ -153,18 +155,8 @@ export interface IdentityResolver {
 // ---------------------------------------------------------------------------------------------------
 // Approvals
 
-/** `status.phase` of an Approval (DESIGN §2). */
-export type ApprovalPhase =
-  | "Pending"
-  | "Approved"
-  | "Rejected"
-  | "Expired"
-  | "Cancelled"
-  | "Stale"
-  | "Executing"
-  | "Succeeded"
-  | "Failed"
-  | "Unknown";
+/** `status.phase` of an Approval (DESIGN §2), declared once with the CRD's schema. */
+export type { ApprovalPhase };
 
 /** One entry of `spec.decisions`. */
 export interface ApprovalDecision {
