@@ -33,6 +33,7 @@ import {
   WITNESS_KEY_SECRET,
 } from "../../operator/src/api/well-known.ts";
 import { loadKubeConfig } from "../../operator/src/kube/client.ts";
+import { eventually } from "../cluster/src/index.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import { approvalSpec, expectRefused, installApi, manifest, uniqueName } from "./api-fixtures.ts";
 
@@ -362,10 +363,9 @@ describe("admission, as the gateway", () => {
       JSON.stringify({ apiVersion: "v1", kind: "List", items: [grant, binding] }),
     );
     // RBAC's authorizer learns of the binding from its informer: wait until it grants.
-    for (let tries = 0; !(await can(GATEWAY, ["patch", "approvals.gatehouse.dev", "-n", ns])); tries++) {
-      if (tries > 50) throw new Error("the gateway's extra RoleBinding never took effect");
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await eventually("the gateway's extra RoleBinding to take effect", 10_000, async () =>
+      (await can(GATEWAY, ["patch", "approvals.gatehouse.dev", "-n", ns])) ? true : undefined,
+    );
   }, 60_000);
 
   afterAll(async () => {

@@ -9,6 +9,7 @@
  */
 import { KubeConfig, NetworkingV1Api, type V1NetworkPolicySpec } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../cluster/src/index.ts";
 import { MERGE_PATCH as mergePatch } from "../cluster/src/node/kube-client.ts";
 import {
   cluster,
@@ -55,19 +56,19 @@ async function attempt(c: Check): Promise<boolean> {
 
 /** Polls until every check has its expected outcome; fails naming the checks that never did. */
 async function expectConnectivity(expected: [Check, boolean][]): Promise<void> {
-  const deadline = Date.now() + ENFORCED_WITHIN_MS;
-  for (;;) {
-    const outcomes = await Promise.all(expected.map(async ([c]) => attempt(c)));
-    const wrong = expected.filter(([, want], i) => outcomes[i] !== want);
-    if (wrong.length === 0) return;
-    if (Date.now() > deadline) {
-      expect(
-        wrong.map(([c, want]) => `${key(c)} should be ${want ? "allowed" : "denied"}`),
-        "connections whose outcome never matched the policies",
-      ).toEqual([]);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await eventually(
+    "every connection's outcome to match the policies",
+    ENFORCED_WITHIN_MS,
+    async () => {
+      const outcomes = await Promise.all(expected.map(async ([c]) => attempt(c)));
+      const wrong = expected.filter(([, want], i) => outcomes[i] !== want);
+      if (wrong.length === 0) return true;
+      throw new Error(
+        wrong.map(([c, want]) => `${key(c)} should be ${want ? "allowed" : "denied"}`).join("; "),
+      );
+    },
+    { intervalMs: 200 },
+  );
 }
 
 /** Every check of a case, allowed: what holds with no policy at all. */

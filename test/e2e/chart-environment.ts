@@ -21,6 +21,7 @@ import { LEADER_LEASE } from "../../operator/src/api/rbac.ts";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { dropDatabase } from "../../operator/src/store/connection.ts";
 import {
+  eventually,
   forwardHostService,
   resolveImage,
   type ServiceProxy,
@@ -39,7 +40,6 @@ import {
   prepareDatabase,
   REPO_ROOT,
   startFakeSystems,
-  waitFor,
 } from "./environment.ts";
 import { type Kubectl, type KubectlResult, kubectlFor } from "./kubectl.ts";
 
@@ -379,7 +379,7 @@ export async function startChartEnvironment(
         const pods = await kubectl.run("admin", ["get", "pods", "-n", OPERATOR_NAMESPACE, "-o", "wide"]);
         throw new Error(`${String(error)}\n${pods.stdout}${operatorLogTails(cluster)}`);
       });
-    await waitFor("a controller pod of the release to hold the Lease", 120_000, async () => {
+    await eventually("a controller pod of the release to hold the Lease", 120_000, async () => {
       const holder = await leaseHolder(kubectl, layout.lease);
       const pods = await operatorPodNames(kubectl, layout.candidates);
       return holder && pods.some((name) => holder.startsWith(`${name}_`)) ? holder : undefined;

@@ -4,7 +4,7 @@
  */
 import type { Environment } from "./environment.ts";
 import type { KubectlResult } from "./kubectl.ts";
-import { decisionPatch } from "./story.ts";
+import { decisionPatch, eventually } from "./story.ts";
 
 /** The fields of an Approval these tests look at. */
 export interface ApprovalObject {
@@ -57,18 +57,13 @@ export async function approvalPast(
   passing: readonly string[],
   timeoutMs = 180_000,
 ): Promise<ApprovalObject> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  return eventually(`Approval ${name} to leave ${passing.join("/")}`, timeoutMs, async () => {
     const approval = await getApproval(env, namespace, name);
     const phase = approval.status?.phase;
     if (phase && !passing.includes(phase)) return approval;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for Approval ${name} to leave ${passing.join("/")}; last status ${JSON.stringify(approval.status)}`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
+    // Reported on timeout as the last error: where the Approval stood.
+    throw new Error(`last status ${JSON.stringify(approval.status)}`);
+  });
 }
 
 /** Phases an Approval passes through on its way from a decision to an outcome. */

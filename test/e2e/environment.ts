@@ -36,6 +36,7 @@ import { dropRuntimeLogin, runtimeLoginUrl } from "../../operator/src/store/role
 import {
   describeExit,
   type ExitInfo,
+  eventually,
   exposeHostPort,
   type RestartBackoff,
   type SupervisedRun,
@@ -180,26 +181,6 @@ async function freePort(host: string): Promise<number> {
       server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
   });
-}
-
-/** Polls `probe` every 250 ms until it returns a value; throws after `timeoutMs` with the last error. */
-export async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ""}`);
 }
 
 /**
@@ -353,7 +334,7 @@ export async function applyExampleNamespace(kubectl: Kubectl, apsUrl: string): P
   ]);
   // An earlier environment on this cluster left aps pods pointing at its (stopped) fake APS: wait until
   // the provider's status names only Ready pods of this environment's APS_URL.
-  await waitFor("the aps provider's endpoints to be pods of this APS_URL", 180_000, async () => {
+  await eventually("the aps provider's endpoints to be pods of this APS_URL", 180_000, async () => {
     const pods = await kubectl.json<{ items: V1Pod[] }>("admin", [
       "get",
       "pods",
@@ -403,7 +384,7 @@ async function bothStarted<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> 
  * GRANT_PUBLIC_KEYS_CONFIGMAP): until then a provider would refuse an approved dispatch's grant.
  */
 async function gatewayServesControllerKeys(kubectl: Kubectl, gateway: ComponentReplica): Promise<void> {
-  await waitFor("the gateway's JWKS to serve the controller's grant keys", 30_000, async () => {
+  await eventually("the gateway's JWKS to serve the controller's grant keys", 30_000, async () => {
     const published = await kubectl.json<{ data?: Record<string, string> }>("admin", [
       "get",
       "configmap",
@@ -582,7 +563,7 @@ export async function startEnvironment(
       // A replica that exits while starting fails the start at once, not at the deadline. Ready: its
       // caches synced (and a gateway listening), whether or not it holds a Lease.
       const readyz = `${replica.gatewayUrl ?? replica.healthUrl}/readyz`;
-      const ready = waitFor(`${component} ${name} to be ready`, 120_000, async () => {
+      const ready = eventually(`${component} ${name} to be ready`, 120_000, async () => {
         if (exitedWith) return "exited";
         const response = await fetch(readyz).catch(() => undefined);
         return response?.ok ? "ready" : undefined;

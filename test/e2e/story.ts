@@ -12,6 +12,7 @@
  *   audit  `gatehouse-audit verify` recomputes the chain and compares it with the checkpoints kept in
  *          ConfigMap gatehouse-system/gatehouse-audit-checkpoints.
  */
+
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -19,6 +20,7 @@ import { parse } from "yaml";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/witness-configmap-data.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { eventually } from "../cluster/src/poll.ts";
 import type { BaseEnvironment as Environment } from "./environment.ts";
 import { NAMESPACE, REPO_ROOT } from "./environment.ts";
 import { EXAMPLE_SESSIONS_DIR } from "./examples.ts";
@@ -160,20 +162,8 @@ export function watchPhases(
   return { phases, stop: () => child.kill() };
 }
 
-/** Polls until `probe` returns a value. */
-export async function eventually<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
-}
+/** The harness's one polling helper, re-exported where the e2e files have always found it. */
+export { eventually };
 
 /**
  * `user` creates AgentSession `name` in the example namespace asking the scripted reference story's

@@ -18,7 +18,7 @@ import { writeKubeconfig } from "./kubeconfig.ts";
 import { allocateNetwork, type ClusterNetwork } from "./network.ts";
 import { runDirFor } from "./paths.ts";
 import { createPki } from "./pki.ts";
-import { pollUntil } from "./poll.ts";
+import { eventually } from "./poll.ts";
 import { freePort } from "./ports.ts";
 import { assertHostPrerequisites } from "./prerequisites.ts";
 import { ManagedProcess } from "./process.ts";
@@ -153,13 +153,14 @@ async function startComponents(
     "etcd",
     etcdArgs({ dataDir: join(runDir, "etcd"), clientPort: etcdClientPort, peerPort: await freePort() }),
   );
-  await pollUntil(
+  await eventually(
     "etcd to report healthy",
+    timeoutMs,
     async () => {
       const res = await httpGet(`http://127.0.0.1:${etcdClientPort}/health`, { timeoutMs: 2_000 });
       return res.status === 200 && res.body.includes('"true"') ? true : undefined;
     },
-    { timeoutMs, abortIf: () => etcd.deathError() },
+    { abortIf: () => etcd.deathError() },
   );
 
   const apiServerFlags = apiServerArgs({
@@ -174,8 +175,9 @@ async function startComponents(
   let apiServer = start("kube-apiserver", apiServerFlags);
   const adminToken = tokens.get("admin") ?? "";
   const apiServerReady = () =>
-    pollUntil(
+    eventually(
       "kube-apiserver /readyz",
+      timeoutMs,
       async () => {
         const res = await httpGet(`${serverURL}/readyz`, {
           timeoutMs: 5_000,
@@ -184,7 +186,7 @@ async function startComponents(
         });
         return res.status === 200 ? true : undefined;
       },
-      { timeoutMs, intervalMs: 500, abortIf: () => apiServer.deathError() },
+      { intervalMs: 500, abortIf: () => apiServer.deathError() },
     );
   await apiServerReady();
   const stopApiServer = async (): Promise<void> => {
@@ -235,13 +237,14 @@ async function startComponents(
     [kcm, kcmPort],
     [scheduler, schedulerPort],
   ] as const) {
-    await pollUntil(
+    await eventually(
       `${process.name} /healthz`,
+      timeoutMs,
       async () => {
         const res = await httpGet(`https://127.0.0.1:${port}/healthz`, { timeoutMs: 2_000, insecure: true });
         return res.status === 200 ? true : undefined;
       },
-      { timeoutMs, intervalMs: 500, abortIf: () => process.deathError() ?? apiServer.deathError() },
+      { intervalMs: 500, abortIf: () => process.deathError() ?? apiServer.deathError() },
     );
   }
 

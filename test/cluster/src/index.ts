@@ -12,7 +12,7 @@ export { containerLogPath, type PodKey } from "./node/layout.ts";
 export { type LocalNode, type LocalNodeOptions, startLocalNode } from "./node/start.ts";
 export { createClientCertificate, createServingCertificate, FRONT_PROXY_CLIENT_NAME } from "./pki.ts";
 export { connectFromPod, podNetns } from "./pod-connect.ts";
-export { pollUntil } from "./poll.ts";
+export { type EventuallyOptions, eventually } from "./poll.ts";
 export type { ExitInfo } from "./process.ts";
 export { readyEndpoints, type ServiceProxy, startServiceProxy } from "./service-proxy.ts";
 export {

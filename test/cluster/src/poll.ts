@@ -1,10 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { HarnessError } from "./errors.ts";
 
-/** Options of {@link pollUntil}. */
-export type PollOptions = {
-  /** Give up after this many milliseconds. */
-  timeoutMs: number;
+/** Options of {@link eventually}. */
+export type EventuallyOptions = {
   /** Pause between attempts, in milliseconds (default 250). */
   intervalMs?: number;
   /** Checked before every attempt; a returned error ends the wait at once (e.g. a process died). */
@@ -12,16 +10,18 @@ export type PollOptions = {
 };
 
 /**
- * Calls `check` until it returns a value other than `undefined`, and returns that value. Errors thrown
- * by `check` count as "not yet" and the last one is reported on timeout. Throws a `timeout`
- * HarnessError naming `description`, or the error returned by `abortIf`.
+ * The one polling helper of the harness and the tests: calls `check` until it returns a value other
+ * than `undefined`, and returns that value. An error thrown by `check` counts as "not yet" (the API
+ * is eventually consistent) and the last one is reported on timeout. Throws a `timeout` HarnessError
+ * naming `what` after `timeoutMs`, or the error `abortIf` returns.
  */
-export async function pollUntil<T>(
-  description: string,
+export async function eventually<T>(
+  what: string,
+  timeoutMs: number,
   check: () => Promise<T | undefined> | T | undefined,
-  options: PollOptions,
+  options: EventuallyOptions = {},
 ): Promise<T> {
-  const deadline = Date.now() + options.timeoutMs;
+  const deadline = Date.now() + timeoutMs;
   const intervalMs = options.intervalMs ?? 250;
   let lastError: unknown;
   for (;;) {
@@ -35,11 +35,9 @@ export async function pollUntil<T>(
     }
     if (Date.now() >= deadline) {
       const last = lastError instanceof Error ? ` (last error: ${lastError.message})` : "";
-      throw new HarnessError(
-        "timeout",
-        `timed out after ${options.timeoutMs} ms waiting for ${description}${last}`,
-        { cause: lastError },
-      );
+      throw new HarnessError("timeout", `timed out after ${timeoutMs} ms waiting for ${what}${last}`, {
+        cause: lastError,
+      });
     }
     await sleep(intervalMs);
   }

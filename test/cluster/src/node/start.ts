@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { ControlPlane } from "../controlplane.ts";
 import { REPO_ROOT } from "../paths.ts";
-import { pollUntil } from "../poll.ts";
+import { eventually } from "../poll.ts";
 import { ManagedProcess } from "../process.ts";
 import { nodeConfigArgs } from "./config.ts";
 
@@ -69,15 +69,16 @@ export async function startLocalNode(
     kc.loadFromFile(plane.kubeconfigPath);
     kc.setCurrentContext("admin");
     const core = kc.makeApiClient(CoreV1Api);
-    await pollUntil(
+    await eventually(
       `node ${nodeName} to be Ready without the ${NOT_READY_TAINT} taint`,
+      options.readyTimeoutMs ?? 120_000,
       async () => {
         const node = await core.readNode({ name: nodeName });
         const ready = node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
         const tainted = node.spec?.taints?.some((t) => t.key === NOT_READY_TAINT);
         return ready && !tainted ? true : undefined;
       },
-      { timeoutMs: options.readyTimeoutMs ?? 120_000, intervalMs: 500, abortIf: () => proc.deathError() },
+      { intervalMs: 500, abortIf: () => proc.deathError() },
     );
   } catch (err) {
     await stop();
