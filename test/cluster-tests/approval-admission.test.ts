@@ -5,7 +5,7 @@
  * Gatehouse process runs here, so nothing but the requests below touches them.
  */
 import { beforeAll, describe, expect, inject, it } from "vitest";
-import { DECISION_POLICY } from "../../operator/src/api/admission.ts";
+import { DECISION_POLICY } from "../../operator/src/api/admission-approval.ts";
 import { APPROVAL } from "../../operator/src/api/kinds.ts";
 import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
 import { decisionRulesEnforced } from "../../operator/src/kube/admission-guard.ts";

@@ -20,7 +20,7 @@
  * Nobody but the components gets `create` on approvals, and nobody but the controller any `*\/status`:
  * RBAC and admission both say so.
  */
-import { RESOLVE_VERB } from "./admission.ts";
+import { RESOLVE_VERB } from "./admission-approval.ts";
 import { GROUP } from "./kinds.ts";
 import { GET_ANY_VERB, TRANSCRIPTS_GROUP, TRANSCRIPTS_RESOURCE } from "./transcripts-api.ts";
 import {
