@@ -7,7 +7,7 @@ import {
   providerDisabled,
   providerDisabledMessage,
   providerProblemOf,
-} from "./reconciler.ts";
+} from "./plan.ts";
 
 const capability = (providerRef: { name: string; namespace?: string }): Capability =>
   ({
