@@ -1,6 +1,6 @@
 import type { V1EndpointSlice } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { podProblemOf, readyEndpoints } from "./reconciler.ts";
+import { podProblemOf, readyEndpoints } from "./plan.ts";
 
 const SERVICE = { name: "prov-aps", uid: "svc-uid-1" };
 
