@@ -11,7 +11,8 @@ import { GatehouseError } from "../core/errors.ts";
 import { defaultSessionCeilings } from "../core/limits.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
-import { modelProxyRoute, truncateUtf8, UPSTREAM_ERROR_BYTES } from "./model-proxy.ts";
+import { truncateUtf8, UPSTREAM_ERROR_BYTES } from "./model-credentials.ts";
+import { modelProxyRoute } from "./model-proxy.ts";
 import { type SessionRequestLimits, sessionLimiter } from "./session-limits.ts";
 
 const POD_TOKEN = "pod-token-of-the-agent";

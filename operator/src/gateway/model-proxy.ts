@@ -25,8 +25,10 @@
  * Errors of the proxy itself answer OpenAI's error shape (ModelProxyError), so an OpenAI client shows
  * their message; a session over its request limits gets 429 with `Retry-After`, which OpenAI clients
  * honour.
+ *
+ * This module holds the route; the credential checks and redaction are in model-credentials.ts, the
+ * relaying of an answer in model-relay.ts.
  */
-import type { ServerResponse } from "node:http";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { type Dispatcher, request as undiciRequest } from "undici";
 import { z } from "zod";
@@ -40,6 +42,8 @@ import type { ModelKeys } from "../kube/model-keys.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
+import { errorAnswerOf, keyLikeFields, redactCredentials, truncateUtf8 } from "./model-credentials.ts";
+import { relay, relayedHeaders } from "./model-relay.ts";
 import {
   jsonUsageMeter,
   type MeteredUsage,
@@ -67,115 +71,6 @@ export interface ModelProxyOptions {
   maxRequestBytes: number;
 }
 const DEFAULT_UPSTREAM_TIMEOUT_MS = 300_000;
-/** Bytes of an upstream error answer returned and logged; the rest is read and dropped. */
-export const UPSTREAM_ERROR_BYTES = 8 * 1024;
-/** Bytes read past UPSTREAM_ERROR_BYTES so that a key straddling the cut is still redacted whole. */
-const REDACTION_MARGIN = 1024;
-
-/**
- * Top-level body fields through which some endpoints and proxies take a credential or a target of
- * their own (LiteLLM's `api_key`/`api_base`, `extra_headers`, …): a request naming one is refused.
- */
-export const KEY_LIKE_FIELDS = new Set([
-  "api_key",
-  "apikey",
-  "api-key",
-  "key",
-  "authorization",
-  "headers",
-  "extra_headers",
-  "api_base",
-  "base_url",
-  "organization",
-  "project",
-  "token",
-  "access_token",
-  "secret",
-  "password",
-  "credentials",
-]);
-
-/** The top-level fields of `body` that are key-like (compared without case and `-`/`_`). */
-export function keyLikeFields(body: Record<string, unknown>): string[] {
-  const normal = (name: string) => name.toLowerCase().replace(/-/g, "_");
-  const known = new Set([...KEY_LIKE_FIELDS].map(normal));
-  return Object.keys(body).filter((name) => known.has(normal(name)));
-}
-
-/** Shapes of credentials an endpoint may echo: OpenAI-style keys, bearer values, JWTs. */
-const CREDENTIAL_SHAPES = [
-  /\bsk-[A-Za-z0-9_-]{8,}/g,
-  /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi,
-  /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g,
-];
-
-/** `text` with `secrets` (exact) and credential-shaped substrings replaced by `[REDACTED]`. */
-export function redactCredentials(text: string, secrets: readonly string[]): string {
-  let redacted = text;
-  for (const secret of secrets) if (secret.length >= 4) redacted = redacted.split(secret).join("[REDACTED]");
-  for (const shape of CREDENTIAL_SHAPES) redacted = redacted.replace(shape, "[REDACTED]");
-  return redacted;
-}
-
-/** `text` cut to at most `bytes` bytes of UTF-8, at a character boundary. */
-export function truncateUtf8(text: string, bytes: number): string {
-  const encoded = Buffer.from(text, "utf8");
-  if (encoded.length <= bytes) return text;
-  let end = bytes;
-  // Back off continuation bytes (10xxxxxx) so no character is cut in two.
-  while (end > 0 && (encoded[end]! & 0xc0) === 0x80) end--;
-  return encoded.subarray(0, end).toString("utf8");
-}
-
-/**
- * An endpoint's error answer as the pod and the log get it: redacted while whole (a key the cut would
- * split is still found, up to REDACTION_MARGIN bytes of it), then cut to UPSTREAM_ERROR_BYTES.
- */
-async function errorAnswerOf(
-  body: AsyncIterable<Uint8Array>,
-  key: string | undefined,
-): Promise<{ text: string; cut: boolean }> {
-  const read = await readBounded(body, UPSTREAM_ERROR_BYTES + REDACTION_MARGIN);
-  const redacted = redactCredentials(read.text, key ? [key] : []);
-  const text = truncateUtf8(redacted, UPSTREAM_ERROR_BYTES);
-  return { text, cut: read.cut || text.length < redacted.length };
-}
-
-/** Reads at most `limit` bytes of `body` and drains the rest; whether it was cut. */
-async function readBounded(
-  body: AsyncIterable<Uint8Array>,
-  limit: number,
-): Promise<{ text: string; cut: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let cut = false;
-  for await (const chunk of body) {
-    if (size >= limit) {
-      cut = true;
-      continue;
-    }
-    const part = Buffer.from(chunk).subarray(0, limit - size);
-    if (part.length < chunk.byteLength) cut = true;
-    chunks.push(part);
-    size += part.length;
-  }
-  // A multi-byte character cut at the limit becomes U+FFFD: the text stays valid.
-  return { text: Buffer.concat(chunks).toString("utf8"), cut };
-}
-
-/** Response headers not relayed: hop-by-hop, framing (the gateway frames its own answer), cookies. */
-const UNRELAYED = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "upgrade",
-  "te",
-  "trailer",
-  "content-length",
-  "content-encoding",
-  "set-cookie",
-]);
 
 /** HTTP status and OpenAI error type of each Gatehouse error kind, for the proxy's own refusals. */
 const OPENAI_ERROR: Record<string, { status: number; type: string }> = {
@@ -212,64 +107,8 @@ export function modelRefusal(
   return undefined;
 }
 
-/** The answer headers relayed to the pod: the endpoint's, without hop-by-hop and framing headers. */
-export function relayedHeaders(
-  headers: Record<string, string | string[] | undefined>,
-): Record<string, string | string[]> {
-  const named = new Set(
-    String(headers.connection ?? "")
-      .split(",")
-      .map((h) => h.trim().toLowerCase())
-      .filter(Boolean),
-  );
-  const relayed: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase();
-    if (value === undefined || UNRELAYED.has(lower) || named.has(lower)) continue;
-    relayed[lower] = value;
-  }
-  return relayed;
-}
-
 function nowMicros(): number {
   return Date.now() * 1000;
-}
-
-/** Waits until `raw` can take more bytes or is gone. */
-function drained(raw: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off("drain", done);
-      raw.off("close", done);
-      resolve();
-    };
-    raw.once("drain", done);
-    raw.once("close", done);
-  });
-}
-
-/**
- * Copies `body` to `raw` chunk by chunk as it arrives, pushing every chunk into `meter`; the caller
- * ends `raw`. A pod that hangs up stops the copying, not the reading. Resolves with whether the body
- * arrived complete (if not, `raw` is destroyed: the pod sees the answer cut off).
- */
-async function relay(
-  body: AsyncIterable<Uint8Array>,
-  raw: ServerResponse,
-  meter: { push(bytes: Uint8Array): void },
-): Promise<{ complete: boolean; error?: unknown }> {
-  try {
-    for await (const chunk of body) {
-      meter.push(chunk);
-      if (raw.destroyed) continue;
-      if (!raw.write(chunk)) await drained(raw);
-    }
-    return { complete: true };
-  } catch (error) {
-    // The endpoint broke off mid-answer: the pod sees the answer cut off, as it would without the proxy.
-    raw.destroy();
-    return { complete: false, error };
-  }
 }
 
 /** Registers `POST /v1/model/chat/completions` (inside the authenticated /v1 scope). */
