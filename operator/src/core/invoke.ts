@@ -21,45 +21,31 @@
  * `createPostgresAuditLog(pool)` from `operator/src/store/`. Kubernetes-backed ports (catalog,
  * approvals, identities) and the HTTP `ProviderClient` belong to `kube/` / `gateway/`.
  */
-import type { InvokeAnswer, InvokeCall } from "../api/agent-protocol.ts";
+
+import type { InvokeCall } from "../api/agent-protocol.ts";
 import { MAX_APPROVAL_ARGUMENTS_LENGTH } from "../api/approval.ts";
-import {
-  answerFromExecution,
-  deniedAnswer,
-  invalidArgumentsAnswer,
-  pendingApprovalAnswer,
-} from "./answer.ts";
-import { answerOfSettledApproval, SETTLED_PHASES } from "./approval-answer.ts";
-import { checkArguments, parseArguments } from "./arguments.ts";
+import { deniedAnswer, invalidArgumentsAnswer, pendingApprovalAnswer } from "./answer.ts";
+import { approvalRequestOf, describeApprovers } from "./approval-request.ts";
+import { checkArguments } from "./arguments.ts";
 import { AuditKind } from "./audit.ts";
 import { type JsonObject, sha256Hex } from "./canonical.ts";
-import { GatehouseError, isGatehouseError } from "./errors.ts";
+import { isGatehouseError } from "./errors.ts";
 import { execute } from "./execute.ts";
-import { actionKeyOf, type ExecutionIdentity, executionIdentity } from "./execution-identity.ts";
+import { actionKeyOf, executionIdentity } from "./execution-identity.ts";
 import { failpointSite } from "./failpoints.ts";
-import { approvalSettings, decidePolicy, limitDecision } from "./policy.ts";
-import type {
-  ApprovalHandle,
-  ApprovalRequest,
-  ApprovalTarget,
-  AuditOutcome,
-  CoreDeps,
-  ExecutionRecord,
-  InvokeDecision,
-  ResolvedCapability,
-  SessionContext,
-} from "./ports.ts";
-import { outcomeOfExecution } from "./recovery.ts";
 import {
-  alreadySucceededAnswer,
-  checksReproposals,
-  classifyReproposal,
-  previouslyFailedMessage,
-  type Reproposal,
-  resolvedAnswer,
-  unsettledAnswer,
-} from "./reproposal.ts";
-import { tryRecordUnknownAutoExecution } from "./resolution.ts";
+  answerConcurrentProposal,
+  answerOfExistingApproval,
+  answerRepeat,
+  answerReproposal,
+  conflict,
+  type InvokeResult,
+  withResolutionApproval,
+} from "./invoke-answers.ts";
+import { auditor, identityDigestOf, settleBudget, unstorableField } from "./invoke-records.ts";
+import { decidePolicy, limitDecision } from "./policy.ts";
+import type { CoreDeps, SessionContext } from "./ports.ts";
+import { checksReproposals, classifyReproposal, previouslyFailedMessage } from "./reproposal.ts";
 import { capabilityIdOf } from "./tool-names.ts";
 
 const BEFORE_DECISION = failpointSite("invoke.before-decision");
@@ -68,14 +54,8 @@ const BEFORE_APPROVAL_CREATE = failpointSite("invoke.before-approval-create");
 const AFTER_APPROVAL_CREATE = failpointSite("invoke.after-approval-create");
 
 export { executeApproved } from "./execute-approved.ts";
-
+export { answerOfExecution, type InvokeResult } from "./invoke-answers.ts";
 export { defaultCoreConfig } from "./ports.ts";
-
-/** Result of {@link invoke}: the answer for the agent and how it was decided. */
-export interface InvokeResult {
-  answer: InvokeAnswer;
-  decision: InvokeDecision;
-}
 
 /**
  * Decides and, when allowed, executes one tool call (DESIGN §4 steps 2–10, in that order):
@@ -390,279 +370,4 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     answer: await withResolutionApproval(deps, result.execution, result.answer),
     decision: result.executedNow ? "allowed" : "repeated",
   };
-}
-
-/**
- * The answer to a repeat of a call that has an execution row: its outcome, waited for while it runs
- * within its lease, with the Approval a person resolves an unknown outcome on. Audited as
- * `invoke.repeated`.
- */
-async function answerRepeat(
-  deps: CoreDeps,
-  call: InvokeCall,
-  existing: ExecutionRecord,
-  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
-): Promise<InvokeResult> {
-  const current = await outcomeOfExecution(deps, existing);
-  await audit(AuditKind.repeated, "success", { tool: call.tool, state: current.state });
-  const answer = await withResolutionApproval(deps, current, answerOfExecution(deps, current));
-  return { answer, decision: "repeated" };
-}
-
-/**
- * The answer to a write whose action key a concurrent identical proposal claimed first: that run's
- * outcome (waited for while it runs), audited as `invoke.reproposed`; this call's reservations go back,
- * since nothing new ran. Errors: throws when no row holds the key (the conflict was something else).
- */
-async function answerConcurrentProposal(
-  deps: CoreDeps,
-  session: SessionContext,
-  executionId: string,
-  capability: string,
-  argumentsDigest: string,
-  idempotencyKey: string,
-  facts: JsonObject,
-  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
-): Promise<InvokeResult> {
-  const rows = await deps.executions.findByAction({ sessionUid: session.uid, capability, argumentsDigest });
-  const holder = rows.findLast(
-    (e) => e.idempotencyKey === idempotencyKey && !(e.state === "failed" && e.neverSent),
-  );
-  if (!holder) {
-    throw new GatehouseError("conflict", `idempotency key ${idempotencyKey} is taken by another action`);
-  }
-  await deps.budget.release(executionId, deps.clock.nowMicros());
-  const current = await outcomeOfExecution(deps, holder);
-  await audit(AuditKind.reproposed, "success", {
-    ...facts,
-    rule: "ConcurrentProposal",
-    earlierExecution: holder.id,
-    state: current.state,
-  });
-  return { answer: answerOfExecution(deps, current), decision: "repeated" };
-}
-
-/**
- * Settles an executed call's reservations: the tool call is consumed; a write counts only when it
- * succeeded or may have (`unknown`) — a write that failed changed nothing and gives its write back.
- */
-async function settleBudget(deps: CoreDeps, execution: ExecutionRecord) {
-  if (execution.state === "failed") await deps.budget.release(execution.id, deps.clock.nowMicros(), "write");
-  await deps.budget.consume(execution.id, deps.clock.nowMicros());
-}
-
-/**
- * Which of the call's text fields holds U+0000. Postgres text and jsonb cannot store it as sent, so
- * the session's history could not keep the call the model made.
- */
-function unstorableField(call: InvokeCall): "callId" | "tool" | undefined {
-  if (call.callId.includes("\u0000")) return "callId";
-  if (call.tool.includes("\u0000")) return "tool";
-  return undefined;
-}
-
-/**
- * The answer to a write proposed again while an identical earlier one is unsettled, waiting on its
- * Approval, or resolved by a person: nothing new is created or sent; the answer names the earlier
- * record. Audited as `invoke.reproposed`.
- */
-async function answerReproposal(
-  call: InvokeCall,
-  earlier: Extract<Reproposal, { kind: "unsettled" | "approval_open" | "resolved" | "succeeded" }>,
-  facts: JsonObject,
-  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
-  maxResultBytes: number,
-): Promise<InvokeResult> {
-  let answer: InvokeAnswer;
-  let payload: JsonObject;
-  if (earlier.kind === "approval_open") {
-    const { approval } = earlier;
-    answer = pendingApprovalAnswer(
-      approval.name,
-      approval.identity.executionId,
-      `This exact action is already waiting on Approval ${approval.name} (${approval.phase}); wait for its ` +
-        "decision instead of proposing it again.",
-    );
-    payload = { rule: "ApprovalOpen", approval: approval.name, phase: approval.phase };
-  } else {
-    // A `started` row whose claimer died is settled by the leader's sweep or a repeat of its own call.
-    const { execution } = earlier;
-    answer =
-      earlier.kind === "resolved"
-        ? resolvedAnswer(execution)
-        : earlier.kind === "succeeded"
-          ? alreadySucceededAnswer(execution, maxResultBytes)
-          : unsettledAnswer(execution);
-    payload = {
-      rule: RULE_OF_REPROPOSAL[earlier.kind],
-      earlierExecution: execution.id,
-      state: execution.state,
-      approval: answer.approval?.name ?? null,
-    };
-  }
-  const settled = earlier.kind === "resolved" || earlier.kind === "succeeded";
-  await audit(AuditKind.reproposed, settled ? "success" : "pending", {
-    ...facts,
-    tool: call.tool,
-    ...payload,
-  });
-  return { answer, decision: "repeated" };
-}
-
-/** The audit `rule` of each re-proposal answered from an earlier record. */
-const RULE_OF_REPROPOSAL = {
-  unsettled: "OutcomeUnsettled",
-  resolved: "ResolvedByPerson",
-  succeeded: "AlreadySucceeded",
-} as const;
-
-/**
- * `answer` naming the Approval a person resolves an Auto call's unknown outcome on, created now if it
- * is missing (core/resolution.ts); `answer` unchanged for any other row.
- */
-async function withResolutionApproval(
-  deps: CoreDeps,
-  execution: ExecutionRecord,
-  answer: InvokeAnswer,
-): Promise<InvokeAnswer> {
-  const name = await tryRecordUnknownAutoExecution(deps, execution);
-  if (!name) return answer;
-  return {
-    ...answer,
-    approval: { name },
-    content: `${answer.content} A person resolves it on Approval ${name}.`,
-  };
-}
-
-/** The agent's answer for an execution row (used for repeats and by the approval wait endpoint). */
-export function answerOfExecution(deps: Pick<CoreDeps, "config">, execution: ExecutionRecord): InvokeAnswer {
-  return answerFromExecution(execution, deps.config.maxResultBytes);
-}
-
-/** Digest identifying the arguments: canonical when they parse, `{}` for empty text, else the raw text's. */
-function identityDigestOf(raw: string): string {
-  if (raw.trim() === "") return sha256Hex("{}");
-  const parsed = parseArguments(raw);
-  return parsed.ok ? parsed.digest : sha256Hex(`raw:${raw}`);
-}
-
-function auditor(deps: CoreDeps, session: SessionContext, executionId: string) {
-  return (kind: string, outcome: AuditOutcome, payload: JsonObject) =>
-    deps.audit.append({
-      kind,
-      actor: session.subject.user,
-      outcome,
-      sessionUid: session.uid,
-      executionId,
-      atMicros: deps.clock.nowMicros(),
-      payload: { session: `${session.namespace}/${session.name}`, ...payload },
-    });
-}
-
-/**
- * Refuses a call whose Approval name is squatted. Only audited here (the gateway writes no status):
- * the controller marks the squat Failed/Conflict from this record, by `approvalUid`
- * (controllers/approval/conflict-sweep.ts).
- */
-async function conflict(
-  deps: CoreDeps,
-  session: SessionContext,
-  identity: ExecutionIdentity,
-  tool: string,
-  squat: ApprovalHandle,
-  audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
-): Promise<InvokeResult> {
-  await audit(AuditKind.approvalConflict, "failure", {
-    tool,
-    approval: `${session.namespace}/${identity.approvalName}`,
-    ...(squat.uid ? { approvalUid: squat.uid } : {}),
-  });
-  deps.logger.warn(
-    { executionId: identity.executionId, approval: identity.approvalName },
-    "approval name squatted",
-  );
-  return {
-    answer: deniedAnswer(
-      "This call cannot be approved: its approval record was tampered with. Report it to the user.",
-      "conflict",
-      identity.executionId,
-    ),
-    decision: "conflict",
-  };
-}
-
-/**
- * The answer to a call repeated after its Approval was made: wait while it is undecided or running;
- * once settled, the same answer the wait endpoint and the transcript's `approval_outcome` give.
- */
-async function answerOfExistingApproval(
-  deps: CoreDeps,
-  approval: ApprovalHandle,
-  identity: ExecutionIdentity,
-): Promise<InvokeAnswer> {
-  if (!SETTLED_PHASES.has(approval.phase)) {
-    return pendingApprovalAnswer(
-      approval.name,
-      identity.executionId,
-      `Approval ${approval.name} for this call is ${approval.phase}; wait for it, do not repeat the call.`,
-    );
-  }
-  return answerOfSettledApproval(
-    deps.executions,
-    { ...approval, executionId: identity.executionId },
-    deps.config.maxResultBytes,
-  );
-}
-
-function approvalRequestOf(
-  deps: CoreDeps,
-  session: SessionContext,
-  identity: ExecutionIdentity,
-  capability: ResolvedCapability,
-  canonical: string,
-  digest: string,
-): ApprovalRequest {
-  const settings = approvalSettings(capability.policy, session.subject, deps.config.approvalTtlSeconds);
-  const expiresAtMs = Math.floor(deps.clock.nowMicros() / 1000) + settings.ttlSeconds * 1000;
-  return {
-    namespace: session.namespace,
-    name: identity.approvalName,
-    executionId: identity.executionId,
-    sessionRef: { name: session.name, uid: session.uid },
-    capability: capability.name,
-    capabilityId: capability.id,
-    providerRef: capability.providerRef,
-    arguments: canonical,
-    argumentsDigest: digest,
-    schemaDigest: capability.schemaDigest,
-    requester: { user: session.subject.user, groups: [...session.subject.groups] },
-    approvers: settings.approvers,
-    requiredApprovals: settings.requiredApprovals,
-    allowSelfApproval: settings.allowSelfApproval,
-    // Whole seconds: RFC 3339 without fractional digits compares cleanly in CEL and kubectl output.
-    expiresAt: new Date(Math.floor(expiresAtMs / 1000) * 1000).toISOString().replace(".000Z", "Z"),
-    ...targetOf(capability, canonical),
-  };
-}
-
-/**
- * `{target}` from the arguments when the capability names its target arguments (a string or number
- * each); `{}` when it names none or the arguments lack them.
- */
-function targetOf(capability: ResolvedCapability, canonical: string): { target?: ApprovalTarget } {
-  const offer = capability.target;
-  if (!offer) return {};
-  const args = JSON.parse(canonical) as JsonObject;
-  const scalar = (value: unknown) =>
-    typeof value === "string" || typeof value === "number" ? String(value) : undefined;
-  const id = scalar(args[offer.idArgument]);
-  const version = scalar(args[offer.versionArgument]);
-  if (id === undefined) return {};
-  return { target: { kind: offer.kind, id, ...(version !== undefined ? { version } : {}) } };
-}
-
-function describeApprovers(request: ApprovalRequest): string {
-  const who = [...request.approvers.users, ...request.approvers.groups.map((g) => `group ${g}`)].join(", ");
-  const count = request.requiredApprovals > 1 ? `${request.requiredApprovals} approvals from ` : "";
-  return `${count}${who}`;
 }
