@@ -6,7 +6,7 @@ import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { BUDGET_EXCEEDED, isBudgetExceeded, ModelProxyError } from "../api/agent-protocol.ts";
 import type { AgentSession } from "../api/kinds.ts";
-import type { ModelEndpoint } from "../config.ts";
+import type { ModelEndpoint } from "../config-environment.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { defaultSessionCeilings } from "../core/limits.ts";
 import { sessionRecords } from "../store/session-records.ts";

@@ -34,7 +34,7 @@ import { type Dispatcher, request as undiciRequest } from "undici";
 import { z } from "zod";
 import { BUDGET_EXCEEDED, MODEL_PROXY_PATH, type ModelProxyError } from "../api/agent-protocol.ts";
 import type { AgentSession } from "../api/kinds.ts";
-import type { ModelEndpoint } from "../config.ts";
+import type { ModelEndpoint } from "../config-environment.ts";
 import { isGatehouseError } from "../core/errors.ts";
 import { type SessionCeilings, tokenBudgetRefusal, tokensUsed } from "../core/limits.ts";
 import type { ModelProxyMetrics, ModelRequestOutcome } from "../kube/metrics.ts";
