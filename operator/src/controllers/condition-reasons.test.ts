@@ -28,7 +28,7 @@ const REASON = /^[A-Z][A-Za-z0-9]*$/;
  */
 const INDIRECT_REASONS = [
   "operator/src/controllers/agentsession/status.ts: reason",
-  "operator/src/controllers/approval/plan.ts: result.reason",
+  "operator/src/controllers/approval/plan-dispatch.ts: result.reason",
 ];
 
 function sourceFiles(): string[] {
@@ -123,8 +123,16 @@ interface Extraction {
 function extractReasons(): Extraction {
   const reasons = new Set<string>();
   const indirect: string[] = [];
-  for (const file of sourceFiles()) {
-    const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  const sources = sourceFiles().map(
+    (file) =>
+      [file, ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true)] as const,
+  );
+  // A function with a `reason` parameter is followed wherever it is called: planners import the
+  // helpers that set a phase from a module beside them.
+  const reasonParams = new Map<string, number>();
+  for (const [, source] of sources)
+    for (const [fn, index] of factsOf(source).reasonParams) reasonParams.set(fn, index);
+  for (const [file, source] of sources) {
     const facts = factsOf(source);
     const where = relative(ROOT, file);
     const visit = (node: ts.Node): void => {
@@ -132,7 +140,7 @@ function extractReasons(): Extraction {
         for (const r of literalsOf(node.initializer, facts).literals) reasons.add(r);
       }
       if (ts.isCallExpression(node) && ts.isIdentifier(node.expression)) {
-        const index = facts.reasonParams.get(node.expression.text);
+        const index = facts.reasonParams.get(node.expression.text) ?? reasonParams.get(node.expression.text);
         const arg = index === undefined ? undefined : node.arguments[index];
         if (arg) for (const r of literalsOf(arg, facts).literals) reasons.add(r);
       }
