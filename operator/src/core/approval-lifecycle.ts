@@ -17,10 +17,25 @@
  * append and the outcome out); the approval reconciler's planner calls it, and `decideApproval` /
  * `endApproval` are its thin wrappers over the chain.
  */
+
+import {
+  countedDecisions,
+  decisionEntries,
+  endEntry,
+  lifecycleEntry,
+  lifecycleEntryAt,
+} from "./approval-entries.ts";
+import {
+  type ApprovalHistory,
+  evaluateRecorded,
+  historyWith,
+  phaseOfEnd,
+  readHistory,
+  recordRef,
+} from "./approval-history.ts";
 import { type ApprovalRules, approvalRulesOf } from "./approval-rules.ts";
-import { type ApprovalEvaluation, evaluateApproval } from "./approvals.ts";
+import type { ApprovalEvaluation } from "./approvals.ts";
 import { AuditKind } from "./audit.ts";
-import type { JsonObject } from "./canonical.ts";
 import type { ApprovalSettings } from "./policy.ts";
 import type {
   AppendedRecord,
@@ -32,146 +47,22 @@ import type {
   DecisionRulesVerdict,
 } from "./ports.ts";
 
-/** The kind of the record that ends an Approval in `phase`, for the phases that end one. */
-export const END_KIND_OF_PHASE: Partial<Record<ApprovalPhase, string>> = {
-  Approved: AuditKind.approvalApproved,
-  Rejected: AuditKind.approvalRejected,
-  Expired: AuditKind.approvalExpired,
-  Cancelled: AuditKind.approvalCancelled,
-  Stale: AuditKind.approvalStale,
-  Failed: AuditKind.approvalFailed,
-};
-
-const PHASE_OF_END_KIND = new Map<string, ApprovalPhase>(
-  Object.entries(END_KIND_OF_PHASE).map(([phase, kind]) => [kind as string, phase as ApprovalPhase]),
-);
-
-/** Kinds that end an Approval (its decision, or its dispatch after approval). */
-export const END_KINDS: ReadonlySet<string> = new Set(PHASE_OF_END_KIND.keys());
-
-/** A decision as its `approval.decided` record has it. */
-export interface RecordedDecision {
-  index: number;
-  approver: string;
-  verdict: string;
-  counted: boolean;
-  rulesEnforced: boolean;
-}
-
-/** What the chain says of one Approval so far. */
-export interface ApprovalHistory {
-  /** Its `approval.decided` records by decision index. */
-  decided: Map<number, RecordedDecision>;
-  /** The record that ended its decision (approved, rejected, …), if any. */
-  end?: ChainedRecord;
-  /** After approval: the record that refused its dispatch for good, if any. */
-  dispatchEnd?: ChainedRecord;
-  /** The `approval.requested` the tool call appended for it ({@link isRequestOf}), if the chain holds one. */
-  requested?: ChainedRecord;
-}
-
-/** A reference to a record by position and hash, as later records cite it. */
-export function recordRef(record: AppendedRecord): JsonObject {
-  return { seq: record.seq, hash: record.hash };
-}
-
-/**
- * The history of Approval `approval` ("namespace/name") from the records of its execution id. Pure.
- * Records naming another Approval (squatted under the same name), or another object of the same name
- * (`uid`: an Approval deleted and re-created), are not its own.
- */
-export function historyOf(
-  records: readonly ChainedRecord[],
-  approval: string,
-  uid?: string | undefined,
-): ApprovalHistory {
-  const history: ApprovalHistory = { decided: new Map() };
-  for (const record of records) addToHistory(history, record, approval, uid);
-  return history;
-}
-
-/** Adds one chained record to `history`, as {@link historyOf} reads it. */
-function addToHistory(
-  history: ApprovalHistory,
-  record: ChainedRecord,
-  approval: string,
-  uid: string | undefined,
-): void {
-  if (record.payload.approval !== approval) return;
-  const recordUid = record.payload.approvalUid;
-  if (uid !== undefined && recordUid !== undefined && recordUid !== uid) return;
-  if (record.kind === AuditKind.approvalDecided) {
-    const p = record.payload;
-    const index = Number(p.index);
-    if (!history.decided.has(index)) {
-      history.decided.set(index, {
-        index,
-        approver: String(p.approver),
-        verdict: String(p.verdict),
-        counted: p.counted === true,
-        rulesEnforced: p.rulesEnforced === true,
-      });
-    }
-  } else if (END_KINDS.has(record.kind)) {
-    if (!history.end) history.end = record;
-    else if (history.end.kind === AuditKind.approvalApproved && !history.dispatchEnd)
-      history.dispatchEnd = record;
-  }
-}
-
-/**
- * `history` with `entries` added where `appendAll` placed them (`appended`, same order), so a
- * dispatch in the same reconcile sees the end just recorded without reading the chain again. Pure.
- */
-export function historyWith(
-  history: ApprovalHistory,
-  approval: ApprovalView,
-  entries: readonly AuditEntry[],
-  appended: readonly AppendedRecord[],
-): ApprovalHistory {
-  const next: ApprovalHistory = { ...history, decided: new Map(history.decided) };
-  entries.forEach((entry, i) => {
-    const at = appended[i];
-    if (at) addToHistory(next, { ...entry, ...at }, approvalKeyOf(approval), approval.uid);
-  });
-  return next;
-}
-
-/** The phase an end record settles, e.g. Approved for approval.approved. */
-export function phaseOfEnd(record: ChainedRecord): ApprovalPhase {
-  return PHASE_OF_END_KIND.get(record.kind) ?? "Failed";
-}
-
-/** Why a decision first observed while the rules were not enforced never counts. */
-export function unenforcedReason(message: string): string {
-  return `observed while admission did not enforce the decision rules (${message}); it never counts`;
-}
-
-/**
- * Evaluates the decisions by the rules of `core/approvals.ts` under `rules` (default: the spec's
- * alone; core/approval-rules.ts), except that a decision the chain recorded as observed while the
- * rules were not enforced is ignored. Pure.
- */
-export function evaluateRecorded(
-  approval: ApprovalView,
-  history: ApprovalHistory,
-  rules: ApprovalRules = approvalRulesOf(approval.request),
-): ApprovalEvaluation {
-  const excluded = new Map<number, string>();
-  for (const recorded of history.decided.values()) {
-    if (!recorded.rulesEnforced)
-      excluded.set(recorded.index, "observed while admission did not enforce the decision rules");
-  }
-  return evaluateApproval({
-    decisions: approval.decisions,
-    approvers: rules.approvers,
-    ...(rules.policyApprovers ? { policyApprovers: rules.policyApprovers } : {}),
-    requiredApprovals: rules.requiredApprovals,
-    allowSelfApproval: rules.allowSelfApproval,
-    requester: approval.request.requester,
-    excluded,
-  });
-}
+export { lifecycleEntry, lifecycleEntryAt } from "./approval-entries.ts";
+export {
+  type ApprovalHistory,
+  approvalKeyOf,
+  END_KIND_OF_PHASE,
+  END_KINDS,
+  evaluateRecorded,
+  historyOf,
+  historyWith,
+  isRequestOf,
+  phaseOfEnd,
+  type RecordedDecision,
+  readHistory,
+  recordRef,
+  unenforcedReason,
+} from "./approval-history.ts";
 
 /** Input of {@link planDecision}. */
 export interface DecisionInput {
@@ -346,161 +237,6 @@ export async function endApproval(deps: CoreDeps, input: EndApprovalInput): Prom
     end: { phase: input.phase, reason: input.reason, message: input.message },
   });
   return settledOf(input.approval, history, plan, await deps.audit.appendAll(plan.entries)).end;
-}
-
-/** The Approval's history as the chain holds it now, with the request it was created for. */
-export async function readHistory(deps: CoreDeps, approval: ApprovalView): Promise<ApprovalHistory> {
-  const records = await deps.audit.recordsOf(approval.request.executionId);
-  const history = historyOf(records, approvalKeyOf(approval), approval.uid);
-  const requested = records.find((record) => isRequestOf(record, approval));
-  return requested ? { ...history, requested } : history;
-}
-
-/**
- * Whether `record` is the `approval.requested` a tool call appended for `approval` (core/invoke.ts):
- * of its execution and session, naming it (the bare name, as invoke records it, or `namespace/name`),
- * for the capability and arguments digest its spec holds, and — when both know it — for this object
- * (`approvalUid`). An Approval made any other way has none, however it got its spec. Pure.
- */
-export function isRequestOf(record: AuditEntry, approval: ApprovalView): boolean {
-  const request = approval.request;
-  const payload = record.payload;
-  return (
-    record.kind === AuditKind.approvalRequested &&
-    record.executionId === request.executionId &&
-    record.sessionUid === request.sessionRef.uid &&
-    (payload.approval === request.name || payload.approval === approvalKeyOf(approval)) &&
-    payload.session === `${request.namespace}/${request.sessionRef.name}` &&
-    payload.capability === request.capabilityId &&
-    payload.argumentsDigest === request.argumentsDigest &&
-    (approval.uid === undefined || payload.approvalUid === undefined || payload.approvalUid === approval.uid)
-  );
-}
-
-/** "namespace/name" of the Approval, as its records name it. */
-export function approvalKeyOf(approval: ApprovalView): string {
-  return `${approval.request.namespace}/${approval.request.name}`;
-}
-
-/** The entry of a lifecycle record of `approval`, at `atMicros`. Pure. */
-export function lifecycleEntryAt(
-  atMicros: number,
-  approval: ApprovalView,
-  kind: string,
-  actor: string,
-  outcome: "success" | "failure",
-  payload: JsonObject,
-): AuditEntry {
-  return {
-    kind,
-    // The actor column is text, which cannot hold U+0000; an approver name written while admission
-    // was off may contain it. The payload keeps the name exactly (canonical JSON escapes it).
-    actor: actor.replaceAll("\u0000", "\uFFFD"),
-    outcome,
-    sessionUid: approval.request.sessionRef.uid,
-    executionId: approval.request.executionId,
-    atMicros,
-    payload: {
-      approval: approvalKeyOf(approval),
-      ...(approval.uid !== undefined ? { approvalUid: approval.uid } : {}),
-      ...payload,
-    },
-  };
-}
-
-/** The entry of a lifecycle record of `approval`, now. */
-export function lifecycleEntry(
-  deps: CoreDeps,
-  approval: ApprovalView,
-  kind: string,
-  actor: string,
-  outcome: "success" | "failure",
-  payload: JsonObject,
-): AuditEntry {
-  return lifecycleEntryAt(deps.clock.nowMicros(), approval, kind, actor, outcome, payload);
-}
-
-/** The decisions that counted toward `evaluation`'s outcome, for an end record. */
-function countedDecisions(approval: ApprovalView, evaluation: ApprovalEvaluation): JsonObject[] {
-  const ignored = new Set(evaluation.ignored.map((i) => i.index));
-  return approval.decisions.flatMap((d, index) =>
-    ignored.has(index) ? [] : [{ index, approver: d.approver, verdict: d.verdict }],
-  );
-}
-
-/**
- * The `approval.decided` entries for each decision the history does not hold yet, in index order
- * (added to `history`), and the evaluation they amount to. While the rules are not enforced the new
- * ones are recorded as never counting, and the evaluation takes that into account.
- */
-function decisionEntries(
-  atMicros: number,
-  approval: ApprovalView,
-  history: ApprovalHistory,
-  verdict: DecisionRulesVerdict,
-  rules: ApprovalRules,
-): { entries: AuditEntry[]; evaluation: ApprovalEvaluation } {
-  // Judged before the new decisions join the history: a decision observed while enforced counts by
-  // the evaluation; one observed while not enforced is marked so and never counts.
-  const before = verdict.enforced ? evaluateRecorded(approval, history, rules) : undefined;
-  const ignored = new Map(before?.ignored.map((i) => [i.index, i.reason]));
-  const entries: AuditEntry[] = [];
-  for (const [index, decision] of approval.decisions.entries()) {
-    if (history.decided.has(index)) continue;
-    const why = verdict.enforced ? ignored.get(index) : unenforcedReason(verdict.message);
-    const recorded = {
-      index,
-      approver: decision.approver,
-      verdict: decision.verdict,
-      counted: why === undefined,
-      rulesEnforced: verdict.enforced,
-    };
-    entries.push(
-      lifecycleEntryAt(
-        atMicros,
-        approval,
-        AuditKind.approvalDecided,
-        decision.approver,
-        why ? "failure" : "success",
-        {
-          ...recorded,
-          ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
-          ...(why !== undefined ? { ignoredReason: why } : {}),
-        },
-      ),
-    );
-    history.decided.set(index, recorded);
-  }
-  return { entries, evaluation: before ?? evaluateRecorded(approval, history, rules) };
-}
-
-/** The end record of `phase`, naming the decisions that counted and the rules they counted under. */
-function endEntry(
-  atMicros: number,
-  approval: ApprovalView,
-  evaluation: ApprovalEvaluation,
-  rules: ApprovalRules,
-  phase: ApprovalPhase,
-  reason: string,
-  message: string,
-): AuditEntry {
-  return lifecycleEntryAt(
-    atMicros,
-    approval,
-    END_KIND_OF_PHASE[phase] ?? AuditKind.approvalFailed,
-    "gatehouse",
-    phase === "Approved" ? "success" : "failure",
-    {
-      phase,
-      reason,
-      message,
-      decisions: countedDecisions(approval, evaluation),
-      ...(phase === "Approved" ? { approvedBy: evaluation.approvedBy } : {}),
-      ...(evaluation.rejectedBy !== undefined ? { rejectedBy: evaluation.rejectedBy } : {}),
-      requiredApprovals: rules.requiredApprovals,
-      ...(rules.tightened.length > 0 ? { policyTightened: rules.tightened } : {}),
-    },
-  );
 }
 
 /**
