@@ -1,3 +1,27 @@
+/**
+ * What one reconcile of an Approval does, as a pure function of what was observed, so the reconciler
+ * reads like the paragraph that explains it (the applier is reconciler.ts):
+ *
+ *   being deleted     → a Pending one ends Cancelled (ApprovalDeleted) after its decisions; an approved
+ *                       one that never started ends its dispatch so; then the finalizer goes
+ *   no finalizer      → add it (Approvals of an earlier version), look again
+ *   Pending, session gone, cancelled or ended → its decisions and Cancelled (SessionEnded)
+ *   Pending           → Core's planDecision (core/approval-lifecycle.ts): each new decision once, and the
+ *                       end when decisions or the clock settle it, under the stricter of the spec and
+ *                       the Capability's current policy (core/approval-rules.ts); still Pending → the
+ *                       status says how many approvals count of how many, under which rule; settled
+ *                       Approved → dispatch
+ *   decided, decisions appended since → each reported once (status first, then audit + Event)
+ *   Approved | Executing → dispatch through Core's executeApproved; {@link planDispatchOutcome} turns
+ *                       its result into the final status
+ *   Unknown (or an Auto call's record Approval) → the phase follows the execution row
+ *                       (resolution.ts `planResolution`): a person's resolution is recorded by Core
+ *                       first; settled by it or by the leader's settle sweep → Succeeded | Failed, and
+ *                       the agent is told once more; still unknown → looked at after the next attempt
+ *
+ * Audit entries of the lifecycle are appended together (`AuditLog.appendAll`, one transaction) before
+ * the status moves, so the status only ever follows the chain.
+ */
 import type { Approval } from "../../api/kinds.ts";
 import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
 import { type ApprovalHistory, planDecision, undispatchedEnd } from "../../core/approval-lifecycle.ts";
