@@ -1,3 +1,7 @@
+/**
+ * The Approval Core asks for when a call needs one: its spec from the session, the call and the
+ * Capability's approval settings, its target, and the approvers in words.
+ */
 import type { JsonObject } from "./canonical.ts";
 import type { ExecutionIdentity } from "./execution-identity.ts";
 import { approvalSettings } from "./policy.ts";
