@@ -1,0 +1,95 @@
+/**
+ * The end of an AgentSession's pass (plan.ts): the agent pod it creates ({@link planAgentPod}) and
+ * the status it writes ({@link planStatus}), both pure.
+ */
+import type { V1Pod } from "@kubernetes/client-node";
+import { isTerminalSessionPhase } from "../../api/agentsession.ts";
+import type { Approval, ProviderInstance } from "../../api/kinds.ts";
+import { limitsOf } from "../../kube/session-context.ts";
+import {
+  type AgentSessionPlanInput,
+  event,
+  type FinalPlan,
+  final,
+  type PlannedEvent,
+  POLL_INTERVAL_MS,
+} from "./plan-types.ts";
+import { agentPodFor } from "./pod.ts";
+import { sidecarsFor } from "./sidecars.ts";
+import { limitLoweredEvent, statusFrom } from "./status.ts";
+
+/**
+ * The agent pod of the current run (pod.ts), its time left counted from the run's start, with a
+ * sidecar for each of `sidecarProviders` (sidecars.ts). Pure.
+ */
+export function planAgentPod(input: AgentSessionPlanInput, sidecarProviders: ProviderInstance[]): V1Pod {
+  const { session, config, now } = input;
+  const runStart = session.status?.runStartTime ?? session.status?.startTime;
+  const started = runStart ? Date.parse(runStart) : now.getTime();
+  const timeout = limitsOf(session, config.sessionCeilings).timeoutSeconds;
+  return agentPodFor(
+    session,
+    session.status?.attempt ?? 1,
+    {
+      image: config.agentImage,
+      gatewayUrl: config.gatewayUrl,
+      remainingSeconds: timeout - (now.getTime() - started) / 1000,
+      resources: config.agentResources,
+      sidecars: sidecarsFor(sidecarProviders, config.gatewayUrl),
+    },
+    session.status?.resumes ?? 0,
+    session.status?.continuations ?? 0,
+  );
+}
+
+/** What the status is planned on, read after the pod's side of the pass. */
+export interface StatusObservation {
+  /** The session's Approvals, from the cache. */
+  approvals: Approval[];
+  /** The names in spec.capabilities no Capability of the namespace has. */
+  missingCapabilities: string[];
+}
+
+/**
+ * The session's status (status.ts statusFrom) with the pod the pass ends with, and what to say when it
+ * is written: LimitLowered (judged against the status before this write: once the write records the
+ * limits, it is silent) and, on reaching a terminal phase, Session<phase>. Pure; needs the record.
+ */
+export function planStatus(
+  input: AgentSessionPlanInput,
+  pod: V1Pod | undefined,
+  observed: StatusObservation,
+): FinalPlan {
+  const { session, config, now } = input;
+  const record = input.record;
+  if (!record) throw new Error("planStatus needs the session's record (readRecord)");
+  const limits = limitsOf(session, config.sessionCeilings);
+  const status = statusFrom(
+    session,
+    pod,
+    observed.approvals,
+    record,
+    now,
+    observed.missingCapabilities,
+    limits,
+  );
+  const lowered = limitLoweredEvent(session, config.sessionCeilings);
+  const events: PlannedEvent[] = [];
+  if (lowered) events.push(event("Warning", lowered.reason, lowered.message));
+  const terminal = isTerminalSessionPhase(status.phase);
+  if (status.phase !== session.status?.phase && terminal) {
+    const ended = status.conditions?.find((c) => c.type === "Progressing");
+    events.push(
+      event(
+        status.phase === "Failed" ? "Warning" : "Normal",
+        `Session${status.phase}`,
+        ended?.message ?? `The session is ${status.phase}.`,
+      ),
+    );
+  }
+  return final({
+    status,
+    whenWritten: { log: [{ fields: { phase: status.phase }, message: "session status written" }], events },
+    requeueAfterMs: terminal ? undefined : POLL_INTERVAL_MS,
+  });
+}
