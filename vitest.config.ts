@@ -21,6 +21,7 @@ export default defineConfig({
             "test/images.test.ts",
             "test/stands-alone.test.ts",
             "test/docs.test.ts",
+            "test/file-size.test.ts",
             "operator/src/**/*.test.ts",
             "agent-image/src/**/*.test.ts",
             "provider-images/*/src/**/*.test.ts",
