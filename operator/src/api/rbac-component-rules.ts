@@ -35,7 +35,7 @@ export const IDENTITY_BINDINGS_ROLE = "gatehouse-identity-bindings";
 
 /**
  * What the controller does to agent pods one by one: create them, read one back when the create finds
- * it already there, delete them (controllers/agentsession/reconciler.ts). Bound by RoleBinding in each
+ * it already there, delete them (controllers/agentsession/writer.ts). Bound by RoleBinding in each
  * watched namespace, so a controller confined by WATCH_NAMESPACES cannot start a pod anywhere else; the
  * pod informer's list/watch is {@link POD_READER_RULES}.
  */

@@ -71,7 +71,7 @@ export function makeCaches(
 /**
  * The controller's cache of the agent NetworkPolicies: every namespace's object of that name, whoever
  * labelled it (a replacement need not carry Gatehouse's label), so a change to one is seen and undone
- * (controllers/agentsession/reconciler.ts keepAgentNetworkPolicy). Selected by name, so RBAC grants
+ * (controllers/agentsession/network-policy.ts keepAgentNetworkPolicy). Selected by name, so RBAC grants
  * the list and watch of that name only (api/rbac.ts).
  */
 export function makeAgentPolicyCache(

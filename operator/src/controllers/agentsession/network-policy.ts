@@ -1,7 +1,7 @@
 /**
  * The namespace's agent NetworkPolicy (DESIGN §7): what Gatehouse writes ({@link agentNetworkPolicy}),
  * whether the API server's copy still is that ({@link agentNetworkPolicyHolds}), and keeping it so
- * ({@link keepAgentNetworkPolicy}). Moved out of reconciler.ts, which re-exports them.
+ * ({@link keepAgentNetworkPolicy}); reconciler.ts re-exports them for its importers.
  */
 import { isDeepStrictEqual } from "node:util";
 import { PatchStrategy, type V1NetworkPolicy } from "@kubernetes/client-node";
