@@ -33,7 +33,7 @@ module.exports = {
       from: { path: "^operator/src/programs/gateway\\.ts$" },
       to: {
         reachable: true,
-        path: "^operator/src/(controllers/|programs/controller\\.ts$|kube/(checkpoint-configmap|witness-key|leader-election|admission-guard|identity-mirror)\\.ts$)",
+        path: "^operator/src/(controllers/|programs/controller\\.ts$|kube/(witness/configmap|witness/key|runtime/leader-election|admission/guard|identity-mirror)\\.ts$)",
       },
     },
     {
@@ -47,6 +47,31 @@ module.exports = {
       severity: "error",
       from: { path: "^operator/src/", pathNot: "^operator/src/(gateway/|programs/)" },
       to: { path: "^operator/src/gateway/" },
+    },
+    {
+      name: "the-runtime-knows-no-domain",
+      comment:
+        "kube/runtime/ is the controller runtime (clients, informers, work queue, election, status writes): it reads the kinds' schemas and Core's error type, nothing else of Core, and nothing of the store, providers or the other adapters.",
+      severity: "error",
+      from: { path: "^operator/src/kube/runtime/" },
+      to: {
+        path: "^operator/src/",
+        pathNot: "^operator/src/(kube/runtime/|api/|core/errors\\.ts$)",
+      },
+    },
+    {
+      name: "http-helpers-stand-alone",
+      comment: "http/ is what every listener shares; it imports nothing of the operator.",
+      severity: "error",
+      from: { path: "^operator/src/http/" },
+      to: { path: "^operator/src/", pathNot: "^operator/src/http/" },
+    },
+    {
+      name: "the-store-speaks-no-kubernetes",
+      comment: "store/ is Postgres only: no Kubernetes client, no adapter over the API server.",
+      severity: "error",
+      from: { path: "^operator/src/store/" },
+      to: { path: "^(operator/src/(kube|providers|gateway|controllers)/|node_modules/@kubernetes)" },
     },
     {
       name: "providers-use-only-the-sdk",

@@ -4,19 +4,31 @@
  * it is split by job, as operator/src/core/ports/ or controllers/approval/plan-*.ts were.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..");
 const MAX_LINES = 400;
 
-/** Tracked TypeScript outside tests: not `*.test.ts`, nothing under test/ (the harness and fakes). */
+/**
+ * The working tree's TypeScript outside tests: not `*.test.ts`, nothing under test/ (the harness and
+ * fakes). Untracked files count and deleted ones do not, so a file being moved or split is judged as it
+ * will be committed.
+ */
 function programFiles(): string[] {
-  const out = execFileSync("git", ["ls-files", "-z", "--", "*.ts"], { cwd: root, encoding: "utf8" });
-  return out
-    .split("\0")
-    .filter((file) => file !== "" && !file.endsWith(".test.ts") && !file.startsWith("test/"));
+  const out = execFileSync(
+    "git",
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.ts"],
+    {
+      cwd: root,
+      encoding: "utf8",
+    },
+  );
+  return [...new Set(out.split("\0"))].filter(
+    (file) =>
+      file !== "" && !file.endsWith(".test.ts") && !file.startsWith("test/") && existsSync(join(root, file)),
+  );
 }
 
 describe("file size", () => {

@@ -51,7 +51,7 @@ export interface OperatorConfig {
   /** The gateway's user name as the API server authenticates it (GATEWAY_SERVICE_ACCOUNT in POD_NAMESPACE). */
   gatewayUsername: string;
   logLevel: string;
-  /** Provider grants and their signing keys (kube/grant-keys.ts); durations in seconds. */
+  /** Provider grants and their signing keys (providers/grant-keys.ts); durations in seconds. */
   grants: {
     ttlSeconds: number;
     keyRotationSeconds: number;

@@ -17,8 +17,8 @@ import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { EMPTY_CHAIN_HEAD, sealAuditRecord } from "../../operator/src/core/audit.ts";
 import type { AuditEntry } from "../../operator/src/core/ports.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
-import { AUDIT_COLUMN_LIST, auditRowValues } from "../../operator/src/store/audit-row.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
+import { AUDIT_COLUMN_LIST, auditRowValues } from "../../operator/src/store/audit/row.ts";
 import { freshDatabase } from "../integration/fresh-database.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/audit.json", import.meta.url));

@@ -19,7 +19,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InvokeAnswer, type InvokeCall } from "../../operator/src/api/agent-protocol.ts";
-import { verifyAuditChain } from "../../operator/src/store/audit-verify.ts";
+import { verifyAuditChain } from "../../operator/src/store/audit/verify.ts";
 import { type EmbeddedServer, startEmbeddedPostgres } from "../../operator/src/store/embedded.ts";
 import type { ControlPlane } from "../cluster/src/index.ts";
 import type { SleepingSession } from "../e2e/core-agent.ts";

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { expect } from "vitest";
 import { GROUP, VERSION } from "../../operator/src/api/kinds.ts";
-import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
+import { loadKubeConfig, makeClients } from "../../operator/src/kube/runtime/client.ts";
 import type { Kubectl, KubectlResult } from "../e2e/kubectl.ts";
 import { decisionPatch } from "../e2e/story.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Every API-server call the gateway makes is bounded in time (kube/client.ts), seen from the side of
+ * Every API-server call the gateway makes is bounded in time (kube/runtime/client.ts), seen from the side of
  * an API server that accepts connections and never answers: a TCP relay in front of the real API
  * server that, while stalled, accepts and holds each connection without a byte. The gateway's own
  * code — the TokenReview of `tokenReviewer`, the SubjectAccessReview, the model key Secret read, an
@@ -18,13 +18,13 @@ import { GatehouseError } from "../../operator/src/core/errors.ts";
 import { tokenReviewer } from "../../operator/src/gateway/authenticate.ts";
 import { errorReply } from "../../operator/src/gateway/error-reply.ts";
 import { subjectAccessReviewer } from "../../operator/src/kube/access-review.ts";
+import { secretModelKeys } from "../../operator/src/kube/model-keys.ts";
 import {
   type KubeClients,
   loadKubeConfig,
   makeClients,
   statusCodeOf,
-} from "../../operator/src/kube/client.ts";
-import { secretModelKeys } from "../../operator/src/kube/model-keys.ts";
+} from "../../operator/src/kube/runtime/client.ts";
 
 const cluster = inject("cluster");
 const TIMEOUT_MS = 1_000;

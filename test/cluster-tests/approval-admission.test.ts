@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, inject, it } from "vitest";
 import { DECISION_POLICY } from "../../operator/src/api/admission-approval.ts";
 import { APPROVAL } from "../../operator/src/api/kinds.ts";
 import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
-import { decisionRulesEnforced } from "../../operator/src/kube/admission-guard.ts";
-import { loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
+import { decisionRulesEnforced } from "../../operator/src/kube/admission/guard.ts";
+import { loadKubeConfig, makeClients } from "../../operator/src/kube/runtime/client.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import { decisionPatch, eventually } from "../e2e/story.ts";
 import {

@@ -32,7 +32,7 @@ import {
   OPERATOR_NAMESPACE,
   WITNESS_KEY_SECRET,
 } from "../../operator/src/api/well-known.ts";
-import { loadKubeConfig } from "../../operator/src/kube/client.ts";
+import { loadKubeConfig } from "../../operator/src/kube/runtime/client.ts";
 import { eventually } from "../cluster/src/index.ts";
 import { type Kubectl, kubectlFor } from "../e2e/kubectl.ts";
 import { approvalSpec, expectRefused, installApi, manifest, uniqueName } from "./api-fixtures.ts";

@@ -16,15 +16,14 @@ import {
   GRANT_KEYS_SECRETS,
   GRANT_PUBLIC_KEYS_CONFIGMAP,
 } from "../../operator/src/api/well-known.ts";
-import { grantSigner } from "../../operator/src/gateway/grant-signer.ts";
 import { jwksRoute } from "../../operator/src/gateway/jwks-route.ts";
-import { type KubeClients, loadKubeConfig, makeClients } from "../../operator/src/kube/client.ts";
+import { type KubeClients, loadKubeConfig, makeClients } from "../../operator/src/kube/runtime/client.ts";
 import {
   type GrantKeyRing,
   newGrantKey,
   type SigningKey,
   startGrantKeyRing,
-} from "../../operator/src/kube/grant-keys.ts";
+} from "../../operator/src/providers/grant-keys.ts";
 import {
   combinedJwks,
   GRANT_PUBLIC_KEYS_KEY,
@@ -33,7 +32,8 @@ import {
   publishableKeys,
   publishGrantPublicKeys,
   readGrantPublicKeys,
-} from "../../operator/src/kube/grant-public-keys.ts";
+} from "../../operator/src/providers/grant-public-keys.ts";
+import { grantSigner } from "../../operator/src/providers/grant-signer.ts";
 
 const cluster = inject("cluster");
 const log = pino({ level: "silent" });

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APPROVAL_FINALIZER } from "../../operator/src/api/well-known.ts";
 import type { ChainedRecord } from "../../operator/src/core/ports.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { patchStatusAsOperator } from "../cluster-tests/api-fixtures.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import {

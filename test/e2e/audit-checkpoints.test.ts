@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newWitnessKey, privateKeyOf, signCheckpoint } from "../../operator/src/core/witness-signature.ts";
-import { microsOf } from "../../operator/src/kube/witness-configmap-data.ts";
+import { microsOf } from "../../operator/src/kube/witness/configmap-data.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { eventually, forgetEarlierCheckpoints, playReferenceStory, runAuditCli } from "./story.ts";

@@ -24,7 +24,7 @@ import {
   GRANT_PUBLIC_KEYS_CONFIGMAP,
   OPERATOR_NAMESPACE,
 } from "../../operator/src/api/well-known.ts";
-import { GRANT_PUBLIC_KEYS_KEY } from "../../operator/src/kube/grant-public-keys.ts";
+import { GRANT_PUBLIC_KEYS_KEY } from "../../operator/src/providers/grant-public-keys.ts";
 import {
   createPool,
   dropDatabase,

@@ -19,12 +19,12 @@ import {
   GRANT_KEYS_SECRETS,
   GRANT_PUBLIC_KEYS_CONFIGMAP,
 } from "../../operator/src/api/well-known.ts";
-import { GRANT_PUBLIC_KEYS_KEY } from "../../operator/src/kube/grant-public-keys.ts";
+import { GRANT_PUBLIC_KEYS_KEY } from "../../operator/src/providers/grant-public-keys.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
 import { eventually } from "./story.ts";
 
-/** One key of the Secret (operator/src/kube/grant-keys.ts), as the test reads it. */
+/** One key of the Secret (operator/src/providers/grant-keys.ts), as the test reads it. */
 interface SecretKey {
   kid: string;
   createdAt: string;

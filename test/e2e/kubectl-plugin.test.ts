@@ -23,7 +23,7 @@ import {
 } from "../../operator/src/api/transcripts-api.ts";
 import { componentUsername } from "../../operator/src/api/well-known.ts";
 import { decisionPatchOf, isUnappliedPatch } from "../../operator/src/cli/plugin/decide.ts";
-import { loadKubeConfig } from "../../operator/src/kube/client.ts";
+import { loadKubeConfig } from "../../operator/src/kube/runtime/client.ts";
 import { TRANSCRIPT_LOCK_CLASS } from "../../operator/src/store/transcripts.ts";
 import { createClientCertificate, FRONT_PROXY_CLIENT_NAME } from "../cluster/src/index.ts";
 import { clusterInfo } from "./cluster-info.ts";

@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync,
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_NAMESPACE, WITNESS_KEY_SECRET } from "../../operator/src/api/well-known.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { registerImage } from "../cluster/src/index.ts";
 import { CHART_DIR } from "../helm/helm.ts";
 import {

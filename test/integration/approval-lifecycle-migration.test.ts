@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AuditKind } from "../../operator/src/core/audit.ts";
 import { readOpenRequests } from "../../operator/src/store/approval-records.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { migrate } from "../../operator/src/store/migrate.ts";
 import { type FreshDatabase, freshDatabase, migrationsFrom } from "./fresh-database.ts";
 

@@ -5,8 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { decodeAuditRecord } from "../../operator/src/core/audit.ts";
 import type { JsonObject } from "../../operator/src/core/canonical.ts";
-import { AUDIT_CHAIN_LOCK } from "../../operator/src/store/audit-append.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { AUDIT_CHAIN_LOCK } from "../../operator/src/store/audit/append.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { auditEntry } from "./audit-entry.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 

@@ -28,10 +28,10 @@ import {
   encodeCheckpoints,
   encodeWitnessKeys,
   WITNESS_KEYS_KEY,
-} from "../../operator/src/kube/witness-configmap-data.ts";
-import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit-log.ts";
-import { sealedFromRow } from "../../operator/src/store/audit-row.ts";
-import { startCheckpointer } from "../../operator/src/store/checkpointer.ts";
+} from "../../operator/src/kube/witness/configmap-data.ts";
+import { startCheckpointer } from "../../operator/src/store/audit/checkpointer.ts";
+import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit/log.ts";
+import { sealedFromRow } from "../../operator/src/store/audit/row.ts";
 import { auditEntry } from "./audit-entry.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 

@@ -2,7 +2,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { auditEntry } from "./audit-entry.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 

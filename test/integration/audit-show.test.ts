@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { executionIdentity } from "../../operator/src/core/execution-identity.ts";
 import type { AuditEntry } from "../../operator/src/core/ports.ts";
 import { readUnrequestedDispatches } from "../../operator/src/store/approval-records.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 
 const CLI = join(import.meta.dirname, "../../operator/src/cli/gatehouse-audit.ts");

@@ -4,7 +4,7 @@
  * credentials could do; the runtime role cannot do any of it.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { auditEntry } from "./audit-entry.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 

@@ -11,7 +11,7 @@ import { createInMemoryWorld, testCapability } from "../../operator/src/core/in-
 import { invoke } from "../../operator/src/core/invoke.ts";
 import type { AuditLog, SessionContext } from "../../operator/src/core/ports.ts";
 import { appendMissingFinishes, LATE_FINISH_GRACE_MS } from "../../operator/src/core/recovery.ts";
-import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { createPostgresExecutionStore } from "../../operator/src/store/executions.ts";
 import { type FreshDatabase, freshDatabase } from "./fresh-database.ts";
 

@@ -14,7 +14,7 @@ import {
   testCapability,
 } from "../../operator/src/core/in-memory-ports.ts";
 import { invoke } from "../../operator/src/core/invoke.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { createPostgresBudgetLedger } from "../../operator/src/store/budget-ledger.ts";
 import { createPostgresExecutionStore } from "../../operator/src/store/executions.ts";
 import { createPostgresTranscriptStore } from "../../operator/src/store/transcripts.ts";

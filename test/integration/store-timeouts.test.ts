@@ -9,8 +9,8 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatehouseError } from "../../operator/src/core/errors.ts";
 import { errorReply } from "../../operator/src/gateway/error-reply.ts";
-import { AUDIT_CHAIN_LOCK } from "../../operator/src/store/audit-append.ts";
-import { createPostgresAuditLog } from "../../operator/src/store/audit-log.ts";
+import { AUDIT_CHAIN_LOCK } from "../../operator/src/store/audit/append.ts";
+import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import {
   createPool,
   IDLE_IN_TRANSACTION_TIMEOUT_MS,

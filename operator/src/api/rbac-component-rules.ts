@@ -49,7 +49,7 @@ export const CONTROLLER_POD_RULE: Rule = {
 export const CONTROLLER_PODS_ROLE = "gatehouse-controller-pods";
 
 /**
- * What both components' pod and EndpointSlice informers read (kube/caches.ts): Gatehouse's pods — a
+ * What both components' pod and EndpointSlice informers read (kube/runtime/caches.ts): Gatehouse's pods — a
  * token is honoured only for the running agent pod it names (gateway/authenticate.ts), Sidecar providers
  * are reached at their pod's address, the controller follows its agent and provider pods — and the
  * EndpointSlices of provider Services. A label selector narrows what is sent, not what may be read, and
@@ -129,7 +129,7 @@ export const COMPONENT_RULES: Readonly<Record<Component, NamedRule[]>> = {
 
 /** Lease of the controller's leader election; the gateway runs on every replica and holds none. */
 export const LEADER_LEASE = "gatehouse-controller";
-/** ConfigMap of the audit checkpoints (kube/witness-configmap-data.ts, DESIGN §6). */
+/** ConfigMap of the audit checkpoints (kube/witness/configmap-data.ts, DESIGN §6). */
 export const CHECKPOINTS_CONFIGMAP = "gatehouse-audit-checkpoints";
 
 /**

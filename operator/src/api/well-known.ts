@@ -57,7 +57,7 @@ export const COMPONENT_POD_LABELS: Readonly<Record<Component, Readonly<Record<st
   controller: { "app.kubernetes.io/name": "gatehouse-controller" },
 };
 /**
- * Each component's grant signing keys (kube/grant-keys.ts, DESIGN §5): the gateway signs the grants of
+ * Each component's grant signing keys (providers/grant-keys.ts, DESIGN §5): the gateway signs the grants of
  * Auto calls, the controller those of approved dispatch; neither can read the other's private keys.
  */
 export const GRANT_KEYS_SECRETS: Readonly<Record<Component, string>> = {
@@ -66,7 +66,7 @@ export const GRANT_KEYS_SECRETS: Readonly<Record<Component, string>> = {
 };
 /**
  * ConfigMap in the operator's namespace where the controller publishes its grant public keys (JWKs,
- * no private part), so the gateway's JWKS serves both rings (kube/grant-public-keys.ts).
+ * no private part), so the gateway's JWKS serves both rings (providers/grant-public-keys.ts).
  */
 export const GRANT_PUBLIC_KEYS_CONFIGMAP = "gatehouse-grant-public-keys";
 /**
@@ -89,17 +89,17 @@ export const FIELD_MANAGER = "gatehouse-operator";
 export const OPERATOR_NAMESPACE = "gatehouse-system";
 /**
  * The controller's user name in {@link OPERATOR_NAMESPACE}: the admission policies name it as the only
- * writer of status and finalizers (the chart and kube/admission-drift.ts substitute the real one).
+ * writer of status and finalizers (the chart and kube/admission/drift.ts substitute the real one).
  */
 export const CONTROLLER_USERNAME = componentUsername("controller");
 /** The gateway's user name in {@link OPERATOR_NAMESPACE}; admission lets it create Approvals. */
 export const GATEWAY_USERNAME = componentUsername("gateway");
 /** The garbage collector's user name (kube-controller-manager, --use-service-account-credentials). */
 export const GARBAGE_COLLECTOR_USERNAME = "system:serviceaccount:kube-system:generic-garbage-collector";
-/** Secret in the operator's namespace holding the grant signing keys (kube/grant-keys.ts, DESIGN §5). */
+/** Secret in the operator's namespace holding the grant signing keys (providers/grant-keys.ts, DESIGN §5). */
 export const GRANT_KEYS_SECRET = "gatehouse-grant-keys";
 /**
- * Secret in the operator's namespace holding the audit witness's signing keys (kube/witness-key.ts,
+ * Secret in the operator's namespace holding the audit witness's signing keys (kube/witness/key.ts,
  * DESIGN §6). Only the component that publishes checkpoints reads it.
  */
 export const WITNESS_KEY_SECRET = "gatehouse-audit-witness-key";

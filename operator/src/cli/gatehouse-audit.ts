@@ -42,13 +42,13 @@ import type { V1ConfigMap } from "@kubernetes/client-node";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../api/kinds.ts";
 import type { WitnessDocument } from "../core/witness.ts";
 import { checkSignatures, type SignatureCheck, trustedWitnessKeys } from "../core/witness-signature.ts";
-import { CHECKPOINTS_CONFIGMAP, decodeWitnessDocument } from "../kube/witness-configmap-data.ts";
+import { CHECKPOINTS_CONFIGMAP, decodeWitnessDocument } from "../kube/witness/configmap-data.ts";
 import {
   readApprovalRecords,
   readOpenRequests,
   readUnrequestedDispatches,
 } from "../store/approval-records.ts";
-import { createPostgresAuditLog } from "../store/audit-log.ts";
+import { createPostgresAuditLog } from "../store/audit/log.ts";
 import { createPool } from "../store/pool.ts";
 import { approvalHistoryLines, approvalHistoryOf } from "./approval-history.ts";
 import { type KubeconfigSource, parseCommand, type ShowCommand, USAGE } from "./audit-arguments.ts";
@@ -76,8 +76,8 @@ const EXIT = { intact: 0, broken: 1, error: 2 } as const;
  */
 async function kubeClient() {
   const [client, { readCheckpointConfigMap }, { CoreV1Api }] = await Promise.all([
-    import("../kube/client.ts"),
-    import("../kube/checkpoint-configmap.ts"),
+    import("../kube/runtime/client.ts"),
+    import("../kube/witness/configmap.ts"),
     import("@kubernetes/client-node"),
   ]);
   return { ...client, readCheckpointConfigMap, CoreV1Api };

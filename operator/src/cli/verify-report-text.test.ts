@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChainVerifyReport } from "../store/audit-verify.ts";
+import type { ChainVerifyReport } from "../store/audit/verify.ts";
 import { verifyReportLines } from "./verify-report-text.ts";
 
 const check = (seq: number, source: "postgres" | "outside") => ({

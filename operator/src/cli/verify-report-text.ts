@@ -5,7 +5,7 @@
  * `SIGNATURE FAILED (status): …`.
  */
 import type { SignatureCheck } from "../core/witness-signature.ts";
-import type { ChainVerifyReport } from "../store/audit-verify.ts";
+import type { ChainVerifyReport } from "../store/audit/verify.ts";
 
 /**
  * Lines describing `report`, the verdict first, checkpoint lines by seq. `outsideName` names where the

@@ -11,10 +11,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { describeApiError, isConflict, isNamespaceTerminating } from "../kube/client.ts";
-import type { OperatorMetrics } from "../kube/metrics.ts";
-import type { ReconcileResult } from "../kube/workqueue.ts";
-import { WorkQueue } from "../kube/workqueue.ts";
+import { describeApiError, isConflict, isNamespaceTerminating } from "../kube/runtime/client.ts";
+import type { ReconcileResult } from "../kube/runtime/workqueue.ts";
+import { WorkQueue } from "../kube/runtime/workqueue.ts";
+import type { OperatorMetrics } from "../observability/metrics.ts";
 import { isDatabaseUnavailable } from "../store/unavailable.ts";
 
 /** `namespace/name` of an object. */

@@ -14,12 +14,12 @@ import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { OperatorConfig } from "../config.ts";
 import type { CoreDeps, DecisionRulesVerdict } from "../core/ports.ts";
 import { toolNameOf } from "../core/tool-names.ts";
-import type { Caches } from "../kube/caches.ts";
-import type { KubeClients } from "../kube/client.ts";
-import { eventRecorder } from "../kube/events.ts";
 import { startIdentityMirror } from "../kube/identity-mirror.ts";
-import type { InformerEvent, ObjectCache } from "../kube/informer.ts";
-import type { OperatorMetrics } from "../kube/metrics.ts";
+import type { Caches } from "../kube/runtime/caches.ts";
+import type { KubeClients } from "../kube/runtime/client.ts";
+import { eventRecorder } from "../kube/runtime/events.ts";
+import type { InformerEvent, ObjectCache } from "../kube/runtime/informer.ts";
+import type { OperatorMetrics } from "../observability/metrics.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import {
@@ -39,7 +39,7 @@ import { serves } from "./served-namespaces.ts";
 export interface ManagerDeps {
   clients: KubeClients;
   caches: Caches;
-  /** The agent NetworkPolicies (kube/caches.ts makeAgentPolicyCache). */
+  /** The agent NetworkPolicies (kube/runtime/caches.ts makeAgentPolicyCache). */
   agentPolicies: ObjectCache<V1NetworkPolicy>;
   core: CoreDeps;
   transcripts: TranscriptStore;
@@ -50,7 +50,7 @@ export interface ManagerDeps {
   metrics?: OperatorMetrics;
   now: () => Date;
   fetchManifest: (endpoint: string) => Promise<Manifest>;
-  /** Whether admission enforces the Approval decision rules (kube/admission-guard.ts). */
+  /** Whether admission enforces the Approval decision rules (kube/admission/guard.ts). */
   decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
 }
 

@@ -2,7 +2,7 @@ import { PatchStrategy, type V1NetworkPolicy } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { ProviderInstance } from "../api/kinds.ts";
 import { COMPONENT_POD_LABELS, FIELD_MANAGER } from "../api/well-known.ts";
-import type { KubeClients } from "../kube/client.ts";
+import type { KubeClients } from "../kube/runtime/client.ts";
 import {
   agentNetworkPolicy,
   agentNetworkPolicyHolds,

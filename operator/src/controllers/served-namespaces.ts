@@ -1,7 +1,7 @@
 /**
  * The namespaces Gatehouse serves: WATCH_NAMESPACES (chart value watchNamespaces), every namespace when
  * empty. Only there may the controller create agent pods, and only there do both components watch pods
- * and EndpointSlices (kube/caches.ts); an AgentSession or ProviderInstance elsewhere waits with reason
+ * and EndpointSlices (kube/runtime/caches.ts); an AgentSession or ProviderInstance elsewhere waits with reason
  * NamespaceNotServed until the platform adds its namespace (a new configuration restarts the components).
  */
 

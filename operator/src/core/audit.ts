@@ -1,7 +1,7 @@
 /**
  * The audit chain's pure parts (DESIGN §6): the kinds of record Core emits, and, gathered from
  * audit-record.ts and audit-verifier.ts, how a record is encoded, hashed and verified. The SQL lives
- * in `store/audit-log.ts`; everything here is deterministic and unit-tested.
+ * in `store/audit/log.ts`; everything here is deterministic and unit-tested.
  *
  * Encoding: the canonical bytes of a record are the RFC 8785 JSON of
  *   { v: 1, seq, prevHash: <hex>, kind, actor, outcome|null, sessionUid|null, executionId|null,

@@ -14,8 +14,8 @@ import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
-import type { Caches } from "../kube/caches.ts";
-import type { KubeClients } from "../kube/client.ts";
+import type { Caches } from "../kube/runtime/caches.ts";
+import type { KubeClients } from "../kube/runtime/client.ts";
 
 const POD_UID_KEY = "authentication.kubernetes.io/pod-uid";
 const POD_NAME_KEY = "authentication.kubernetes.io/pod-name";

@@ -1,6 +1,6 @@
 import Fastify from "fastify";
 import { describe, expect, it } from "vitest";
-import { jwksOf, newGrantKey } from "../kube/grant-keys.ts";
+import { jwksOf, newGrantKey } from "../providers/grant-keys.ts";
 import { jwksRoute } from "./jwks-route.ts";
 
 describe("GET /v1/grants/jwks", () => {

@@ -3,8 +3,8 @@
  * (RFC 7517 §5; Ed25519 keys as OKP JWKs, RFC 8037) with `content-type: application/jwk-set+json`
  * (RFC 7517 §8.5.1). Unauthenticated — public keys are no secret and providers hold no token — so it
  * is registered outside the gateway's TokenReview-guarded /v1 plugin. Every replica answers from its
- * own copy of the gateway's key Secret (kube/grant-keys.ts) plus the controller's published public keys
- * (kube/grant-public-keys.ts `combinedJwks`), each re-read every 30 s by default; the short max-age
+ * own copy of the gateway's key Secret (providers/grant-keys.ts) plus the controller's published public keys
+ * (providers/grant-public-keys.ts `combinedJwks`), each re-read every 30 s by default; the short max-age
  * keeps caches in front of it no staler than that.
  */
 import type { FastifyInstance } from "fastify";

@@ -34,19 +34,19 @@ import { invoke } from "../core/invoke.ts";
 import type { SessionCeilings } from "../core/limits.ts";
 import type { CoreDeps } from "../core/ports.ts";
 import { offeredCapabilities } from "../core/visibility.ts";
-import { answerOfApproval, isSettled, recordApprovalOutcome } from "../kube/approval-outcome.ts";
-import type { Caches } from "../kube/caches.ts";
+import { drainOnClose } from "../http/shutdown.ts";
 import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
+import type { Caches } from "../kube/runtime/caches.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
+import { answerOfApproval, isSettled, recordApprovalOutcome } from "../transcripts/approval-outcome.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { errorReply } from "./error-reply.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
 import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
 import { type SessionLimiter, type SessionRequestLimits, sessionLimiter } from "./session-limits.ts";
-import { drainOnClose } from "./shutdown.ts";
 
 /**
  * What one session's agent may write to its transcript over the whole session: the events it posts
@@ -69,7 +69,7 @@ export interface GatewayDeps {
   transcripts: TranscriptStore;
   review: (token: string) => Promise<PodIdentity>;
   log: Logger;
-  /** The published grant verification keys (kube/grant-keys.ts). */
+  /** The published grant verification keys (providers/grant-keys.ts). */
   jwks: JwksRouteOptions["jwks"];
   /** The operator's ceilings on session limits. */
   ceilings: SessionCeilings;

@@ -25,12 +25,12 @@ import {
   transcriptsGroup,
   transcriptsResourceList,
 } from "../api/transcripts-api.ts";
+import { closeWithin, drainOnClose } from "../http/shutdown.ts";
 import type { Authorize } from "../kube/access-review.ts";
-import type { Caches } from "../kube/caches.ts";
+import type { Caches } from "../kube/runtime/caches.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { isDatabaseUnavailable } from "../store/unavailable.ts";
 import { NotFromFrontProxy, type ProxiedUser, proxiedUser, type RequestHeaderConfig } from "./front-proxy.ts";
-import { closeWithin, drainOnClose } from "./shutdown.ts";
 
 /** The serving certificate and the front proxy's CA, PEM. */
 export interface TranscriptsApiTls {
@@ -230,7 +230,7 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
 
   return {
     app,
-    /** Closes as the gateway's agent listener does (shutdown.ts). */
+    /** Closes as the gateway's agent listener does (http/shutdown.ts). */
     close: (drainMs: number) => closeWithin(plain, drainMs),
     /** Swaps the serving certificate and the front proxy's settings (see above). */
     reload(tls: TranscriptsApiTls): void {

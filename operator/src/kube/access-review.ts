@@ -3,7 +3,7 @@
  * with the gateway's own credential for the user the API server's front proxy named — RBAC's answer,
  * as `kubectl auth can-i --as` gives it. The API server's audit log records each review.
  */
-import type { KubeClients } from "./client.ts";
+import type { KubeClients } from "./runtime/client.ts";
 
 /** Who asks (the proxied user) and what for. */
 export interface AccessRequest {

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Approval } from "../api/kinds.ts";
 import type { ApprovalRequest } from "../core/ports.ts";
 import { approvalSpecOf, kubeApprovalPort } from "./approvals.ts";
-import type { Caches } from "./caches.ts";
-import { makeClients } from "./client.ts";
+import type { Caches } from "./runtime/caches.ts";
+import { makeClients } from "./runtime/client.ts";
 
 const request: ApprovalRequest = {
   namespace: "plant-a",

@@ -11,10 +11,10 @@ import type { Approval } from "../api/kinds.ts";
 import { API_VERSION, APPROVAL, GROUP, VERSION } from "../api/kinds.ts";
 import { APPROVAL_FINALIZER, MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { ApprovalHandle, ApprovalPhase, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
-import { settlementMessageOf } from "./approval-outcome.ts";
-import type { Caches } from "./caches.ts";
-import type { KubeClients } from "./client.ts";
-import { isConflict, isNotFound } from "./client.ts";
+import { settlementMessageOf } from "../transcripts/approval-outcome.ts";
+import type { Caches } from "./runtime/caches.ts";
+import type { KubeClients } from "./runtime/client.ts";
+import { isConflict, isNotFound } from "./runtime/client.ts";
 
 /** The Approval spec for a request (decisions start empty). */
 export function approvalSpecOf(request: ApprovalRequest): Approval["spec"] {

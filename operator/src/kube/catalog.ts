@@ -4,8 +4,8 @@
 import type { Capability } from "../api/kinds.ts";
 import type { CapabilityCatalog, ResolvedCapability } from "../core/ports.ts";
 import { toolNameOf } from "../core/tool-names.ts";
-import type { Caches } from "./caches.ts";
-import { findCondition } from "./conditions.ts";
+import type { Caches } from "./runtime/caches.ts";
+import { findCondition } from "./runtime/conditions.ts";
 
 /**
  * The other Capabilities of `capability`'s namespace that the model would call by the same tool name

@@ -23,7 +23,7 @@ import { z } from "zod";
 import { IDENTITY_BINDING_LABEL, IDENTITY_BINDINGS_CONFIGMAP } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 import type { IdentityBinding, IdentityResolver } from "../core/ports.ts";
-import { describeApiError, isNotFound, type KubeClients, statusCodeOf } from "./client.ts";
+import { describeApiError, isNotFound, type KubeClients, statusCodeOf } from "./runtime/client.ts";
 
 /** One identity-binding Secret as published: its name and its non-empty accounts by user. */
 export interface BindingSecret {

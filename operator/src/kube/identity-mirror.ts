@@ -19,11 +19,11 @@
 import type { KubernetesObject, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { IDENTITY_BINDING_LABEL, IDENTITY_BINDINGS_CONFIGMAP } from "../api/well-known.ts";
-import type { Caches } from "./caches.ts";
-import { type KubeClients, statusCodeOf } from "./client.ts";
 import { namespaceBindingsOf } from "./identities.ts";
-import { Informer, ListError } from "./informer.ts";
 import { publishConfigMap } from "./published-configmap.ts";
+import type { Caches } from "./runtime/caches.ts";
+import { type KubeClients, statusCodeOf } from "./runtime/client.ts";
+import { Informer, ListError } from "./runtime/informer.ts";
 
 /** The ConfigMap's limit is 1 MiB of data; leave room for metadata. */
 export const MAX_PUBLISHED_BYTES = 900 * 1024;

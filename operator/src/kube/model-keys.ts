@@ -5,7 +5,7 @@
  */
 import type { CoreV1Api } from "@kubernetes/client-node";
 import { GatehouseError } from "../core/errors.ts";
-import { describeApiError, isNotFound } from "./client.ts";
+import { describeApiError, isNotFound } from "./runtime/client.ts";
 
 /** A key reference: `data[key]` of Secret `name` in the operator's namespace. */
 export interface KeySecretRef {

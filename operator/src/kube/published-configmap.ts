@@ -7,7 +7,7 @@
 import type { CoreV1Api, V1ConfigMap } from "@kubernetes/client-node";
 import { MANAGED_BY } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
-import { describeApiError, isConflict, isNotFound } from "./client.ts";
+import { describeApiError, isConflict, isNotFound } from "./runtime/client.ts";
 
 const MAX_ATTEMPTS = 5;
 

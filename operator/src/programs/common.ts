@@ -16,19 +16,19 @@ import { ConfigError, configFromEnvironment, type OperatorConfig } from "../conf
 import { defaultCoreConfig } from "../core/invoke.ts";
 import type { CoreDeps } from "../core/ports.ts";
 import { failpointTrigger } from "../failpoints.ts";
-import { grantSigner } from "../gateway/grant-signer.ts";
-import { buildHealthServer } from "../gateway/health.ts";
-import { httpProviderClient } from "../gateway/provider-client.ts";
-import { closeWithin } from "../gateway/shutdown.ts";
+import { closeWithin } from "../http/shutdown.ts";
 import { kubeApprovalPort } from "../kube/approvals.ts";
-import { type Caches, makeCaches, startCaches, stopCaches } from "../kube/caches.ts";
 import { cacheCatalog } from "../kube/catalog.ts";
-import { type KubeClients, loadKubeConfig, makeClients } from "../kube/client.ts";
-import { type GrantKeyRing, startGrantKeyRing } from "../kube/grant-keys.ts";
 import { publishedIdentityResolver, secretIdentityResolver } from "../kube/identities.ts";
-import { createMetrics, type OperatorMetrics } from "../kube/metrics.ts";
-import { providerEndpoints } from "../kube/provider-endpoints.ts";
-import type { CheckpointPublisher } from "../store/checkpoint-publisher.ts";
+import { type Caches, makeCaches, startCaches, stopCaches } from "../kube/runtime/caches.ts";
+import { type KubeClients, loadKubeConfig, makeClients } from "../kube/runtime/client.ts";
+import { buildHealthServer } from "../observability/health.ts";
+import { createMetrics, type OperatorMetrics } from "../observability/metrics.ts";
+import { httpProviderClient } from "../providers/client.ts";
+import { providerEndpoints } from "../providers/endpoints.ts";
+import { type GrantKeyRing, startGrantKeyRing } from "../providers/grant-keys.ts";
+import { grantSigner } from "../providers/grant-signer.ts";
+import type { CheckpointPublisher } from "../store/audit/checkpoint-publisher.ts";
 import { openStore, type Store } from "../store/store.ts";
 
 /** What a program tells {@link startComponent} about itself. */
@@ -118,7 +118,7 @@ export async function startComponent(
     () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
   );
   let synced = false;
-  // Until the store is open the database has not answered; then its own probe says (readiness.ts).
+  // Until the store is open the database has not answered; then its own probe says (store/readiness.ts).
   let databaseAnswers = () => false;
   const health = buildHealthServer({
     registry: metrics.registry,

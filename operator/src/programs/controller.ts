@@ -9,14 +9,14 @@ import { CoordinationV1Api } from "@kubernetes/client-node";
 import { LEADER_LEASE } from "../api/rbac.ts";
 import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import { startControllers } from "../controllers/manager.ts";
-import { fetchManifest } from "../gateway/provider-client.ts";
-import { startAdmissionGuard } from "../kube/admission-guard.ts";
-import { makeAgentPolicyCache } from "../kube/caches.ts";
-import { configMapCheckpoints } from "../kube/checkpoint-configmap.ts";
-import { ensureEmptySecret } from "../kube/grant-keys.ts";
-import { publishGrantPublicKeys } from "../kube/grant-public-keys.ts";
-import { LeaderElector } from "../kube/leader-election.ts";
-import { secretWitnessSigner } from "../kube/witness-key.ts";
+import { startAdmissionGuard } from "../kube/admission/guard.ts";
+import { makeAgentPolicyCache } from "../kube/runtime/caches.ts";
+import { LeaderElector } from "../kube/runtime/leader-election.ts";
+import { configMapCheckpoints } from "../kube/witness/configmap.ts";
+import { secretWitnessSigner } from "../kube/witness/key.ts";
+import { fetchManifest } from "../providers/client.ts";
+import { ensureEmptySecret } from "../providers/grant-keys.ts";
+import { publishGrantPublicKeys } from "../providers/grant-public-keys.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import { startComponent } from "./common.ts";
 
@@ -72,7 +72,7 @@ export async function runController(): Promise<void> {
 
   let controllers: { stop(): Promise<void> } | undefined;
   started.onShutdown("controllers", () => controllers?.stop());
-  // The gateway may not create Secrets (kube/grant-keys.ts): its ring's Secret is created empty here, and
+  // The gateway may not create Secrets (providers/grant-keys.ts): its ring's Secret is created empty here, and
   // again should someone delete it; by the Lease holder only, so a standby writes nothing.
   const gatewayKeysSecret = () =>
     ensureEmptySecret(clients.core, config.operatorNamespace, GRANT_KEYS_SECRETS.gateway).then(

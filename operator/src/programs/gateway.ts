@@ -12,12 +12,12 @@ import { ConfigError, endpointFor, type OperatorConfig } from "../config.ts";
 import { tokenReviewer } from "../gateway/authenticate.ts";
 import { EXTENSION_AUTHENTICATION_CONFIGMAP, requestHeaderConfigOf } from "../gateway/front-proxy.ts";
 import { buildGateway } from "../gateway/server.ts";
-import { closeWithin } from "../gateway/shutdown.ts";
 import { buildTranscriptsApi, type TranscriptsApiTls } from "../gateway/transcripts-api.ts";
+import { closeWithin } from "../http/shutdown.ts";
 import { subjectAccessReviewer } from "../kube/access-review.ts";
-import type { KubeClients } from "../kube/client.ts";
-import { combinedJwks, readGrantPublicKeys } from "../kube/grant-public-keys.ts";
 import { secretModelKeys } from "../kube/model-keys.ts";
+import type { KubeClients } from "../kube/runtime/client.ts";
+import { combinedJwks, readGrantPublicKeys } from "../providers/grant-public-keys.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import { startComponent } from "./common.ts";
 

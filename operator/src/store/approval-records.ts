@@ -12,8 +12,8 @@ import type pg from "pg";
 import { END_KINDS } from "../core/approval-lifecycle.ts";
 import { AuditKind, decodeAuditRecord } from "../core/audit.ts";
 import type { AuditEntry, ChainedRecord } from "../core/ports.ts";
-import { createPostgresAuditLog } from "./audit-log.ts";
-import { AUDIT_COLUMN_LIST, sealedFromRow } from "./audit-row.ts";
+import { createPostgresAuditLog } from "./audit/log.ts";
+import { AUDIT_COLUMN_LIST, sealedFromRow } from "./audit/row.ts";
 
 /** The record appended when the database was migrated to audited Approval lifecycles. */
 export const LIFECYCLE_MARKER_KIND = AuditKind.lifecycleMarker;

@@ -8,7 +8,7 @@
 import type pg from "pg";
 import type { BudgetLedger, BudgetRequest, BudgetReservation, BudgetResource } from "../core/ports.ts";
 
-/** Advisory lock classid for budget reserves (objid = hashtext(session uid)); see `audit-append.ts`. */
+/** Advisory lock classid for budget reserves (objid = hashtext(session uid)); see `audit/append.ts`. */
 const BUDGET_LOCK_CLASS = 0x47414252;
 
 /** A Postgres-backed budget ledger on `pool` (connect as `gatehouse_operator` in production). */

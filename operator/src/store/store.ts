@@ -4,16 +4,16 @@
  * schema is at the latest migration, then builds the Postgres-backed ports on one pool. Migrating and
  * creating roles is the migrate program's job (`cli/gatehouse-migrate.ts`), run before the processes
  * start (the chart's hook Job, the demo's and e2e environment's init step).
- * It also starts the periodic audit checkpoints (`checkpointer.ts`) unless told not to (the gateway),
+ * It also starts the periodic audit checkpoints (`audit/checkpointer.ts`) unless told not to (the gateway),
  * and the watch of whether the database answers (`readiness.ts`), both stopped by `stop()`.
  */
 import type pg from "pg";
 import type { Component } from "../api/well-known.ts";
 import type { BudgetLedger } from "../core/ports.ts";
-import { createPostgresAuditLog, type PostgresAuditLog } from "./audit-log.ts";
+import type { CheckpointPublisher } from "./audit/checkpoint-publisher.ts";
+import { type Checkpointer, startCheckpointer } from "./audit/checkpointer.ts";
+import { createPostgresAuditLog, type PostgresAuditLog } from "./audit/log.ts";
 import { createPostgresBudgetLedger } from "./budget-ledger.ts";
-import type { CheckpointPublisher } from "./checkpoint-publisher.ts";
-import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { createPostgresExecutionStore, type PostgresExecutionStore } from "./executions.ts";
 import { createPool, type PoolOptions, type StoreLogger } from "./pool.ts";
 import { type DatabaseWatchOptions, watchDatabase } from "./readiness.ts";

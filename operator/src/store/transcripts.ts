@@ -56,7 +56,7 @@ export interface TranscriptStore {
   ): Promise<SessionEvent | undefined>;
 }
 
-/** Advisory lock classid for transcript appends (objid = hashtext(session uid)); see `audit-log.ts`. */
+/** Advisory lock classid for transcript appends (objid = hashtext(session uid)); see `audit/log.ts`. */
 export const TRANSCRIPT_LOCK_CLASS = 0x47415446;
 
 const SOURCES: readonly EventSource[] = ["agent", "core"];

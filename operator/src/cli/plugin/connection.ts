@@ -12,7 +12,7 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { GROUP } from "../../api/kinds.ts";
-import { loadKubeConfig } from "../../kube/client.ts";
+import { loadKubeConfig } from "../../kube/runtime/client.ts";
 
 /** Where to connect: the plugin's global flags. */
 export interface ConnectionFlags {

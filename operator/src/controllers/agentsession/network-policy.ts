@@ -12,7 +12,7 @@ import {
   MANAGED_BY,
 } from "../../api/well-known.ts";
 import type { OperatorConfig } from "../../config.ts";
-import type { KubeClients } from "../../kube/client.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
 import { MAX_SIDECARS, SIDECAR_BASE_PORT } from "./sidecars.ts";
 
 /** Where agent pods find the gateway, as the agent NetworkPolicy names it. */

@@ -11,7 +11,7 @@ import { SESSION_FINALIZER } from "../../api/well-known.ts";
 import type { OperatorConfig } from "../../config.ts";
 import { defaultSessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
-import { metaTimeOf } from "../../kube/conditions.ts";
+import { metaTimeOf } from "../../kube/runtime/conditions.ts";
 import { inMemoryAgentSessionWriter } from "./in-memory-writer.ts";
 import { agentNetworkPolicy } from "./network-policy.ts";
 import { agentPodName } from "./pod.ts";

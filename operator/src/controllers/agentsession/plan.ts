@@ -27,8 +27,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { AGENT_NETWORK_POLICY, SESSION_FINALIZER } from "../../api/well-known.ts";
 import { endpointFor } from "../../config.ts";
-import { metaTimeOf, setCondition } from "../../kube/conditions.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
+import { metaTimeOf, setCondition } from "../../kube/runtime/conditions.ts";
+import { hasFinalizer } from "../../kube/runtime/finalizers.ts";
 import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
 import { agentNetworkPolicy } from "./network-policy.ts";
 import {

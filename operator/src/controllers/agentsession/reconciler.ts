@@ -28,11 +28,11 @@ import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { AGENT_NETWORK_POLICY } from "../../api/well-known.ts";
 import type { OperatorConfig } from "../../config.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
-import type { Caches } from "../../kube/caches.ts";
-import type { KubeClients } from "../../kube/client.ts";
-import type { EventRecorder } from "../../kube/events.ts";
-import type { ObjectCache } from "../../kube/informer.ts";
-import type { ReconcileResult } from "../../kube/workqueue.ts";
+import type { Caches } from "../../kube/runtime/caches.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
+import type { EventRecorder } from "../../kube/runtime/events.ts";
+import type { ObjectCache } from "../../kube/runtime/informer.ts";
+import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
 import { isDatabaseUnavailable } from "../../store/unavailable.ts";
 import {
   type AgentSessionPlanInput,

@@ -3,12 +3,12 @@
  * ProviderInstance with `placement: Sidecar` behind a Capability the session may see runs as a native
  * sidecar (an init container with `restartPolicy: Always`) in the session's agent pod, listening on its
  * own port from SIDECAR_BASE_PORT on. Its business credentials (`spec.auth.secretRef`) are mounted into
- * that container only, never into the agent's. Core reaches it at the pod's IP (kube/provider-endpoints.ts).
+ * that container only, never into the agent's. Core reaches it at the pod's IP (providers/endpoints.ts).
  */
 import type { V1Container, V1EnvVar, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
 import type { AgentSession, ProviderInstance } from "../../api/kinds.ts";
 import { sidecarContainerName } from "../../api/well-known.ts";
-import type { Caches } from "../../kube/caches.ts";
+import type { Caches } from "../../kube/runtime/caches.ts";
 import { grantEnvironmentFor } from "../providerinstance/workload.ts";
 
 /** The first sidecar's port; the n-th (by provider name) listens on SIDECAR_BASE_PORT + n. */

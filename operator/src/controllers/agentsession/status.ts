@@ -8,7 +8,7 @@ import { isTerminalSessionPhase, type SessionPhase } from "../../api/agentsessio
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { type LoweredLimit, loweredLimits, type SessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
-import { findCondition, metaTimeOf, setCondition } from "../../kube/conditions.ts";
+import { findCondition, metaTimeOf, setCondition } from "../../kube/runtime/conditions.ts";
 import { LIMIT_FIELDS, limitsOf, requestedLimitsOf } from "../../kube/session-context.ts";
 
 const RESULT_LIMIT = 16_384;

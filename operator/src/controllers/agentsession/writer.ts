@@ -6,11 +6,11 @@
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import { AGENT_SESSION, type AgentSession } from "../../api/kinds.ts";
 import { AGENT_SERVICE_ACCOUNT, MANAGED_BY, SESSION_FINALIZER } from "../../api/well-known.ts";
-import type { KubeClients } from "../../kube/client.ts";
-import { isConflict, isNotFound } from "../../kube/client.ts";
-import type { EventRecorder } from "../../kube/events.ts";
-import { addFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { writeStatusIfChanged } from "../../kube/status.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
+import { isConflict, isNotFound } from "../../kube/runtime/client.ts";
+import type { EventRecorder } from "../../kube/runtime/events.ts";
+import { addFinalizer, removeFinalizer } from "../../kube/runtime/finalizers.ts";
+import { writeStatusIfChanged } from "../../kube/runtime/status.ts";
 import { keepAgentNetworkPolicy } from "./network-policy.ts";
 import type { AgentSessionStatus, PlannedEvent } from "./plan.ts";
 

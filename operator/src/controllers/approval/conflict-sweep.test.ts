@@ -12,8 +12,8 @@ import type { Approval } from "../../api/kinds.ts";
 import { AuditKind } from "../../core/audit.ts";
 import { createInMemoryWorld } from "../../core/in-memory-ports.ts";
 import type { AuditEntry } from "../../core/ports.ts";
-import type { Caches } from "../../kube/caches.ts";
-import { makeClients } from "../../kube/client.ts";
+import type { Caches } from "../../kube/runtime/caches.ts";
+import { makeClients } from "../../kube/runtime/client.ts";
 import {
   CONFLICT_LOOK_BACK_MS,
   conflictOf,

@@ -5,8 +5,8 @@
 import type { Approval } from "../../api/kinds.ts";
 import type { ExecuteApprovedResult } from "../../core/execute-approved.ts";
 import type { ApprovalPhase, ExecutionRecord } from "../../core/ports.ts";
-import { isSettled } from "../../kube/approval-outcome.ts";
-import { setCondition } from "../../kube/conditions.ts";
+import { setCondition } from "../../kube/runtime/conditions.ts";
+import { isSettled } from "../../transcripts/approval-outcome.ts";
 import {
   type ApprovalStatus,
   DISPATCH_RECHECK_MS,

@@ -86,7 +86,7 @@ export interface ApprovalPlan {
   events: PlannedEvent[];
   /** The decision this pass made, for gatehouse_approval_decision_seconds (creation → now). */
   decided?: { outcome: "Approved" | "Rejected" | "Expired"; durationMs: number } | undefined;
-  /** Record the settled outcome in the session's transcript (kube/approval-outcome.ts). */
+  /** Record the settled outcome in the session's transcript (transcripts/approval-outcome.ts). */
   recordOutcome: boolean;
   /** Dispatch after the status write; then {@link planDispatchOutcome}. */
   dispatch?: DispatchPlan | undefined;

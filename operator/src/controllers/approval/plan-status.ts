@@ -4,7 +4,7 @@
  */
 import type { Approval } from "../../api/kinds.ts";
 import type { ApprovalPhase, DecisionRulesVerdict } from "../../core/ports.ts";
-import { setCondition } from "../../kube/conditions.ts";
+import { setCondition } from "../../kube/runtime/conditions.ts";
 import type { ApprovalPlan, ApprovalPlanInput, ApprovalStatus } from "./plan-shape.ts";
 
 export function need<T>(value: T | undefined, what: string): T {

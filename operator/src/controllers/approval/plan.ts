@@ -27,8 +27,8 @@ import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
 import { type ApprovalHistory, planDecision, undispatchedEnd } from "../../core/approval-lifecycle.ts";
 import { AuditKind } from "../../core/audit.ts";
 import type { ApprovalPhase, ApprovalView, AuditEntry } from "../../core/ports.ts";
-import { setCondition } from "../../kube/conditions.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
+import { setCondition } from "../../kube/runtime/conditions.ts";
+import { hasFinalizer } from "../../kube/runtime/finalizers.ts";
 import {
   type ApprovalPlan,
   type ApprovalPlanInput,

@@ -3,7 +3,7 @@
  *
  *   approval = cache.get(key)                      ; gone → nothing to do
  *   observed = what plan.ts's observationsFor asks : the decision-rules verdict (a check started after
- *              the cached Approval was observed, kube/admission-guard.ts), its audit history, the
+ *              the cached Approval was observed, kube/admission/guard.ts), its audit history, the
  *              Capability's current approval settings, its execution row — a settled Approval needs none
  *   plan = planApproval(approval, session, now, observed)
  *   plan.resolve → Core records the person's resolution of an unknown outcome (core/resolution.ts),
@@ -25,11 +25,11 @@ import { historyWith, readHistory } from "../../core/approval-lifecycle.ts";
 import type { SessionCeilings } from "../../core/limits.ts";
 import { approvalSettings } from "../../core/policy.ts";
 import type { AppendedRecord, CoreDeps, DecisionRulesVerdict } from "../../core/ports.ts";
-import type { Caches } from "../../kube/caches.ts";
-import type { KubeClients } from "../../kube/client.ts";
-import type { EventRecorder } from "../../kube/events.ts";
-import type { OperatorMetrics } from "../../kube/metrics.ts";
-import type { ReconcileResult } from "../../kube/workqueue.ts";
+import type { Caches } from "../../kube/runtime/caches.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
+import type { EventRecorder } from "../../kube/runtime/events.ts";
+import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
+import type { OperatorMetrics } from "../../observability/metrics.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
 import { isDatabaseUnavailable } from "../../store/unavailable.ts";
 import {
@@ -52,7 +52,7 @@ export interface ApprovalDeps {
   events: EventRecorder;
   /**
    * Whether admission enforces the decision rules, by a check started at or after `sinceMs`
-   * (kube/admission-guard.ts); if not, fail closed.
+   * (kube/admission/guard.ts); if not, fail closed.
    */
   decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
   metrics?: Pick<OperatorMetrics, "approvalDecided">;

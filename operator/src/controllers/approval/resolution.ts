@@ -9,7 +9,7 @@
 import type { Approval } from "../../api/kinds.ts";
 import type { ApprovalPhase, ExecutionRecord } from "../../core/ports.ts";
 import type { ResolutionEntry } from "../../core/resolution.ts";
-import { setCondition } from "../../kube/conditions.ts";
+import { setCondition } from "../../kube/runtime/conditions.ts";
 
 type Status = NonNullable<Approval["status"]>;
 

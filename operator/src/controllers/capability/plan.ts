@@ -28,7 +28,7 @@ import { capabilitySchemaProblems, schemaDigest } from "@gatehouse/provider-sdk"
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
 import { toolNameOf } from "../../core/tool-names.ts";
 import { duplicatesOf } from "../../kube/catalog.ts";
-import { findCondition, setCondition } from "../../kube/conditions.ts";
+import { findCondition, setCondition } from "../../kube/runtime/conditions.ts";
 
 /** `status` of a Capability. */
 export type CapabilityStatus = NonNullable<Capability["status"]>;

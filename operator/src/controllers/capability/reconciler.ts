@@ -16,10 +16,10 @@
  */
 import type { Logger } from "pino";
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
-import type { Caches } from "../../kube/caches.ts";
-import type { KubeClients } from "../../kube/client.ts";
-import { describeApiError } from "../../kube/client.ts";
-import type { ReconcileResult } from "../../kube/workqueue.ts";
+import type { Caches } from "../../kube/runtime/caches.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
+import { describeApiError } from "../../kube/runtime/client.ts";
+import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
 import type { ManifestSource } from "../providerinstance/reconciler.ts";
 import {
   type CapabilityPlanInput,

@@ -5,8 +5,8 @@
  */
 import type { Capability } from "../../api/kinds.ts";
 import { CAPABILITY } from "../../api/kinds.ts";
-import type { KubeClients } from "../../kube/client.ts";
-import { writeStatusIfChanged } from "../../kube/status.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
+import { writeStatusIfChanged } from "../../kube/runtime/status.ts";
 import type { CapabilityStatus } from "./plan.ts";
 
 /** The applier's side effects. Every method throws its dependency's error; the work queue retries. */

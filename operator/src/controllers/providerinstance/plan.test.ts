@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { describe, expect, it } from "vitest";
 import type { Condition } from "../../api/common.ts";
 import type { ProviderInstance } from "../../api/kinds.ts";
-import { metaTimeOf } from "../../kube/conditions.ts";
+import { metaTimeOf } from "../../kube/runtime/conditions.ts";
 import { inMemoryProviderInstanceWriter } from "./in-memory-writer.ts";
 import {
   HEALTH_INTERVAL_MS,

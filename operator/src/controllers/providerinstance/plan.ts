@@ -35,8 +35,8 @@ import {
   PROVIDER_LABEL,
   SERVICE_NAME_LABEL,
 } from "../../api/well-known.ts";
-import { describeApiError } from "../../kube/client.ts";
-import { setCondition } from "../../kube/conditions.ts";
+import { describeApiError } from "../../kube/runtime/client.ts";
+import { setCondition } from "../../kube/runtime/conditions.ts";
 import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
 import { deploymentFor, networkPolicyFor, serviceFor } from "./workload.ts";
 
@@ -233,7 +233,7 @@ export function manifestSummaryOf(fetched: Manifest): NonNullable<ProviderInstan
  * Plans one reconcile of `input.provider` up to its health check (see the header). Pure.
  *
  * A provider outside the served namespaces: neither component watches pods or EndpointSlices there
- * (kube/caches.ts), so its readiness could never be seen. Nothing is applied; the status says why and
+ * (kube/runtime/caches.ts), so its readiness could never be seen. Nothing is applied; the status says why and
  * lists no endpoint. A workload applied before the namespace stopped being served is left as it is.
  */
 export function planProviderInstance(input: ProviderInstancePlanInput): ProviderInstancePlan {

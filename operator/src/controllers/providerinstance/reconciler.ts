@@ -20,9 +20,9 @@
 import type { Manifest } from "@gatehouse/provider-sdk";
 import type { V1EndpointSlice, V1Pod, V1Service } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { Caches } from "../../kube/caches.ts";
-import type { KubeClients } from "../../kube/client.ts";
-import type { ReconcileResult } from "../../kube/workqueue.ts";
+import type { Caches } from "../../kube/runtime/caches.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
+import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
 import {
   type HealthObservation,
   type ManifestFetch,

@@ -7,8 +7,8 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { PatchStrategy } from "@kubernetes/client-node";
 import { PROVIDER_INSTANCE, type ProviderInstance } from "../../api/kinds.ts";
 import { FIELD_MANAGER } from "../../api/well-known.ts";
-import type { KubeClients } from "../../kube/client.ts";
-import { writeStatusIfChanged } from "../../kube/status.ts";
+import type { KubeClients } from "../../kube/runtime/client.ts";
+import { writeStatusIfChanged } from "../../kube/runtime/status.ts";
 import type { ProviderInstanceStatus } from "./plan.ts";
 
 /** The applier's side effects. Every method throws the API server's error; the work queue retries. */

@@ -205,7 +205,7 @@ export type InvokeDecision =
   | "conflict";
 
 /**
- * What Core reports for metrics (the operator implements it with prom-client in `kube/metrics.ts`;
+ * What Core reports for metrics (the operator implements it with prom-client in `observability/metrics.ts`;
  * tests may pass {@link noCoreMetrics}). Durations in milliseconds.
  */
 export interface CoreMetrics {

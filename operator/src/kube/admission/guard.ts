@@ -1,0 +1,216 @@
+/**
+ * Whether the API server enforces the decision rules of Approvals. A decision names only its author;
+ * that the author is in an approver group is known to admission alone (`request.userInfo.groups`), so
+ * the operator trusts decisions only while every ValidatingAdmissionPolicy that protects Approvals,
+ * and its binding, is installed exactly as the chart renders it for this operator
+ * (kube/admission/drift.ts). Otherwise it fails closed: no decision counts (one first observed then
+ * never does) and no approved call is dispatched (core/approval-lifecycle.ts, core/execute-approved.ts).
+ */
+import type {
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
+} from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { DecisionRulesVerdict } from "../../core/ports.ts";
+import { describeApiError, isNotFound, type KubeClients } from "../runtime/client.ts";
+import {
+  admissionDrift,
+  gatewayBeside,
+  type InstalledAdmission,
+  type RenderedAdmission,
+  renderedApprovalAdmission,
+} from "./drift.ts";
+
+/** How often the guard re-reads the policies and bindings, in milliseconds. */
+export const ADMISSION_RECHECK_MS = 30_000;
+
+/**
+ * How long after the rules are seen restored (not enforced → enforced) they still count as not
+ * enforced: the API server's admission plugin learns of a recreated binding from its own informer, so
+ * for a moment after we read it back a decision may still pass unchecked.
+ */
+export const ADMISSION_SETTLE_MS = 5_000;
+
+/**
+ * The controller's user name as the API server authenticates it (SelfSubjectReview). The policies
+ * compare `request.userInfo.username` with the name they render, so the name that matters is the one
+ * the API server sees — which a configured value can only restate, and get wrong (a Deployment's
+ * serviceAccountName, a kubeconfig context). Asking the server also catches a policy that exempts
+ * some other user as "the operator". Errors: client-node's; no user in the answer.
+ */
+export async function operatorUsername(clients: KubeClients): Promise<string> {
+  const review = await clients.authentication.createSelfSubjectReview({
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+  });
+  const username = review.status?.userInfo?.username;
+  if (!username) throw new Error("the API server's SelfSubjectReview names no user");
+  return username;
+}
+
+/** `read()`, or undefined when the API server answers 404. */
+async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/** The installed policies and bindings of the names `rendered` has. Errors: any API error but 404. */
+export async function installedAdmission(
+  clients: KubeClients,
+  rendered: RenderedAdmission,
+): Promise<InstalledAdmission> {
+  const policies = new Map<string, V1ValidatingAdmissionPolicy>();
+  const bindings = new Map<string, V1ValidatingAdmissionPolicyBinding>();
+  // One round trip's time for all of them: reconciles wait on a fresh verdict.
+  await Promise.all([
+    ...rendered.policies.map(async ({ metadata }) => {
+      const name = metadata?.name ?? "";
+      const found = await unlessNotFound(() => clients.admission.readValidatingAdmissionPolicy({ name }));
+      if (found) policies.set(name, found);
+    }),
+    ...rendered.bindings.map(async ({ metadata }) => {
+      const name = metadata?.name ?? "";
+      const found = await unlessNotFound(() =>
+        clients.admission.readValidatingAdmissionPolicyBinding({ name }),
+      );
+      if (found) bindings.set(name, found);
+    }),
+  ]);
+  return { policies, bindings };
+}
+
+/**
+ * Reads every policy and binding that protects Approvals and compares them with what the chart renders
+ * for the controller `operator` (default: asked of the API server, {@link operatorUsername}) and the
+ * gateway `gateway` (default: its ServiceAccount beside the controller's). Enforced when all are
+ * installed as rendered; otherwise the message names each one missing or different. Throws on any API
+ * error but 404.
+ */
+export async function decisionRulesEnforced(
+  clients: KubeClients,
+  operator?: string,
+  gateway?: string,
+): Promise<DecisionRulesVerdict> {
+  const controller = operator ?? (await operatorUsername(clients));
+  const rendered = renderedApprovalAdmission(controller, gateway ?? gatewayBeside(controller));
+  const drift = admissionDrift(rendered, await installedAdmission(clients, rendered));
+  return drift.length === 0 ? { enforced: true } : { enforced: false, message: drift.join("; ") };
+}
+
+/**
+ * The verdict a check gives once the rules' history is taken into account: enforced rules seen less
+ * than {@link ADMISSION_SETTLE_MS} after they were last seen not enforced still count as not enforced.
+ * Pure. `restoredAtMs`: when a check first found them enforced after one that did not (undefined
+ * when no check ever found them not enforced).
+ */
+export function settledVerdict(
+  checked: DecisionRulesVerdict,
+  restoredAtMs: number | undefined,
+  nowMs: number,
+): DecisionRulesVerdict {
+  if (!checked.enforced || restoredAtMs === undefined || nowMs - restoredAtMs >= ADMISSION_SETTLE_MS) {
+    return checked;
+  }
+  return {
+    enforced: false,
+    message: `the decision rules were restored ${Math.round((nowMs - restoredAtMs) / 100) / 10} s ago; decisions count again ${ADMISSION_SETTLE_MS / 1000} s after that, once the API server's admission has surely caught up`,
+  };
+}
+
+/** A periodically refreshed answer of {@link decisionRulesEnforced}; not enforced until the first check succeeds. */
+export interface AdmissionGuard {
+  enforced(): boolean;
+  /** The last check's verdict, with what is missing or different when not enforced. */
+  verdict(): DecisionRulesVerdict;
+  /**
+   * The verdict of a check that started at or after `sinceMs` (epoch ms): what an Approval observed
+   * before `sinceMs` may be judged by, so a binding deleted just before a decision was appended is
+   * always seen. Concurrent callers share checks. Never rejects (a failed check is "not enforced").
+   */
+  checkedSince(sinceMs: number): Promise<DecisionRulesVerdict>;
+  stop(): void;
+}
+
+/** What the guard compares against besides the controller's own name (asked of the API server). */
+export interface AdmissionGuardOptions {
+  /**
+   * The gateway's user name, which the Approval create rule admits (config.gatewayUsername). A
+   * configured value, not asked: the gateway is another process. Default: its ServiceAccount beside
+   * the controller's.
+   */
+  gatewayUsername?: string;
+}
+
+/** Checks now and every {@link ADMISSION_RECHECK_MS}; logs each change (an error while not enforced). */
+export async function startAdmissionGuard(
+  clients: KubeClients,
+  log: Logger,
+  options: AdmissionGuardOptions = {},
+): Promise<AdmissionGuard> {
+  let verdict: DecisionRulesVerdict = {
+    enforced: false,
+    message: "the Approval admission policies have not been read yet",
+  };
+  let operator: string | undefined;
+  let lastStartedAt = Number.NEGATIVE_INFINITY;
+  let everNotEnforced = false;
+  let restoredAt: number | undefined;
+  let running: Promise<void> | undefined;
+  const check = async () => {
+    const started = Date.now();
+    lastStartedAt = started;
+    let checked: DecisionRulesVerdict;
+    try {
+      operator ??= await operatorUsername(clients);
+      checked = await decisionRulesEnforced(clients, operator, options.gatewayUsername);
+    } catch (error) {
+      checked = {
+        enforced: false,
+        message: `could not read the Approval admission policies: ${describeApiError(error)}`,
+      };
+    }
+    if (!checked.enforced) {
+      everNotEnforced = true;
+      restoredAt = undefined;
+    } else if (everNotEnforced && restoredAt === undefined) {
+      restoredAt = started;
+    }
+    const next = settledVerdict(checked, restoredAt, Date.now());
+    if (next.enforced && !verdict.enforced) {
+      log.info({ operator }, "the API server enforces the Approval decision rules");
+    } else if (!checked.enforced && (verdict.enforced || verdict.message !== checked.message)) {
+      // Once per change: checks run on every Approval reconcile.
+      log.error(
+        { operator, drift: checked.message },
+        "Approval admission policies are not installed as the chart renders them: no decision counts and nothing is dispatched",
+      );
+    }
+    verdict = next;
+  };
+  const checkOnce = () => {
+    running ??= check().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  await checkOnce();
+  const timer = setInterval(() => void checkOnce(), ADMISSION_RECHECK_MS);
+  timer.unref();
+  return {
+    enforced: () => verdict.enforced,
+    verdict: () => verdict,
+    async checkedSince(sinceMs) {
+      while (lastStartedAt < sinceMs) {
+        // A check already running may have started before `sinceMs`: wait for it, then start one.
+        if (running) await running;
+        else await checkOnce();
+      }
+      if (running) await running;
+      return verdict;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
