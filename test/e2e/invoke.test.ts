@@ -6,11 +6,14 @@
  * counting provider (test/cluster/images/provider-counter.ts), whose ledger every test reads to show
  * at most one effect per action — usually none.
  *
- * Covered: pod authentication (what the gateway refuses before Core sees anything, a finished
- * session's token included), Approval squatting,
- * malformed arguments, call ids the model reuses, the finality of a rejection, and a capability whose
- * spec.policy.subjects leaves the session's subject out; and, in a namespace of their own, the limits
- * and unstorable input of `invoke-limits-cases.ts`.
+ * Covered: what only the cluster shows — pod authentication (what the gateway refuses before Core
+ * sees anything, a finished session's token included); admission refusing a made-up Approval, and the
+ * controller marking one the gateway made up Failed (Conflict, RequesterMismatch, RequestNotRecorded);
+ * the approval wait and a rejection seen through the operator's caches; two Capabilities of one
+ * spec.id, each given a condition naming the other; and, in a namespace of their own, the limits and
+ * unstorable input of `invoke-limits-cases.ts`. Core's own refusals (malformed arguments, reused call
+ * ids, a rejection's finality, spec.policy.subjects, a squat's spec) are shown in memory:
+ * `operator/src/core/invoke-refusals.test.ts`, `operator/src/core/execute.test.ts`.
  */
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,7 +41,6 @@ import { type Environment, startEnvironment } from "./environment.ts";
 import { describeInvokeLimits } from "./invoke-limits-cases.ts";
 import { decisionPatch, eventually } from "./story.ts";
 
-/** The operator's ServiceAccount: the only user admission lets create Approvals. */
 /** A user admission lets create Approvals: the gateway, which a squatter impersonates. */
 const OPERATOR_USER = "system:serviceaccount:gatehouse-system:gatehouse-gateway";
 
@@ -95,14 +97,8 @@ afterAll(async () => {
   await env?.stop();
 });
 
-function call(
-  turn: number,
-  position: number,
-  id: string,
-  args: string,
-  callId = `call_${position}`,
-): InvokeCall {
-  return { turn, position, callId, tool: toolName(id), arguments: args };
+function call(turn: number, position: number, id: string, args: string): InvokeCall {
+  return { turn, position, callId: `call_${position}`, tool: toolName(id), arguments: args };
 }
 
 /** The session's Approvals (by spec.sessionRef.uid, so a squatted one without owner is listed too). */
@@ -418,14 +414,11 @@ describe("a squatted Approval", () => {
     });
   }
 
-  /** A plausible Approval body for `session` under `name`, with `args` and `owned` deciding the squat. */
-  async function squatBody(
-    session: SleepingSession,
-    name: string,
-    executionId: string,
-    args: string,
-    owned: boolean,
-  ) {
+  /**
+   * A plausible Approval body of call(0, 0, PUBLISH, ARGS) for `session` under `name`; `owned`: the
+   * session is its controller owner.
+   */
+  async function squatBody(session: SleepingSession, name: string, executionId: string, owned: boolean) {
     const capability = await env.kubectl.json<{ status?: { schemaDigest?: string } }>("admin", [
       "get",
       "capability",
@@ -433,7 +426,7 @@ describe("a squatted Approval", () => {
       "-n",
       session.namespace,
     ]);
-    const canonical = canonicalJson(JSON.parse(args));
+    const canonical = canonicalJson(JSON.parse(ARGS));
     return {
       apiVersion: "gatehouse.dev/v1alpha1",
       kind: "Approval",
@@ -503,7 +496,7 @@ describe("a squatted Approval", () => {
   it("cannot be created by admin in its own name: admission admits only the operator", async () => {
     const session = await sleepingSession(env, namespace, "squat-admin");
     const { approvalName, executionId } = derivedName(session);
-    const body = await squatBody(session, approvalName, executionId, ARGS, true);
+    const body = await squatBody(session, approvalName, executionId, true);
     const result = await env.kubectl.run("admin", ["create", "-f", "-"], JSON.stringify(body));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(
@@ -511,23 +504,11 @@ describe("a squatted Approval", () => {
     );
   });
 
-  it("with the derived name but a different spec, though owned by the session, is marked Failed Conflict and the call refused", async () => {
-    const session = await sleepingSession(env, namespace, "squat-spec");
-    const mark = await counter.mark();
-    const { approvalName, executionId } = derivedName(session);
-    // The squatter's own arguments under the name of the call the agent is about to make.
-    // Fails today (Core, not this test): invoke.ts step 2 takes any session-owned Approval of the
-    // derived name as its own without comparing its spec, and answers pending_approval on the
-    // squatter's Approval — whose arguments an approver would then execute.
-    await squat(await squatBody(session, approvalName, executionId, '{"planId":"P-7","version":2}', true));
-    await expectRefusedAsConflict(session, approvalName, mark);
-  });
-
   it("with the derived name and the same action but without the session as controller owner is marked Failed Conflict and the call refused", async () => {
     const session = await sleepingSession(env, namespace, "squat-owner");
     const mark = await counter.mark();
     const { approvalName, executionId } = derivedName(session);
-    await squat(await squatBody(session, approvalName, executionId, ARGS, false));
+    await squat(await squatBody(session, approvalName, executionId, false));
     await expectRefusedAsConflict(session, approvalName, mark);
   });
 
@@ -535,7 +516,7 @@ describe("a squatted Approval", () => {
     const session = await sleepingSession(env, namespace, "impostor");
     const mark = await counter.mark();
     const name = `apr-impostor-${Date.now().toString(36)}`;
-    const body = await squatBody(session, name, derivedName(session).executionId, ARGS, true);
+    const body = await squatBody(session, name, derivedName(session).executionId, true);
     // Another user's request on alice's session: her session never proposes for bob.
     body.spec.requester = { user: "bob", groups: [] };
     await env.kubectl.ok("admin", ["create", "--as", OPERATOR_USER, "-f", "-"], JSON.stringify(body));
@@ -552,7 +533,7 @@ describe("a squatted Approval", () => {
     const session = await sleepingSession(env, namespace, "unrequested");
     const mark = await counter.mark();
     const { approvalName, executionId } = derivedName(session);
-    await squat(await squatBody(session, approvalName, executionId, ARGS, true));
+    await squat(await squatBody(session, approvalName, executionId, true));
     await decide(session.namespace, approvalName, "Approve");
     // Younger than the request grace it waits for the record the gateway appends after creating an
     // Approval; then it ends for good.
@@ -569,129 +550,24 @@ describe("a squatted Approval", () => {
   });
 });
 
-describe("malformed arguments", () => {
-  let session: SleepingSession;
-  let token: string;
-
-  beforeAll(async () => {
-    session = await sleepingSession(env, namespace, "malformed");
-    token = await podToken(env, session);
-  }, 300_000);
-
-  // PUBLISH requires planId and version; each text below is refused before its schema is even asked.
-  const cases: Array<{ label: string; raw: string; problem: string }> = [
-    { label: "a cut-off object", raw: '{"planId":"P-7","shift": 1', problem: "truncated" },
-    { label: '"" for a capability that requires fields', raw: "", problem: "empty" },
-    { label: "null", raw: "null", problem: "not_object" },
-    { label: "an array", raw: "[1,2]", problem: "not_object" },
-    {
-      label: "two concatenated objects",
-      raw: '{"planId":"P-7","version":1}{"planId":"P-7","version":1}',
-      problem: "trailing_content",
-    },
-    { label: "duplicate keys", raw: '{"planId":"P-7","version":1,"version":2}', problem: "duplicate_key" },
-    { label: "an escaped lone surrogate", raw: '{"a":"\\ud800"}', problem: "lone_surrogate" },
-    // Fails today (the gateway, not Core): Core refuses and audits it, then the gateway's transcript
-    // append stores the raw text in jsonb, which Postgres refuses (22P02) — the agent gets a 500.
-    { label: "a raw lone surrogate", raw: '{"a":"\ud800"}', problem: "lone_surrogate" },
-    {
-      label: "an integer beyond 2^53",
-      raw: '{"planId":"P-7","version":9007199254740993}',
-      problem: "unsafe_integer",
-    },
-  ];
-
-  it.each(cases.map((c, position) => ({ ...c, position })))(
-    "answers $label with an invalid_arguments result, audits it, and approves and runs nothing",
-    async ({ raw, problem, position }) => {
-      const mark = await counter.mark();
-      const reply = await invokeAs(env, token, call(0, position, PUBLISH, raw));
-      expect(reply.status).toBe(200);
-      expect(reply.body).toMatchObject({ status: "invalid_arguments", errorKind: "invalid_arguments" });
-      expect(reply.body.content).toMatch(/^Invalid arguments: /);
-      const audited = (await auditOf(session.uid)).filter(
-        (r) => r.kind === "invoke.invalid_arguments" && r.payload.rawDigest === sha256Hex(raw),
-      );
-      expect(audited.map((r) => r.payload.problem)).toEqual([problem]);
-      expect(await approvalsOf(session)).toEqual([]);
-      expect(await executionsOf(session.uid)).toEqual([]);
-      expect(await mark.calls()).toEqual([]);
-      expect(await mark.effects()).toEqual([]);
-    },
-  );
-
-  it('counts "" as {} for a capability that requires no field, and runs it once', async () => {
-    const reader = await sleepingSession(env, namespace, "empty-ok");
-    const mark = await counter.mark();
-    const reply = await invokeAs(env, await podToken(env, reader), call(0, 0, READ, ""));
-    expect(reply.body).toMatchObject({ status: "succeeded" });
-    expect((await auditOf(reader.uid)).map((r) => r.kind)).not.toContain("invoke.invalid_arguments");
-    expect((await executionsOf(reader.uid)).map((e) => e.arguments_canonical)).toEqual(["{}"]);
-    const effects = await mark.effects();
-    expect(effects.map((e) => ({ capability: e.capability, arguments: e.arguments }))).toEqual([
-      { capability: READ, arguments: {} },
+describe("an Approval, through the operator's caches", () => {
+  it("is waited on at once by its session and by no other; once Rejected, it leaves the session's status and the identical call in a later turn is refused naming it", async () => {
+    const [session, other] = await Promise.all([
+      sleepingSession(env, namespace, "rejected"),
+      sleepingSession(env, namespace, "other"),
     ]);
-  });
-});
-
-describe("call ids the model reuses", () => {
-  /** The first case's Approval, which the second case's session must not be able to wait on. */
-  let othersApproval: string | undefined;
-
-  /** Two write calls with callId call_0 at `first` and `second` (turn, position): two Approvals; approve the first. */
-  async function reusedCallId(prefix: string, first: [number, number], second: [number, number]) {
-    const session = await sleepingSession(env, namespace, prefix);
-    const token = await podToken(env, session);
-    const mark = await counter.mark();
-    const a = await invokeAs(env, token, call(first[0], first[1], PLACE, '{"orderId":"A-1"}', "call_0"));
-    // Waited on at once, as the agent does: the gateway's cache may not hold the new Approval yet.
-    const waited = await waitAs(env, token, a.body.approval?.name ?? "");
-    expect(waited).toMatchObject({ status: 200, body: { phase: "Pending", done: false } });
-    if (othersApproval) {
-      const foreign = await waitAs(env, token, othersApproval);
-      expect(foreign.status).toBe(404);
-      expect(JSON.stringify(foreign.body)).toContain(
-        `Approval ${othersApproval} does not belong to this session.`,
-      );
-    }
-    othersApproval ??= a.body.approval?.name;
-    const b = await invokeAs(env, token, call(second[0], second[1], PLACE, '{"orderId":"B-1"}', "call_0"));
-    expect(a.body).toMatchObject({ status: "pending_approval" });
-    expect(b.body).toMatchObject({ status: "pending_approval" });
-    const nameA = a.body.approval?.name ?? "";
-    const nameB = b.body.approval?.name ?? "";
-    expect(nameA).not.toBe(nameB);
-    expect((await approvalsOf(session)).map((x) => x.metadata.name).sort()).toEqual([nameA, nameB].sort());
-    const requested = (await auditOf(session.uid)).filter((r) => r.kind === "approval.requested");
-    expect(requested.map((r) => r.payload.approval).sort()).toEqual([nameA, nameB].sort());
-
-    await decide(session.namespace, nameA, "Approve");
-    const done = await approvalInPhase(session.namespace, nameA, "Succeeded");
-    const effects = await mark.effects();
-    expect(effects.map((e) => ({ executionId: e.executionId, arguments: e.arguments }))).toEqual([
-      { executionId: done.spec.executionId, arguments: { orderId: "A-1" } },
-    ]);
-    expect((await getApproval(session.namespace, nameB)).status?.phase).toBe("Pending");
-  }
-
-  it("gives two write calls with callId call_0 in one turn two Approvals, and approving one runs only that one", async () => {
-    await reusedCallId("reuse-turn", [0, 0], [0, 1]);
-  });
-
-  it("gives two write calls with callId call_0 in two turns two Approvals, and approving one runs only that one", async () => {
-    await reusedCallId("reuse-turns", [0, 0], [1, 0]);
-  });
-});
-
-describe("a rejection", () => {
-  it("is final: the identical call later in the turn and in a later turn is refused naming the rejected Approval, with no new Approval; another capability still gets its own", async () => {
-    const session = await sleepingSession(env, namespace, "rejected");
     const token = await podToken(env, session);
     const mark = await counter.mark();
     const ORDER = '{"orderId":"R-1"}';
     const first = await invokeAs(env, token, call(0, 0, PLACE, ORDER));
     expect(first.body).toMatchObject({ status: "pending_approval" });
     const rejected = first.body.approval?.name ?? "";
+    // Waited on at once, as the agent does: the gateway's cache may not hold the new Approval yet.
+    const waited = await waitAs(env, token, rejected);
+    expect(waited).toMatchObject({ status: 200, body: { phase: "Pending", done: false } });
+    const foreign = await waitAs(env, await podToken(env, other), rejected);
+    expect(foreign.status).toBe(404);
+    expect(JSON.stringify(foreign.body)).toContain(`Approval ${rejected} does not belong to this session.`);
 
     // The operator's caches drive both the session's status.pendingApprovals and Core's look-up of
     // rejections: seeing the Approval listed, then no longer listed, shows the operator knows it Rejected.
@@ -705,44 +581,11 @@ describe("a rejection", () => {
     await approvalInPhase(session.namespace, rejected, "Rejected");
     await listed(false);
 
-    for (const again of [call(0, 1, PLACE, ORDER), call(1, 0, PLACE, ORDER)]) {
-      const reply = await invokeAs(env, token, again);
-      expect(reply.body).toMatchObject({ status: "denied" });
-      expect(reply.body.content).toContain(rejected);
-    }
+    const again = await invokeAs(env, token, call(1, 0, PLACE, ORDER));
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ status: "denied", errorKind: "forbidden" });
+    expect(again.body.content).toContain(rejected);
     expect((await approvalsOf(session)).map((a) => a.metadata.name)).toEqual([rejected]);
-    const refusals = (await auditOf(session.uid)).filter((r) => r.kind === "invoke.denied");
-    expect(refusals.map((r) => r.payload.rejectedApproval)).toEqual([rejected, rejected]);
-
-    const other = await invokeAs(env, token, call(1, 1, PUBLISH, '{"planId":"P-1","version":1}'));
-    expect(other.body).toMatchObject({ status: "pending_approval" });
-    const names = (await approvalsOf(session)).map((a) => a.metadata.name);
-    expect(names.sort()).toEqual([rejected, other.body.approval?.name ?? ""].sort());
-    expect(await executionsOf(session.uid)).toEqual([]);
-    expect(await mark.calls()).toEqual([]);
-    expect(await mark.effects()).toEqual([]);
-  });
-});
-
-describe("a capability whose spec.policy.subjects leaves alice out", () => {
-  it("is not among the tools alice's session is offered, and her call of it is refused naming that field", async () => {
-    const session = await sleepingSession(env, namespace, "reserved");
-    const token = await podToken(env, session);
-    const mark = await counter.mark();
-    const view = await getSessionView(env, token);
-    expect(view.status).toBe(200);
-    const offered = (view.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
-    expect(offered).toContain(toolName(READ));
-    expect(offered).not.toContain(toolName(RESERVED));
-
-    const reply = await invokeAs(env, token, call(0, 0, RESERVED, "{}"));
-    expect(reply.body).toMatchObject({ status: "denied" });
-    expect(reply.body.content).toContain(
-      `alice may not use ${RESERVED}: its spec.policy.subjects admits only user bob; ask the platform team to add you`,
-    );
-    const refusals = (await auditOf(session.uid)).filter((r) => r.kind === "invoke.denied");
-    expect(refusals.map((r) => r.payload.reason)).toEqual(["NotASubject"]);
-    expect(await executionsOf(session.uid)).toEqual([]);
     expect(await mark.calls()).toEqual([]);
   });
 });
@@ -784,16 +627,16 @@ describe("two Capabilities with the same spec.id in one namespace", () => {
 
     const session = await sleepingSession(env, namespace, "duplicate");
     const token = await podToken(env, session);
-    const mark = await counter.mark();
     const view = await getSessionView(env, token);
     const offered = (view.body as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
     expect(offered).not.toContain(toolName(READ));
     expect(offered).toContain(toolName(PLACE));
+    // The gateway offers tools by the session's subject too: RESERVED admits only bob.
+    expect(offered).not.toContain(toolName(RESERVED));
+    // The catalog reads the duplicate from the caches at once; Core's refusal of it is shown in memory.
     const reply = await invokeAs(env, token, call(0, 0, READ, "{}"));
     expect(reply.body).toMatchObject({ status: "denied", errorKind: "unavailable" });
     expect(reply.body.content).toContain("(DuplicateId)");
-    expect(await executionsOf(session.uid)).toEqual([]);
-    expect(await mark.calls()).toEqual([]);
 
     await env.kubectl.ok("admin", ["delete", "capability", COPY, "-n", namespace]);
     await eventually(`${capabilityName(READ)} to be Ready again`, 60_000, async () =>

@@ -358,5 +358,28 @@ describe("an Approval found under the derived name", () => {
     const [conflict] = world.audit.filter((r) => r.kind === "approval.conflict");
     expect(conflict?.payload).toMatchObject({ approval: `${session.namespace}/${stored.request.name}` });
     expect(world.providerCalls).toHaveLength(0);
+    expect(world.approvals.size).toBe(1);
+    expect(world.executions.size).toBe(0);
+  });
+
+  it("is a squat when it records this very call but the session is not its controller owner", async () => {
+    const world = worldWith();
+    await approved(world);
+    const stored = [...world.approvals.values()][0]!;
+    stored.ownerUid = "uid-of-someone-else";
+    const reserved = structuredClone(world.reservations);
+    const answer = await invoke(world.deps, session, call());
+    expect(answer).toMatchObject({
+      decision: "conflict",
+      answer: { status: "denied", errorKind: "conflict" },
+    });
+    expect(stored.phase).toBe("Pending");
+    expect(auditPayloads(world, AuditKind.approvalConflict)).toEqual([
+      expect.objectContaining({ approval: `${session.namespace}/${stored.request.name}` }),
+    ]);
+    expect(world.reservations).toEqual(reserved);
+    expect(world.approvals.size).toBe(1);
+    expect(world.executions.size).toBe(0);
+    expect(world.providerCalls).toHaveLength(0);
   });
 });
