@@ -193,11 +193,22 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
 
 /** The endpoint a session's model uses: its endpointRef, else the default (or only) endpoint. */
 export function endpointFor(
-  config: OperatorConfig,
+  config: Pick<OperatorConfig, "modelEndpoints">,
   endpointRef: string | undefined,
 ): ModelEndpoint | undefined {
   if (endpointRef) return config.modelEndpoints.find((e) => e.name === endpointRef);
   return config.modelEndpoints.find((e) => e.default) ?? config.modelEndpoints[0];
+}
+
+/**
+ * The settings `keys` name, and no others: what one part of a program (a controller, the gateway's
+ * server) is given of the configuration, typed as `Pick<OperatorConfig, K>` so it follows the schema.
+ */
+export function settingsOf<K extends keyof OperatorConfig>(
+  config: OperatorConfig,
+  keys: readonly K[],
+): Pick<OperatorConfig, K> {
+  return Object.fromEntries(keys.map((key) => [key, config[key]])) as Pick<OperatorConfig, K>;
 }
 
 /** `object` without its undefined fields (zod's partial() types them as possibly undefined). */

@@ -18,13 +18,13 @@ import {
 } from "../core/recovery.ts";
 import { recordUnknownAutoExecutions } from "../core/resolution.ts";
 import { isDatabaseUnavailable } from "../store/unavailable.ts";
-import { startPeriodicSweep } from "./periodic-sweep.ts";
+import { type SweepSettings, startPeriodicSweep } from "./periodic-sweep.ts";
 
 /** Starts the loop (periodic-sweep.ts); `stop()` waits for a running sweep. */
 export function startExecutionRecovery(
   core: CoreDeps,
   log: Logger,
-  intervalMs = 5_000,
+  settings: SweepSettings,
 ): { stop(): Promise<void> } {
   // Each step's failure is logged on its own, so one broken step does not starve the others.
   const step = async (what: string, run: () => Promise<number>, done?: string) => {
@@ -58,6 +58,6 @@ export function startExecutionRecovery(
       await step("unknown Auto executions sweep", () => recordUnknownAutoExecutions(core));
     },
     log,
-    intervalMs,
+    settings,
   );
 }

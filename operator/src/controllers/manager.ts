@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
-import type { OperatorConfig } from "../config.ts";
+import { type OperatorConfig, settingsOf } from "../config.ts";
 import type { CoreDeps, DecisionRulesVerdict } from "../core/ports.ts";
 import { toolNameOf } from "../core/tool-names.ts";
 import { startIdentityMirror } from "../kube/identity-mirror.ts";
@@ -22,6 +22,7 @@ import type { InformerEvent, ObjectCache } from "../kube/runtime/informer.ts";
 import type { OperatorMetrics } from "../observability/metrics.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
+import { AGENT_SESSION_SETTINGS, type AgentSessionSettings } from "./agentsession/plan.ts";
 import {
   agentNetworkPolicy,
   agentNetworkPolicyHolds,
@@ -29,10 +30,13 @@ import {
 } from "./agentsession/reconciler.ts";
 import { startConflictSweep } from "./approval/conflict-sweep.ts";
 import { reconcileApproval } from "./approval/reconciler.ts";
+import { APPROVAL_CONTROLLER_SETTINGS, type ApprovalControllerSettings } from "./approval/writer.ts";
 import { reconcileCapability } from "./capability/reconciler.ts";
 import { Controller } from "./controller.ts";
 import { startExecutionRecovery } from "./execution-recovery.ts";
 import { manifestsWithGrace } from "./manifest-grace.ts";
+import { LEADER_SWEEPS, type SweepSettings } from "./periodic-sweep.ts";
+import { PROVIDER_INSTANCE_SETTINGS, type ProviderInstanceSettings } from "./providerinstance/plan.ts";
 import { reconcileProviderInstance } from "./providerinstance/reconciler.ts";
 import { serves } from "./served-namespaces.ts";
 
@@ -45,13 +49,39 @@ export interface ManagerDeps {
   transcripts: TranscriptStore;
   /** Session records from the transcript, read incrementally (shared with the gateway). */
   records: SessionRecords;
-  config: OperatorConfig;
+  /** What each controller is given of the configuration ({@link controllerSettings}). */
+  settings: ControllerSettings;
   log: Logger;
   metrics?: OperatorMetrics;
   now: () => Date;
   fetchManifest: (endpoint: string) => Promise<Manifest>;
   /** Whether admission enforces the Approval decision rules (kube/admission/guard.ts). */
   decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
+}
+
+/**
+ * Each controller's settings, built once from the configuration by {@link controllerSettings}; the
+ * Capability controller reads none.
+ */
+export interface ControllerSettings {
+  agentSession: AgentSessionSettings;
+  approval: ApprovalControllerSettings;
+  providerInstance: ProviderInstanceSettings;
+  /** The identity mirror publishes identity bindings in the operator's namespace (kube/identity-mirror.ts). */
+  identityMirror: Pick<OperatorConfig, "operatorNamespace">;
+  /** Execution recovery and the conflict sweep. */
+  sweeps: SweepSettings;
+}
+
+/** The controllers' settings from `config`: each takes the fields its settings type names, no others. */
+export function controllerSettings(config: OperatorConfig): ControllerSettings {
+  return {
+    agentSession: settingsOf(config, AGENT_SESSION_SETTINGS),
+    approval: settingsOf(config, APPROVAL_CONTROLLER_SETTINGS),
+    providerInstance: settingsOf(config, PROVIDER_INSTANCE_SETTINGS),
+    identityMirror: settingsOf(config, ["operatorNamespace"]),
+    sweeps: LEADER_SWEEPS,
+  };
 }
 
 /**
@@ -113,13 +143,14 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   };
   const sessions = new Controller(
     "agentsession",
-    (ns, name, l) => reconcileAgentSession({ ...deps, records }, ns, name, l),
+    (ns, name, l) =>
+      reconcileAgentSession({ ...deps, records, settings: deps.settings.agentSession }, ns, name, l),
     log,
     deps.metrics,
   );
   const approvals = new Controller(
     "approval",
-    (ns, name, l) => reconcileApproval({ ...deps, ceilings: deps.config.sessionCeilings }, ns, name, l),
+    (ns, name, l) => reconcileApproval({ ...deps, settings: deps.settings.approval }, ns, name, l),
     log,
     deps.metrics,
   );
@@ -133,14 +164,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     "providerinstance",
     (ns, name, l) =>
       reconcileProviderInstance(
-        {
-          ...deps,
-          manifests,
-          providerPort: deps.config.providerPort,
-          gatewayUrl: deps.config.gatewayUrl,
-          operatorNamespace: deps.config.operatorNamespace,
-          watchNamespaces: deps.config.watchNamespaces,
-        },
+        { ...deps, manifests, settings: deps.settings.providerInstance },
         ns,
         name,
         l,
@@ -211,8 +235,8 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   // An agent NetworkPolicy changed or deleted by anyone else: the namespace's running sessions restore it.
   deps.agentPolicies.onChange((policy, event) => {
     const namespace = policy.metadata?.namespace;
-    if (!namespace || !serves(deps.config.watchNamespaces, namespace)) return;
-    const desired = agentNetworkPolicy(namespace, deps.config);
+    if (!namespace || !serves(deps.settings.agentSession.watchNamespaces, namespace)) return;
+    const desired = agentNetworkPolicy(namespace, deps.settings.agentSession);
     if (event !== "delete" && agentNetworkPolicyHolds(policy, desired)) return;
     for (const s of caches.sessions.list(namespace)) {
       if (!s.spec.cancel && !isTerminalSessionPhase(s.status?.phase)) sessions.enqueue(s);
@@ -230,12 +254,13 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   for (const a of caches.approvals.list()) approvals.enqueue(a);
   for (const c of caches.capabilities.list()) capabilities.enqueue(c);
   for (const p of caches.providers.list()) providers.enqueue(p);
-  const recovery = startExecutionRecovery(deps.core, log.child({ component: "execution-recovery" }));
-  const conflicts = startConflictSweep(deps, log.child({ component: "conflict-sweep" }));
+  const { sweeps } = deps.settings;
+  const recovery = startExecutionRecovery(deps.core, log.child({ component: "execution-recovery" }), sweeps);
+  const conflicts = startConflictSweep(deps, log.child({ component: "conflict-sweep" }), sweeps);
   const identities = startIdentityMirror({
     clients: deps.clients,
     caches,
-    namespace: deps.config.operatorNamespace,
+    namespace: deps.settings.identityMirror.operatorNamespace,
     log: log.child({ component: "identity-mirror" }),
   });
   return {

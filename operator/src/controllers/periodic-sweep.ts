@@ -4,12 +4,23 @@
  */
 import type { Logger } from "pino";
 
+/** What a sweep is given: how often it runs, in milliseconds. */
+export interface SweepSettings {
+  intervalMs: number;
+}
+
+/**
+ * The settings of the leader's sweeps (execution recovery, the conflict sweep): every 5 s, so recovery
+ * resumes within 5 s of the database's return (DESIGN §3). A constant, not an environment variable.
+ */
+export const LEADER_SWEEPS: SweepSettings = { intervalMs: 5_000 };
+
 /** Starts `sweep`; see the file comment. */
 export function startPeriodicSweep(
   name: string,
   sweep: () => Promise<unknown>,
   log: Logger,
-  intervalMs: number,
+  { intervalMs }: SweepSettings,
 ): { stop(): Promise<void> } {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;

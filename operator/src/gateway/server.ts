@@ -10,7 +10,7 @@
  *   GET  /healthz, /readyz
  * Every /v1 request is authenticated by TokenReview, bound to the pod's session and admitted by the
  * session's request limits (session-limits.ts: over them, 429 with Retry-After). Each route has its own
- * body limit, what one session's agent writes to its transcript is bounded (AgentIntakeLimits), and no
+ * body limit, what one session's agent writes to its transcript is bounded (GATEWAY_LIMITS), and no
  * route reads a whole transcript into memory. Tool calls and their results are written to the
  * transcript by the gateway, from Core's records: the history a resumed agent is replayed. Core counts
  * the session's limits in its own budget ledger, not from it.
@@ -28,10 +28,10 @@ import {
   type SessionView,
 } from "../api/agent-protocol.ts";
 import type { AgentSession, Approval } from "../api/kinds.ts";
+import { endpointFor, type OperatorConfig } from "../config.ts";
 import { type JsonObject, sha256Hex } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { invoke } from "../core/invoke.ts";
-import type { SessionCeilings } from "../core/limits.ts";
 import type { CoreDeps } from "../core/ports.ts";
 import { offeredCapabilities } from "../core/visibility.ts";
 import { drainOnClose } from "../http/shutdown.ts";
@@ -46,22 +46,24 @@ import { sessionOfPod } from "./authenticate.ts";
 import { errorReply } from "./error-reply.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
 import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
-import { type SessionLimiter, type SessionRequestLimits, sessionLimiter } from "./session-limits.ts";
-
-/**
- * What one session's agent may write to its transcript over the whole session: the events it posts
- * (`POST /v1/session/events`) and the tool calls it makes (`POST /v1/invoke`), refused ones included.
- */
-export interface AgentIntakeLimits {
-  /** Events of source agent. */
-  eventsPerSession: number;
-  /** Bytes of those events' payloads (as stored JSON) over the whole session. */
-  eventBytesPerSession: number;
-}
+import { type SessionLimiter, sessionLimiter } from "./session-limits.ts";
 
 /** Body limits per route: an event holds ≤ 64 KiB of text; an invoke ≤ 1 MB of arguments. */
 const EVENT_BODY_BYTES = 256 * 1024;
 const INVOKE_BODY_BYTES = 2 * 1024 * 1024;
+
+/**
+ * What the gateway's server is given of the operator's configuration (built once by
+ * programs/gateway.ts): the session ceilings, what one session may ask (its request rate and in-flight
+ * cap, the model proxy's body limit, what its agent may write to its transcript) and the model
+ * endpoints. Each one's meaning is in config.ts.
+ */
+export const GATEWAY_SETTINGS = [
+  "sessionCeilings",
+  "gatewayLimits",
+  "modelEndpoints",
+] as const satisfies readonly (keyof OperatorConfig)[];
+export type GatewaySettings = Pick<OperatorConfig, (typeof GATEWAY_SETTINGS)[number]>;
 
 export interface GatewayDeps {
   caches: Caches;
@@ -71,16 +73,11 @@ export interface GatewayDeps {
   log: Logger;
   /** The published grant verification keys (providers/grant-keys.ts). */
   jwks: JwksRouteOptions["jwks"];
-  /** The operator's ceilings on session limits. */
-  ceilings: SessionCeilings;
   /** Session records from the transcript, read incrementally (the model proxy's token budget). */
   records: SessionRecords;
-  /** The model proxy's endpoints, keys, metrics and body limit (model-proxy.ts). */
-  model: Pick<ModelProxyOptions, "endpointFor" | "keys" | "metrics" | "maxRequestBytes">;
-  /** Each session's request rate and in-flight cap (config GATEWAY_LIMITS). */
-  requestLimits: SessionRequestLimits;
-  /** What each session's agent may write to its transcript (config GATEWAY_LIMITS). */
-  intakeLimits: AgentIntakeLimits;
+  /** The model proxy's keys and metrics (model-proxy.ts). */
+  model: Pick<ModelProxyOptions, "keys" | "metrics">;
+  settings: GatewaySettings;
 }
 
 /** How long an approval wait lets the informer catch up with an Approval created a moment ago. */
@@ -125,8 +122,9 @@ export function buildGateway(deps: GatewayDeps) {
     bodyLimit: INVOKE_BODY_BYTES,
   });
   const drain = drainOnClose(app);
-  const limiter: SessionLimiter = sessionLimiter(deps.requestLimits);
-  const intake = deps.intakeLimits;
+  const { sessionCeilings: ceilings, gatewayLimits } = deps.settings;
+  const limiter: SessionLimiter = sessionLimiter(gatewayLimits);
+  const intake = gatewayLimits;
 
   /**
    * Refuses (409) an agent's event of `bytes` once its session posted its share. Checked against what
@@ -174,9 +172,11 @@ export function buildGateway(deps: GatewayDeps) {
     });
     v1.register(modelProxyRoute, {
       ...deps.model,
+      endpointFor: (endpointRef) => endpointFor(deps.settings, endpointRef),
+      maxRequestBytes: gatewayLimits.modelRequestBytes,
       records: deps.records,
       transcripts: deps.transcripts,
-      ceilings: deps.ceilings,
+      ceilings,
     });
 
     v1.get("/v1/session", async (request): Promise<SessionView> => {
@@ -193,7 +193,7 @@ export function buildGateway(deps: GatewayDeps) {
         parameters: c.inputSchema,
       }));
       const first = await historyPage(deps.transcripts, session.metadata.uid, 0, HISTORY_PAGE);
-      const limits = limitsOf(session, deps.ceilings);
+      const limits = limitsOf(session, ceilings);
       return {
         namespace: session.metadata.namespace,
         name: session.metadata.name,
@@ -239,7 +239,7 @@ export function buildGateway(deps: GatewayDeps) {
       const session = request.session;
       // Every call adds a tool_call event the agent caused, refused calls included.
       await admitIntake(session, call.arguments.length);
-      const context = sessionContextOf(session, deps.ceilings);
+      const context = sessionContextOf(session, ceilings);
       const { answer } = await invoke(deps.core, context, call);
       const capability = await deps.core.catalog.resolve(session.metadata.namespace, call.tool);
       // A repeated request (same turn, position, tool and arguments) adds nothing to the history: the

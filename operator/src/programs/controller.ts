@@ -8,7 +8,7 @@
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { LEADER_LEASE } from "../api/rbac.ts";
 import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
-import { startControllers } from "../controllers/manager.ts";
+import { controllerSettings, startControllers } from "../controllers/manager.ts";
 import { startAdmissionGuard } from "../kube/admission/guard.ts";
 import { makeAgentPolicyCache } from "../kube/runtime/caches.ts";
 import { LeaderElector } from "../kube/runtime/leader-election.ts";
@@ -47,6 +47,7 @@ export async function runController(): Promise<void> {
   });
   const { config, clients, caches, store, core, log, metrics, grantKeys } = started;
   leaderElection = config.leaderElection.enabled;
+  const settings = controllerSettings(config);
   // The gateway serves these in its JWKS, so providers verify approved dispatch's grants by kid. A write
   // only when the ring changed: a standby writes nothing.
   const publisher = await publishGrantPublicKeys({
@@ -98,7 +99,7 @@ export async function runController(): Promise<void> {
       core,
       transcripts: store.transcripts,
       records: sessionRecords(store.transcripts),
-      config,
+      settings,
       log,
       metrics,
       now: () => new Date(),

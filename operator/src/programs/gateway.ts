@@ -8,10 +8,10 @@
  * through the API server's aggregation layer (gateway/transcripts-api.ts).
  */
 import { readFile } from "node:fs/promises";
-import { ConfigError, endpointFor, type OperatorConfig } from "../config.ts";
+import { ConfigError, type OperatorConfig, settingsOf } from "../config.ts";
 import { tokenReviewer } from "../gateway/authenticate.ts";
 import { EXTENSION_AUTHENTICATION_CONFIGMAP, requestHeaderConfigOf } from "../gateway/front-proxy.ts";
-import { buildGateway } from "../gateway/server.ts";
+import { buildGateway, GATEWAY_SETTINGS } from "../gateway/server.ts";
 import { buildTranscriptsApi, type TranscriptsApiTls } from "../gateway/transcripts-api.ts";
 import { closeWithin } from "../http/shutdown.ts";
 import { subjectAccessReviewer } from "../kube/access-review.ts";
@@ -77,16 +77,12 @@ export async function runGateway(): Promise<void> {
     review: tokenReviewer(clients),
     jwks: combinedJwks(grantKeys.jwks, published.keys),
     log,
-    ceilings: config.sessionCeilings,
     records: sessionRecords(store.transcripts),
     model: {
-      endpointFor: (endpointRef) => endpointFor(config, endpointRef),
       keys: secretModelKeys(clients.core, config.operatorNamespace),
       metrics: metrics.modelProxyMetrics,
-      maxRequestBytes: config.gatewayLimits.modelRequestBytes,
     },
-    requestLimits: config.gatewayLimits,
-    intakeLimits: config.gatewayLimits,
+    settings: settingsOf(config, GATEWAY_SETTINGS),
   });
   started.onShutdown("gateway", async () => {
     const { cut, requests } = await closeWithin(gateway, GATEWAY_DRAIN_MS);

@@ -8,12 +8,12 @@ import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AgentSession, Approval, Capability, ProviderInstance } from "../../api/kinds.ts";
 import { SESSION_FINALIZER } from "../../api/well-known.ts";
-import type { OperatorConfig } from "../../config.ts";
 import { defaultSessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import { metaTimeOf } from "../../kube/runtime/conditions.ts";
 import { inMemoryAgentSessionWriter } from "./in-memory-writer.ts";
 import { agentNetworkPolicy } from "./network-policy.ts";
+import type { AgentSessionSettings } from "./plan-types.ts";
 import { agentPodName } from "./pod.ts";
 import { applyAgentSession } from "./reconciler.ts";
 
@@ -22,9 +22,9 @@ export const at = (ms: number) => new Date(NOW.getTime() + ms).toISOString();
 export const UID = "sess-uid";
 export const STAMP = metaTimeOf(NOW);
 
-export const CONFIG = {
+export const SETTINGS: AgentSessionSettings = {
   watchNamespaces: [],
-  modelEndpoints: [{ name: "ep1", url: "http://model", models: ["m1"], default: true }],
+  modelEndpoints: [{ name: "ep1", baseURL: "http://model", models: ["m1"], default: true }],
   agentPodRetries: 2,
   sessionCeilings: defaultSessionCeilings,
   agentImage: "gatehouse/agent:dev",
@@ -33,7 +33,7 @@ export const CONFIG = {
   operatorNamespace: "gatehouse-system",
   offClusterGateways: [],
   agentResources: {},
-} as unknown as OperatorConfig;
+};
 
 export const RECORD: SessionRecord = {
   finalAnswers: 0,
@@ -142,7 +142,7 @@ export const approval = (phase: string): Approval =>
   }) as unknown as Approval;
 
 export const HOLDING_POLICY = (() => {
-  const wire = JSON.parse(JSON.stringify(agentNetworkPolicy("plant-a", CONFIG)));
+  const wire = JSON.parse(JSON.stringify(agentNetworkPolicy("plant-a", SETTINGS)));
   wire.spec.ingress = wire.spec.ingress.map(({ _from, ...rule }: Record<string, unknown>) => ({
     ...rule,
     from: _from,
@@ -161,7 +161,7 @@ export interface Row {
   pod?: (session: AgentSession) => V1Pod;
   approvals?: Approval[];
   record?: Partial<SessionRecord> | "unavailable";
-  config?: Partial<OperatorConfig>;
+  settings?: Partial<AgentSessionSettings>;
   policy?: V1NetworkPolicy;
   capabilities?: string[];
   /** The pod the API server holds under the name on create (409), else the create succeeds. */
@@ -220,7 +220,7 @@ export async function pass(row: Row) {
         return { ...RECORD, ...row.record };
       },
     },
-    config: { ...CONFIG, ...row.config } as OperatorConfig,
+    settings: { ...SETTINGS, ...row.settings },
     agentPolicies: cacheOf(row.policy ? [row.policy] : []) as never,
     now: () => NOW,
   };

@@ -134,7 +134,7 @@ const ROWS: Row[] = [
   {
     name: "first pod failed, no retries configured: Failed AgentFailed",
     session: sessionOf({ status: RUNNING }),
-    config: { agentPodRetries: 0 },
+    settings: { agentPodRetries: 0 },
     pod: (s) => podOf(s, "Failed", { exitCode: 1 }),
     policy: HOLDING_POLICY,
     calls: ["writeStatus", "event:SessionFailed"],

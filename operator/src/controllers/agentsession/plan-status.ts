@@ -23,19 +23,19 @@ import { limitLoweredEvent, statusFrom } from "./status.ts";
  * sidecar for each of `sidecarProviders` (sidecars.ts). Pure.
  */
 export function planAgentPod(input: AgentSessionPlanInput, sidecarProviders: ProviderInstance[]): V1Pod {
-  const { session, config, now } = input;
+  const { session, settings, now } = input;
   const runStart = session.status?.runStartTime ?? session.status?.startTime;
   const started = runStart ? Date.parse(runStart) : now.getTime();
-  const timeout = limitsOf(session, config.sessionCeilings).timeoutSeconds;
+  const timeout = limitsOf(session, settings.sessionCeilings).timeoutSeconds;
   return agentPodFor(
     session,
     session.status?.attempt ?? 1,
     {
-      image: config.agentImage,
-      gatewayUrl: config.gatewayUrl,
+      image: settings.agentImage,
+      gatewayUrl: settings.gatewayUrl,
       remainingSeconds: timeout - (now.getTime() - started) / 1000,
-      resources: config.agentResources,
-      sidecars: sidecarsFor(sidecarProviders, config.gatewayUrl),
+      resources: settings.agentResources,
+      sidecars: sidecarsFor(sidecarProviders, settings.gatewayUrl),
     },
     session.status?.resumes ?? 0,
     session.status?.continuations ?? 0,
@@ -60,10 +60,10 @@ export function planStatus(
   pod: V1Pod | undefined,
   observed: StatusObservation,
 ): FinalPlan {
-  const { session, config, now } = input;
+  const { session, settings, now } = input;
   const record = input.record;
   if (!record) throw new Error("planStatus needs the session's record (readRecord)");
-  const limits = limitsOf(session, config.sessionCeilings);
+  const limits = limitsOf(session, settings.sessionCeilings);
   const status = statusFrom(
     session,
     pod,
@@ -73,7 +73,7 @@ export function planStatus(
     observed.missingCapabilities,
     limits,
   );
-  const lowered = limitLoweredEvent(session, config.sessionCeilings);
+  const lowered = limitLoweredEvent(session, settings.sessionCeilings);
   const events: PlannedEvent[] = [];
   if (lowered) events.push(event("Warning", lowered.reason, lowered.message));
   const terminal = isTerminalSessionPhase(status.phase);

@@ -17,10 +17,30 @@ export const EARLIER_POD_WAIT_MS = 2_000;
 /** How soon a deleted session looks again for its Pending Approvals to be cancelled. */
 export const RELEASE_WAIT_MS = 1_000;
 
+/**
+ * What the AgentSession controller is given of the operator's configuration (built once by
+ * controllers/manager.ts): the served namespaces, the model endpoints, the agent pod's image, resources
+ * and retries, the session ceilings, and where agent pods reach the gateway (its URL, and for the agent
+ * NetworkPolicy its port, namespace and off-cluster addresses). Each one's meaning is in config.ts.
+ */
+export const AGENT_SESSION_SETTINGS = [
+  "watchNamespaces",
+  "modelEndpoints",
+  "agentImage",
+  "agentResources",
+  "agentPodRetries",
+  "sessionCeilings",
+  "gatewayUrl",
+  "gatewayPort",
+  "operatorNamespace",
+  "offClusterGateways",
+] as const satisfies readonly (keyof OperatorConfig)[];
+export type AgentSessionSettings = Pick<OperatorConfig, (typeof AGENT_SESSION_SETTINGS)[number]>;
+
 /** What the planner is given: the session as cached, what was read for it, the settings, the clock. */
 export interface AgentSessionPlanInput {
   session: AgentSession;
-  config: OperatorConfig;
+  settings: AgentSessionSettings;
   now: Date;
   /** The session's Approvals, from the cache. */
   approvals: Approval[];

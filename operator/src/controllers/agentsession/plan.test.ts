@@ -14,7 +14,6 @@ import {
 import {
   approval,
   at,
-  CONFIG,
   completed,
   NOW,
   pass,
@@ -23,6 +22,7 @@ import {
   RECORD,
   type Row,
   RUNNING,
+  SETTINGS,
   STAMP,
   sessionOf,
 } from "./plan-fixtures.ts";
@@ -83,7 +83,7 @@ const ROWS: Row[] = [
   {
     name: "namespace not served: Pending, Progressing=False NamespaceNotServed",
     session: sessionOf(),
-    config: { watchNamespaces: ["other"] },
+    settings: { watchNamespaces: ["other"] },
     calls: ["writeStatus", "event:NamespaceNotServed"],
     phase: "Pending",
     conditions: [["Progressing", "False", "NamespaceNotServed", /plant-a/]],
@@ -174,7 +174,7 @@ describe("an AgentSession's pass up to its pod, by transition and reason", () =>
   it("asks for the record only past the checks that need none, and keeps the clock once it has it", () => {
     const input: AgentSessionPlanInput = {
       session: sessionOf(),
-      config: CONFIG,
+      settings: SETTINGS,
       now: NOW,
       approvals: [],
       pod: undefined,

@@ -79,7 +79,7 @@ function failed(input: AgentSessionPlanInput, reason: string, message: string): 
 
 /** Plans a pass up to the agent pod's side of it (see the header). Pure. */
 export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan {
-  const { session, config, now } = input;
+  const { session, settings, now } = input;
   if (session.metadata.deletionTimestamp) return planRelease(input);
   if (!hasFinalizer(session, SESSION_FINALIZER)) return final({ finalizer: "add", requeueAfterMs: 0 });
   if (isTerminal(session)) return planContinuation(input);
@@ -87,7 +87,7 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
 
   // Outside the namespaces this controller serves it has no right to create pods: say so and wait, as
   // Pending, for the platform to add the namespace (a new configuration restarts the controller).
-  const served = config.watchNamespaces;
+  const served = settings.watchNamespaces;
   if (!serves(served, namespace)) {
     const message = namespaceNotServedMessage("AgentSessions", namespace, served);
     const conditions = setCondition(
@@ -107,12 +107,12 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
     });
   }
 
-  const endpoint = endpointFor(config, session.spec.model.endpointRef);
+  const endpoint = endpointFor(settings, session.spec.model.endpointRef);
   if (!endpoint) {
     return failed(
       input,
       "ModelEndpointNotFound",
-      modelEndpointNotFoundMessage(session.spec.model.endpointRef, config.modelEndpoints),
+      modelEndpointNotFoundMessage(session.spec.model.endpointRef, settings.modelEndpoints),
     );
   }
   if (endpoint.models.length > 0 && !endpoint.models.includes(session.spec.model.name)) {
@@ -140,7 +140,7 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
   const cancel = session.spec.cancel;
   const answered = runAnswered(session, record);
   const retry =
-    pod && !cancel ? retryDecision(pod, record, attempt, config.agentPodRetries, now, answered) : undefined;
+    pod && !cancel ? retryDecision(pod, record, attempt, settings.agentPodRetries, now, answered) : undefined;
   if (retry?.kind === "wait") return final({ requeueAfterMs: retry.afterMs });
   // Each of the next three records the new run before creating its pod: a crash in between re-creates
   // the same name. Our own status write does not queue the session again (manager.ts), so each asks
@@ -209,7 +209,7 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
       ? {}
       : {
           networkPolicy: {
-            desired: agentNetworkPolicy(namespace, config),
+            desired: agentNetworkPolicy(namespace, settings),
             cached,
             whenApplied: cached
               ? [

@@ -3,7 +3,7 @@
  *
  *   session = cache.get(key)                    ; gone → owner references delete the pod
  *   observed = the session's Approvals, the cached pod of its current run, the agent NetworkPolicy
- *   plan = planAgentSession(session, config, now, observed)
+ *   plan = planAgentSession(session, settings, now, observed)
  *            being deleted → remove the finalizer once no Approval of it is Pending; no finalizer →
  *            add it; ended → nothing, unless messages were appended to a Completed one → continue it;
  *            namespace not served, no model endpoint or model, a pod under its name it does not
@@ -26,7 +26,6 @@ import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { AGENT_NETWORK_POLICY } from "../../api/well-known.ts";
-import type { OperatorConfig } from "../../config.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
 import type { KubeClients } from "../../kube/runtime/client.ts";
@@ -36,6 +35,7 @@ import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
 import { isDatabaseUnavailable } from "../../store/unavailable.ts";
 import {
   type AgentSessionPlanInput,
+  type AgentSessionSettings,
   type FinalPlan,
   type PlannedEvent,
   type PlannedLog,
@@ -66,7 +66,7 @@ export interface AgentSessionDeps {
   clients: KubeClients;
   caches: Caches;
   records: SessionRecords;
-  config: OperatorConfig;
+  settings: AgentSessionSettings;
   events: EventRecorder;
   /** The agent NetworkPolicies (name AGENT_NETWORK_POLICY) of every namespace, as the API server holds them. */
   agentPolicies: ObjectCache<V1NetworkPolicy>;
@@ -152,7 +152,7 @@ function observe(
   );
   return {
     session,
-    config: deps.config,
+    settings: deps.settings,
     now,
     approvals: approvalsOf(deps.caches, session),
     pod: deps.caches.pods.get(podName, namespace),

@@ -24,7 +24,7 @@ import { isConflict } from "../../kube/runtime/client.ts";
 import { setCondition } from "../../kube/runtime/conditions.ts";
 import { writeStatusIfChanged } from "../../kube/runtime/status.ts";
 import { namespaceNamedBy } from "../../store/approval-records.ts";
-import { startPeriodicSweep } from "../periodic-sweep.ts";
+import { type SweepSettings, startPeriodicSweep } from "../periodic-sweep.ts";
 import type { ApprovalStatus } from "./plan.ts";
 
 /** How far back the sweep reads `approval.conflict` records. */
@@ -149,11 +149,11 @@ export async function markRecordedConflicts(deps: ConflictSweepDeps, log: Logger
   return marked;
 }
 
-/** Starts the sweep every `intervalMs` (periodic-sweep.ts: never overlapping; `stop()` waits for it). */
+/** Starts the sweep every `settings.intervalMs` (periodic-sweep.ts: never overlapping; `stop()` waits for it). */
 export function startConflictSweep(
   deps: ConflictSweepDeps,
   log: Logger,
-  intervalMs = 5_000,
+  settings: SweepSettings,
 ): { stop(): Promise<void> } {
-  return startPeriodicSweep("conflict sweep", () => markRecordedConflicts(deps, log), log, intervalMs);
+  return startPeriodicSweep("conflict sweep", () => markRecordedConflicts(deps, log), log, settings);
 }

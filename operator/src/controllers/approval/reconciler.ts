@@ -22,7 +22,6 @@
 import type { Logger } from "pino";
 import type { Approval } from "../../api/kinds.ts";
 import { historyWith, readHistory } from "../../core/approval-lifecycle.ts";
-import type { SessionCeilings } from "../../core/limits.ts";
 import { approvalSettings } from "../../core/policy.ts";
 import type { AppendedRecord, CoreDeps, DecisionRulesVerdict } from "../../core/ports.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
@@ -41,7 +40,7 @@ import {
   planDispatchOutcome,
   viewOf,
 } from "./plan.ts";
-import { type ApprovalWriter, kubeApprovalWriter } from "./writer.ts";
+import { type ApprovalControllerSettings, type ApprovalWriter, kubeApprovalWriter } from "./writer.ts";
 
 export interface ApprovalDeps {
   clients: KubeClients;
@@ -56,8 +55,7 @@ export interface ApprovalDeps {
    */
   decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
   metrics?: Pick<OperatorMetrics, "approvalDecided">;
-  /** The operator's ceilings on session limits. */
-  ceilings: SessionCeilings;
+  settings: ApprovalControllerSettings;
 }
 
 /** Reconciles one Approval: observe, plan, apply. */

@@ -7,11 +7,11 @@ import { isDeepStrictEqual } from "node:util";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
 import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
+import type { OperatorConfig } from "../../config.ts";
 import type { ApprovalHistory } from "../../core/approval-lifecycle.ts";
 import type { ExecuteApprovedResult } from "../../core/execute-approved.ts";
 import { failpointSite } from "../../core/failpoints.ts";
 import { executeApproved } from "../../core/invoke.ts";
-import type { SessionCeilings } from "../../core/limits.ts";
 import type { AppendedRecord, AuditEntry, CoreDeps, DecisionRulesVerdict } from "../../core/ports.ts";
 import { type ResolutionEntry, type ResolveResult, resolveExecution } from "../../core/resolution.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
@@ -61,6 +61,17 @@ const AFTER_AUDIT = failpointSite("approval.after-audit");
 const BEFORE_STATUS_WRITE = failpointSite("approval.before-status-write");
 const AFTER_STATUS_WRITE = failpointSite("approval.after-status-write");
 
+/**
+ * What the Approval controller is given of the operator's configuration (built once by
+ * controllers/manager.ts): the session ceilings, which a dispatched call's session context carries.
+ * The default Approval lifetime is Core's (`core.config`); not core/policy.ts's ApprovalSettings, which
+ * are a Capability's.
+ */
+export const APPROVAL_CONTROLLER_SETTINGS = [
+  "sessionCeilings",
+] as const satisfies readonly (keyof OperatorConfig)[];
+export type ApprovalControllerSettings = Pick<OperatorConfig, (typeof APPROVAL_CONTROLLER_SETTINGS)[number]>;
+
 /** What the real writer uses. */
 export interface KubeApprovalWriterDeps {
   clients: KubeClients;
@@ -68,7 +79,7 @@ export interface KubeApprovalWriterDeps {
   core: CoreDeps;
   transcripts: TranscriptStore;
   events: EventRecorder;
-  ceilings: SessionCeilings;
+  settings: ApprovalControllerSettings;
   metrics?: Pick<OperatorMetrics, "approvalDecided"> | undefined;
 }
 
@@ -106,7 +117,7 @@ export function kubeApprovalWriter(deps: KubeApprovalWriterDeps, now: Date): App
     },
     async dispatch(request) {
       const found = request.session;
-      const session = found ? sessionContextOf(found, deps.ceilings) : undefined;
+      const session = found ? sessionContextOf(found, deps.settings.sessionCeilings) : undefined;
       return executeApproved(deps.core, {
         approval: { ...viewOf(request.approval), phase: "Approved" },
         ...(session ? { session } : {}),

@@ -18,8 +18,8 @@ import {
   observationsFor,
   type PlannedLog,
   type ProviderInstancePlanInput,
+  type ProviderInstanceSettings,
   type ProviderInstanceStatus,
-  type ProviderSettings,
   planHealthCheck,
   planProviderInstance,
   WAITING_INTERVAL_MS,
@@ -29,7 +29,7 @@ import { applyProviderInstance, type ManifestSource, type ProviderInstanceReads 
 const NOW = new Date("2026-12-01T10:00:00.250Z");
 const EARLIER = "2026-12-01T09:00:00Z";
 const ENDPOINT = "http://10.88.0.9:8080";
-const SETTINGS: ProviderSettings = {
+const SETTINGS: ProviderInstanceSettings = {
   providerPort: 8080,
   gatewayUrl: "http://gatehouse.gatehouse-system:8443",
   operatorNamespace: "gatehouse-system",
@@ -147,7 +147,7 @@ describe("a ProviderInstance pass: conditions, applied objects, requeue", () => 
   const rows: Array<{
     name: string;
     provider: ProviderInstance;
-    settings?: Partial<ProviderSettings>;
+    settings?: Partial<ProviderInstanceSettings>;
     observed?: HealthObservation;
     /** The conditions as written, by type (all of them). */
     conditions: ExpectedCondition[] | undefined;

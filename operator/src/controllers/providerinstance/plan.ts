@@ -35,6 +35,7 @@ import {
   PROVIDER_LABEL,
   SERVICE_NAME_LABEL,
 } from "../../api/well-known.ts";
+import type { OperatorConfig } from "../../config.ts";
 import { describeApiError } from "../../kube/runtime/client.ts";
 import { setCondition } from "../../kube/runtime/conditions.ts";
 import { namespaceNotServedMessage, serves } from "../served-namespaces.ts";
@@ -48,21 +49,24 @@ export const HEALTH_INTERVAL_MS = 30_000;
 /** How soon a provider without a ready endpoint, or whose manifest failed, is looked at again. */
 export const WAITING_INTERVAL_MS = 2_000;
 
-/** The operator's settings a pass plans with. */
-export interface ProviderSettings {
-  providerPort: number;
-  /** The gateway URL provider containers fetch the grant JWKS from. */
-  gatewayUrl: string;
-  /** The operator's namespace (POD_NAMESPACE): where the pods allowed to call providers run. */
-  operatorNamespace: string;
-  /** The served namespaces (WATCH_NAMESPACES; empty: all): the only ones whose pods the caches hold. */
-  watchNamespaces: readonly string[];
-}
+/**
+ * What the ProviderInstance controller is given of the operator's configuration (built once by
+ * controllers/manager.ts): the provider port, the gateway URL provider containers fetch the grant JWKS
+ * from, the operator's namespace (where the pods allowed to call providers run) and the served
+ * namespaces (the only ones whose pods the caches hold). Each one's meaning is in config.ts.
+ */
+export const PROVIDER_INSTANCE_SETTINGS = [
+  "providerPort",
+  "gatewayUrl",
+  "operatorNamespace",
+  "watchNamespaces",
+] as const satisfies readonly (keyof OperatorConfig)[];
+export type ProviderInstanceSettings = Pick<OperatorConfig, (typeof PROVIDER_INSTANCE_SETTINGS)[number]>;
 
 /** What the planner is given: the ProviderInstance as cached, the settings, the clock. */
 export interface ProviderInstancePlanInput {
   provider: ProviderInstance;
-  settings: ProviderSettings;
+  settings: ProviderInstanceSettings;
   now: Date;
 }
 

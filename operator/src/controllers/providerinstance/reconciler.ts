@@ -29,6 +29,7 @@ import {
   observationsFor,
   type PlannedLog,
   type ProviderInstancePlanInput,
+  type ProviderInstanceSettings,
   planHealthCheck,
   planProviderInstance,
   readyEndpoints,
@@ -45,13 +46,7 @@ export interface ProviderInstanceDeps {
   clients: KubeClients;
   caches: Caches;
   manifests: ManifestSource;
-  providerPort: number;
-  /** The gateway URL provider containers fetch the grant JWKS from. */
-  gatewayUrl: string;
-  /** The operator's namespace (POD_NAMESPACE): where the pods allowed to call providers run. */
-  operatorNamespace: string;
-  /** The served namespaces (WATCH_NAMESPACES; empty: all): the only ones whose pods the caches hold. */
-  watchNamespaces: readonly string[];
+  settings: ProviderInstanceSettings;
   now: () => Date;
 }
 
@@ -76,13 +71,12 @@ export async function reconcileProviderInstance(
     pods: (ns) => deps.caches.pods.list(ns),
     manifests: deps.manifests,
   };
-  const { providerPort, gatewayUrl, operatorNamespace, watchNamespaces } = deps;
   return await applyProviderInstance(
     kubeProviderInstanceWriter(deps.clients),
     reads,
     {
       provider,
-      settings: { providerPort, gatewayUrl, operatorNamespace, watchNamespaces },
+      settings: deps.settings,
       now: deps.now(),
     },
     log,
