@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test unit deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
+.PHONY: demo test unit unit-shuffled deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -34,9 +34,14 @@ demo: deps host-deps cluster
 test: deps host-deps cluster helm
 	npx vitest run
 
-## unit: the tests that need neither Postgres nor a cluster (vitest project `unit`).
+## unit: the tests that need neither Postgres nor a cluster (vitest project `unit`), in well under a minute.
 unit: deps
 	npx vitest run --project unit
+
+## unit-shuffled: the unit project with files and tests in a random order (the seed is printed): the unit
+## project shares one module graph per worker, so a test that leaves state behind shows here.
+unit-shuffled: deps
+	npx vitest run --project unit --sequence.shuffle --sequence.seed=$$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 
 ## crds: regenerate crds/, the chart's templates/generated/ and deploy/*-rbac.yaml from operator/src/api.
 crds: deps
