@@ -29,6 +29,7 @@ export default defineConfig({
             "test/stands-alone.test.ts",
             "test/docs.test.ts",
             "test/file-size.test.ts",
+            "test/layout.test.ts",
             "operator/src/**/*.test.ts",
             "agent-image/src/**/*.test.ts",
             "provider-images/*/src/**/*.test.ts",
