@@ -1,9 +1,12 @@
 /**
- * The environment variables the operator reads (config.ts parses them): one zod schema, each
- * variable's meaning its `.describe()` text in `Environment` below, with the shapes of the JSON ones.
+ * The environment variables the operator reads: one zod schema, each variable's meaning its
+ * `.describe()` text in `Environment` below, with the shapes of the JSON ones and their defaults.
+ * config.ts transforms what it parses into the configuration the programs use.
  */
 import { z } from "zod";
+import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { parseFailpoints } from "./core/failpoints.ts";
+import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
 import { defaultCoreConfig } from "./core/ports.ts";
 
 /**
@@ -32,10 +35,58 @@ export const AgentResources = z
   .object({ requests: Quantities.optional(), limits: Quantities.optional() })
   .strict();
 export type AgentResources = z.infer<typeof AgentResources>;
-const DEFAULT_AGENT_RESOURCES: AgentResources = {
+const DEFAULT_AGENT_RESOURCES = {
   requests: { cpu: "50m", memory: "128Mi" },
   limits: { cpu: "1", memory: "512Mi" },
-};
+} satisfies AgentResources;
+
+/** A gateway outside the cluster (OFF_CLUSTER_GATEWAYS): the address block agent pods reach it at, and its TCP port. */
+export const OffClusterGateway = z.strictObject({
+  cidr: z.union([z.cidrv4(), z.cidrv6()]),
+  port: z.number().int().min(1).max(65535),
+});
+export type OffClusterGateway = z.infer<typeof OffClusterGateway>;
+
+/** SESSION_CEILINGS: each field its ceiling, an unset one the default of core/limits.ts. */
+const SessionCeilingsSchema = z
+  .object({
+    maxTurns: z.number().int().min(1).default(defaultSessionCeilings.maxTurns),
+    maxToolCalls: z.number().int().min(0).default(defaultSessionCeilings.maxToolCalls),
+    maxWrites: z.number().int().min(0).default(defaultSessionCeilings.maxWrites),
+    tokenBudget: z.number().int().min(0).default(defaultSessionCeilings.tokenBudget),
+    timeoutSeconds: z.number().int().min(1).default(defaultSessionCeilings.timeoutSeconds),
+    holdPodForSeconds: z.number().int().min(0).default(defaultSessionCeilings.holdPodForSeconds),
+  })
+  .strict() satisfies z.ZodType<SessionCeilings>;
+
+/**
+ * GATEWAY_LIMITS, what one agent session may ask of the gateway: its request rate and in-flight cap per
+ * replica (gateway/session-limits.ts), the model proxy's body limit, and what its agent may write to its
+ * transcript over the whole session — the events it posts (`POST /v1/session/events`) and the tool calls
+ * it makes (`POST /v1/invoke`), refused ones included, counted and as stored JSON bytes
+ * (gateway/server.ts). The defaults: far above what an agent does, far below what a flood needs.
+ */
+export const GatewayLimits = z
+  .object({
+    requestsPerSecond: z.number().int().min(1).max(10_000).default(20),
+    burst: z.number().int().min(1).max(100_000).default(40),
+    maxInFlight: z.number().int().min(1).max(10_000).default(32),
+    modelRequestBytes: z
+      .number()
+      .int()
+      .min(65_536)
+      .max(64 * 1024 * 1024)
+      .default(8 * 1024 * 1024),
+    eventsPerSession: z.number().int().min(10).default(5_000),
+    eventBytesPerSession: z
+      .number()
+      .int()
+      .min(65_536)
+      .default(16 * 1024 * 1024),
+  })
+  .strict();
+export type GatewayLimits = z.infer<typeof GatewayLimits>;
+export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = GatewayLimits.parse({});
 
 /**
  * An environment variable holding JSON (`fallback` when unset), parsed and then checked with `schema`;
@@ -117,12 +168,7 @@ export const Environment = z.object({
   OFF_CLUSTER_GATEWAYS: jsonVariable(
     "OFF_CLUSTER_GATEWAYS",
     "[]",
-    z.array(
-      z.strictObject({
-        cidr: z.union([z.cidrv4(), z.cidrv6()]),
-        port: z.number().int().min(1).max(65535),
-      }),
-    ),
+    z.array(OffClusterGateway),
     "a JSON list of {cidr, port}",
   ).describe(
     'controller: where agent pods reach a gateway that runs outside the cluster, as JSON [{"cidr":"10.0.0.5/32","port":8443}]: no pod selector can name it, so the agent NetworkPolicy also allows egress to each cidr on its TCP port (default none); chart value networkPolicy.offClusterGateways',
@@ -152,7 +198,7 @@ export const Environment = z.object({
     AgentResources,
     '{"requests": {...}, "limits": {...}} of quantity strings',
   ).describe(
-    "controller: JSON corev1 ResourceRequirements of the agent container (default requests 50m/128Mi, limits 1/512Mi)",
+    `controller: JSON corev1 ResourceRequirements of the agent container (default requests ${DEFAULT_AGENT_RESOURCES.requests.cpu}/${DEFAULT_AGENT_RESOURCES.requests.memory}, limits ${DEFAULT_AGENT_RESOURCES.limits.cpu}/${DEFAULT_AGENT_RESOURCES.limits.memory})`,
   ),
   PROVIDER_PORT: z.coerce
     .number()
@@ -181,12 +227,12 @@ export const Environment = z.object({
   LEADER_ELECTION_NAMESPACE: z
     .string()
     .optional()
-    .describe("namespace of Lease gatehouse-controller (default POD_NAMESPACE, else gatehouse-system)"),
+    .describe(`namespace of Lease gatehouse-controller (default POD_NAMESPACE, else ${OPERATOR_NAMESPACE})`),
   POD_NAMESPACE: z
     .string()
     .optional()
     .describe(
-      "the components' namespace: model key Secrets, grant keys, published grant public keys (default gatehouse-system)",
+      `the components' namespace: model key Secrets, grant keys, published grant public keys (default ${OPERATOR_NAMESPACE})`,
     ),
   WATCH_NAMESPACES: z
     .string()
@@ -246,17 +292,7 @@ export const Environment = z.object({
   SESSION_CEILINGS: jsonVariable(
     "SESSION_CEILINGS",
     "{}",
-    z
-      .object({
-        maxTurns: z.number().int().min(1),
-        maxToolCalls: z.number().int().min(0),
-        maxWrites: z.number().int().min(0),
-        tokenBudget: z.number().int().min(0),
-        timeoutSeconds: z.number().int().min(1),
-        holdPodForSeconds: z.number().int().min(0),
-      })
-      .partial()
-      .strict(),
+    SessionCeilingsSchema,
     "an object of session ceilings",
   ).describe(
     "JSON: the operator's ceilings on session limits {maxTurns, maxToolCalls, maxWrites, tokenBudget, timeoutSeconds, holdPodForSeconds}; unset fields keep their defaults (core/limits.ts)",
@@ -269,27 +305,8 @@ export const Environment = z.object({
   ).describe(
     'JSON: the least approval per effect whatever a Capability says, e.g. {"write":"Required"} (default none)',
   ),
-  GATEWAY_LIMITS: jsonVariable(
-    "GATEWAY_LIMITS",
-    "{}",
-    z
-      .object({
-        requestsPerSecond: z.number().int().min(1).max(10_000),
-        burst: z.number().int().min(1).max(100_000),
-        maxInFlight: z.number().int().min(1).max(10_000),
-        modelRequestBytes: z
-          .number()
-          .int()
-          .min(65_536)
-          .max(64 * 1024 * 1024),
-        eventsPerSession: z.number().int().min(10),
-        eventBytesPerSession: z.number().int().min(65_536),
-      })
-      .partial()
-      .strict(),
-    "an object of gateway limits",
-  ).describe(
-    "gateway: JSON, what one agent session may ask (docs/security.md): {requestsPerSecond: 20, burst: 40, maxInFlight: 32} per replica (over them: 429 with Retry-After), modelRequestBytes 8388608 (the model proxy's body limit), eventsPerSession 5000 and eventBytesPerSession 16777216 (what the agent may write to its transcript); unset fields keep these defaults",
+  GATEWAY_LIMITS: jsonVariable("GATEWAY_LIMITS", "{}", GatewayLimits, "an object of gateway limits").describe(
+    `gateway: JSON, what one agent session may ask (docs/security.md): {requestsPerSecond: ${DEFAULT_GATEWAY_LIMITS.requestsPerSecond}, burst: ${DEFAULT_GATEWAY_LIMITS.burst}, maxInFlight: ${DEFAULT_GATEWAY_LIMITS.maxInFlight}} per replica (over them: 429 with Retry-After), modelRequestBytes ${DEFAULT_GATEWAY_LIMITS.modelRequestBytes} (the model proxy's body limit), eventsPerSession ${DEFAULT_GATEWAY_LIMITS.eventsPerSession} and eventBytesPerSession ${DEFAULT_GATEWAY_LIMITS.eventBytesPerSession} (what the agent may write to its transcript); unset fields keep these defaults`,
   ),
   PROVIDER_DEADLINE_MS: z.coerce
     .number()

@@ -1,5 +1,8 @@
+import { readFileSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ConfigError, configFromEnvironment, endpointFor } from "./config.ts";
+import { Environment } from "./config-environment.ts";
 import { defaultSessionCeilings } from "./core/limits.ts";
 
 /** The one variable without a default: the runtime login's URL. */
@@ -142,5 +145,79 @@ describe("operator configuration", () => {
       default: false,
     });
     expect(endpointFor(config, "elsewhere")).toBeUndefined();
+  });
+
+  it("takes every variable the chart's Deployment sets from the one schema, and each says what it means", () => {
+    const deployment = readFileSync(
+      new URL("../../charts/gatehouse/templates/deployment.yaml", import.meta.url),
+      "utf8",
+    );
+    const set = [...deployment.matchAll(/\bname: ([A-Z][A-Z0-9_]+)\b/g)].map((match) => match[1]);
+    expect(set.length).toBeGreaterThan(20);
+    expect(set.filter((name) => !(name! in Environment.shape))).toEqual([]);
+    const undescribed = Object.entries(Environment.shape).filter(([, field]) => !field.description);
+    expect(undescribed.map(([name]) => name)).toEqual([]);
+  });
+
+  it("names in each variable's description the default it parses to", () => {
+    const wrong: string[] = [];
+    for (const [name, field] of Object.entries(Environment.shape)) {
+      const parsed = field.safeParse(undefined);
+      if (!parsed.success || !["string", "number"].includes(typeof parsed.data)) continue;
+      const value = String(parsed.data);
+      const says = [`default ${value}`, `default and maximum ${value}`, `${value} (default)`];
+      if (!says.some((words) => field.description?.includes(words))) wrong.push(`${name}: ${value}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("carries every variable into the configuration: setting any one of them changes it", () => {
+    const changed: Record<keyof typeof Environment.shape, string> = {
+      KUBECONFIG: "/k/config",
+      KUBE_CONTEXT: "admin",
+      LOCAL_NODE_ROOT: "/var/lib/node/root",
+      DATABASE_URL: "postgres://gatehouse_gateway_b:p@db:5432/gatehouse",
+      GATEWAY_HOST: "127.0.0.1",
+      GATEWAY_PORT: "9443",
+      TRANSCRIPTS_API_PORT: "11443",
+      TRANSCRIPTS_API_TLS_CERT_FILE: "/tls/tls.crt",
+      TRANSCRIPTS_API_TLS_KEY_FILE: "/tls/tls.key",
+      GATEWAY_URL: "http://gateway.example:9443",
+      OFF_CLUSTER_GATEWAYS: '[{"cidr": "10.0.0.5/32", "port": 8443}]',
+      MODEL_ENDPOINTS: '[{"name": "scripted", "baseURL": "http://10.88.0.1:9000/v1"}]',
+      AGENT_IMAGE: "gatehouse/agent:1.2.3",
+      AGENT_POD_RETRIES: "5",
+      AGENT_RESOURCES: '{"limits": {"memory": "1Gi"}}',
+      PROVIDER_PORT: "9090",
+      HEALTH_HOST: "127.0.0.2",
+      HEALTH_PORT: "0",
+      LEADER_ELECTION: "false",
+      LEADER_ELECTION_NAMESPACE: "leases",
+      POD_NAMESPACE: "gh-system",
+      WATCH_NAMESPACES: "plant-a, plant-b",
+      GATEWAY_SERVICE_ACCOUNT: "gh-gateway",
+      POD_NAME: "gatehouse-controller-abc12",
+      LOG_LEVEL: "debug",
+      GRANT_TTL_SECONDS: "30",
+      GRANT_KEY_ROTATION_SECONDS: "3600",
+      GRANT_KEY_ACTIVATION_SECONDS: "10",
+      GRANT_KEYS_RESYNC_SECONDS: "0.5",
+      SESSION_CEILINGS: '{"maxTurns": 3}',
+      APPROVAL_FLOOR: '{"draft": "Required"}',
+      GATEWAY_LIMITS: '{"burst": 100}',
+      PROVIDER_DEADLINE_MS: "3000",
+      EXECUTION_LEASE_GRACE_MS: "0",
+      APPROVAL_TTL_SECONDS: "5",
+      APPROVAL_REQUEST_GRACE_MS: "4000",
+      GATEHOUSE_FAILPOINTS: "dispatch.after-claim=exit",
+      AUDIT_CHECKPOINT_INTERVAL_SECONDS: "0.25",
+    };
+    const defaults = configFromEnvironment(DATABASE);
+    const ignored = Object.entries(changed)
+      .filter(([name, value]) =>
+        isDeepStrictEqual(configFromEnvironment({ ...DATABASE, [name]: value }), defaults),
+      )
+      .map(([name]) => name);
+    expect(ignored).toEqual([]);
   });
 });

@@ -1,15 +1,19 @@
 /**
- * Operator configuration from the environment, parsed once with zod at the boundary. Each variable's
- * meaning is its `.describe()` text in `Environment` (config-environment.ts); `node operator/src/main.ts
- * --help` prints them all ({@link USAGE}).
+ * Operator configuration from the environment, parsed once with zod at the boundary: one schema,
+ * {@link operatorConfigSchema} — the variables of `Environment` (config-environment.ts, each one's meaning
+ * its `.describe()` text) transformed into the nested configuration the programs use, whose type
+ * {@link OperatorConfig} is the transform's output, so the shape is written once. `node
+ * operator/src/main.ts --help` prints every variable ({@link USAGE}). Each program part takes the settings
+ * it needs, picked by {@link settingsOf} (controllers/manager.ts, programs/gateway.ts).
  */
 import { hostname } from "node:os";
-import { type Effect, environmentProblems, environmentUsage, type HowToSet } from "@gatehouse/provider-sdk";
+import { environmentProblems, environmentUsage, type HowToSet } from "@gatehouse/provider-sdk";
+import type { z } from "zod";
 import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
-import { type AgentResources, Environment, type ModelEndpoint } from "./config-environment.ts";
+import { Environment, type ModelEndpoint } from "./config-environment.ts";
 import type { Failpoint, FailpointAction } from "./core/failpoints.ts";
-import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
-import type { ApprovalMode } from "./core/ports.ts";
+
+export { DEFAULT_GATEWAY_LIMITS, type GatewayLimits, type OffClusterGateway } from "./config-environment.ts";
 
 /** The `--help` text: every variable the operator reads, from the schema that parses them. */
 export const USAGE = environmentUsage(
@@ -18,96 +22,103 @@ export const USAGE = environmentUsage(
   [Environment],
 );
 
-/** The parsed configuration. */
-export interface OperatorConfig {
-  kubeconfig?: string;
-  kubeContext?: string;
-  /** Prefix of mounted paths (LOCAL_NODE_ROOT on the test cluster's local node); unset elsewhere. */
-  mountRoot?: string;
-  /** The runtime login's Postgres URL (DATABASE_URL). */
-  databaseUrl: string;
-  gatewayHost: string;
-  gatewayPort: number;
-  gatewayUrl: string;
-  /** Gateways outside the cluster that agent pods may reach (OFF_CLUSTER_GATEWAYS): each address block on its TCP port. */
-  offClusterGateways: OffClusterGateway[];
-  /** The transcripts API's port and serving certificate files (the gateway requires both files). */
-  transcriptsApi: { port: number; certFile?: string; keyFile?: string };
-  modelEndpoints: ModelEndpoint[];
-  /** The operator's own namespace (POD_NAMESPACE): where model key Secrets are read. */
-  operatorNamespace: string;
-  agentImage: string;
-  agentPodRetries: number;
-  agentResources: AgentResources;
-  providerPort: number;
-  healthHost: string;
-  healthPort: number;
-  leaderElection: { enabled: boolean; namespace: string; identityPrefix: string };
-  /**
-   * The served namespaces (WATCH_NAMESPACES): where both components watch pods and EndpointSlices and
-   * the controller runs AgentSessions and ProviderInstances; empty = every namespace.
-   */
-  watchNamespaces: string[];
-  /** The gateway's user name as the API server authenticates it (GATEWAY_SERVICE_ACCOUNT in POD_NAMESPACE). */
-  gatewayUsername: string;
-  logLevel: string;
-  /** Provider grants and their signing keys (providers/grant-keys.ts); durations in seconds. */
-  grants: {
-    ttlSeconds: number;
-    keyRotationSeconds: number;
-    keyActivationSeconds: number;
-    keysResyncSeconds: number;
+/** The environment, parsed and transformed into the configuration; each setting names its variable. */
+export const operatorConfigSchema = Environment.transform((env) => {
+  const operatorNamespace = env.POD_NAMESPACE ?? OPERATOR_NAMESPACE;
+  const failpoints: ReadonlyMap<Failpoint, FailpointAction> = env.GATEHOUSE_FAILPOINTS;
+  return {
+    /** KUBECONFIG; unset: the in-cluster ServiceAccount. */
+    kubeconfig: env.KUBECONFIG,
+    /** KUBE_CONTEXT: the context of the kubeconfig (unset: its current context). */
+    kubeContext: env.KUBE_CONTEXT,
+    /** Prefix of mounted paths (LOCAL_NODE_ROOT on the test cluster's local node); unset elsewhere. */
+    mountRoot: env.LOCAL_NODE_ROOT,
+    /** The runtime login's Postgres URL (DATABASE_URL). */
+    databaseUrl: env.DATABASE_URL,
+    /** Where the gateway listens (GATEWAY_HOST). */
+    gatewayHost: env.GATEWAY_HOST,
+    /** The gateway's port (GATEWAY_PORT). */
+    gatewayPort: env.GATEWAY_PORT,
+    /** The gateway URL agent pods and provider containers are given (GATEWAY_URL, else host and port). */
+    gatewayUrl: env.GATEWAY_URL ?? `http://${env.GATEWAY_HOST}:${env.GATEWAY_PORT}`,
+    /** Gateways outside the cluster that agent pods may reach (OFF_CLUSTER_GATEWAYS): each address block on its TCP port. */
+    offClusterGateways: env.OFF_CLUSTER_GATEWAYS,
+    /** The transcripts API's port and serving certificate files (the gateway requires both files). */
+    transcriptsApi: {
+      port: env.TRANSCRIPTS_API_PORT,
+      ...(env.TRANSCRIPTS_API_TLS_CERT_FILE ? { certFile: env.TRANSCRIPTS_API_TLS_CERT_FILE } : {}),
+      ...(env.TRANSCRIPTS_API_TLS_KEY_FILE ? { keyFile: env.TRANSCRIPTS_API_TLS_KEY_FILE } : {}),
+    },
+    /** Where the model proxy sends sessions' requests (MODEL_ENDPOINTS; {@link endpointFor} picks one). */
+    modelEndpoints: env.MODEL_ENDPOINTS,
+    /** The operator's own namespace (POD_NAMESPACE): where model key Secrets and grant keys are read. */
+    operatorNamespace,
+    /** The agent runtime image (AGENT_IMAGE). */
+    agentImage: env.AGENT_IMAGE,
+    /** How often a failed agent pod is replaced before the session fails (AGENT_POD_RETRIES). */
+    agentPodRetries: env.AGENT_POD_RETRIES,
+    /** The agent container's resource requests and limits (AGENT_RESOURCES). */
+    agentResources: env.AGENT_RESOURCES,
+    /** The port providers serve on (PROVIDER_PORT). */
+    providerPort: env.PROVIDER_PORT,
+    /** Where the health server listens: /healthz, /readyz, /metrics (HEALTH_HOST). */
+    healthHost: env.HEALTH_HOST,
+    /** The health server's port (HEALTH_PORT). */
+    healthPort: env.HEALTH_PORT,
+    /**
+     * Lease gatehouse-controller (LEADER_ELECTION, LEADER_ELECTION_NAMESPACE): whether the controllers
+     * run only while holding it, its namespace, and this replica's identity before its random suffix
+     * (POD_NAME, else the host name).
+     */
+    leaderElection: {
+      enabled: env.LEADER_ELECTION === "true",
+      namespace: env.LEADER_ELECTION_NAMESPACE ?? env.POD_NAMESPACE ?? OPERATOR_NAMESPACE,
+      identityPrefix: env.POD_NAME ?? hostname(),
+    },
+    /**
+     * The served namespaces (WATCH_NAMESPACES): where both components watch pods and EndpointSlices and
+     * the controller runs AgentSessions and ProviderInstances; empty = every namespace.
+     */
+    watchNamespaces: env.WATCH_NAMESPACES,
+    /** The gateway's user name as the API server authenticates it (GATEWAY_SERVICE_ACCOUNT in POD_NAMESPACE). */
+    gatewayUsername: `system:serviceaccount:${operatorNamespace}:${env.GATEWAY_SERVICE_ACCOUNT}`,
+    /** The pino level (LOG_LEVEL). */
+    logLevel: env.LOG_LEVEL,
+    /** Provider grants and their signing keys (GRANT_*; providers/grant-keys.ts); durations in seconds. */
+    grants: {
+      ttlSeconds: env.GRANT_TTL_SECONDS,
+      keyRotationSeconds: env.GRANT_KEY_ROTATION_SECONDS,
+      keyActivationSeconds: env.GRANT_KEY_ACTIVATION_SECONDS,
+      keysResyncSeconds: env.GRANT_KEYS_RESYNC_SECONDS,
+    },
+    /** The ceilings on every session's limits (SESSION_CEILINGS over core/limits.ts's defaults). */
+    sessionCeilings: env.SESSION_CEILINGS,
+    /** What one agent session may ask of the gateway (GATEWAY_LIMITS over DEFAULT_GATEWAY_LIMITS). */
+    gatewayLimits: env.GATEWAY_LIMITS,
+    /**
+     * Core's settings beyond its defaults (core/ports.ts CoreConfig): the provider call deadline and the
+     * execution lease grace in milliseconds (PROVIDER_DEADLINE_MS, EXECUTION_LEASE_GRACE_MS), the default
+     * Approval lifetime (APPROVAL_TTL_SECONDS), the grace for an Approval's request record
+     * (APPROVAL_REQUEST_GRACE_MS) and the approval floor (APPROVAL_FLOOR; absent when it sets none).
+     */
+    execution: {
+      providerDeadlineMs: env.PROVIDER_DEADLINE_MS,
+      leaseGraceMs: env.EXECUTION_LEASE_GRACE_MS,
+      approvalTtlSeconds: env.APPROVAL_TTL_SECONDS,
+      requestRecordGraceMs: env.APPROVAL_REQUEST_GRACE_MS,
+      ...(Object.keys(env.APPROVAL_FLOOR).length > 0 ? { approvalFloor: env.APPROVAL_FLOOR } : {}),
+    },
+    /** Test-only failpoints (GATEHOUSE_FAILPOINTS; core/failpoints.ts) and what each does; empty in production. */
+    failpoints,
+    /** Audit checkpoints: period in milliseconds (AUDIT_CHECKPOINT_INTERVAL_SECONDS; what the witness keeps is by age, core/witness-retention.ts; DESIGN §6). */
+    auditCheckpoints: {
+      intervalMs: Math.round(env.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000),
+    },
   };
-  /** The ceilings on every session's limits (core/limits.ts). */
-  sessionCeilings: SessionCeilings;
-  /** What one agent session may ask of the gateway (GATEWAY_LIMITS; defaults in DEFAULT_GATEWAY_LIMITS). */
-  gatewayLimits: GatewayLimits;
-  /**
-   * Provider call deadline and execution lease grace, in milliseconds; the default Approval lifetime
-   * and the grace for an Approval's request record (core/ports.ts CoreConfig).
-   */
-  execution: {
-    providerDeadlineMs: number;
-    leaseGraceMs: number;
-    approvalTtlSeconds: number;
-    requestRecordGraceMs: number;
-    approvalFloor?: Partial<Record<Effect, ApprovalMode>>;
-  };
-  /** Test-only failpoints (core/failpoints.ts) and what each does; empty in production. */
-  failpoints: ReadonlyMap<Failpoint, FailpointAction>;
-  /** Audit checkpoints: period in milliseconds (what the witness keeps is by age, core/witness-retention.ts; DESIGN §6). */
-  auditCheckpoints: { intervalMs: number };
-}
+});
 
-/** A gateway outside the cluster: the address block agent pods reach it at, and its TCP port. */
-export interface OffClusterGateway {
-  cidr: string;
-  port: number;
-}
-
-/**
- * What one agent session may ask of the gateway: its request rate and in-flight cap per replica
- * (gateway/session-limits.ts), the model proxy's body limit, and what its agent may write to its
- * transcript (gateway/server.ts).
- */
-export interface GatewayLimits {
-  requestsPerSecond: number;
-  burst: number;
-  maxInFlight: number;
-  modelRequestBytes: number;
-  eventsPerSession: number;
-  eventBytesPerSession: number;
-}
-
-/** The defaults: far above what an agent does, far below what a flood needs. */
-export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
-  requestsPerSecond: 20,
-  burst: 40,
-  maxInFlight: 32,
-  modelRequestBytes: 8 * 1024 * 1024,
-  eventsPerSession: 5_000,
-  eventBytesPerSession: 16 * 1024 * 1024,
-};
+/** The parsed configuration: the output of {@link operatorConfigSchema}. */
+export type OperatorConfig = z.output<typeof operatorConfigSchema>;
 
 /** A configuration the operator cannot start with; its message names every bad variable. */
 export class ConfigError extends Error {
@@ -123,7 +134,7 @@ const setInOperatorEnvironment: HowToSet = (name) =>
  * it, why and where to set it (the SDK's `environmentProblems`, as the providers print theirs).
  */
 export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
-  const result = Environment.safeParse(env);
+  const result = operatorConfigSchema.safeParse(env);
   if (!result.success) {
     throw new ConfigError(
       environmentProblems(result.error, Environment, env, setInOperatorEnvironment).join("\n"),
@@ -132,63 +143,13 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv): OperatorConfig {
       },
     );
   }
-  const parsed = result.data;
-  if (parsed.GATEHOUSE_FAILPOINTS.size > 0 && env.NODE_ENV === "production") {
+  if (result.data.failpoints.size > 0 && env.NODE_ENV === "production") {
     // The operator image sets NODE_ENV=production: a failpoint there is a mistake, never a test.
     throw new ConfigError(
       "GATEHOUSE_FAILPOINTS: test-only failpoints are refused in the production image (NODE_ENV=production); unset it",
     );
   }
-  return {
-    kubeconfig: parsed.KUBECONFIG,
-    kubeContext: parsed.KUBE_CONTEXT,
-    mountRoot: parsed.LOCAL_NODE_ROOT,
-    databaseUrl: parsed.DATABASE_URL,
-    gatewayHost: parsed.GATEWAY_HOST,
-    gatewayPort: parsed.GATEWAY_PORT,
-    gatewayUrl: parsed.GATEWAY_URL ?? `http://${parsed.GATEWAY_HOST}:${parsed.GATEWAY_PORT}`,
-    offClusterGateways: parsed.OFF_CLUSTER_GATEWAYS,
-    transcriptsApi: {
-      port: parsed.TRANSCRIPTS_API_PORT,
-      ...(parsed.TRANSCRIPTS_API_TLS_CERT_FILE ? { certFile: parsed.TRANSCRIPTS_API_TLS_CERT_FILE } : {}),
-      ...(parsed.TRANSCRIPTS_API_TLS_KEY_FILE ? { keyFile: parsed.TRANSCRIPTS_API_TLS_KEY_FILE } : {}),
-    },
-    modelEndpoints: parsed.MODEL_ENDPOINTS,
-    operatorNamespace: parsed.POD_NAMESPACE ?? OPERATOR_NAMESPACE,
-    agentImage: parsed.AGENT_IMAGE,
-    agentPodRetries: parsed.AGENT_POD_RETRIES,
-    agentResources: parsed.AGENT_RESOURCES,
-    providerPort: parsed.PROVIDER_PORT,
-    healthHost: parsed.HEALTH_HOST,
-    healthPort: parsed.HEALTH_PORT,
-    leaderElection: {
-      enabled: parsed.LEADER_ELECTION === "true",
-      namespace: parsed.LEADER_ELECTION_NAMESPACE ?? parsed.POD_NAMESPACE ?? "gatehouse-system",
-      identityPrefix: parsed.POD_NAME ?? hostname(),
-    },
-    watchNamespaces: parsed.WATCH_NAMESPACES,
-    gatewayUsername: `system:serviceaccount:${parsed.POD_NAMESPACE ?? OPERATOR_NAMESPACE}:${parsed.GATEWAY_SERVICE_ACCOUNT}`,
-    logLevel: parsed.LOG_LEVEL,
-    grants: {
-      ttlSeconds: parsed.GRANT_TTL_SECONDS,
-      keyRotationSeconds: parsed.GRANT_KEY_ROTATION_SECONDS,
-      keyActivationSeconds: parsed.GRANT_KEY_ACTIVATION_SECONDS,
-      keysResyncSeconds: parsed.GRANT_KEYS_RESYNC_SECONDS,
-    },
-    sessionCeilings: { ...defaultSessionCeilings, ...definedOnly(parsed.SESSION_CEILINGS) },
-    gatewayLimits: { ...DEFAULT_GATEWAY_LIMITS, ...definedOnly(parsed.GATEWAY_LIMITS) },
-    execution: {
-      providerDeadlineMs: parsed.PROVIDER_DEADLINE_MS,
-      leaseGraceMs: parsed.EXECUTION_LEASE_GRACE_MS,
-      approvalTtlSeconds: parsed.APPROVAL_TTL_SECONDS,
-      requestRecordGraceMs: parsed.APPROVAL_REQUEST_GRACE_MS,
-      ...(Object.keys(parsed.APPROVAL_FLOOR).length > 0 ? { approvalFloor: parsed.APPROVAL_FLOOR } : {}),
-    },
-    failpoints: parsed.GATEHOUSE_FAILPOINTS,
-    auditCheckpoints: {
-      intervalMs: Math.round(parsed.AUDIT_CHECKPOINT_INTERVAL_SECONDS * 1000),
-    },
-  };
+  return result.data;
 }
 
 /** The endpoint a session's model uses: its endpointRef, else the default (or only) endpoint. */
@@ -209,11 +170,4 @@ export function settingsOf<K extends keyof OperatorConfig>(
   keys: readonly K[],
 ): Pick<OperatorConfig, K> {
   return Object.fromEntries(keys.map((key) => [key, config[key]])) as Pick<OperatorConfig, K>;
-}
-
-/** `object` without its undefined fields (zod's partial() types them as possibly undefined). */
-function definedOnly<T extends object>(object: T): { [K in keyof T]-?: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)) as {
-    [K in keyof T]-?: Exclude<T[K], undefined>;
-  };
 }
