@@ -4,6 +4,7 @@
  * config.ts transforms what it parses into the configuration the programs use.
  */
 import { z } from "zod";
+import { APPROVAL_MODES } from "./api/status/capability.ts";
 import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { parseFailpoints } from "./core/failpoints.ts";
 import { defaultSessionCeilings, type SessionCeilings } from "./core/limits.ts";
@@ -300,7 +301,7 @@ export const Environment = z.object({
   APPROVAL_FLOOR: jsonVariable(
     "APPROVAL_FLOOR",
     "{}",
-    z.partialRecord(z.enum(["read", "draft", "write"]), z.enum(["Auto", "Required", "Forbidden"])),
+    z.partialRecord(z.enum(["read", "draft", "write"]), z.enum(APPROVAL_MODES)),
     "an object of approval modes by effect",
   ).describe(
     'JSON: the least approval per effect whatever a Capability says, e.g. {"write":"Required"} (default none)',

@@ -13,6 +13,7 @@ import {
   USER,
 } from "./admission-policy.ts";
 import { GROUP } from "./kinds.ts";
+import { StatusReason } from "./status/kubernetes.ts";
 import { APPROVAL_FINALIZER } from "./well-known.ts";
 
 /** `metadata.finalizers` of `o` (absent counts as empty). */
@@ -56,19 +57,19 @@ export const APPROVAL_CREATE: PolicyDefinition = {
     {
       expression: `${USER} == ${GATEWAY} || ${USER} == ${CONTROLLER}`,
       messageExpression: `'approval-create: only the Gatehouse gateway and controller create Approvals; ' + ${USER} + ' may not (approvers append a decision to an existing Approval instead)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     // The creator is the proposer, never an approver: a decision or resolution born with the object
     // would be counted without the decide and resolve rules ever judging it.
     {
       expression: "!has(object.spec.decisions) || size(object.spec.decisions) == 0",
       messageExpression: `'approval-create: Approval ' + object.metadata.name + ' is created without decisions; approvers append theirs to it afterwards (' + ${USER} + ' may not create one already decided)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `size(${RESOLUTIONS("object")}) == 0`,
       messageExpression: `'approval-create: Approval ' + object.metadata.name + ' is created without resolutions; the platform team resolves an Unknown outcome afterwards (' + ${USER} + ' may not create one already resolved)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };
@@ -96,12 +97,12 @@ export const APPROVAL_METADATA: PolicyDefinition = {
     {
       expression: sameMetadata("ownerReferences", "[]"),
       messageExpression: `'approval-owner-references: the ownerReferences of Approval ' + object.metadata.name + ' tie it to its AgentSession and are the operator\\'s; ' + ${USER} + ' may not change them (labels and annotations may change)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `${sameMetadata("finalizers", "[]")} || (${OWN_FINALIZER_REMOVED} && authorizer.group('${GROUP}').resource('approvals').namespace(object.metadata.namespace).name(object.metadata.name).check('${RELEASE_VERB}').allowed())`,
       messageExpression: `'approval-finalizers: ' + ${USER} + ' may not add or remove finalizers of Approval ' + object.metadata.name + ': the finalizer ${APPROVAL_FINALIZER} is the operator\\'s (only a holder of the RBAC verb ${RELEASE_VERB} on approvals may remove it by hand, when no operator will run again), and no other finalizer may be added (labels and annotations may change)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };
@@ -139,41 +140,41 @@ export const APPROVAL_DECIDE: PolicyDefinition = {
     {
       expression: "variables.phase == 'Pending'",
       messageExpression: `'decision-closed: Approval ' + object.metadata.name + ' is ' + variables.phase + ' and takes no more decisions; ' + ${USER} + ' may not change it'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: "variables.added == 1 && oldObject.spec.decisions.all(i, d, object.spec.decisions[i] == d)",
       messageExpression: `'decision-append: ' + ${USER} + ' may only append exactly one decision at the end of spec.decisions, with a JSON patch {"op":"add","path":"/spec/decisions/-","value":{"approver":"' + ${USER} + '","verdict":"Approve"}}'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `variables.added != 1 || variables.appended.approver == ${USER}`,
       messageExpression: `'decision-own-name: ' + ${USER} + ' may append a decision only in their own name, not as ' + variables.appended.approver`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression:
         "variables.added != 1 || variables.isApprover || (variables.isRequester && variables.appended.verdict == 'Reject')",
       messageExpression: `'decision-approver: ' + ${USER} + ' is not an approver of Approval ' + object.metadata.name + ' (approvers: users [' + oldObject.spec.approvers.users.join(', ') + '], groups [' + oldObject.spec.approvers.groups.join(', ') + '])' + (variables.isRequester ? '; as its requester, ' + ${USER} + ' may only reject it (self-approval is off)' : '')`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `!oldObject.spec.decisions.exists(d, d.approver == ${USER})`,
       // Names the decision already recorded, so whoever re-submits sees what stands; at most 32
       // decisions (the CRD's maxItems) bound the cost.
       messageExpression: `'decision-once: ' + ${USER} + ' has already decided Approval ' + object.metadata.name + ': ' + oldObject.spec.decisions.transformList(i, d, d.approver == ${USER}, d.verdict + ' (spec.decisions[' + string(i) + '])')[0] + '; each user decides once'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression:
         "variables.added != 1 || !(variables.isRequester && variables.appended.verdict == 'Approve' && !oldObject.spec.allowSelfApproval)",
       messageExpression: `'decision-self-approval: ' + ${USER} + ' requested this call and self-approval is not allowed for it; another approver must approve (the requester may still reject)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `!(${AUTO_EXECUTION})`,
       messageExpression: `'decision-auto-execution: Approval ' + object.metadata.name + ' records a call that ran without approval; it takes no decisions (a holder of the verb resolve settles its outcome with kubectl gatehouse resolve); ' + ${USER} + ' may not change it'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };
@@ -204,32 +205,32 @@ export const APPROVAL_RESOLVE: PolicyDefinition = {
     {
       expression: `authorizer.group('${GROUP}').resource('approvals').namespace(object.metadata.namespace).name(object.metadata.name).check('${RESOLVE_VERB}').allowed()`,
       messageExpression: `'resolution-verb: ' + ${USER} + ' may resolve Approval ' + object.metadata.name + ' only with the RBAC verb ${RESOLVE_VERB} on approvals (granted by gatehouse-platform)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: "variables.phase == 'Unknown'",
       messageExpression: `'resolution-not-unknown: Approval ' + object.metadata.name + ' is ' + variables.phase + '; only an Approval whose execution outcome is Unknown takes a resolution'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: "variables.added == 1 && variables.old.all(i, r, variables.new[i] == r)",
       messageExpression: `'resolution-append: ' + ${USER} + ' may only append exactly one resolution at the end of spec.resolutions, with a JSON patch {"op":"add","path":"/spec/resolutions/-","value":{"resolver":"' + ${USER} + '","outcome":"Succeeded","reason":"…"}}'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `variables.added != 1 || variables.appended.resolver == ${USER}`,
       messageExpression: `'resolution-own-name: ' + ${USER} + ' may append a resolution only in their own name, not as ' + variables.appended.resolver`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: "size(variables.old) == 0",
       messageExpression: `'resolution-once: Approval ' + object.metadata.name + ' is already resolved by ' + variables.old[0].resolver + ' (' + variables.old[0].outcome + '); its outcome is settled once'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: "object.spec.decisions == oldObject.spec.decisions",
       messageExpression: `'resolution-only: ' + ${USER} + ' may append a resolution or a decision to Approval ' + object.metadata.name + ', not both in one request; its decisions stay as they are (use kubectl gatehouse resolve)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };
@@ -245,7 +246,7 @@ export const APPROVAL_OPERATOR: PolicyDefinition = {
     {
       expression: `object.spec == oldObject.spec && ${sameMetadata("ownerReferences", "[]")} && ${OTHER_FINALIZERS_UNCHANGED}`,
       messageExpression: `'approval-operator: the operator may only add or remove the finalizer ${APPROVAL_FINALIZER} of Approval ' + object.metadata.name + ' (and change labels and annotations); its spec, decisions, ownerReferences and other finalizers are not the operator\\'s to change'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };

@@ -2,12 +2,13 @@
  * What the admission policies are written in (api/admission.ts): the shape of one policy, the users
  * its rules name, and the CEL fragments shared by the Approval and AgentSession policies.
  */
+import type { StatusReason } from "./status/kubernetes.ts";
 import { CONTROLLER_USERNAME, GARBAGE_COLLECTOR_USERNAME, GATEWAY_USERNAME } from "./well-known.ts";
 
 export interface Validation {
   expression: string;
   messageExpression: string;
-  reason: "Forbidden" | "Invalid";
+  reason: typeof StatusReason.Forbidden | typeof StatusReason.Invalid;
 }
 
 export interface PolicyDefinition {

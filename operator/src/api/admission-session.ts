@@ -12,6 +12,7 @@ import {
 } from "./admission-policy.ts";
 import { AgentSessionSpec } from "./agentsession.ts";
 import { GROUP } from "./kinds.ts";
+import { StatusReason } from "./status/kubernetes.ts";
 import { unchanged } from "./validation-rules.ts";
 
 /** Labels, annotations, finalizers and ownerReferences are unchanged. */
@@ -44,12 +45,12 @@ export const SESSION_CREATE: PolicyDefinition = {
     {
       expression: `object.spec.subject.user == ${USER}`,
       messageExpression: `'session-subject: spec.subject.user must be the creating user; ' + ${USER} + ' may not create a session for ' + object.spec.subject.user + ' (set spec.subject.user to ' + ${USER} + ')'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `variables.claimed.all(g, g in ${GROUPS})`,
       messageExpression: `'session-groups: spec.subject.groups may list only groups of ' + ${USER} + '; not a member of: ' + variables.claimed.filter(g, !(g in ${GROUPS})).join(', ')`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };
@@ -90,24 +91,24 @@ export const SESSION_UPDATE: PolicyDefinition = {
     {
       expression: "!variables.specChanged || variables.isSubject || variables.onlyCancelChanged",
       messageExpression: `'session-owner: only the subject (' + oldObject.spec.subject.user + ') may change the spec of AgentSession ' + object.metadata.name + '; ' + ${USER} + ' may not (a holder of the cancel verb on agentsessions may set spec.cancel alone)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: `!variables.specChanged || variables.isSubject || !variables.onlyCancelChanged || authorizer.group('${GROUP}').resource('agentsessions').namespace(object.metadata.namespace).name(object.metadata.name).check('cancel').allowed()`,
       messageExpression: `'session-cancel: ' + ${USER} + ' may set spec.cancel of AgentSession ' + object.metadata.name + ' only with the RBAC verb cancel on agentsessions (granted by gatehouse-platform)'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
     {
       expression: "!variables.ended || size(object.spec.messages) == size(oldObject.spec.messages)",
       messageExpression: `'session-ended: spec.messages of AgentSession ' + object.metadata.name + ' takes no more messages: ' + (has(oldObject.spec.cancel) && oldObject.spec.cancel ? 'spec.cancel is set' : 'it is ' + oldObject.status.phase) + ', so it runs no more turns and a message appended to it would never be answered; create a new AgentSession to go on'`,
-      reason: "Invalid",
+      reason: StatusReason.Invalid,
     },
     {
       // Labels, finalizers and ownerReferences steer controllers and the garbage collector: an
       // ownerReference to anything deleted would delete the session, a finalizer would pin it.
       expression: `variables.isSubject || ${SAME_METADATA}`,
       messageExpression: `'session-metadata: only the subject (' + oldObject.spec.subject.user + ') and the operator may change the labels, annotations, finalizers or ownerReferences of AgentSession ' + object.metadata.name + '; ' + ${USER} + ' may not'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };

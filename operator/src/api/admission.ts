@@ -25,6 +25,7 @@ import {
 import { CONTROLLER, type PolicyDefinition, USER } from "./admission-policy.ts";
 import { SESSION_CREATE, SESSION_UPDATE } from "./admission-session.ts";
 import { GROUP } from "./kinds.ts";
+import { StatusReason } from "./status/kubernetes.ts";
 
 type Manifest = Record<string, unknown>;
 
@@ -39,7 +40,7 @@ const STATUS: PolicyDefinition = {
     {
       expression: `${USER} == ${CONTROLLER}`,
       messageExpression: `'status-writer: the status of ' + object.kind + ' ' + object.metadata.name + ' is written only by the Gatehouse controller; ' + ${USER} + ' may not change it'`,
-      reason: "Forbidden",
+      reason: StatusReason.Forbidden,
     },
   ],
 };

@@ -1,24 +1,8 @@
 /** AgentSession (`ags`): one agent run on behalf of a subject (DESIGN §2). */
 import { z } from "zod";
 import { Conditions, Dns1123Label, Dns1123Subdomain, Subject } from "./common.ts";
-
-export const SessionPhase = z.enum([
-  "Pending",
-  "Running",
-  "AwaitingApproval",
-  "Completed",
-  "Failed",
-  "Cancelled",
-]);
-export type SessionPhase = z.infer<typeof SessionPhase>;
-
-/** The phases a session never leaves. */
-export const TERMINAL_SESSION_PHASES: readonly SessionPhase[] = ["Completed", "Failed", "Cancelled"];
-
-/** True for Completed, Failed and Cancelled (an unset phase is Pending). */
-export function isTerminalSessionPhase(phase: SessionPhase | undefined): boolean {
-  return TERMINAL_SESSION_PHASES.includes(phase ?? "Pending");
-}
+import { AGENT_SESSION_VOCABULARY, SESSION_PHASES } from "./status/agentsession.ts";
+import { conditionsDescription, phaseDescription } from "./status/words.ts";
 
 export const AgentSessionSpec = z
   .object({
@@ -92,11 +76,9 @@ export const AgentSessionSpec = z
 export type AgentSessionSpec = z.infer<typeof AgentSessionSpec>;
 
 export const AgentSessionStatus = z.object({
-  phase: SessionPhase.optional().describe(
-    "Pending, Running, AwaitingApproval, Completed, Failed or Cancelled.",
-  ),
+  phase: z.enum(SESSION_PHASES).optional().describe(phaseDescription(AGENT_SESSION_VOCABULARY)),
   observedGeneration: z.number().int().min(0).optional(),
-  conditions: Conditions.optional(),
+  conditions: Conditions.optional().describe(conditionsDescription(AGENT_SESSION_VOCABULARY)),
   podName: z.string().max(253).optional().describe("The current agent pod."),
   attempt: z
     .number()

@@ -1,6 +1,8 @@
 /** Approval (`apr`): a human decision on one proposed call, created only by the operator (DESIGN §2). */
 import { z } from "zod";
 import { Conditions, ProviderRef, Subject, UsersAndGroups } from "./common.ts";
+import { APPROVAL_PHASES, APPROVAL_VOCABULARY, RESOLUTION_OUTCOMES } from "./status/approval.ts";
+import { conditionsDescription, phaseDescription } from "./status/words.ts";
 
 /**
  * The shape admission can check of RFC 8785 canonical JSON of an object: `{…}` without raw control
@@ -16,20 +18,6 @@ export const CANONICAL_JSON_OBJECT = /^[{][^\x00-\x1f]*[}]$/;
  */
 export const MAX_APPROVAL_ARGUMENTS_LENGTH = 65_536;
 
-export const ApprovalPhase = z.enum([
-  "Pending",
-  "Approved",
-  "Rejected",
-  "Expired",
-  "Cancelled",
-  "Stale",
-  "Executing",
-  "Succeeded",
-  "Failed",
-  "Unknown",
-]);
-export type ApprovalPhase = z.infer<typeof ApprovalPhase>;
-
 export const Decision = z.object({
   approver: z.string().min(1).max(253).describe("Must equal the user appending the decision."),
   verdict: z.enum(["Approve", "Reject"]),
@@ -40,7 +28,7 @@ export type Decision = z.infer<typeof Decision>;
 export const Resolution = z.object({
   resolver: z.string().min(1).max(253).describe("Must equal the user appending the resolution."),
   outcome: z
-    .enum(["Succeeded", "Failed"])
+    .enum(RESOLUTION_OUTCOMES)
     .describe("What the person found in the business system: the call took effect, or it did not."),
   reason: z
     .string()
@@ -117,9 +105,9 @@ export const ApprovalSpec = z
 export type ApprovalSpec = z.infer<typeof ApprovalSpec>;
 
 export const ApprovalStatus = z.object({
-  phase: ApprovalPhase.optional(),
+  phase: z.enum(APPROVAL_PHASES).optional().describe(phaseDescription(APPROVAL_VOCABULARY)),
   observedGeneration: z.number().int().min(0).optional(),
-  conditions: Conditions.optional(),
+  conditions: Conditions.optional().describe(conditionsDescription(APPROVAL_VOCABULARY)),
   approvals: z
     .number()
     .int()

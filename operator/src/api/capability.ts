@@ -2,9 +2,8 @@
 import { CapabilityId, Effect, Idempotency, Mode, TargetOffer } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 import { Conditions, FreeformObject, ProviderRef, UsersAndGroups } from "./common.ts";
-
-export const ApprovalPolicy = z.enum(["Auto", "Required", "Forbidden"]);
-export type ApprovalPolicy = z.infer<typeof ApprovalPolicy>;
+import { APPROVAL_MODES, CAPABILITY_VOCABULARY } from "./status/capability.ts";
+import { conditionsDescription } from "./status/words.ts";
 
 export const CapabilitySpec = z
   .object({
@@ -14,9 +13,12 @@ export const CapabilitySpec = z
     ),
     policy: z
       .object({
-        approval: ApprovalPolicy.optional().describe(
-          "Auto, Required or Forbidden. Default by effect: read and draft Auto, write Required. An explicit value replaces the default; the operator's floor (APPROVAL_FLOOR, e.g. every write Required) still applies, and the stricter of the two wins.",
-        ),
+        approval: z
+          .enum(APPROVAL_MODES)
+          .optional()
+          .describe(
+            "Auto, Required or Forbidden. Default by effect: read and draft Auto, write Required. An explicit value replaces the default; the operator's floor (APPROVAL_FLOOR, e.g. every write Required) still applies, and the stricter of the two wins.",
+          ),
         approvers: UsersAndGroups.optional().describe(
           "Who may approve besides the requester, who is an approver unless allowSelfApproval is false; default the requester alone.",
         ),
@@ -55,7 +57,7 @@ export type CapabilitySpec = z.infer<typeof CapabilitySpec>;
 
 export const CapabilityStatus = z.object({
   observedGeneration: z.number().int().min(0).optional(),
-  conditions: Conditions.optional(),
+  conditions: Conditions.optional().describe(conditionsDescription(CAPABILITY_VOCABULARY)),
   effect: Effect.optional().describe("What the provider declares: read, draft or write."),
   observedEffect: Effect.optional().describe(
     "The first effect seen; kept so a later weaker declaration is caught.",

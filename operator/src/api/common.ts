@@ -4,6 +4,7 @@
  * enums, plain-bounded integers, arrays with maxItems, and records as preserve-unknown-fields.
  */
 import { z } from "zod";
+import { CONDITION_STATUSES } from "./status/kubernetes.ts";
 
 /** A DNS-1123 label (Kubernetes object names for most kinds): ≤ 63 lowercase alphanumerics or '-'. */
 export const Dns1123Label = z
@@ -24,7 +25,7 @@ export const Dns1123Subdomain = z
 /** metav1.Condition (k8s.io/apimachinery/pkg/apis/meta/v1/types.go). */
 export const Condition = z.object({
   type: z.string().max(316).describe("Condition type in CamelCase, e.g. Ready."),
-  status: z.enum(["True", "False", "Unknown"]),
+  status: z.enum(CONDITION_STATUSES),
   observedGeneration: z
     .number()
     .int()

@@ -5,8 +5,17 @@ import { z } from "zod";
 import { crdFor, structural } from "./crd.ts";
 import { allGeneratedFiles, GENERATED_FOLDERS, generatedFiles } from "./generate.ts";
 import { AGENT_SESSION, APPROVAL, KINDS } from "./kinds.ts";
+import { SESSION_PHASES } from "./status/agentsession.ts";
+import { ApprovalReason } from "./status/approval.ts";
+import { TROUBLESHOOTING_PAGE, withGeneratedTables } from "./troubleshooting.ts";
 
 const committed = join(import.meta.dirname, "../../../crds");
+
+interface Schema {
+  description?: string;
+  enum?: string[];
+  properties?: Record<string, Schema>;
+}
 
 describe("CRD generation", () => {
   it("matches the committed crds/ exactly (run `make crds` after changing a schema, policy or role)", () => {
@@ -25,6 +34,24 @@ describe("CRD generation", () => {
       expect(readdirSync(join(root, folder)).sort(), folder).toEqual(expected.sort());
     }
     for (const [path, text] of files) expect(readFileSync(join(root, path), "utf8"), path).toBe(text);
+  });
+
+  it("matches the committed tables of docs/troubleshooting.md exactly (run `make crds`)", () => {
+    const page = readFileSync(join(import.meta.dirname, "../../..", TROUBLESHOOTING_PAGE), "utf8");
+    expect(page).toBe(withGeneratedTables(page));
+  });
+
+  it("describes status.phase and status.conditions from the words of each kind", () => {
+    const status = (def: (typeof KINDS)[number]) =>
+      (crdFor(def) as { spec: { versions: Array<{ schema: { openAPIV3Schema: Schema } }> } }).spec.versions[0]
+        ?.schema.openAPIV3Schema.properties?.status as Schema;
+    const session = status(AGENT_SESSION).properties;
+    expect(session?.phase?.enum).toEqual([...SESSION_PHASES]);
+    for (const phase of SESSION_PHASES) expect(session?.phase?.description).toContain(`${phase}: `);
+    for (const def of KINDS) {
+      expect(status(def).properties?.conditions?.description, def.kind).toMatch(/^Conditions .* Reasons: /);
+    }
+    expect(status(APPROVAL).properties?.conditions?.description).toContain(ApprovalReason.ResolvedByPerson);
   });
 
   it("gives every kind the status subresource, printer columns, short names and the gatehouse category", () => {

@@ -7,6 +7,8 @@ import { AgentSessionSpec, AgentSessionStatus } from "./agentsession.ts";
 import { ApprovalSpec, ApprovalStatus } from "./approval.ts";
 import { CapabilitySpec, CapabilityStatus } from "./capability.ts";
 import { ProviderInstanceSpec, ProviderInstanceStatus } from "./providerinstance.ts";
+import { CapabilityCondition } from "./status/capability.ts";
+import { ProviderInstanceCondition } from "./status/providerinstance.ts";
 import {
   AGENT_SESSION_SPEC_RULES,
   APPROVAL_SPEC_RULES,
@@ -42,6 +44,8 @@ export interface KindDefinition {
 }
 
 const age: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
+/** The JSONPath of the condition of `type` (its `.status` or `.reason` appended). */
+const conditionPath = (type: string) => `.status.conditions[?(@.type=="${type}")]`;
 
 export const AGENT_SESSION: KindDefinition = {
   kind: "AgentSession",
@@ -77,9 +81,13 @@ export const CAPABILITY: KindDefinition = {
     { name: "Provider", type: "string", jsonPath: ".spec.providerRef.name" },
     { name: "Effect", type: "string", jsonPath: ".status.effect" },
     { name: "Approval", type: "string", jsonPath: ".spec.policy.approval", priority: 1 },
-    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    {
+      name: CapabilityCondition.Ready,
+      type: "string",
+      jsonPath: `${conditionPath(CapabilityCondition.Ready)}.status`,
+    },
     // Ready=False has many causes (Disabled, ProviderNotReady, …): the reason says which at a glance.
-    { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
+    { name: "Reason", type: "string", jsonPath: `${conditionPath(CapabilityCondition.Ready)}.reason` },
     age,
   ],
 };
@@ -97,9 +105,13 @@ export const PROVIDER_INSTANCE: KindDefinition = {
     { name: "Type", type: "string", jsonPath: ".spec.type" },
     { name: "Placement", type: "string", jsonPath: ".spec.placement" },
     { name: "Version", type: "string", jsonPath: ".status.manifest.version" },
-    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    {
+      name: ProviderInstanceCondition.Ready,
+      type: "string",
+      jsonPath: `${conditionPath(ProviderInstanceCondition.Ready)}.status`,
+    },
     // Ready=False has many causes (Disabled, ProviderNotReady, …): the reason says which at a glance.
-    { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
+    { name: "Reason", type: "string", jsonPath: `${conditionPath(ProviderInstanceCondition.Ready)}.reason` },
     age,
   ],
 };

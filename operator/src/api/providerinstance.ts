@@ -2,6 +2,8 @@
 import { CapabilityId, Effect, Idempotency, Mode } from "@gatehouse/provider-sdk";
 import { z } from "zod";
 import { Conditions, FreeformObject } from "./common.ts";
+import { PROVIDER_INSTANCE_VOCABULARY } from "./status/providerinstance.ts";
+import { conditionsDescription } from "./status/words.ts";
 
 export const ProviderInstanceSpec = z
   .object({
@@ -55,7 +57,7 @@ export const ManifestSummary = z.object({
 
 export const ProviderInstanceStatus = z.object({
   observedGeneration: z.number().int().min(0).optional(),
-  conditions: Conditions.optional(),
+  conditions: Conditions.optional().describe(conditionsDescription(PROVIDER_INSTANCE_VOCABULARY)),
   manifest: ManifestSummary.optional().describe("What the provider last declared at /v1/manifest."),
   endpoints: z
     .array(z.string().max(256))

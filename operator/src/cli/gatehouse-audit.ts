@@ -40,6 +40,7 @@
 import { readFile } from "node:fs/promises";
 import type { V1ConfigMap } from "@kubernetes/client-node";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../api/kinds.ts";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import type { WitnessDocument } from "../core/witness.ts";
 import { checkSignatures, type SignatureCheck, trustedWitnessKeys } from "../core/witness-signature.ts";
 import { CHECKPOINTS_CONFIGMAP, decodeWitnessDocument } from "../kube/witness/configmap-data.ts";
@@ -230,7 +231,7 @@ async function checkLifecycle(url: string, cluster: KubeconfigSource, json: bool
         })) as Approval;
         lookups.set(key, {
           found: true,
-          phase: approval.status?.phase ?? "Pending",
+          phase: approval.status?.phase ?? ApprovalPhase.Pending,
           ...(approval.metadata.uid ? { uid: approval.metadata.uid } : {}),
         });
       } catch (error) {

@@ -24,6 +24,7 @@
  * or variable named it, and what to do). A closed stdout pipe (`… | head -2`) ends it quietly with 0.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import { runAuditLifecycle, runAuditShow, runAuditVerify } from "./plugin/audit.ts";
 import { connect, KubeconfigError } from "./plugin/connection.ts";
 import { apiMessageOf, decide } from "./plugin/decide.ts";
@@ -179,7 +180,7 @@ export async function runPlugin(argv: string[], env: NodeJS.ProcessEnv, output: 
           connect(flags, env),
           {
             name: name as string,
-            outcome: v.succeeded ? "Succeeded" : "Failed",
+            outcome: v.succeeded ? ApprovalPhase.Succeeded : ApprovalPhase.Failed,
             reason: v.reason,
             waitSeconds: waitSecondsOf(v.wait),
           },

@@ -8,8 +8,9 @@ import { isDeepStrictEqual } from "node:util";
 import type { Manifest } from "@gatehouse/provider-sdk";
 import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
+import { isTerminalSessionPhase } from "../api/status/agentsession.ts";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
 import { type OperatorConfig, settingsOf } from "../config.ts";
 import type { CoreDeps, DecisionRulesVerdict } from "../core/ports.ts";
@@ -217,8 +218,8 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
       }
       // A policy made stricter applies to the Approvals still Pending on it: their status says so now.
       for (const a of caches.approvals.list(c.metadata.namespace)) {
-        if (a.spec.capability === c.metadata.name && (a.status?.phase ?? "Pending") === "Pending")
-          approvals.enqueue(a);
+        const pending = (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending;
+        if (a.spec.capability === c.metadata.name && pending) approvals.enqueue(a);
       }
     }
     // Sessions naming it learn whether it exists (condition CapabilitiesResolved).

@@ -6,19 +6,9 @@
  * call whose outcome it has not seen yet).
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import { answerFromExecution } from "./answer.ts";
-import type { ApprovalDecision, ApprovalPhase, ExecutionStore } from "./ports.ts";
-
-/** Phases after which an Approval's outcome is fixed (DESIGN §2). */
-export const SETTLED_PHASES: ReadonlySet<ApprovalPhase> = new Set<ApprovalPhase>([
-  "Rejected",
-  "Expired",
-  "Cancelled",
-  "Stale",
-  "Succeeded",
-  "Failed",
-  "Unknown",
-]);
+import type { ApprovalDecision, ExecutionStore } from "./ports.ts";
 
 /** What the answer of a settled Approval is built from. */
 export interface SettledApproval {
@@ -36,7 +26,7 @@ export interface SettledApproval {
  */
 export function refusalOfApproval(approval: SettledApproval): InvokeAnswer {
   let content: string;
-  if (approval.phase === "Rejected") {
+  if (approval.phase === ApprovalPhase.Rejected) {
     const rejection = approval.decisions.find((d) => d.verdict === "Reject");
     const by = rejection ? `rejected by ${rejection.approver}` : "rejected";
     content = `${by}${rejection?.reason ? `: ${rejection.reason}` : ""}. This is a person's decision, not an error: the call was not executed; do not propose it again unchanged.`;

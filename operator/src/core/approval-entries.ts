@@ -3,6 +3,7 @@
  * as approval-lifecycle.ts appends them.
  */
 
+import { ApprovalPhase } from "../api/status/approval.ts";
 import {
   type ApprovalHistory,
   approvalKeyOf,
@@ -14,7 +15,7 @@ import type { ApprovalRules } from "./approval-rules.ts";
 import type { ApprovalEvaluation } from "./approvals.ts";
 import { AuditKind } from "./audit.ts";
 import type { JsonObject } from "./canonical.ts";
-import type { ApprovalPhase, ApprovalView, AuditEntry, CoreDeps, DecisionRulesVerdict } from "./ports.ts";
+import type { ApprovalView, AuditEntry, CoreDeps, DecisionRulesVerdict } from "./ports.ts";
 
 /** The entry of a lifecycle record of `approval`, at `atMicros`. Pure. */
 export function lifecycleEntryAt(
@@ -123,13 +124,13 @@ export function endEntry(
     approval,
     END_KIND_OF_PHASE[phase] ?? AuditKind.approvalFailed,
     "gatehouse",
-    phase === "Approved" ? "success" : "failure",
+    phase === ApprovalPhase.Approved ? "success" : "failure",
     {
       phase,
       reason,
       message,
       decisions: countedDecisions(approval, evaluation),
-      ...(phase === "Approved" ? { approvedBy: evaluation.approvedBy } : {}),
+      ...(phase === ApprovalPhase.Approved ? { approvedBy: evaluation.approvedBy } : {}),
       ...(evaluation.rejectedBy !== undefined ? { rejectedBy: evaluation.rejectedBy } : {}),
       requiredApprovals: rules.requiredApprovals,
       ...(rules.tightened.length > 0 ? { policyTightened: rules.tightened } : {}),

@@ -2,18 +2,12 @@
  * An Approval's history as the audit chain holds it: its request, the decisions recorded and its end,
  * read by the Approval's key, and the phase each end means. Core decides from it (approval-lifecycle.ts).
  */
+import { ApprovalPhase } from "../api/status/approval.ts";
 import { type ApprovalRules, approvalRulesOf } from "./approval-rules.ts";
 import { type ApprovalEvaluation, evaluateApproval } from "./approvals.ts";
 import { AuditKind } from "./audit.ts";
 import type { JsonObject } from "./canonical.ts";
-import type {
-  AppendedRecord,
-  ApprovalPhase,
-  ApprovalView,
-  AuditEntry,
-  ChainedRecord,
-  CoreDeps,
-} from "./ports.ts";
+import type { AppendedRecord, ApprovalView, AuditEntry, ChainedRecord, CoreDeps } from "./ports.ts";
 
 /** The kind of the record that ends an Approval in `phase`, for the phases that end one. */
 export const END_KIND_OF_PHASE: Partial<Record<ApprovalPhase, string>> = {
@@ -122,7 +116,7 @@ export function historyWith(
 
 /** The phase an end record settles, e.g. Approved for approval.approved. */
 export function phaseOfEnd(record: ChainedRecord): ApprovalPhase {
-  return PHASE_OF_END_KIND.get(record.kind) ?? "Failed";
+  return PHASE_OF_END_KIND.get(record.kind) ?? ApprovalPhase.Failed;
 }
 
 /** Why a decision first observed while the rules were not enforced never counts. */

@@ -18,6 +18,7 @@
  * `endApproval` are its thin wrappers over the chain.
  */
 
+import { ApprovalPhase, ApprovalReason, type UndecidedEndPhase } from "../api/status/approval.ts";
 import {
   countedDecisions,
   decisionEntries,
@@ -39,7 +40,6 @@ import { AuditKind } from "./audit.ts";
 import type { ApprovalSettings } from "./policy.ts";
 import type {
   AppendedRecord,
-  ApprovalPhase,
   ApprovalView,
   AuditEntry,
   ChainedRecord,
@@ -48,6 +48,9 @@ import type {
 } from "./ports.ts";
 
 export { lifecycleEntry, lifecycleEntryAt } from "./approval-entries.ts";
+
+type Pending = typeof ApprovalPhase.Pending;
+
 export {
   type ApprovalHistory,
   approvalKeyOf,
@@ -74,7 +77,7 @@ export interface DecisionInput {
   /** The Capability's current approval settings for the requester; absent → the spec's rules alone. */
   policy?: ApprovalSettings | undefined;
   /** End it without a decision (its session ended, it was deleted, it conflicts). */
-  end?: { phase: "Cancelled" | "Failed"; reason: string; message: string } | undefined;
+  end?: { phase: UndecidedEndPhase; reason: string; message: string } | undefined;
 }
 
 /**
@@ -83,7 +86,7 @@ export interface DecisionInput {
  * was already in the chain (a crash after the append, before the status write): nothing is appended.
  */
 export type DecisionPlan =
-  | { phase: "Pending"; evaluation: ApprovalEvaluation; rules: ApprovalRules; entries: AuditEntry[] }
+  | { phase: Pending; evaluation: ApprovalEvaluation; rules: ApprovalRules; entries: AuditEntry[] }
   | {
       phase: ApprovalPhase;
       evaluation: ApprovalEvaluation;
@@ -129,16 +132,17 @@ export function planDecision(input: DecisionInput): DecisionPlan {
     recorded: false,
   });
   if (input.end) return settle(input.end.phase, input.end.reason, input.end.message);
-  if (input.rules.enforced && evaluation.outcome === "Rejected") {
-    return settle("Rejected", "Rejected", `Rejected by ${evaluation.rejectedBy}.`);
+  if (input.rules.enforced && evaluation.outcome === ApprovalPhase.Rejected) {
+    return settle(ApprovalPhase.Rejected, ApprovalReason.Rejected, `Rejected by ${evaluation.rejectedBy}.`);
   }
-  if (input.rules.enforced && evaluation.outcome === "Approved") {
-    return settle("Approved", "Approved", `Approved by ${evaluation.approvedBy.join(", ")}.`);
+  if (input.rules.enforced && evaluation.outcome === ApprovalPhase.Approved) {
+    const by = evaluation.approvedBy.join(", ");
+    return settle(ApprovalPhase.Approved, ApprovalReason.Approved, `Approved by ${by}.`);
   }
   if (Date.parse(rules.expiresAt) * 1000 <= nowMicros) {
-    return settle("Expired", "Expired", `No decision before ${rules.expiresAt}.`);
+    return settle(ApprovalPhase.Expired, ApprovalReason.Expired, `No decision before ${rules.expiresAt}.`);
   }
-  return { phase: "Pending", evaluation, rules, entries };
+  return { phase: ApprovalPhase.Pending, evaluation, rules, entries };
 }
 
 /** An Approval whose end is in the chain: its phase, the record and its message. */
@@ -153,7 +157,7 @@ export interface SettledApproval {
 
 /** What {@link decideApproval} found: still Pending, or settled. */
 export type ApprovalDecisionResult =
-  | { phase: "Pending"; evaluation: ApprovalEvaluation; rules: DecisionRulesVerdict }
+  | { phase: Pending; evaluation: ApprovalEvaluation; rules: DecisionRulesVerdict }
   | SettledApproval;
 
 /** Input of {@link decideApproval}. */
@@ -183,7 +187,9 @@ export async function decideApproval(
     policy: input.policy,
   });
   const appended = plan.entries.length > 0 ? await deps.audit.appendAll(plan.entries) : [];
-  if (plan.phase === "Pending") return { phase: "Pending", evaluation: plan.evaluation, rules };
+  if (plan.phase === ApprovalPhase.Pending) {
+    return { phase: ApprovalPhase.Pending, evaluation: plan.evaluation, rules };
+  }
   return settledOf(input.approval, history, plan, appended);
 }
 
@@ -200,7 +206,7 @@ function settledOf(
     phase: plan.phase,
     evaluation: plan.evaluation,
     end: { seq: end.seq, hash: end.hash },
-    message: plan.phase === "Pending" ? "" : plan.message,
+    message: plan.phase === ApprovalPhase.Pending ? "" : plan.message,
     history: after,
   };
 }
@@ -209,7 +215,7 @@ function settledOf(
 export interface EndApprovalInput {
   approval: ApprovalView;
   rules: DecisionRulesVerdict;
-  phase: "Cancelled" | "Failed";
+  phase: UndecidedEndPhase;
   reason: string;
   message: string;
 }
@@ -250,8 +256,8 @@ export async function backfillApproved(
 ): Promise<AppendedRecord> {
   return deps.audit.append(
     lifecycleEntry(deps, approval, AuditKind.approvalApproved, "gatehouse", "success", {
-      phase: "Approved",
-      reason: "Approved",
+      phase: ApprovalPhase.Approved,
+      reason: ApprovalReason.Approved,
       message: `Approved by ${evaluation.approvedBy.join(", ")}.`,
       decisions: countedDecisions(approval, evaluation),
       approvedBy: evaluation.approvedBy,
@@ -278,7 +284,7 @@ export function undispatchedEnd(
   if (history.end?.kind !== AuditKind.approvalApproved || history.dispatchEnd || executionExists)
     return undefined;
   return lifecycleEntryAt(atMicros, approval, AuditKind.approvalCancelled, "gatehouse", "failure", {
-    phase: "Cancelled",
+    phase: ApprovalPhase.Cancelled,
     reason,
     message,
     atDispatch: true,

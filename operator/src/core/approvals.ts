@@ -18,10 +18,14 @@
  * (`request.userInfo.groups`) against the old object's approvers when the decision was added.
  */
 import type { Subject } from "@gatehouse/provider-sdk";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import type { ApprovalDecision, PrincipalSet } from "./ports.ts";
 
 /** What the decisions amount to. */
-export type ApprovalOutcome = "Approved" | "Rejected" | "Pending";
+export type ApprovalOutcome =
+  | typeof ApprovalPhase.Approved
+  | typeof ApprovalPhase.Rejected
+  | typeof ApprovalPhase.Pending;
 
 /** A decision that did not count, and why (shown in `status.ignoredDecisions`). */
 export interface IgnoredDecision {
@@ -64,13 +68,13 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
   const seen = new Set<string>();
   const ignored: IgnoredDecision[] = [];
   const approvedBy: string[] = [];
-  let outcome: ApprovalOutcome = "Pending";
+  let outcome: ApprovalOutcome = ApprovalPhase.Pending;
   let rejectedBy: string | undefined;
 
   for (const [index, decision] of input.decisions.entries()) {
     const approver = decision.approver;
     const ignore = (reason: string) => ignored.push({ index, approver, reason });
-    if (outcome !== "Pending") {
+    if (outcome !== ApprovalPhase.Pending) {
       ignore(`the approval was already ${outcome.toLowerCase()}`);
       continue;
     }
@@ -92,7 +96,7 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
         ignore(`${approver} is not an approver`);
         continue;
       }
-      outcome = "Rejected";
+      outcome = ApprovalPhase.Rejected;
       rejectedBy = approver;
     } else if (!isApprover(input, approver)) {
       ignore(`${approver} is not an approver`);
@@ -102,7 +106,7 @@ export function evaluateApproval(input: ApprovalEvaluationInput): ApprovalEvalua
       ignore("self-approval is not allowed for this capability");
     } else {
       approvedBy.push(approver);
-      if (approvedBy.length >= required) outcome = "Approved";
+      if (approvedBy.length >= required) outcome = ApprovalPhase.Approved;
     }
   }
 

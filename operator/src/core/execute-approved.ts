@@ -13,6 +13,7 @@
  * of the tool call that asked for it (`RequestNotRecorded`: the Approval was made some other way).
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
+import { ApprovalPhase, ApprovalReason } from "../api/status/approval.ts";
 import { answerFromExecution } from "./answer.ts";
 import {
   type ApprovalHistory,
@@ -35,7 +36,6 @@ import { parseIJsonObject } from "./i-json.ts";
 import { approvalSettings, decideAccess } from "./policy.ts";
 import type {
   AppendedRecord,
-  ApprovalPhase,
   ApprovalView,
   ChainedRecord,
   CoreDeps,
@@ -65,14 +65,14 @@ export interface ExecuteApprovedInput {
 export type ExecuteApprovedResult =
   | { kind: "executed"; answer: InvokeAnswer; execution: ExecutionRecord; executedNow: boolean }
   | { kind: "refused"; phase: ApprovalPhase; reason: string; message: string }
-  | { kind: "deferred"; phase: "Approved"; reason: string; message: string };
+  | { kind: "deferred"; phase: typeof ApprovalPhase.Approved; reason: string; message: string };
 
 /** The refusal an end record already in the chain settled: nothing more is appended. */
 function refusedBy(end: ChainedRecord): ExecuteApprovedResult {
   return {
     kind: "refused",
     phase: phaseOfEnd(end),
-    reason: String(end.payload.reason ?? "Ended"),
+    reason: String(end.payload.reason ?? ApprovalReason.Ended),
     message: String(end.payload.message ?? `the audit chain records ${end.kind} at seq ${end.seq}`),
   };
 }
@@ -112,8 +112,8 @@ export async function executeApproved(
   if (!input.rules.enforced) {
     return {
       kind: "deferred",
-      phase: "Approved",
-      reason: "DecisionRulesNotEnforced",
+      phase: ApprovalPhase.Approved,
+      reason: ApprovalReason.DecisionRulesNotEnforced,
       message: `not dispatched while admission does not enforce the decision rules: ${input.rules.message}`,
     };
   }
@@ -127,13 +127,17 @@ export async function executeApproved(
     audit(AuditKind.approvalRefused, { phase, reason, message }).then(
       (): ExecuteApprovedResult => ({ kind: "refused", phase, reason, message }),
     );
-  if (evaluation.outcome === "Rejected") {
-    return refuseUnrecorded("Rejected", "Rejected", `rejected by ${evaluation.rejectedBy}`);
-  }
-  if (evaluation.outcome !== "Approved") {
+  if (evaluation.outcome === ApprovalPhase.Rejected) {
     return refuseUnrecorded(
-      "Pending",
-      "NotApproved",
+      ApprovalPhase.Rejected,
+      ApprovalReason.Rejected,
+      `rejected by ${evaluation.rejectedBy}`,
+    );
+  }
+  if (evaluation.outcome !== ApprovalPhase.Approved) {
+    return refuseUnrecorded(
+      ApprovalPhase.Pending,
+      ApprovalReason.NotApproved,
       `${evaluation.approvals} of ${request.requiredApprovals} approvals counted`,
     );
   }
@@ -146,8 +150,8 @@ export async function executeApproved(
   ) {
     return {
       kind: "deferred",
-      phase: "Approved",
-      reason: "RequestNotRecorded",
+      phase: ApprovalPhase.Approved,
+      reason: ApprovalReason.RequestNotRecorded,
       message: `the audit chain holds no approval.requested for execution ${request.executionId} yet; will retry`,
     };
   }
@@ -175,8 +179,8 @@ export async function executeApproved(
 
   if (unrequested) {
     return refuse(
-      "Failed",
-      "RequestNotRecorded",
+      ApprovalPhase.Failed,
+      ApprovalReason.RequestNotRecorded,
       `the audit chain holds no approval.requested of execution ${request.executionId} for capability ${request.capabilityId} with these arguments: no tool call asked for this Approval, so it is not run`,
     );
   }
@@ -192,7 +196,11 @@ export async function executeApproved(
 
   const expiresAtMicros = Date.parse(rules.expiresAt) * 1000;
   if (!Number.isFinite(expiresAtMicros) || deps.clock.nowMicros() > expiresAtMicros) {
-    return refuse("Expired", "Expired", `the approval expired at ${rules.expiresAt}`);
+    return refuse(
+      ApprovalPhase.Expired,
+      ApprovalReason.Expired,
+      `the approval expired at ${rules.expiresAt}`,
+    );
   }
 
   const parsed = parseIJsonObject(request.arguments);
@@ -201,17 +209,25 @@ export async function executeApproved(
     !parsed.ok ||
     canonicalJson(parsed.value) !== request.arguments
   ) {
-    return refuse("Failed", "ArgumentsDigestMismatch", "the stored arguments do not match their digest");
+    return refuse(
+      ApprovalPhase.Failed,
+      ApprovalReason.ArgumentsDigestMismatch,
+      "the stored arguments do not match their digest",
+    );
   }
 
   if (!session?.active || session.uid !== request.sessionRef.uid) {
-    return refuse("Cancelled", "SessionGone", "the session that proposed this call is gone or finished");
+    return refuse(
+      ApprovalPhase.Cancelled,
+      ApprovalReason.SessionGone,
+      "the session that proposed this call is gone or finished",
+    );
   }
 
   if (!capability || !offered) {
     return refuse(
-      "Stale",
-      "CapabilityChanged",
+      ApprovalPhase.Stale,
+      ApprovalReason.CapabilityChanged,
       `Capability ${request.capability} no longer offers ${request.capabilityId}`,
     );
   }
@@ -219,32 +235,40 @@ export async function executeApproved(
   const now = capability.providerRef;
   if (now.namespace !== approvedFor.namespace || now.name !== approvedFor.name) {
     return refuse(
-      "Stale",
-      "ProviderChanged",
+      ApprovalPhase.Stale,
+      ApprovalReason.ProviderChanged,
       `Capability ${request.capability} now uses ProviderInstance ${now.namespace}/${now.name}; the call was approved for ProviderInstance ${approvedFor.namespace}/${approvedFor.name}`,
     );
   }
   if (capability.disabled) {
-    return refuse("Stale", "Disabled", `${capability.id} or its provider is disabled`);
+    return refuse(
+      ApprovalPhase.Stale,
+      ApprovalReason.Disabled,
+      `${capability.id} or its provider is disabled`,
+    );
   }
   if (capability.schemaDigest !== request.schemaDigest) {
     return refuse(
-      "Stale",
-      "SchemaChanged",
+      ApprovalPhase.Stale,
+      ApprovalReason.SchemaChanged,
       `the schema of ${capability.id} changed after the call was proposed`,
     );
   }
   const strict = evaluateRecorded(approval, history, rules);
-  if (strict.outcome !== "Approved") {
+  if (strict.outcome !== ApprovalPhase.Approved) {
     // Approved under the rules it was created with; an Approved Approval takes no more decisions, so
     // rules that became stricter since can never be met: refused for good, the agent may propose again.
-    return refuse("Stale", "PolicyChanged", policyChangedMessage(rules, strict.approvals));
+    return refuse(
+      ApprovalPhase.Stale,
+      ApprovalReason.PolicyChanged,
+      policyChangedMessage(rules, strict.approvals),
+    );
   }
   if (!capability.ready || !capability.providerReady) {
     return {
       kind: "deferred",
-      phase: "Approved",
-      reason: "ProviderNotReady",
+      phase: ApprovalPhase.Approved,
+      reason: ApprovalReason.ProviderNotReady,
       message: `${capability.id} is not ready; will retry`,
     };
   }
@@ -253,12 +277,12 @@ export async function executeApproved(
     subject: request.requester,
     ...(deps.config.approvalFloor ? { floor: deps.config.approvalFloor } : {}),
   });
-  if (access.verdict === "deny") return refuse("Stale", access.reason, access.message);
+  if (access.verdict === "deny") return refuse(ApprovalPhase.Stale, access.reason, access.message);
 
   let account: string | undefined;
   if (capability.requiresIdentity) {
     const binding = await deps.identities.resolve(capability.providerRef, request.requester);
-    if (!binding.bound) return refuse("Stale", "IdentityUnbound", binding.reason);
+    if (!binding.bound) return refuse(ApprovalPhase.Stale, ApprovalReason.IdentityUnbound, binding.reason);
     account = binding.account;
   }
 
@@ -272,18 +296,22 @@ export async function executeApproved(
     if (found.kind === "unavailable") {
       return {
         kind: "deferred",
-        phase: "Approved",
-        reason: "TargetUnverifiable",
+        phase: ApprovalPhase.Approved,
+        reason: ApprovalReason.TargetUnverifiable,
         message: `the current version of ${target.kind} ${target.id} could not be read (${found.message}); will retry`,
       };
     }
     if (found.kind === "not_found") {
-      return refuse("Stale", "TargetGone", `${target.kind} ${target.id} no longer exists: ${found.message}`);
+      return refuse(
+        ApprovalPhase.Stale,
+        ApprovalReason.TargetGone,
+        `${target.kind} ${target.id} no longer exists: ${found.message}`,
+      );
     }
     if (found.version !== target.version) {
       return refuse(
-        "Stale",
-        "TargetVersionMoved",
+        ApprovalPhase.Stale,
+        ApprovalReason.TargetVersionMoved,
         `${target.kind} ${target.id} is now at version ${found.version}; the call was approved for version ${target.version}`,
       );
     }
@@ -312,8 +340,8 @@ export async function executeApproved(
       throw error;
     }
     return refuse(
-      "Stale",
-      "ActionAlreadyExecuted",
+      ApprovalPhase.Stale,
+      ApprovalReason.ActionAlreadyExecuted,
       `this exact action already runs under another Approval of the session (${error.message}); it is not run twice`,
     );
   }

@@ -2,6 +2,7 @@
  * The in-memory ApprovalPort of in-memory-ports.ts: Approvals owned by the session that created them,
  * their decisions and phase, as kube/approvals.ts reads them from the API server.
  */
+import { ApprovalPhase } from "../api/status/approval.ts";
 import type { InMemoryWorld, StoredApproval } from "./in-memory-world.ts";
 import type { ApprovalHandle, ApprovalPort, ApprovalRequest } from "./ports.ts";
 
@@ -10,7 +11,10 @@ export function inMemoryApprovalPort(world: InMemoryWorld): ApprovalPort {
   const handle = (stored: StoredApproval, sessionUid: string, request?: ApprovalRequest): ApprovalHandle => ({
     name: stored.request.name,
     // As kube/approvals.ts reads it: an Auto record not yet marked is Unknown.
-    phase: stored.phase === "Pending" && stored.request.autoExecution ? "Unknown" : stored.phase,
+    phase:
+      stored.phase === ApprovalPhase.Pending && stored.request.autoExecution
+        ? ApprovalPhase.Unknown
+        : stored.phase,
     ownedBySession: stored.ownerUid === sessionUid,
     sameSpec: request ? JSON.stringify(stored.request) === JSON.stringify(request) : true,
     identity: {
@@ -36,7 +40,7 @@ export function inMemoryApprovalPort(world: InMemoryWorld): ApprovalPort {
           request: structuredClone(request),
           ownerUid: request.sessionRef.uid,
           decisions: [],
-          phase: "Pending",
+          phase: ApprovalPhase.Pending,
         };
         world.approvals.set(k, stored);
       }
@@ -49,7 +53,7 @@ export function inMemoryApprovalPort(world: InMemoryWorld): ApprovalPort {
           a.request.sessionRef.uid === query.sessionUid &&
           a.request.capability === query.capability &&
           a.request.argumentsDigest === query.argumentsDigest &&
-          a.phase === "Rejected",
+          a.phase === ApprovalPhase.Rejected,
       );
       return match ? { name: match.request.name } : undefined;
     },
@@ -62,7 +66,7 @@ export function inMemoryApprovalPort(world: InMemoryWorld): ApprovalPort {
         request: structuredClone(request),
         ownerUid: request.sessionRef.uid,
         decisions: [],
-        phase: "Pending",
+        phase: ApprovalPhase.Pending,
       };
       world.approvals.set(k, stored);
       return { handle: handle(stored, request.sessionRef.uid, request), created: true };

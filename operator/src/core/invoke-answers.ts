@@ -1,7 +1,9 @@
 /** Core.invoke's answers to a call it has seen before: a repeat of an execution, a concurrent or repeated proposal of the same write, a call whose Approval exists or whose Approval name is squatted (DESIGN §4 step 2). */
 import type { InvokeAnswer, InvokeCall } from "../api/agent-protocol.ts";
+import { SETTLED_APPROVAL_PHASES } from "../api/status/approval.ts";
+import { ReproposalRule } from "../api/status/tool-call.ts";
 import { answerFromExecution, deniedAnswer, pendingApprovalAnswer } from "./answer.ts";
-import { answerOfSettledApproval, SETTLED_PHASES } from "./approval-answer.ts";
+import { answerOfSettledApproval } from "./approval-answer.ts";
 import { AuditKind } from "./audit.ts";
 import type { JsonObject } from "./canonical.ts";
 import { GatehouseError } from "./errors.ts";
@@ -67,7 +69,7 @@ export async function answerConcurrentProposal(
   const current = await outcomeOfExecution(deps, holder);
   await audit(AuditKind.reproposed, "success", {
     ...facts,
-    rule: "ConcurrentProposal",
+    rule: ReproposalRule.ConcurrentProposal,
     earlierExecution: holder.id,
     state: current.state,
   });
@@ -96,7 +98,7 @@ export async function answerReproposal(
       `This exact action is already waiting on Approval ${approval.name} (${approval.phase}); wait for its ` +
         "decision instead of proposing it again.",
     );
-    payload = { rule: "ApprovalOpen", approval: approval.name, phase: approval.phase };
+    payload = { rule: ReproposalRule.ApprovalOpen, approval: approval.name, phase: approval.phase };
   } else {
     // A `started` row whose claimer died is settled by the leader's sweep or a repeat of its own call.
     const { execution } = earlier;
@@ -124,9 +126,9 @@ export async function answerReproposal(
 
 /** The audit `rule` of each re-proposal answered from an earlier record. */
 export const RULE_OF_REPROPOSAL = {
-  unsettled: "OutcomeUnsettled",
-  resolved: "ResolvedByPerson",
-  succeeded: "AlreadySucceeded",
+  unsettled: ReproposalRule.OutcomeUnsettled,
+  resolved: ReproposalRule.ResolvedByPerson,
+  succeeded: ReproposalRule.AlreadySucceeded,
 } as const;
 
 /**
@@ -193,7 +195,7 @@ export async function answerOfExistingApproval(
   approval: ApprovalHandle,
   identity: ExecutionIdentity,
 ): Promise<InvokeAnswer> {
-  if (!SETTLED_PHASES.has(approval.phase)) {
+  if (!SETTLED_APPROVAL_PHASES.has(approval.phase)) {
     return pendingApprovalAnswer(
       approval.name,
       identity.executionId,

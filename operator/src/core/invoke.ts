@@ -24,6 +24,7 @@
 
 import type { InvokeCall } from "../api/agent-protocol.ts";
 import { MAX_APPROVAL_ARGUMENTS_LENGTH } from "../api/approval.ts";
+import { ReproposalRule, ToolCallReason } from "../api/status/tool-call.ts";
 import { deniedAnswer, invalidArgumentsAnswer, pendingApprovalAnswer } from "./answer.ts";
 import { approvalRequestOf, describeApprovers } from "./approval-request.ts";
 import { checkArguments } from "./arguments.ts";
@@ -161,7 +162,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   // 3. Resolve.
   if (!session.active) {
     return deny(
-      "SessionInactive",
+      ToolCallReason.SessionInactive,
       "this session is finished or cancelled; no more tool calls run",
       "forbidden",
     );
@@ -169,16 +170,19 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   const capability = await deps.catalog.resolve(session.namespace, call.tool);
   if (!capability || (session.capabilities && !session.capabilities.includes(capability.name))) {
     return deny(
-      "UnknownTool",
+      ToolCallReason.UnknownTool,
       `there is no tool named ${JSON.stringify(call.tool)} available to this session`,
       "not_found",
     );
   }
   if (capability.disabled) {
-    return deny("Disabled", `${capability.id} is disabled by the platform team`, "unavailable");
+    return deny(ToolCallReason.Disabled, `${capability.id} is disabled by the platform team`, "unavailable");
   }
   if (!capability.ready || !capability.providerReady) {
-    const why = !capability.ready ? (capability.notReadyReason ?? "NotReady") : "ProviderNotReady";
+    // A Capability that is not Ready refuses the call with its own Ready reason, when it has one.
+    const why = !capability.ready
+      ? (capability.notReadyReason ?? ToolCallReason.NotReady)
+      : ToolCallReason.ProviderNotReady;
     return deny(
       why,
       `${capability.id} is not available right now (${why}); try later or use another tool`,
@@ -190,7 +194,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   const checked = checkArguments(call.arguments, capability.inputSchema);
   if (!checked.ok) {
     if (checked.problem.class === "invalid_schema") {
-      return deny("InvalidSchema", checked.problem.message, "unavailable");
+      return deny(ToolCallReason.InvalidSchema, checked.problem.message, "unavailable");
     }
     await audit(AuditKind.invalidArguments, "failure", {
       tool: call.tool,
@@ -210,7 +214,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   // 4b. Re-proposals: an identical earlier write decides (core/reproposal.ts).
   const earlier = await classifyReproposal(deps, session, capability, digest);
   if (earlier.kind === "failed") {
-    return deny("PreviouslyFailed", previouslyFailedMessage(earlier.execution), "forbidden", {
+    return deny(ToolCallReason.PreviouslyFailed, previouslyFailedMessage(earlier.execution), "forbidden", {
       ...facts,
       earlierExecution: earlier.execution.id,
     });
@@ -235,7 +239,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     await audit(AuditKind.reproposed, "pending", {
       ...facts,
       tool: call.tool,
-      rule: "NeverSent",
+      rule: ReproposalRule.NeverSent,
       earlierExecution: earlier.execution.id,
       idempotencyKey,
     });
@@ -247,7 +251,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
     const binding = await deps.identities.resolve(capability.providerRef, session.subject);
     if (!binding.bound) {
       return deny(
-        "IdentityUnbound",
+        ToolCallReason.IdentityUnbound,
         `${session.subject.user} has no account in the business system: ${binding.reason}`,
         "forbidden",
         facts,
@@ -274,7 +278,7 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   });
   if (rejected) {
     return deny(
-      "PreviouslyRejected",
+      ToolCallReason.PreviouslyRejected,
       `this exact action was rejected before (Approval ${rejected.name}); do not propose it again unchanged`,
       "forbidden",
       { ...facts, rejectedApproval: rejected.name },

@@ -13,8 +13,9 @@
  *     it; {@link limitDecision} words its refusal.
  */
 import type { Effect, Subject } from "@gatehouse/provider-sdk";
+import { APPROVAL_MODES, ApprovalMode } from "../api/status/capability.ts";
+import { type PolicyReason, ToolCallReason } from "../api/status/tool-call.ts";
 import type {
-  ApprovalMode,
   BudgetResource,
   CapabilityPolicy,
   PrincipalSet,
@@ -25,17 +26,7 @@ import type {
 /** Outcome of one rule or of the whole policy. */
 export type PolicyVerdict = "allow" | "approval" | "deny";
 
-/** Stable reasons (CamelCase, matched by tests and runbooks). */
-export type PolicyReason =
-  | "Auto"
-  | "ApprovalRequired"
-  | "Forbidden"
-  | "UnknownEffect"
-  | "UnknownApprovalMode"
-  | "NotASubject"
-  | "TurnLimitReached"
-  | "ToolCallLimitReached"
-  | "WriteLimitReached";
+export type { PolicyReason };
 
 /** A verdict with its reason and a message for the model. */
 export interface PolicyDecision {
@@ -56,23 +47,26 @@ export interface PolicyInput {
 }
 
 const EFFECTS: readonly string[] = ["read", "draft", "write"];
-const MODES: readonly string[] = ["Auto", "Required", "Forbidden"];
 const RANK: Record<PolicyVerdict, number> = { allow: 0, approval: 1, deny: 2 };
 
 /** The approval mode by effect: read/draft → Auto, write → Required (DESIGN §2). Undefined for an unknown effect. */
 export function defaultApproval(effect: string): ApprovalMode | undefined {
-  if (effect === "read" || effect === "draft") return "Auto";
-  if (effect === "write") return "Required";
+  if (effect === "read" || effect === "draft") return ApprovalMode.Auto;
+  if (effect === "write") return ApprovalMode.Required;
   return undefined;
 }
 
 /**
  * The effective approval mode: an explicit `policy.approval` wins over the default by effect.
- * Returns `"Unknown"` for an unknown effect (without an explicit mode) or an unknown explicit mode.
+ * Undefined for an unknown effect (without an explicit mode) or an unknown explicit mode.
  */
-export function effectiveApproval(effect: string, explicit: string | undefined): ApprovalMode | "Unknown" {
-  if (explicit !== undefined) return MODES.includes(explicit) ? (explicit as ApprovalMode) : "Unknown";
-  return defaultApproval(effect) ?? "Unknown";
+export function effectiveApproval(effect: string, explicit: string | undefined): ApprovalMode | undefined {
+  if (explicit !== undefined) return isApprovalMode(explicit) ? explicit : undefined;
+  return defaultApproval(effect);
+}
+
+function isApprovalMode(mode: string): mode is ApprovalMode {
+  return (APPROVAL_MODES as readonly string[]).includes(mode);
 }
 
 /** True when `subject` is named in `set` by user or by one of its groups. */
@@ -116,7 +110,7 @@ export function decideAccess(input: Omit<PolicyInput, "limits" | "turn">): Polic
   if (subjects && !mayUse(subjects, subject)) {
     decisions.push({
       verdict: "deny",
-      reason: "NotASubject",
+      reason: ToolCallReason.NotASubject,
       message:
         `${subject.user} may not use ${capability.id}: its spec.policy.subjects admits only ` +
         `${describePrincipals(subjects)}; ask the platform team to add you, or use another capability`,
@@ -131,7 +125,7 @@ export function decidePolicy(input: PolicyInput): PolicyDecision {
   if (input.turn >= input.limits.maxTurns) {
     decisions.push({
       verdict: "deny",
-      reason: "TurnLimitReached",
+      reason: ToolCallReason.TurnLimitReached,
       message: `this session may use ${input.limits.maxTurns} turns and this call is in turn ${input.turn + 1}; finish with what you have`,
     });
   }
@@ -143,12 +137,12 @@ export function limitDecision(resource: BudgetResource, limit: number): PolicyDe
   return resource === "tool_call"
     ? {
         verdict: "deny",
-        reason: "ToolCallLimitReached",
+        reason: ToolCallReason.ToolCallLimitReached,
         message: `this session has used the ${limit} tool ${limit === 1 ? "call" : "calls"} it is allowed; finish with what you have`,
       }
     : {
         verdict: "deny",
-        reason: "WriteLimitReached",
+        reason: ToolCallReason.WriteLimitReached,
         message: `this session has used the ${limit} ${limit === 1 ? "write" : "writes"} it is allowed`,
       };
 }
@@ -156,20 +150,28 @@ export function limitDecision(resource: BudgetResource, limit: number): PolicyDe
 function modeDecision(id: string, effect: string, explicit: string | undefined): PolicyDecision {
   const mode = effectiveApproval(effect, explicit);
   switch (mode) {
-    case "Auto":
-      return { verdict: "allow", reason: "Auto", message: `${id} is allowed without approval` };
-    case "Required":
-      return { verdict: "approval", reason: "ApprovalRequired", message: `${id} needs a human's approval` };
-    case "Forbidden":
-      return { verdict: "deny", reason: "Forbidden", message: `${id} is forbidden by policy` };
+    case ApprovalMode.Auto:
+      return { verdict: "allow", reason: ToolCallReason.Auto, message: `${id} is allowed without approval` };
+    case ApprovalMode.Required:
+      return {
+        verdict: "approval",
+        reason: ToolCallReason.ApprovalRequired,
+        message: `${id} needs a human's approval`,
+      };
+    case ApprovalMode.Forbidden:
+      return { verdict: "deny", reason: ToolCallReason.Forbidden, message: `${id} is forbidden by policy` };
     default:
-      return explicit !== undefined && !MODES.includes(explicit)
+      return explicit !== undefined && !isApprovalMode(explicit)
         ? {
             verdict: "deny",
-            reason: "UnknownApprovalMode",
+            reason: ToolCallReason.UnknownApprovalMode,
             message: `${id} has an unknown approval mode; denied`,
           }
-        : { verdict: "deny", reason: "UnknownEffect", message: `${id} has an unknown effect; denied` };
+        : {
+            verdict: "deny",
+            reason: ToolCallReason.UnknownEffect,
+            message: `${id} has an unknown effect; denied`,
+          };
   }
 }
 

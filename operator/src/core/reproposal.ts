@@ -16,6 +16,7 @@
  * Reads and drafts are exempt: repeating them changes nothing in the business system.
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
+import { isOpenApprovalPhase } from "../api/status/approval.ts";
 import { answerFromExecution } from "./answer.ts";
 import { approvalNameOf } from "./execution-identity.ts";
 import type {
@@ -25,9 +26,6 @@ import type {
   ResolvedCapability,
   SessionContext,
 } from "./ports.ts";
-
-/** Approval phases in which a decision or its execution is still to come. */
-const OPEN_PHASES = new Set(["Pending", "Approved", "Executing"]);
 
 /** What an identical earlier proposal means for this one. */
 export type Reproposal =
@@ -69,7 +67,7 @@ export async function classifyReproposal(
     capability: capability.name,
     argumentsDigest,
   });
-  const open = approvals.find((a) => a.ownedBySession && OPEN_PHASES.has(a.phase));
+  const open = approvals.find((a) => a.ownedBySession && isOpenApprovalPhase(a.phase));
   if (open) return { kind: "approval_open", approval: open };
   let latest = executions.at(-1);
   if (!latest) return { kind: "new" };

@@ -11,6 +11,8 @@
  * decisions), phase Unknown. Core creates it when `execute` returns unknown; the leader's sweep
  * creates any still missing (rows recovered to unknown, or a crash in between).
  */
+
+import { ApprovalEventReason, ApprovalPhase, type ResolutionOutcome } from "../api/status/approval.ts";
 import { AuditKind } from "./audit.ts";
 import type { JsonObject } from "./canonical.ts";
 import { approvalNameOf, idempotencyKeyOf } from "./execution-identity.ts";
@@ -21,7 +23,7 @@ import { toolNameOf } from "./tool-names.ts";
 /** One entry of an Approval's `spec.resolutions`. */
 export interface ResolutionEntry {
   resolver: string;
-  outcome: "Succeeded" | "Failed";
+  outcome: ResolutionOutcome;
   reason: string;
 }
 
@@ -71,7 +73,7 @@ export async function resolveExecution(deps: CoreDeps, input: ResolveInput): Pro
   if (!found) {
     return {
       kind: "refused",
-      reason: "NoExecution",
+      reason: ApprovalEventReason.NoExecution,
       message: `Approval ${approval.request.name} has no execution to resolve`,
     };
   }
@@ -96,7 +98,7 @@ export async function resolveExecution(deps: CoreDeps, input: ResolveInput): Pro
   if (!holds(execution, resolution)) {
     return {
       kind: "refused",
-      reason: "AlreadySettled",
+      reason: ApprovalEventReason.AlreadySettled,
       message: `execution ${executionId} is ${execution.state}${execution.resolution ? ` (resolved by ${execution.resolution.resolver})` : ""}; the resolution by ${resolution.resolver} changes nothing`,
       execution,
     };
@@ -117,7 +119,7 @@ export async function resolveExecution(deps: CoreDeps, input: ResolveInput): Pro
     const appended = await deps.audit.append({
       kind: AuditKind.executionResolved,
       actor: resolution.resolver,
-      outcome: resolution.outcome === "Succeeded" ? "success" : "failure",
+      outcome: resolution.outcome === ApprovalPhase.Succeeded ? "success" : "failure",
       sessionUid: approval.request.sessionRef.uid,
       executionId,
       atMicros: deps.clock.nowMicros(),

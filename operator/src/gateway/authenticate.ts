@@ -10,8 +10,8 @@
 import { createHash } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
-import { isTerminalSessionPhase } from "../api/agentsession.ts";
 import type { AgentSession } from "../api/kinds.ts";
+import { isTerminalSessionPhase } from "../api/status/agentsession.ts";
 import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
 import type { Caches } from "../kube/runtime/caches.ts";

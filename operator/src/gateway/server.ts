@@ -28,6 +28,7 @@ import {
   type SessionView,
 } from "../api/agent-protocol.ts";
 import type { AgentSession, Approval } from "../api/kinds.ts";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import { endpointFor, type OperatorConfig } from "../config.ts";
 import { type JsonObject, sha256Hex } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
@@ -313,7 +314,7 @@ export function buildGateway(deps: GatewayDeps) {
           approval = read();
         }
         if (!approval) throw new GatehouseError("not_found", `Approval ${request.params.name} is gone.`);
-        const phase = approval.status?.phase ?? "Pending";
+        const phase = approval.status?.phase ?? ApprovalPhase.Pending;
         const body: ApprovalWait = { name: approval.metadata.name, phase, done: isSettled(approval) };
         if (body.done) {
           body.answer = await answerOfApproval(deps.core, approval);

@@ -12,6 +12,7 @@
 import type { TLSSocket } from "node:tls";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
+import { StatusReason } from "../api/status/kubernetes.ts";
 import {
   type AgentSessionTranscript,
   continueToken,
@@ -50,15 +51,15 @@ export interface TranscriptsApiOptions {
 /** An answer as a `metav1.Status` (the API server passes it on to kubectl as its own). */
 class StatusError extends Error {
   readonly code: number;
-  readonly reason: string;
-  constructor(code: number, reason: string, message: string) {
+  readonly reason: StatusReason;
+  constructor(code: number, reason: StatusReason, message: string) {
     super(message);
     this.code = code;
     this.reason = reason;
   }
 }
 
-function statusBody(code: number, reason: string, message: string) {
+function statusBody(code: number, reason: StatusReason, message: string) {
   return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
 }
 
@@ -106,16 +107,28 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
       return reply
         .code(503)
         .send(
-          statusBody(503, "ServiceUnavailable", "the operator's database does not answer; retry shortly"),
+          statusBody(
+            503,
+            StatusReason.ServiceUnavailable,
+            "the operator's database does not answer; retry shortly",
+          ),
         );
     }
     request.log.error({ err: error }, "transcripts API request failed");
-    return reply.code(500).send(statusBody(500, "InternalError", "the transcript could not be read; retry"));
+    return reply
+      .code(500)
+      .send(statusBody(500, StatusReason.InternalError, "the transcript could not be read; retry"));
   });
   app.setNotFoundHandler((request, reply) =>
     reply
       .code(404)
-      .send(statusBody(404, "NotFound", `the server could not find the requested resource (${request.url})`)),
+      .send(
+        statusBody(
+          404,
+          StatusReason.NotFound,
+          `the server could not find the requested resource (${request.url})`,
+        ),
+      ),
   );
 
   app.decorateRequest("proxiedUser", undefined as unknown as ProxiedUser);
@@ -128,7 +141,8 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
         requestHeader,
       );
     } catch (error) {
-      if (error instanceof NotFromFrontProxy) throw new StatusError(401, "Unauthorized", error.message);
+      if (error instanceof NotFromFrontProxy)
+        throw new StatusError(401, StatusReason.Unauthorized, error.message);
       throw error;
     }
   });
@@ -141,7 +155,7 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
   app.get(`${BASE}/namespaces/:namespace/${TRANSCRIPTS_RESOURCE}`, async () => {
     throw new StatusError(
       405,
-      "MethodNotAllowed",
+      StatusReason.MethodNotAllowed,
       `${TRANSCRIPTS_RESOURCE} cannot be listed; get one by its AgentSession's name`,
     );
   });
@@ -153,7 +167,7 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
       if (!query.success) {
         throw new StatusError(
           400,
-          "BadRequest",
+          StatusReason.BadRequest,
           `invalid query: ${query.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
         );
       }
@@ -165,19 +179,19 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
       if (!(await options.authorize({ user, resource: { ...resource, verb: "get" } }))) {
         throw new StatusError(
           403,
-          "Forbidden",
+          StatusReason.Forbidden,
           `${qualified} is forbidden: User "${user.username}" cannot get resource "${TRANSCRIPTS_RESOURCE}" in API group "${TRANSCRIPTS_GROUP}" in the namespace "${namespace}"`,
         );
       }
       const session = options.caches.sessions.get(name, namespace);
-      if (!session) throw new StatusError(404, "NotFound", `${qualified} not found`);
+      if (!session) throw new StatusError(404, StatusReason.NotFound, `${qualified} not found`);
       let verb = "get";
       if (session.spec.subject.user !== user.username) {
         verb = GET_ANY_VERB;
         if (!(await options.authorize({ user, resource: { ...resource, verb } }))) {
           throw new StatusError(
             403,
-            "Forbidden",
+            StatusReason.Forbidden,
             `${qualified} is forbidden: User "${user.username}" may read only the transcripts of sessions whose subject they are; reading another's needs the verb ${GET_ANY_VERB} (ClusterRole gatehouse-transcript-reader)`,
           );
         }
@@ -186,11 +200,11 @@ export function buildTranscriptsApi(initial: TranscriptsApiTls, options: Transcr
       let after = 0;
       if (query.data.continue !== undefined) {
         const token = parseContinueToken(query.data.continue);
-        if (!token) throw new StatusError(400, "BadRequest", "invalid continue token");
+        if (!token) throw new StatusError(400, StatusReason.BadRequest, "invalid continue token");
         if (token.uid !== uid) {
           throw new StatusError(
             410,
-            "Expired",
+            StatusReason.Expired,
             `the continue token is for an earlier AgentSession ${namespace}/${name} (uid ${token.uid}); start again without it`,
           );
         }

@@ -9,8 +9,9 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Approval } from "../api/kinds.ts";
 import { API_VERSION, APPROVAL, GROUP, VERSION } from "../api/kinds.ts";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import { APPROVAL_FINALIZER, MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
-import type { ApprovalHandle, ApprovalPhase, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
+import type { ApprovalHandle, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
 import { settlementMessageOf } from "../transcripts/approval-outcome.ts";
 import type { Caches } from "./runtime/caches.ts";
 import type { KubeClients } from "./runtime/client.ts";
@@ -78,7 +79,8 @@ function handleOf(
     name: approval.metadata.name,
     // An Auto execution's record is Unknown from its creation: the controller writes that phase, and
     // Core reads it so before it has (the agent's answer does not wait for the reconciler).
-    phase: (approval.status?.phase ?? (approval.spec.autoExecution ? "Unknown" : "Pending")) as ApprovalPhase,
+    phase:
+      approval.status?.phase ?? (approval.spec.autoExecution ? ApprovalPhase.Unknown : ApprovalPhase.Pending),
     ownedBySession: owner?.kind === "AgentSession" && owner.uid === sessionUid,
     sameSpec: isDeepStrictEqual(stored, wanted) && Date.parse(storedExpiry) <= Date.parse(wantedExpiry),
     identity: {
@@ -179,7 +181,7 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches): Approval
             a.spec.sessionRef.uid === query.sessionUid &&
             a.spec.capability === query.capability &&
             a.spec.argumentsDigest === query.argumentsDigest &&
-            a.status?.phase === "Rejected",
+            a.status?.phase === ApprovalPhase.Rejected,
         );
       return match ? { name: match.metadata.name } : undefined;
     },

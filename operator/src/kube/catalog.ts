@@ -2,6 +2,8 @@
  * Core's CapabilityCatalog over the informer caches: a Capability joined with its ProviderInstance.
  */
 import type { Capability } from "../api/kinds.ts";
+import { CapabilityCondition, CapabilityReason } from "../api/status/capability.ts";
+import { ProviderInstanceCondition } from "../api/status/providerinstance.ts";
 import type { CapabilityCatalog, ResolvedCapability } from "../core/ports.ts";
 import { toolNameOf } from "../core/tool-names.ts";
 import type { Caches } from "./runtime/caches.ts";
@@ -36,8 +38,8 @@ export function resolveCapability(caches: Caches, capability: Capability): Resol
   const provider = caches.providers.get(ref.name, providerNamespace);
   const duplicate =
     duplicatesOf(caches.capabilities.list(capability.metadata.namespace), capability).length > 0;
-  const condition = findCondition(capability.status?.conditions, "Ready");
-  const ready = duplicate ? { status: "False", reason: "DuplicateId" } : condition;
+  const condition = findCondition(capability.status?.conditions, CapabilityCondition.Ready);
+  const ready = duplicate ? { status: "False", reason: CapabilityReason.DuplicateId } : condition;
   const status = capability.status ?? {};
   return {
     name: capability.metadata.name,
@@ -54,7 +56,8 @@ export function resolveCapability(caches: Caches, capability: Capability): Resol
     providerRef: { namespace: providerNamespace, name: ref.name },
     requiresIdentity: provider?.status?.manifest?.requiresIdentity ?? false,
     ready: ready?.status === "True",
-    providerReady: findCondition(provider?.status?.conditions, "Ready")?.status === "True",
+    providerReady:
+      findCondition(provider?.status?.conditions, ProviderInstanceCondition.Ready)?.status === "True",
     disabled: Boolean(capability.spec.disabled || provider?.spec.disabled),
     ...(ready && ready.status !== "True" ? { notReadyReason: ready.reason } : {}),
   };

@@ -3,6 +3,7 @@
  * session has used of its limits is Core's own budget ledger, not the transcript.
  */
 import type { AgentSession } from "../api/kinds.ts";
+import { isTerminalSessionPhase } from "../api/status/agentsession.ts";
 import {
   defaultSessionCeilings,
   effectiveLimits,
@@ -41,7 +42,6 @@ export function sessionContextOf(
   ceilings: SessionCeilings = defaultSessionCeilings,
 ): SessionContext {
   const limits = limitsOf(session, ceilings);
-  const phase = session.status?.phase ?? "Pending";
   return {
     namespace: session.metadata.namespace,
     name: session.metadata.name,
@@ -52,6 +52,6 @@ export function sessionContextOf(
     active:
       !session.spec.cancel &&
       !session.metadata.deletionTimestamp &&
-      !["Completed", "Failed", "Cancelled"].includes(phase),
+      !isTerminalSessionPhase(session.status?.phase),
   };
 }

@@ -7,12 +7,13 @@
  * {@link OperatorMetrics.coreMetrics}.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { DecidedPhase } from "../api/status/approval.ts";
 import type { CoreMetrics } from "../core/ports.ts";
 import type { WitnessMetrics } from "../core/witness.ts";
 import type { Outcome } from "../kube/runtime/workqueue.ts";
 
 /** How an Approval left Pending, as `gatehouse_approval_decision_seconds{outcome}` labels it. */
-export type ApprovalDecisionOutcome = "Approved" | "Rejected" | "Expired";
+export type ApprovalDecisionOutcome = DecidedPhase;
 
 /**
  * How a model proxy request ended, as `gatehouse_model_requests_total{outcome}` labels it: answered

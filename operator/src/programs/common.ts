@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { pino } from "pino";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import { type Component, GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import { ConfigError, configFromEnvironment, type OperatorConfig } from "../config.ts";
 import { defaultCoreConfig } from "../core/invoke.ts";
@@ -115,7 +116,10 @@ export async function startComponent(
     metrics.informerRestarted(path, reason),
   );
   metrics.trackPendingApprovals(
-    () => caches.approvals.list().filter((a) => (a.status?.phase ?? "Pending") === "Pending").length,
+    () =>
+      caches.approvals
+        .list()
+        .filter((a) => (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending).length,
   );
   let synced = false;
   // Until the store is open the database has not answered; then its own probe says (store/readiness.ts).

@@ -8,6 +8,7 @@
 
 import type { V1Pod } from "@kubernetes/client-node";
 import type { AgentSession } from "../api/kinds.ts";
+import { PodPhase } from "../api/status/kubernetes.ts";
 import { sidecarContainerName } from "../api/well-known.ts";
 import type { ProviderRef } from "../core/ports.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
@@ -20,7 +21,7 @@ import type { Caches } from "../kube/runtime/caches.ts";
  */
 export function sidecarEndpoint(pod: V1Pod, session: AgentSession, providerName: string): string | undefined {
   const podUid = session.status?.podUID;
-  if (!podUid || pod.metadata?.uid !== podUid || pod.status?.phase !== "Running") return undefined;
+  if (!podUid || pod.metadata?.uid !== podUid || pod.status?.phase !== PodPhase.Running) return undefined;
   const controlled = pod.metadata.ownerReferences?.some(
     (o) => o.controller === true && o.kind === "AgentSession" && o.uid === session.metadata.uid,
   );

@@ -10,14 +10,20 @@
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import type { Approval } from "../api/kinds.ts";
-import { answerOfSettledApproval, SETTLED_PHASES, type SettledApproval } from "../core/approval-answer.ts";
-import type { ApprovalPhase, CoreDeps } from "../core/ports.ts";
+import {
+  ApprovalCondition,
+  ApprovalPhase,
+  ApprovalReason,
+  SETTLED_APPROVAL_PHASES,
+} from "../api/status/approval.ts";
+import { answerOfSettledApproval, type SettledApproval } from "../core/approval-answer.ts";
+import type { CoreDeps } from "../core/ports.ts";
 import { findCondition } from "../kube/runtime/conditions.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
 
 /** True once the Approval will not change its outcome any more. */
 export function isSettled(approval: Approval): boolean {
-  return SETTLED_PHASES.has((approval.status?.phase ?? "Pending") as ApprovalPhase);
+  return SETTLED_APPROVAL_PHASES.has(approval.status?.phase ?? ApprovalPhase.Pending);
 }
 
 /**
@@ -28,9 +34,9 @@ export function isSettled(approval: Approval): boolean {
  * an earlier dispatch that found no approval (NotApproved), not the outcome.
  */
 export function settlementMessageOf(approval: Approval): string | undefined {
-  const decided = findCondition(approval.status?.conditions, "Decided");
-  const executed = findCondition(approval.status?.conditions, "Executed");
-  if (executed && (!decided || decided.reason === "Approved")) {
+  const decided = findCondition(approval.status?.conditions, ApprovalCondition.Decided);
+  const executed = findCondition(approval.status?.conditions, ApprovalCondition.Executed);
+  if (executed && (!decided || decided.reason === ApprovalReason.Approved)) {
     return executed.message ? `${executed.reason}: ${executed.message}` : executed.reason;
   }
   return decided?.message || undefined;
@@ -39,7 +45,7 @@ export function settlementMessageOf(approval: Approval): string | undefined {
 function settledViewOf(approval: Approval): SettledApproval {
   return {
     name: approval.metadata.name,
-    phase: (approval.status?.phase ?? "Pending") as ApprovalPhase,
+    phase: approval.status?.phase ?? ApprovalPhase.Pending,
     executionId: approval.spec.executionId,
     decisions: (approval.spec.decisions ?? []).map(({ approver, verdict, reason }) =>
       reason === undefined ? { approver, verdict } : { approver, verdict, reason },
@@ -73,8 +79,8 @@ export async function recordApprovalOutcome(
   const capability = await core.catalog.get(approval.metadata.namespace, approval.spec.capability);
   // A person's resolution, or the provider asked again, settles an outcome that was Unknown (and told
   // as such): it is told once more.
-  const reason = findCondition(approval.status?.conditions, "Executed")?.reason;
-  const resolved = reason === "ResolvedByPerson" || reason === "OutcomeSettled";
+  const reason = findCondition(approval.status?.conditions, ApprovalCondition.Executed)?.reason;
+  const resolved = reason === ApprovalReason.ResolvedByPerson || reason === ApprovalReason.OutcomeSettled;
   return transcripts.append({
     dedupeKey: `approval_outcome:${approval.metadata.name}${resolved ? ":resolution" : ""}`,
     sessionUid,
@@ -85,7 +91,7 @@ export async function recordApprovalOutcome(
       callId: proposal?.payload.callId ?? null,
       approval: approval.metadata.name,
       executionId: approval.spec.executionId,
-      phase: approval.status?.phase ?? "Pending",
+      phase: approval.status?.phase ?? ApprovalPhase.Pending,
       status: answer.status,
       content: answer.content,
       effect: String(capability?.effect ?? ""),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ApprovalPhase } from "../../api/approval.ts";
 import type { Approval } from "../../api/kinds.ts";
+import type { ApprovalPhase } from "../../api/status/approval.ts";
 import {
   decisionPatchOf,
   exitCodeOf,

@@ -15,8 +15,8 @@
  * verdict says what is recorded and exits 1.
  */
 import { ApiException, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import type { ApprovalPhase } from "../../api/approval.ts";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../../api/kinds.ts";
+import { ApprovalCondition, ApprovalPhase, SETTLED_APPROVAL_PHASES } from "../../api/status/approval.ts";
 import { type Connection, whoAmI } from "./connection.ts";
 import type { Output } from "./output.ts";
 import { oneLine } from "./terminal-text.ts";
@@ -111,26 +111,15 @@ export interface DecideOptions {
   waitSeconds: number;
 }
 
-/** Phases after which an Approval changes no more. */
-const FINAL_PHASES: ReadonlySet<ApprovalPhase> = new Set([
-  "Succeeded",
-  "Failed",
-  "Unknown",
-  "Stale",
-  "Rejected",
-  "Expired",
-  "Cancelled",
-]);
-
 /**
  * True when the operator has settled the Approval as far as decision `index` goes: a final phase, or
  * still Pending with the decision counted (status.observedDecisions > index), waiting for more votes.
  * Approved and Executing are on their way to a final phase.
  */
 export function isSettled(approval: Approval, index: number): boolean {
-  const phase = approval.status?.phase ?? "Pending";
-  if (FINAL_PHASES.has(phase)) return true;
-  return phase === "Pending" && (approval.status?.observedDecisions ?? 0) > index;
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
+  if (SETTLED_APPROVAL_PHASES.has(phase)) return true;
+  return phase === ApprovalPhase.Pending && (approval.status?.observedDecisions ?? 0) > index;
 }
 
 /** The caller's decision already in `approval`'s spec.decisions, with its index; undefined if none. */
@@ -202,9 +191,9 @@ export function repeatedDecisionReport(
  * else 0 (Succeeded, Rejected after a Reject, Pending for more votes, or not settled yet).
  */
 export function exitCodeOf(verdict: DecisionEntry["verdict"], approval: Approval): number {
-  const phase = approval.status?.phase ?? "Pending";
-  if (phase === "Rejected") return verdict === "Approve" ? EXIT.refused : EXIT.ok;
-  return FINAL_PHASES.has(phase) && phase !== "Succeeded" ? EXIT.refused : EXIT.ok;
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
+  if (phase === ApprovalPhase.Rejected) return verdict === "Approve" ? EXIT.refused : EXIT.ok;
+  return SETTLED_APPROVAL_PHASES.has(phase) && phase !== ApprovalPhase.Succeeded ? EXIT.refused : EXIT.ok;
 }
 
 /**
@@ -274,7 +263,7 @@ export async function decide(
     if (code !== EXIT.ok) {
       const call = options.verdict === "Approve" ? "the call you approved" : "the call";
       output.err(
-        approval.status?.phase === "Unknown"
+        approval.status?.phase === ApprovalPhase.Unknown
           ? `kubectl-gatehouse: Approval ${options.name} is Unknown: ${call} may have run — nobody knows its outcome; check the business system, then kubectl gatehouse resolve ${options.name} -n ${connection.namespace} --succeeded|--failed --reason "…"`
           : `kubectl-gatehouse: Approval ${options.name} is ${approval.status?.phase}: ${call} did not run or did not succeed`,
       );
@@ -309,10 +298,10 @@ async function settledApproval(
  * settled yet, says so and how to follow it.
  */
 export function phaseLine(approval: Approval, index: number, waitSeconds: number): string {
-  const phase = approval.status?.phase ?? "Pending";
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
   let note = "";
   if (!isSettled(approval, index)) {
-    const evaluated = phase !== "Pending" || (approval.status?.observedDecisions ?? 0) > index;
+    const evaluated = phase !== ApprovalPhase.Pending || (approval.status?.observedDecisions ?? 0) > index;
     const state = evaluated ? "not settled" : "the operator has not evaluated the decision";
     note = ` (${state} after ${waitSeconds} s; follow it with kubectl get approval ${approval.metadata.name} -n ${approval.metadata.namespace} -w)`;
   }
@@ -321,11 +310,12 @@ export function phaseLine(approval: Approval, index: number, waitSeconds: number
 
 /** `phase: Stale (1/1 approvals) — Executed Disabled: …`: the phase, the votes, the Executed (else Decided) condition. */
 function phaseSummary(approval: Approval): string {
-  const phase = approval.status?.phase ?? "Pending";
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
   const votes = `${approval.status?.approvals ?? 0}/${approval.spec.requiredApprovals} approvals`;
   const conditions = approval.status?.conditions ?? [];
   const condition =
-    conditions.find((c) => c.type === "Executed") ?? conditions.find((c) => c.type === "Decided");
+    conditions.find((c) => c.type === ApprovalCondition.Executed) ??
+    conditions.find((c) => c.type === ApprovalCondition.Decided);
   // The message may quote a provider's answer: made harmless for the terminal, on one line.
   const message = oneLine(condition?.message ?? "");
   const why = condition ? ` — ${condition.type} ${condition.reason}: ${message}` : "";

@@ -4,6 +4,7 @@
  * status, plus RBAC's answer. Advice for the `pending` table only — the API server decides.
  */
 import type { Approval } from "../../api/kinds.ts";
+import { ApprovalPhase } from "../../api/status/approval.ts";
 import type { Me } from "./connection.ts";
 
 /** What `me` may append: `yes` (Approve or Reject), `reject-only`, or `no`; `why` says which rule. */
@@ -18,8 +19,8 @@ export interface DecisionRight {
  * (by name or group) — the requester may always reject — and no self-approval when it is off.
  */
 export function decisionRightOf(approval: Approval, me: Me, rbacAllowed: boolean, now: Date): DecisionRight {
-  const phase = approval.status?.phase ?? "Pending";
-  if (phase !== "Pending") return { may: "no", why: `it is ${phase}` };
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
+  if (phase !== ApprovalPhase.Pending) return { may: "no", why: `it is ${phase}` };
   if (Date.parse(approval.spec.expiresAt) <= now.getTime()) return { may: "no", why: "expired" };
   if (!rbacAllowed) return { may: "no", why: "RBAC: no patch on approvals" };
   const mine = approval.spec.decisions.find((d) => d.approver === me.username);

@@ -4,6 +4,7 @@
  * own rules are read from its spec (eligibility.ts).
  */
 import { APPROVAL, type Approval, GROUP, VERSION } from "../../api/kinds.ts";
+import { ApprovalPhase } from "../../api/status/approval.ts";
 import { type Connection, type Me, mayI, whoAmI } from "./connection.ts";
 import { type DecisionRight, decisionRightOf, rightText } from "./eligibility.ts";
 import type { Output } from "./output.ts";
@@ -45,7 +46,9 @@ export async function pendingItems(
       ? await connection.custom.listClusterCustomObject(base)
       : await connection.custom.listNamespacedCustomObject({ ...base, namespace: connection.namespace })
   ) as { items: Approval[] };
-  const pending = list.items.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
+  const pending = list.items.filter(
+    (a) => (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending,
+  );
   const items = await Promise.all(
     pending.map(async (approval): Promise<PendingItem> => {
       const { namespace, name } = approval.metadata;

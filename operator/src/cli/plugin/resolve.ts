@@ -8,6 +8,7 @@
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Resolution } from "../../api/approval.ts";
 import { APPROVAL, type Approval, GROUP, VERSION } from "../../api/kinds.ts";
+import { ApprovalCondition, ApprovalPhase } from "../../api/status/approval.ts";
 import { type Connection, whoAmI } from "./connection.ts";
 import { apiMessageOf } from "./decide.ts";
 import type { Output } from "./output.ts";
@@ -44,9 +45,9 @@ async function getApproval(connection: Connection, name: string): Promise<Approv
 
 /** `phase: Succeeded — Executed ResolvedByPerson: resolved by carol as Succeeded: …`. */
 function phaseLine(approval: Approval): string {
-  const executed = approval.status?.conditions?.find((c) => c.type === "Executed");
+  const executed = approval.status?.conditions?.find((c) => c.type === ApprovalCondition.Executed);
   const why = executed ? ` — Executed ${executed.reason}: ${executed.message}` : "";
-  return `phase: ${approval.status?.phase ?? "Pending"}${why}`;
+  return `phase: ${approval.status?.phase ?? ApprovalPhase.Pending}${why}`;
 }
 
 /**
@@ -85,13 +86,13 @@ export async function resolve(
     );
     const deadline = Date.now() + options.waitSeconds * 1000;
     let approval = await getApproval(connection, options.name);
-    while (approval.status?.phase === "Unknown" && Date.now() < deadline) {
+    while (approval.status?.phase === ApprovalPhase.Unknown && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, POLL_MS));
       approval = await getApproval(connection, options.name);
     }
     output.out(phaseLine(approval));
     const phase = approval.status?.phase;
-    if (phase !== "Unknown" && phase !== options.outcome) {
+    if (phase !== ApprovalPhase.Unknown && phase !== options.outcome) {
       output.err(
         `kubectl-gatehouse: Approval ${options.name} is ${phase}: its execution was settled otherwise before your resolution applied`,
       );

@@ -7,6 +7,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AgentSession, Approval, Capability, ProviderInstance } from "../../api/kinds.ts";
+import { SessionPhase } from "../../api/status/agentsession.ts";
 import { SESSION_FINALIZER } from "../../api/well-known.ts";
 import { defaultSessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
@@ -176,9 +177,9 @@ export interface Row {
   log?: RegExp;
 }
 
-export const RUNNING: Status = { phase: "Running", attempt: 1, startTime: at(-60_000) };
+export const RUNNING: Status = { phase: SessionPhase.Running, attempt: 1, startTime: at(-60_000) };
 export const completed = (o: Partial<Status> = {}): Status => ({
-  phase: "Completed",
+  phase: SessionPhase.Completed,
   observedGeneration: 1,
   completionTime: at(-5_000),
   startTime: at(-60_000),

@@ -3,8 +3,14 @@
  * the status it writes ({@link planStatus}), both pure.
  */
 import type { V1Pod } from "@kubernetes/client-node";
-import { isTerminalSessionPhase } from "../../api/agentsession.ts";
 import type { Approval, ProviderInstance } from "../../api/kinds.ts";
+import {
+  isTerminalSessionPhase,
+  SessionCondition,
+  SessionEventReason,
+  SessionPhase,
+  type TerminalSessionPhase,
+} from "../../api/status/agentsession.ts";
 import { limitsOf } from "../../kube/session-context.ts";
 import {
   type AgentSessionPlanInput,
@@ -17,6 +23,13 @@ import {
 import { agentPodFor } from "./pod.ts";
 import { sidecarsFor } from "./sidecars.ts";
 import { limitLoweredEvent, statusFrom } from "./status.ts";
+
+/** The Event recorded when a session reaches a terminal phase. */
+const END_EVENTS: Record<TerminalSessionPhase, SessionEventReason> = {
+  Completed: SessionEventReason.SessionCompleted,
+  Failed: SessionEventReason.SessionFailed,
+  Cancelled: SessionEventReason.SessionCancelled,
+};
 
 /**
  * The agent pod of the current run (pod.ts), its time left counted from the run's start, with a
@@ -77,12 +90,12 @@ export function planStatus(
   const events: PlannedEvent[] = [];
   if (lowered) events.push(event("Warning", lowered.reason, lowered.message));
   const terminal = isTerminalSessionPhase(status.phase);
-  if (status.phase !== session.status?.phase && terminal) {
-    const ended = status.conditions?.find((c) => c.type === "Progressing");
+  if (status.phase !== session.status?.phase && isTerminalSessionPhase(status.phase)) {
+    const ended = status.conditions?.find((c) => c.type === SessionCondition.Progressing);
     events.push(
       event(
-        status.phase === "Failed" ? "Warning" : "Normal",
-        `Session${status.phase}`,
+        status.phase === SessionPhase.Failed ? "Warning" : "Normal",
+        END_EVENTS[status.phase],
         ended?.message ?? `The session is ${status.phase}.`,
       ),
     );

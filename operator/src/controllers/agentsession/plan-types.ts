@@ -4,6 +4,7 @@
  */
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
+import type { SessionEventReason, SessionReason } from "../../api/status/agentsession.ts";
 import type { OperatorConfig } from "../../config.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 
@@ -55,7 +56,8 @@ export interface AgentSessionPlanInput {
 /** An Event for people. */
 export interface PlannedEvent {
   type: "Normal" | "Warning";
-  reason: string;
+  /** A condition reason it reports, or a reason of its own. */
+  reason: SessionReason | SessionEventReason;
   message: string;
 }
 
@@ -107,6 +109,10 @@ export function final(plan: Partial<Omit<FinalPlan, "kind">>): FinalPlan {
   return { kind: "final", log: [], events: [], ...plan };
 }
 
-export function event(type: PlannedEvent["type"], name: string, message: string): PlannedEvent {
+export function event(
+  type: PlannedEvent["type"],
+  name: PlannedEvent["reason"],
+  message: string,
+): PlannedEvent {
   return { type, reason: name, message };
 }

@@ -25,6 +25,13 @@
  *                       poll again in 2 s until the phase is terminal
  */
 import type { V1Pod } from "@kubernetes/client-node";
+import {
+  SessionCondition,
+  SessionEventReason,
+  SessionPhase,
+  SessionReason,
+} from "../../api/status/agentsession.ts";
+import { ApprovalPhase } from "../../api/status/approval.ts";
 import { AGENT_NETWORK_POLICY, SESSION_FINALIZER } from "../../api/well-known.ts";
 import { endpointFor } from "../../config.ts";
 import { metaTimeOf, setCondition } from "../../kube/runtime/conditions.ts";
@@ -64,15 +71,21 @@ export { planAgentPod, planStatus, type StatusObservation } from "./plan-status.
 export * from "./plan-types.ts";
 
 /** Ends the session Failed with `reason` (for what no retry can fix); the Event whether or not it was written. */
-function failed(input: AgentSessionPlanInput, reason: string, message: string): FinalPlan {
+function failed(input: AgentSessionPlanInput, reason: SessionReason, message: string): FinalPlan {
   const { session, now } = input;
   const conditions = setCondition(
     session.status?.conditions,
-    { type: "Failed", status: "True", reason, message, observedGeneration: session.metadata.generation },
+    {
+      type: SessionCondition.Failed,
+      status: "True",
+      reason,
+      message,
+      observedGeneration: session.metadata.generation,
+    },
     now,
   );
   return final({
-    status: { ...session.status, phase: "Failed", conditions },
+    status: { ...session.status, phase: SessionPhase.Failed, conditions },
     events: [event("Warning", reason, message)],
   });
 }
@@ -93,17 +106,17 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
     const conditions = setCondition(
       session.status?.conditions,
       {
-        type: "Progressing",
+        type: SessionCondition.Progressing,
         status: "False",
-        reason: "NamespaceNotServed",
+        reason: SessionReason.NamespaceNotServed,
         message,
         observedGeneration: session.metadata.generation,
       },
       now,
     );
     return final({
-      status: { ...session.status, phase: session.status?.phase ?? "Pending", conditions },
-      whenWritten: { log: [], events: [event("Warning", "NamespaceNotServed", message)] },
+      status: { ...session.status, phase: session.status?.phase ?? SessionPhase.Pending, conditions },
+      whenWritten: { log: [], events: [event("Warning", SessionReason.NamespaceNotServed, message)] },
     });
   }
 
@@ -111,14 +124,14 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
   if (!endpoint) {
     return failed(
       input,
-      "ModelEndpointNotFound",
+      SessionReason.ModelEndpointNotFound,
       modelEndpointNotFoundMessage(session.spec.model.endpointRef, settings.modelEndpoints),
     );
   }
   if (endpoint.models.length > 0 && !endpoint.models.includes(session.spec.model.name)) {
     return failed(
       input,
-      "ModelNotOffered",
+      SessionReason.ModelNotOffered,
       `Model endpoint ${endpoint.name} does not offer model ${session.spec.model.name}; it offers ${endpoint.models.join(", ")}.`,
     );
   }
@@ -129,7 +142,7 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
   if (pod && !controlledBy(pod, session)) {
     // A pod of an earlier session of the same name is on its way out (garbage collection): wait for it.
     if (leftOfEarlierSession(pod, session)) return final({ requeueAfterMs: EARLIER_POD_WAIT_MS });
-    return failed(input, "PodNameTaken", foreignPodMessage(pod));
+    return failed(input, SessionReason.PodNameTaken, foreignPodMessage(pod));
   }
   if (!record)
     return { kind: "readRecord", unavailable: databaseUnavailableStatus(session, now), clock: "same" };
@@ -157,7 +170,7 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
       events: [
         event(
           "Normal",
-          "AgentResuming",
+          SessionEventReason.AgentResuming,
           `Every Approval the released pod ${pod.metadata?.name} waited for is decided; starting a new agent pod.`,
         ),
       ],
@@ -173,7 +186,7 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
           message: "continuing",
         },
       ],
-      events: [event("Normal", "SessionContinued", continuedMessage(session, record))],
+      events: [event("Normal", SessionEventReason.SessionContinued, continuedMessage(session, record))],
       requeueAfterMs: 0,
     });
   }
@@ -194,7 +207,7 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
       events: [
         event(
           "Warning",
-          "AgentPodFailed",
+          SessionEventReason.AgentPodFailed,
           `Agent pod ${failure.podName} failed (${failure.reason}, exit code ${failure.exitCode ?? "unknown"}); starting attempt ${attempt + 1}.`,
         ),
       ],
@@ -233,7 +246,9 @@ export function planAgentSession(input: AgentSessionPlanInput): AgentSessionPlan
  */
 function planRelease(input: AgentSessionPlanInput): FinalPlan {
   if (!hasFinalizer(input.session, SESSION_FINALIZER)) return final({});
-  const pending = input.approvals.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
+  const pending = input.approvals.filter(
+    (a) => (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending,
+  );
   if (pending.length > 0) {
     return final({
       log: [
@@ -259,7 +274,7 @@ function planContinuation(input: AgentSessionPlanInput): AgentSessionPlan {
   const { session, now, record } = input;
   const status = session.status ?? {};
   const generation = session.metadata.generation;
-  if (status.phase !== "Completed" || session.spec.cancel) return final({});
+  if (status.phase !== SessionPhase.Completed || session.spec.cancel) return final({});
   if (generation === undefined || (status.observedGeneration ?? 0) >= generation) return final({});
   if (!record)
     return { kind: "readRecord", unavailable: databaseUnavailableStatus(session, now), clock: "again" };
@@ -267,15 +282,21 @@ function planContinuation(input: AgentSessionPlanInput): AgentSessionPlan {
   const message = continuedMessage(session, record);
   let conditions = setCondition(
     status.conditions,
-    { type: "Complete", status: "False", reason: "MessageAppended", message, observedGeneration: generation },
+    {
+      type: SessionCondition.Complete,
+      status: "False",
+      reason: SessionReason.MessageAppended,
+      message,
+      observedGeneration: generation,
+    },
     now,
   );
   conditions = setCondition(
     conditions,
     {
-      type: "Progressing",
+      type: SessionCondition.Progressing,
       status: "True",
-      reason: "MessageAppended",
+      reason: SessionReason.MessageAppended,
       message,
       observedGeneration: generation,
     },
@@ -285,7 +306,7 @@ function planContinuation(input: AgentSessionPlanInput): AgentSessionPlan {
   return final({
     status: {
       ...open,
-      phase: "Pending",
+      phase: SessionPhase.Pending,
       observedGeneration: generation,
       conditions,
       continuations: (status.continuations ?? 0) + 1,
@@ -297,7 +318,7 @@ function planContinuation(input: AgentSessionPlanInput): AgentSessionPlan {
         message: "continuing",
       },
     ],
-    events: [event("Normal", "SessionContinued", message)],
+    events: [event("Normal", SessionEventReason.SessionContinued, message)],
     requeueAfterMs: 0,
   });
 }
@@ -310,10 +331,12 @@ export function planCreatedPod(
   input: AgentSessionPlanInput,
   pod: V1Pod,
 ): FinalPlan | { kind: "created"; log: PlannedLog[]; events: PlannedEvent[] } {
-  if (!controlledBy(pod, input.session)) return failed(input, "PodNameTaken", foreignPodMessage(pod));
+  if (!controlledBy(pod, input.session)) {
+    return failed(input, SessionReason.PodNameTaken, foreignPodMessage(pod));
+  }
   return {
     kind: "created",
     log: [{ fields: { pod: pod.metadata?.name, podUID: pod.metadata?.uid }, message: "agent pod created" }],
-    events: [event("Normal", "AgentPodCreated", `Created agent pod ${pod.metadata?.name}.`)],
+    events: [event("Normal", SessionEventReason.AgentPodCreated, `Created agent pod ${pod.metadata?.name}.`)],
   };
 }

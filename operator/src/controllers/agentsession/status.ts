@@ -4,8 +4,16 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
-import { isTerminalSessionPhase, type SessionPhase } from "../../api/agentsession.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
+import {
+  isTerminalSessionPhase,
+  SessionCondition,
+  SessionEventReason,
+  SessionPhase,
+  SessionReason,
+} from "../../api/status/agentsession.ts";
+import { ApprovalPhase } from "../../api/status/approval.ts";
+import { PodPhase, PodReason } from "../../api/status/kubernetes.ts";
 import { type LoweredLimit, loweredLimits, type SessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import { findCondition, metaTimeOf, setCondition } from "../../kube/runtime/conditions.ts";
@@ -56,11 +64,11 @@ export function limitLoweredMessage(lowered: readonly LoweredLimit[]): string {
 export function limitLoweredEvent(
   session: AgentSession,
   ceilings: SessionCeilings,
-): { reason: string; message: string } | undefined {
+): { reason: SessionEventReason; message: string } | undefined {
   const lowered = loweredLimits(requestedLimitsOf(session), ceilings);
   if (lowered.length === 0) return undefined;
   if (isDeepStrictEqual(session.status?.effectiveLimits, limitsOf(session, ceilings))) return undefined;
-  return { reason: "LimitLowered", message: limitLoweredMessage(lowered) };
+  return { reason: SessionEventReason.LimitLowered, message: limitLoweredMessage(lowered) };
 }
 
 /**
@@ -88,28 +96,46 @@ export function phaseFrom(
   pod: V1Pod | undefined,
   pendingApprovals: Approval[],
   record: SessionRecord,
-): { phase: SessionPhase; reason: string; message: string } {
-  if (session.spec.cancel) return { phase: "Cancelled", reason: "Cancelled", message: "spec.cancel is set." };
+): { phase: SessionPhase; reason: SessionReason; message: string } {
+  if (session.spec.cancel) {
+    return { phase: SessionPhase.Cancelled, reason: SessionReason.Cancelled, message: "spec.cancel is set." };
+  }
   const podPhase = pod?.status?.phase;
   if (
     record.finalAnswer !== undefined &&
     allAnswered(session, record) &&
-    (podPhase === "Succeeded" || podPhase === undefined)
+    (podPhase === PodPhase.Succeeded || podPhase === undefined)
   ) {
-    return { phase: "Completed", reason: "AnswerPosted", message: "The agent posted its final answer." };
+    return {
+      phase: SessionPhase.Completed,
+      reason: SessionReason.AnswerPosted,
+      message: "The agent posted its final answer.",
+    };
   }
-  if ((podPhase === "Failed" || podPhase === "Succeeded") && record.budgetExceeded !== undefined) {
+  if (
+    (podPhase === PodPhase.Failed || podPhase === PodPhase.Succeeded) &&
+    record.budgetExceeded !== undefined
+  ) {
     // The model proxy refused the session's model requests: that, not the pod's exit, is why it ended.
-    return { phase: "Failed", reason: "TokenBudgetExceeded", message: sentence(record.budgetExceeded) };
+    return {
+      phase: SessionPhase.Failed,
+      reason: SessionReason.TokenBudgetExceeded,
+      message: sentence(record.budgetExceeded),
+    };
   }
-  if (podPhase === "Failed") {
+  if (podPhase === PodPhase.Failed) {
     const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
-    const why = pod?.status?.reason ?? terminated?.reason ?? "Error";
+    const why = pod?.status?.reason ?? terminated?.reason ?? PodReason.Error;
     const attempts = session.status?.attempt ?? 1;
     const retried = attempts > 1 ? ` ${attempts} agent pods failed; no retries are left.` : "";
     return {
-      phase: "Failed",
-      reason: why === "DeadlineExceeded" ? "TimedOut" : attempts > 1 ? "RetriesExhausted" : "AgentFailed",
+      phase: SessionPhase.Failed,
+      reason:
+        why === PodReason.DeadlineExceeded
+          ? SessionReason.TimedOut
+          : attempts > 1
+            ? SessionReason.RetriesExhausted
+            : SessionReason.AgentFailed,
       message:
         sentence(
           record.agentError ??
@@ -117,45 +143,49 @@ export function phaseFrom(
         ) + retried,
     };
   }
-  if (podPhase === "Succeeded" && record.releases > (session.status?.resumes ?? 0)) {
+  if (podPhase === PodPhase.Succeeded && record.releases > (session.status?.resumes ?? 0)) {
     // The agent posted `released`: it stopped while waiting for a decision (holdPodForSeconds).
     return pendingApprovals.length > 0
       ? {
-          phase: "AwaitingApproval",
-          reason: "PodReleased",
+          phase: SessionPhase.AwaitingApproval,
+          reason: SessionReason.PodReleased,
           message: `Waiting for a decision on ${pendingApprovals.map((a) => a.metadata.name).join(", ")}; the agent pod was released and a new one resumes the session once it is decided.`,
         }
       : {
-          phase: "Pending",
-          reason: "Resuming",
+          phase: SessionPhase.Pending,
+          reason: SessionReason.Resuming,
           message: "The decision was made; a new agent pod resumes the session.",
         };
   }
-  if (podPhase === "Succeeded" && runAnswered(session, record)) {
+  if (podPhase === PodPhase.Succeeded && runAnswered(session, record)) {
     return {
-      phase: "Pending",
-      reason: "MessageAppended",
+      phase: SessionPhase.Pending,
+      reason: SessionReason.MessageAppended,
       message: `The agent answered ${record.finalAnswers} of ${session.spec.messages.length} messages; a new agent pod answers the next.`,
     };
   }
-  if (podPhase === "Succeeded") {
+  if (podPhase === PodPhase.Succeeded) {
     return {
-      phase: "Failed",
-      reason: "NoAnswer",
+      phase: SessionPhase.Failed,
+      reason: SessionReason.NoAnswer,
       message: "The agent exited without posting a final answer.",
     };
   }
-  if (!pod || podPhase === "Pending" || podPhase === undefined) {
-    return { phase: "Pending", reason: "PodStarting", message: "Waiting for the agent pod to run." };
+  if (!pod || podPhase === PodPhase.Pending || podPhase === undefined) {
+    return {
+      phase: SessionPhase.Pending,
+      reason: SessionReason.PodStarting,
+      message: "Waiting for the agent pod to run.",
+    };
   }
   if (pendingApprovals.length > 0) {
     return {
-      phase: "AwaitingApproval",
-      reason: "ApprovalPending",
+      phase: SessionPhase.AwaitingApproval,
+      reason: SessionReason.ApprovalPending,
       message: `Waiting for a decision on ${pendingApprovals.map((a) => a.metadata.name).join(", ")}.`,
     };
   }
-  return { phase: "Running", reason: "PodRunning", message: "The agent is working." };
+  return { phase: SessionPhase.Running, reason: SessionReason.PodRunning, message: "The agent is working." };
 }
 
 /**
@@ -172,16 +202,16 @@ export function databaseUnavailableStatus(
   const conditions = setCondition(
     session.status?.conditions,
     {
-      type: "Progressing",
+      type: SessionCondition.Progressing,
       status: "False",
-      reason: "DatabaseUnavailable",
+      reason: SessionReason.DatabaseUnavailable,
       message: `The operator's database (Postgres) does not answer, so the session's transcript cannot be read; ${waits} once it answers again.`,
       observedGeneration: session.metadata.generation,
     },
     now,
   );
   // No startTime: the session's timeout runs from when its work starts, not from the outage.
-  return { ...session.status, phase: session.status?.phase ?? "Pending", conditions };
+  return { ...session.status, phase: session.status?.phase ?? SessionPhase.Pending, conditions };
 }
 
 /**
@@ -197,7 +227,9 @@ export function statusFrom(
   missingCapabilities: readonly string[] = [],
   effectiveLimits: SessionCeilings = limitsOf(session),
 ): NonNullable<AgentSession["status"]> {
-  const undecided = approvals.filter((a) => (a.status?.phase ?? "Pending") === "Pending");
+  const undecided = approvals.filter(
+    (a) => (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending,
+  );
   const { phase, reason, message } = phaseFrom(session, pod, undecided, record);
   const terminal = isTerminalSessionPhase(phase);
   // An ended session waits for nothing: its Pending Approvals are being cancelled (SessionEnded).
@@ -207,9 +239,14 @@ export function statusFrom(
   let conditions = setCondition(
     session.status?.conditions,
     {
-      type: "AwaitingApproval",
+      type: SessionCondition.AwaitingApproval,
       status: pending.length > 0 ? "True" : "False",
-      reason: pending.length > 0 ? "ApprovalPending" : terminal ? "SessionEnded" : "NoPendingApprovals",
+      reason:
+        pending.length > 0
+          ? SessionReason.ApprovalPending
+          : terminal
+            ? SessionReason.SessionEnded
+            : SessionReason.NoPendingApprovals,
       message:
         pending.length > 0
           ? message
@@ -227,9 +264,9 @@ export function statusFrom(
     conditions = setCondition(
       conditions,
       {
-        type: "CapabilitiesResolved",
+        type: SessionCondition.CapabilitiesResolved,
         status: missing ? "False" : "True",
-        reason: missing ? "CapabilityNotFound" : "AllFound",
+        reason: missing ? SessionReason.CapabilityNotFound : SessionReason.AllFound,
         message: missing
           ? `spec.capabilities names ${missingCapabilities.join(", ")}, which no Capability in this namespace is; the agent does not see ${missingCapabilities.length === 1 ? "it" : "them"}. Fix the name or ask a platform engineer to create the Capability.`
           : "Every Capability in spec.capabilities exists.",
@@ -241,7 +278,7 @@ export function statusFrom(
   conditions = setCondition(
     conditions,
     {
-      type: "Progressing",
+      type: SessionCondition.Progressing,
       status: terminal ? "False" : "True",
       reason,
       message,
@@ -253,7 +290,7 @@ export function statusFrom(
     conditions = setCondition(
       conditions,
       {
-        type: phase === "Completed" ? "Complete" : "Failed",
+        type: phase === SessionPhase.Completed ? SessionCondition.Complete : SessionCondition.Failed,
         status: "True",
         reason,
         message,
@@ -262,10 +299,10 @@ export function statusFrom(
       now,
     );
     // A continued session that then ends otherwise keeps no stale "continuing" message in Complete.
-    if (phase !== "Completed" && findCondition(conditions, "Complete")) {
+    if (phase !== SessionPhase.Completed && findCondition(conditions, SessionCondition.Complete)) {
       conditions = setCondition(
         conditions,
-        { type: "Complete", status: "False", reason, message, observedGeneration: generation },
+        { type: SessionCondition.Complete, status: "False", reason, message, observedGeneration: generation },
         now,
       );
     }

@@ -7,6 +7,8 @@
  */
 import type { V1Pod } from "@kubernetes/client-node";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
+import { isOpenApprovalPhase } from "../../api/status/approval.ts";
+import { PodPhase, PodReason } from "../../api/status/kubernetes.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
 import { allAnswered, runAnswered } from "./status.ts";
 
@@ -28,7 +30,8 @@ export function retryDecision(
   now: Date,
   answered: boolean,
 ): { kind: "replace" } | { kind: "wait"; afterMs: number } | undefined {
-  if (pod.status?.phase !== "Failed" || pod.status.reason === "DeadlineExceeded") return undefined;
+  if (pod.status?.phase !== PodPhase.Failed || pod.status.reason === PodReason.DeadlineExceeded)
+    return undefined;
   // Exit code 2: the agent says its failure is final (a limit, a model refusal); a new pod would repeat it.
   if (pod.status.containerStatuses?.[0]?.state?.terminated?.exitCode === AGENT_EXIT_FINAL) return undefined;
   // A new pod would meet the same refusal of the model proxy: the token budget stays used up.
@@ -46,7 +49,7 @@ export function podFailureOf(
   const finishedAt = terminated?.finishedAt;
   return {
     podName: pod.metadata?.name ?? "",
-    reason: (pod.status?.reason ?? terminated?.reason ?? "Error").slice(0, 128),
+    reason: (pod.status?.reason ?? terminated?.reason ?? PodReason.Error).slice(0, 128),
     ...(terminated?.exitCode !== undefined ? { exitCode: terminated.exitCode } : {}),
     ...(finishedAt ? { finishedAt: new Date(finishedAt).toISOString() } : {}),
   };
@@ -54,9 +57,6 @@ export function podFailureOf(
 
 /** The agent's exit code for a final failure (agent-image/src/run-agent.ts EXIT_FINAL). */
 const AGENT_EXIT_FINAL = 2;
-
-/** Approval phases in which a released agent still has to wait: undecided, or decided and running. */
-const UNSETTLED = new Set(["Pending", "Approved", "Executing"]);
 
 /**
  * True when `pod` ended after posting `released` (record.releases counts it, `resumes` those already
@@ -71,9 +71,10 @@ export function resumeDue(
   approvals: readonly Approval[],
   answered: boolean,
 ): boolean {
-  if (pod.status?.phase !== "Succeeded" || answered) return false;
+  if (pod.status?.phase !== PodPhase.Succeeded || answered) return false;
   if (record.releases <= resumes) return false;
-  return !approvals.some((a) => UNSETTLED.has(a.status?.phase ?? "Pending"));
+  // A released agent still waits while any is undecided, or decided and running.
+  return !approvals.some((a) => isOpenApprovalPhase(a.status?.phase));
 }
 
 /**
@@ -81,7 +82,9 @@ export function resumeDue(
  * agent has not answered (appended while it ran): a new pod continues the conversation with the next.
  */
 export function continuationDue(pod: V1Pod, session: AgentSession, record: SessionRecord): boolean {
-  return pod.status?.phase === "Succeeded" && runAnswered(session, record) && !allAnswered(session, record);
+  return (
+    pod.status?.phase === PodPhase.Succeeded && runAnswered(session, record) && !allAnswered(session, record)
+  );
 }
 
 /** The Event message of a continuation. */

@@ -16,6 +16,7 @@
 import type { Logger } from "pino";
 import type { Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
+import { ApprovalCondition, ApprovalPhase, ApprovalReason } from "../../api/status/approval.ts";
 import { AuditKind } from "../../core/audit.ts";
 import type { AuditEntry, CoreDeps } from "../../core/ports.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
@@ -87,17 +88,23 @@ export function planConflictMark(
     if (Number.isNaN(created) || created > Math.ceil(conflict.atMicros / 1_000_000) * 1000) return undefined;
   }
   const marked =
-    approval.status?.phase === "Failed" &&
+    approval.status?.phase === ApprovalPhase.Failed &&
     approval.status.conditions?.some(
-      (c) => c.type === "Ready" && c.status === "False" && c.reason === "Conflict",
+      (c) =>
+        c.type === ApprovalCondition.Ready && c.status === "False" && c.reason === ApprovalReason.Conflict,
     );
   if (marked) return undefined;
   return {
     ...approval.status,
-    phase: "Failed",
+    phase: ApprovalPhase.Failed,
     conditions: setCondition(
       approval.status?.conditions,
-      { type: "Ready", status: "False", reason: "Conflict", message: conflictMessage(conflict) },
+      {
+        type: ApprovalCondition.Ready,
+        status: "False",
+        reason: ApprovalReason.Conflict,
+        message: conflictMessage(conflict),
+      },
       now,
     ),
   };

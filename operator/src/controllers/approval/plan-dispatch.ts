@@ -3,8 +3,9 @@
  * and execution as Core's record says, and the Events and logs that report it. The planner is plan.ts.
  */
 import type { Approval } from "../../api/kinds.ts";
+import { ApprovalCondition, ApprovalPhase, PHASE_OF_EXECUTION_STATE } from "../../api/status/approval.ts";
 import type { ExecuteApprovedResult } from "../../core/execute-approved.ts";
-import type { ApprovalPhase, ExecutionRecord } from "../../core/ports.ts";
+import type { ExecutionRecord } from "../../core/ports.ts";
 import { setCondition } from "../../kube/runtime/conditions.ts";
 import { isSettled } from "../../transcripts/approval-outcome.ts";
 import {
@@ -15,13 +16,6 @@ import {
   type PlannedLog,
 } from "./plan-shape.ts";
 import { unknownOutcomeMessage } from "./resolution.ts";
-
-export const PHASE_OF_STATE: Record<ExecutionRecord["state"], ApprovalPhase> = {
-  started: "Executing",
-  succeeded: "Succeeded",
-  failed: "Failed",
-  unknown: "Unknown",
-};
 
 export function iso(micros: number): string {
   return new Date(Math.floor(micros / 1000)).toISOString();
@@ -71,16 +65,17 @@ export function planDispatchOutcome(
   let log: PlannedLog;
   if (result.kind === "executed") {
     final.execution = executionStatusOf(result.execution);
-    const next = PHASE_OF_STATE[result.execution.state];
+    const next = PHASE_OF_EXECUTION_STATE[result.execution.state];
     final.phase = next;
     final.conditions = setCondition(
       final.conditions,
       {
-        type: "Executed",
-        status: next === "Executing" ? "False" : "True",
+        type: ApprovalCondition.Executed,
+        status: next === ApprovalPhase.Executing ? "False" : "True",
+        // The phase an execution leads to is the Executed reason too (Executing, Succeeded, Failed, Unknown).
         reason: next,
         message:
-          next === "Unknown"
+          next === ApprovalPhase.Unknown
             ? unknownOutcomeMessage(approval, final.execution?.resultSummary)
             : (final.execution?.resultSummary ?? next),
         observedGeneration: generation,
@@ -97,7 +92,7 @@ export function planDispatchOutcome(
     final.conditions = setCondition(
       final.conditions,
       {
-        type: "Executed",
+        type: ApprovalCondition.Executed,
         status: "False",
         reason: result.reason,
         message: result.message,
@@ -120,7 +115,7 @@ export function planDispatchOutcome(
       message: dispatchRefusedMessage(result.phase, result.message),
     });
   }
-  const again = final.phase === "Executing" || result.kind === "deferred";
+  const again = final.phase === ApprovalPhase.Executing || result.kind === "deferred";
   return {
     status: final,
     events,

@@ -3,18 +3,13 @@
  * what follows from the Approval and its session alone (late decisions, the session's end, the
  * requester's match). The planner is plan.ts.
  */
-import { isTerminalSessionPhase } from "../../api/agentsession.ts";
 import type { Decision } from "../../api/approval.ts";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
+import { isTerminalSessionPhase } from "../../api/status/agentsession.ts";
+import { ApprovalPhase, type DecidedPhase, isOpenApprovalPhase } from "../../api/status/approval.ts";
 import type { ApprovalHistory } from "../../core/approval-lifecycle.ts";
 import type { ApprovalSettings } from "../../core/policy.ts";
-import type {
-  ApprovalPhase,
-  ApprovalView,
-  AuditEntry,
-  DecisionRulesVerdict,
-  ExecutionRecord,
-} from "../../core/ports.ts";
+import type { ApprovalView, AuditEntry, DecisionRulesVerdict, ExecutionRecord } from "../../core/ports.ts";
 import type { ResolutionEntry } from "../../core/resolution.ts";
 import { requestOf } from "../../kube/approvals.ts";
 import { needsResolution } from "./resolution.ts";
@@ -85,7 +80,7 @@ export interface ApprovalPlan {
   status?: ApprovalStatus | undefined;
   events: PlannedEvent[];
   /** The decision this pass made, for gatehouse_approval_decision_seconds (creation → now). */
-  decided?: { outcome: "Approved" | "Rejected" | "Expired"; durationMs: number } | undefined;
+  decided?: { outcome: DecidedPhase; durationMs: number } | undefined;
   /** Record the settled outcome in the session's transcript (transcripts/approval-outcome.ts). */
   recordOutcome: boolean;
   /** Dispatch after the status write; then {@link planDispatchOutcome}. */
@@ -144,7 +139,7 @@ export function viewOf(approval: Approval): ApprovalView {
   return {
     request: requestOf(approval),
     decisions: approval.spec.decisions,
-    phase: approval.status?.phase ?? "Pending",
+    phase: approval.status?.phase ?? ApprovalPhase.Pending,
     uid: approval.metadata.uid,
     ...(Number.isNaN(created) ? {} : { createdAtMicros: created * 1000 }),
   };
@@ -172,20 +167,21 @@ export function requesterMismatch(approval: Approval, session: AgentSession | un
 
 /** The reads a pass over `approval` needs. Pure. */
 export function observationsFor(approval: Approval, session: AgentSession | undefined): Observations {
-  const phase = approval.status?.phase ?? "Pending";
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
   const deleting = approval.metadata.deletionTimestamp !== undefined;
   // An execution of unknown outcome is planned from its row alone.
   if (!deleting && needsResolution(approval)) {
     return { rules: false, history: false, policy: false, execution: true };
   }
-  const undecided = phase === "Pending" || phase === "Approved" || phase === "Executing";
-  const ending = deleting || (phase === "Pending" && sessionEndedWhy(session) !== undefined);
+  const undecided = isOpenApprovalPhase(phase);
+  const pending = phase === ApprovalPhase.Pending;
+  const ending = deleting || (pending && sessionEndedWhy(session) !== undefined);
   return {
     rules: undecided,
-    history: phase === "Pending" || (deleting && undecided),
-    policy: phase === "Pending" && !deleting,
+    history: pending || (deleting && undecided),
+    policy: pending && !deleting,
     // An approved call whose Approval ends without a dispatch is ended only if it never started; an
     // Unknown one is where a resolution starts.
-    execution: (ending && undecided) || phase === "Unknown",
+    execution: (ending && undecided) || phase === ApprovalPhase.Unknown,
   };
 }

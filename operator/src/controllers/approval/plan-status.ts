@@ -3,7 +3,13 @@
  * database outage as conditions. The planner is plan.ts.
  */
 import type { Approval } from "../../api/kinds.ts";
-import type { ApprovalPhase, DecisionRulesVerdict } from "../../core/ports.ts";
+import {
+  ApprovalCondition,
+  ApprovalPhase,
+  ApprovalReason,
+  isOpenApprovalPhase,
+} from "../../api/status/approval.ts";
+import type { DecisionRulesVerdict } from "../../core/ports.ts";
 import { setCondition } from "../../kube/runtime/conditions.ts";
 import type { ApprovalPlan, ApprovalPlanInput, ApprovalStatus } from "./plan-shape.ts";
 
@@ -26,16 +32,16 @@ export function sinceCreation(approval: Approval, now: Date): number | undefined
 export function rulesCondition(rules: DecisionRulesVerdict, generation: number | undefined) {
   return rules.enforced
     ? {
-        type: "DecisionRulesEnforced",
+        type: ApprovalCondition.DecisionRulesEnforced,
         status: "True" as const,
-        reason: "Enforced",
+        reason: ApprovalReason.Enforced,
         message: "The API server enforces the decision rules as the chart renders them.",
         observedGeneration: generation,
       }
     : {
-        type: "DecisionRulesEnforced",
+        type: ApprovalCondition.DecisionRulesEnforced,
         status: "False" as const,
-        reason: "DecisionRulesNotEnforced",
+        reason: ApprovalReason.DecisionRulesNotEnforced,
         message: `No decision counts and nothing runs until admission enforces the decision rules: ${rules.message}.`,
         observedGeneration: generation,
       };
@@ -54,12 +60,12 @@ export function startStatus(input: ApprovalPlanInput): ApprovalStatus {
  * again; a dispatch replaces it with its own outcome.
  */
 export function planDatabaseUnavailable(approval: Approval, now: Date): ApprovalStatus | undefined {
-  const phase = approval.status?.phase ?? "Pending";
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
   if (approval.metadata.deletionTimestamp) return undefined;
-  if (phase !== "Pending" && phase !== "Approved" && phase !== "Executing") return undefined;
+  if (!isOpenApprovalPhase(phase)) return undefined;
   const database = "the operator's database (Postgres) does not answer";
   const message =
-    phase === "Pending"
+    phase === ApprovalPhase.Pending
       ? `Decisions are recorded in the audit chain before they count, and ${database}: the decisions so far wait, and an approved call runs once it answers again.`
       : `The approved call waits: ${database}; it is dispatched once it answers again.`;
   return {
@@ -68,9 +74,9 @@ export function planDatabaseUnavailable(approval: Approval, now: Date): Approval
     conditions: setCondition(
       approval.status?.conditions,
       {
-        type: "Executed",
+        type: ApprovalCondition.Executed,
         status: "False",
-        reason: "DatabaseUnavailable",
+        reason: ApprovalReason.DatabaseUnavailable,
         message,
         observedGeneration: approval.metadata.generation,
       },
@@ -81,7 +87,7 @@ export function planDatabaseUnavailable(approval: Approval, now: Date): Approval
 
 /** `status` without the condition {@link planDatabaseUnavailable} set: this pass read the database. */
 export function withoutDatabaseUnavailable(status: ApprovalStatus): ApprovalStatus {
-  const conditions = status.conditions?.filter((c) => c.reason !== "DatabaseUnavailable");
+  const conditions = status.conditions?.filter((c) => c.reason !== ApprovalReason.DatabaseUnavailable);
   return conditions ? { ...status, conditions } : status;
 }
 
@@ -97,8 +103,8 @@ export function setPhase(
   status.conditions = setCondition(
     status.conditions,
     {
-      type: "Decided",
-      status: next === "Pending" ? "False" : "True",
+      type: ApprovalCondition.Decided,
+      status: next === ApprovalPhase.Pending ? "False" : "True",
       reason,
       message,
       observedGeneration: input.approval.metadata.generation,
@@ -114,7 +120,7 @@ export function noteRules(
   generation: number | undefined,
   now: Date,
 ) {
-  if (!rules.enforced || status.conditions?.some((c) => c.type === "DecisionRulesEnforced")) {
+  if (!rules.enforced || status.conditions?.some((c) => c.type === ApprovalCondition.DecisionRulesEnforced)) {
     status.conditions = setCondition(status.conditions, rulesCondition(rules, generation), now);
   }
 }

@@ -23,10 +23,18 @@
  * the status moves, so the status only ever follows the chain.
  */
 import type { Approval } from "../../api/kinds.ts";
+import {
+  ApprovalCondition,
+  ApprovalEventReason,
+  ApprovalPhase,
+  ApprovalReason,
+  isDecidedPhase,
+  type UndecidedEndPhase,
+} from "../../api/status/approval.ts";
 import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
 import { type ApprovalHistory, planDecision, undispatchedEnd } from "../../core/approval-lifecycle.ts";
 import { AuditKind } from "../../core/audit.ts";
-import type { ApprovalPhase, ApprovalView, AuditEntry } from "../../core/ports.ts";
+import type { ApprovalView, AuditEntry } from "../../core/ports.ts";
 import { setCondition } from "../../kube/runtime/conditions.ts";
 import { hasFinalizer } from "../../kube/runtime/finalizers.ts";
 import {
@@ -83,16 +91,16 @@ export function planApproval(input: ApprovalPlanInput): ApprovalPlan {
     return { ...emptyPlan(), finalizer: "add", requeueAfterMs: FINALIZER_RECHECK_MS };
   }
   if (needsResolution(approval)) return planUnknown(input);
-  const phase = approval.status?.phase ?? "Pending";
-  if (phase === "Pending") return planPending(input);
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
+  if (phase === ApprovalPhase.Pending) return planPending(input);
   const reported = planLateDecisions(input, phase);
-  if (phase === "Approved" || phase === "Executing") {
+  if (phase === ApprovalPhase.Approved || phase === ApprovalPhase.Executing) {
     const rules = need(input.rules, "the decision-rules verdict");
     const status: ApprovalStatus = { ...reported.status };
     noteRules(status, rules, approval.metadata.generation, input.now);
     // Written before the call: a crash between here and the receipt leaves a visible state that the
     // next reconcile resumes from. status.execution is only ever copied from the execution row.
-    status.phase = "Executing";
+    status.phase = ApprovalPhase.Executing;
     return { ...reported, status, dispatch: { session: input.session, rules } };
   }
   return reported;
@@ -117,8 +125,8 @@ function planUnknown(input: ApprovalPlanInput): ApprovalPlan {
     ...(resolution.resolve ? { resolve: resolution.resolve } : {}),
   };
   const phase = resolution.status.phase;
-  if (phase !== "Unknown" && phase !== approval.status?.phase && execution?.state !== "started") {
-    const reason = resolution.status.conditions?.find((c) => c.type === "Executed")?.reason ?? String(phase);
+  if (phase !== ApprovalPhase.Unknown && phase !== approval.status?.phase && execution?.state !== "started") {
+    const reason = resolution.reason ?? String(phase);
     plan.events.push({
       type: "Normal",
       reason,
@@ -127,7 +135,7 @@ function planUnknown(input: ApprovalPlanInput): ApprovalPlan {
     plan.recordOutcome = true;
     plan.log.push({ level: "info", fields: { phase, reason }, message: "unknown outcome settled" });
   }
-  if (phase === "Unknown" && execution?.nextSettleMicros !== undefined) {
+  if (phase === ApprovalPhase.Unknown && execution?.nextSettleMicros !== undefined) {
     const untilMs = Math.floor(execution.nextSettleMicros / 1000) - now.getTime();
     plan.requeueAfterMs = Math.max(1_000, untilMs + SETTLE_LOOK_AGAIN_MS);
   }
@@ -158,7 +166,7 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
   const nowMicros = now.getTime() * 1000;
   /** Ends the Pending Approval undecided: its decisions so far recorded, then `end`; nothing runs. */
   const endUndecided = (
-    end: { phase: "Cancelled" | "Failed"; reason: string; message: string },
+    end: { phase: UndecidedEndPhase; reason: string; message: string },
     event: { type: "Normal" | "Warning"; reason: string },
     log: { level: "info" | "warn"; message: string },
   ): ApprovalPlan => {
@@ -183,8 +191,8 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
     // The session that proposed the call is gone or over: nobody is waiting for this decision.
     const message = `AgentSession ${approval.spec.sessionRef.name} ${why}; the proposed call will not run.`;
     return endUndecided(
-      { phase: "Cancelled", reason: "SessionEnded", message },
-      { type: "Normal", reason: "Cancelled" },
+      { phase: ApprovalPhase.Cancelled, reason: ApprovalReason.SessionEnded, message },
+      { type: "Normal", reason: ApprovalEventReason.Cancelled },
       { level: "info", message: "pending approval cancelled" },
     );
   }
@@ -193,8 +201,8 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
     // Only the invoke path creates a Pending Approval, for the session's own subject: one naming
     // another requester was made by someone else (a compromised gateway's token, say) and never runs.
     return endUndecided(
-      { phase: "Failed", reason: "RequesterMismatch", message: impostor },
-      { type: "Warning", reason: "RequesterMismatch" },
+      { phase: ApprovalPhase.Failed, reason: ApprovalReason.RequesterMismatch, message: impostor },
+      { type: "Warning", reason: ApprovalReason.RequesterMismatch },
       { level: "warn", message: "approval of another requester failed" },
     );
   }
@@ -212,15 +220,15 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
     "recorded" in decision && decision.recorded,
   );
   const plan: ApprovalPlan = { ...emptyPlan(), audit: decision.entries, status };
-  if (decision.phase === "Pending") {
+  if (decision.phase === ApprovalPhase.Pending) {
     const required = decision.rules.requiredApprovals;
     const stricter = decision.rules.tightened.length > 0 ? ` (${decision.rules.tightened.join("; ")})` : "";
     const counted = `${decision.evaluation.approvals} of ${required} approvals${stricter}.`;
     setPhase(
       status,
       input,
-      "Pending",
-      rules.enforced ? "AwaitingDecision" : "DecisionRulesNotEnforced",
+      ApprovalPhase.Pending,
+      rules.enforced ? ApprovalReason.AwaitingDecision : ApprovalReason.DecisionRulesNotEnforced,
       rules.enforced ? counted : `${counted} No decision counts until admission enforces the decision rules.`,
     );
     const untilExpiry = Math.max(1_000, Date.parse(decision.rules.expiresAt) - now.getTime());
@@ -233,19 +241,14 @@ function planPending(input: ApprovalPlanInput): ApprovalPlan {
   setPhase(status, input, settled.phase, settled.phase, settled.message);
   const durationMs = sinceCreation(approval, now);
   const outcome = settled.phase;
-  if (
-    (outcome === "Approved" || outcome === "Rejected" || outcome === "Expired") &&
-    durationMs !== undefined
-  ) {
-    plan.decided = { outcome, durationMs };
-  }
-  if (settled.phase === "Approved") {
-    status.phase = "Executing";
+  if (isDecidedPhase(outcome) && durationMs !== undefined) plan.decided = { outcome, durationMs };
+  if (settled.phase === ApprovalPhase.Approved) {
+    status.phase = ApprovalPhase.Executing;
     return { ...plan, dispatch: { session: input.session, rules, history } };
   }
-  if (settled.phase === "Rejected" || settled.phase === "Expired") {
+  if (settled.phase === ApprovalPhase.Rejected || settled.phase === ApprovalPhase.Expired) {
     plan.events.push({
-      type: settled.phase === "Rejected" ? "Normal" : "Warning",
+      type: settled.phase === ApprovalPhase.Rejected ? "Normal" : "Warning",
       reason: settled.phase,
       message: `${settled.message} The proposed call will not run.`,
     });
@@ -277,8 +280,8 @@ function planDeleted(input: ApprovalPlanInput): ApprovalPlan {
   const { approval, now } = input;
   if (!hasFinalizer(approval, APPROVAL_FINALIZER)) return emptyPlan();
   const { name } = approval.metadata;
-  const phase = approval.status?.phase ?? "Pending";
-  const message = `Approval ${name} was deleted before ${phase === "Pending" ? "it was decided" : "its call started"}; the proposed call will not run.`;
+  const phase = approval.status?.phase ?? ApprovalPhase.Pending;
+  const message = `Approval ${name} was deleted before ${phase === ApprovalPhase.Pending ? "it was decided" : "its call started"}; the proposed call will not run.`;
   const plan: ApprovalPlan = {
     ...emptyPlan(),
     finalizer: "remove",
@@ -286,7 +289,7 @@ function planDeleted(input: ApprovalPlanInput): ApprovalPlan {
       { level: "info", fields: { phase }, message: "approval deleted; its lifecycle is in the audit chain" },
     ],
   };
-  if (phase === "Pending") {
+  if (phase === ApprovalPhase.Pending) {
     const view = viewOf(approval);
     const history = need(input.history, "the audit history");
     const decision = planDecision({
@@ -294,34 +297,40 @@ function planDeleted(input: ApprovalPlanInput): ApprovalPlan {
       history,
       rules: need(input.rules, "the decision-rules verdict"),
       nowMicros: now.getTime() * 1000,
-      end: { phase: "Cancelled", reason: "ApprovalDeleted", message },
+      end: { phase: ApprovalPhase.Cancelled, reason: ApprovalReason.ApprovalDeleted, message },
     });
     return {
       ...plan,
-      audit: [...decision.entries, ...undispatched(input, view, history, "ApprovalDeleted", message)],
+      audit: [
+        ...decision.entries,
+        ...undispatched(input, view, history, ApprovalReason.ApprovalDeleted, message),
+      ],
       status: {
         ...approval.status,
-        phase: "Cancelled",
+        phase: ApprovalPhase.Cancelled,
         observedDecisions: approval.spec.decisions.length,
         conditions: setCondition(
           approval.status?.conditions,
-          { type: "Decided", status: "True", reason: "ApprovalDeleted", message },
+          {
+            type: ApprovalCondition.Decided,
+            status: "True",
+            reason: ApprovalReason.ApprovalDeleted,
+            message,
+          },
           now,
         ),
       },
-      events: [{ type: "Normal", reason: "Cancelled", message }],
+      events: [{ type: "Normal", reason: ApprovalEventReason.Cancelled, message }],
     };
   }
   // A decided one's decisions appended since and not yet reported go into the chain before it goes.
   const late = planLateDecisions(input, phase).audit;
-  if (phase === "Approved" || phase === "Executing") {
+  if (phase === ApprovalPhase.Approved || phase === ApprovalPhase.Executing) {
     const view = viewOf(approval);
+    const history = need(input.history, "the audit history");
     return {
       ...plan,
-      audit: [
-        ...late,
-        ...undispatched(input, view, need(input.history, "the audit history"), "ApprovalDeleted", message),
-      ],
+      audit: [...late, ...undispatched(input, view, history, ApprovalReason.ApprovalDeleted, message)],
     };
   }
   return { ...plan, audit: late };
@@ -378,7 +387,11 @@ function planLateDecisions(input: ApprovalPlanInput, phase: ApprovalPhase): Appr
         phase,
       },
     });
-    plan.events.push({ type: "Warning", reason: "DecisionIgnored", message: lateDecisionMessage(l, phase) });
+    plan.events.push({
+      type: "Warning",
+      reason: ApprovalEventReason.DecisionIgnored,
+      message: lateDecisionMessage(l, phase),
+    });
   }
   return plan;
 }

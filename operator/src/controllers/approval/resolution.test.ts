@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Approval } from "../../api/kinds.ts";
+import { ApprovalReason } from "../../api/status/approval.ts";
 import type { ExecutionRecord } from "../../core/ports.ts";
-import { needsResolution, planResolution, RESOLVED_BY_PERSON } from "./resolution.ts";
+import { needsResolution, planResolution } from "./resolution.ts";
 
 const carol = { resolver: "carol", outcome: "Succeeded" as const, reason: "APS shows it published" };
 
@@ -78,7 +79,7 @@ describe("planResolution", () => {
     const plan = planResolution(approval({ phase: "Unknown", resolutions: [carol] }), resolvedRow);
     expect(plan.status.phase).toBe("Succeeded");
     expect(plan.status.conditions?.find((c) => c.type === "Executed")).toMatchObject({
-      reason: RESOLVED_BY_PERSON,
+      reason: ApprovalReason.ResolvedByPerson,
       message: "resolved by carol as Succeeded: APS shows it published",
     });
     expect(plan.status.execution?.resultSummary).toBe("resolved by carol: APS shows it published");

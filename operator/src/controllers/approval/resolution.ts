@@ -7,19 +7,17 @@
  *            when the leader's settle sweep learned it from the provider
  */
 import type { Approval } from "../../api/kinds.ts";
-import type { ApprovalPhase, ExecutionRecord } from "../../core/ports.ts";
+import {
+  ApprovalCondition,
+  ApprovalPhase,
+  ApprovalReason,
+  PHASE_OF_EXECUTION_STATE,
+} from "../../api/status/approval.ts";
+import type { ExecutionRecord } from "../../core/ports.ts";
 import type { ResolutionEntry } from "../../core/resolution.ts";
 import { setCondition } from "../../kube/runtime/conditions.ts";
 
 type Status = NonNullable<Approval["status"]>;
-
-/** The condition reason of an Approval whose unknown outcome a person settled. */
-export const RESOLVED_BY_PERSON = "ResolvedByPerson";
-/**
- * The condition reason of an Approval whose unknown outcome the leader's settle sweep learned later
- * from the provider (a status query, or a re-invoke by key; core/recovery.ts).
- */
-export const OUTCOME_SETTLED = "OutcomeSettled";
 
 /** What the reconciler does for an Approval whose execution's outcome is (or was) unknown. */
 export interface ResolutionPlan {
@@ -27,14 +25,9 @@ export interface ResolutionPlan {
   resolve?: ResolutionEntry;
   /** The status the Approval should have, from the execution row as it is. */
   status: Status;
+  /** The reason of the Executed condition that status has, when there is an execution row. */
+  reason?: ApprovalReason;
 }
-
-const PHASE_OF_STATE: Record<ExecutionRecord["state"], ApprovalPhase> = {
-  started: "Executing",
-  succeeded: "Succeeded",
-  failed: "Failed",
-  unknown: "Unknown",
-};
 
 function iso(micros: number): string {
   return new Date(Math.floor(micros / 1000)).toISOString();
@@ -43,7 +36,7 @@ function iso(micros: number): string {
 /** Whether the reconciler hands this Approval to {@link reconcileResolution}. */
 export function needsResolution(approval: Approval): boolean {
   const phase = approval.status?.phase;
-  return phase === "Unknown" || (approval.spec.autoExecution === true && phase === undefined);
+  return phase === ApprovalPhase.Unknown || (approval.spec.autoExecution === true && phase === undefined);
 }
 
 /**
@@ -71,15 +64,18 @@ export function planResolution(approval: Approval, execution: ExecutionRecord | 
     execution.resolution?.resolver === entry.resolver &&
     execution.resolution.reason === entry.reason;
   const applied =
-    held && status.conditions?.some((c) => c.type === "Executed" && c.reason === RESOLVED_BY_PERSON);
+    held &&
+    status.conditions?.some(
+      (c) => c.type === ApprovalCondition.Executed && c.reason === ApprovalReason.ResolvedByPerson,
+    );
   const resolve =
     entry !== undefined && (execution.state === "unknown" || (held && !applied)) ? entry : undefined;
 
-  const phase = PHASE_OF_STATE[execution.state];
+  const phase = PHASE_OF_EXECUTION_STATE[execution.state];
   status.phase = phase;
   const resolution = execution.resolution;
   const summary =
-    resolution && phase !== "Unknown"
+    resolution && phase !== ApprovalPhase.Unknown
       ? execution.message
       : execution.state === "unknown"
         ? (execution.message ?? execution.receipt?.message)
@@ -93,25 +89,28 @@ export function planResolution(approval: Approval, execution: ExecutionRecord | 
     startedAt: iso(execution.createdAtMicros),
     ...(execution.state !== "started" ? { finishedAt: iso(execution.updatedAtMicros) } : {}),
   };
+  // A person's settlement, or the leader's settle sweep that learned the outcome later from the
+  // provider (a status query, or a re-invoke by key; core/recovery.ts).
+  const reason =
+    phase === ApprovalPhase.Unknown
+      ? ApprovalReason.Unknown
+      : phase === ApprovalPhase.Executing
+        ? ApprovalReason.Executing
+        : resolution
+          ? ApprovalReason.ResolvedByPerson
+          : ApprovalReason.OutcomeSettled;
   status.conditions = setCondition(
     status.conditions,
     {
-      type: "Executed",
-      status: phase === "Executing" ? "False" : "True",
-      reason:
-        phase === "Unknown"
-          ? "Unknown"
-          : phase === "Executing"
-            ? "Executing"
-            : resolution
-              ? RESOLVED_BY_PERSON
-              : OUTCOME_SETTLED,
+      type: ApprovalCondition.Executed,
+      status: phase === ApprovalPhase.Executing ? "False" : "True",
+      reason,
       message:
-        resolution && phase !== "Unknown"
+        resolution && phase !== ApprovalPhase.Unknown
           ? `resolved by ${resolution.resolver} as ${phase}: ${resolution.reason}`
-          : phase === "Succeeded" || phase === "Failed"
+          : phase === ApprovalPhase.Succeeded || phase === ApprovalPhase.Failed
             ? `the provider settled the unknown outcome as ${phase}${summary ? `: ${summary}` : ""}`
-            : phase === "Unknown"
+            : phase === ApprovalPhase.Unknown
               ? unknownOutcomeMessage(approval, summary)
               : (summary ?? phase),
       observedGeneration: approval.metadata.generation,
@@ -119,5 +118,5 @@ export function planResolution(approval: Approval, execution: ExecutionRecord | 
     // The time only matters when the condition changes; setCondition keeps it otherwise.
     new Date(Math.floor(execution.updatedAtMicros / 1000)),
   );
-  return { ...(resolve ? { resolve } : {}), status };
+  return { ...(resolve ? { resolve } : {}), status, reason };
 }

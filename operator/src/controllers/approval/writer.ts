@@ -6,6 +6,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { APPROVAL } from "../../api/kinds.ts";
+import { ApprovalPhase, type DecidedPhase } from "../../api/status/approval.ts";
 import { APPROVAL_FINALIZER } from "../../api/well-known.ts";
 import type { OperatorConfig } from "../../config.ts";
 import type { ApprovalHistory } from "../../core/approval-lifecycle.ts";
@@ -47,7 +48,7 @@ export interface ApprovalWriter {
   removeFinalizer(approval: Approval): Promise<void>;
   event(approval: Approval, event: PlannedEvent): void;
   /** gatehouse_approval_decision_seconds: creation → decision. */
-  observeDecided(outcome: "Approved" | "Rejected" | "Expired", durationMs: number): void;
+  observeDecided(outcome: DecidedPhase, durationMs: number): void;
   /** Writes a settled Approval's outcome into its session's transcript, once. */
   recordOutcome(approval: Approval): Promise<void>;
   /** Re-checks and executes the approved call through Core (exactly once per execution id). */
@@ -119,7 +120,7 @@ export function kubeApprovalWriter(deps: KubeApprovalWriterDeps, now: Date): App
       const found = request.session;
       const session = found ? sessionContextOf(found, deps.settings.sessionCeilings) : undefined;
       return executeApproved(deps.core, {
-        approval: { ...viewOf(request.approval), phase: "Approved" },
+        approval: { ...viewOf(request.approval), phase: ApprovalPhase.Approved },
         ...(session ? { session } : {}),
         rules: request.rules,
         history: request.history,

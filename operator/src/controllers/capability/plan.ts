@@ -26,6 +26,8 @@
 import type { Effect, Manifest } from "@gatehouse/provider-sdk";
 import { capabilitySchemaProblems, schemaDigest } from "@gatehouse/provider-sdk";
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
+import { CapabilityCondition, CapabilityReason } from "../../api/status/capability.ts";
+import { ProviderInstanceCondition } from "../../api/status/providerinstance.ts";
 import { toolNameOf } from "../../core/tool-names.ts";
 import { duplicatesOf } from "../../kube/catalog.ts";
 import { findCondition, setCondition } from "../../kube/runtime/conditions.ts";
@@ -86,7 +88,7 @@ export function providerProblemOf(
     return `spec.providerRef.name ${ref.name}: no ProviderInstance ${ref.name} in namespace ${own}; create it or fix the name.`;
   }
   if (provider.spec.disabled) return providerDisabledMessage(ref.name, own);
-  const providerReady = findCondition(provider.status?.conditions, "Ready");
+  const providerReady = findCondition(provider.status?.conditions, ProviderInstanceCondition.Ready);
   if (providerReady?.status !== "True" || !provider.status?.endpoints?.[0]) {
     return `ProviderInstance ${ref.name} is not Ready${providerReady ? ` (${providerReady.reason})` : ""}; see kubectl describe providerinstance ${ref.name} -n ${own}.`;
   }
@@ -140,16 +142,22 @@ export function planCapability(input: CapabilityPlanInput): CapabilityPlan {
   const generation = capability.metadata.generation;
   const status: CapabilityStatus = { ...capability.status, observedGeneration: generation };
   const log: PlannedLog[] = [];
-  const ready = (reason: string, message: string, ok = false) => {
+  const ready = (reason: CapabilityReason, message: string, ok = false) => {
     status.conditions = setCondition(
       status.conditions,
-      { type: "Ready", status: ok ? "True" : "False", reason, message, observedGeneration: generation },
+      {
+        type: CapabilityCondition.Ready,
+        status: ok ? "True" : "False",
+        reason,
+        message,
+        observedGeneration: generation,
+      },
       now,
     );
   };
   const unreadable = (error: string) => {
     log.push({ level: "warn", fields: { err: error }, message: "manifest fetch failed" });
-    ready("ProviderNotReady", `The provider's manifest could not be read: ${error}`);
+    ready(CapabilityReason.ProviderNotReady, `The provider's manifest could not be read: ${error}`);
   };
 
   const unusable = providerProblemOf(capability, provider);
@@ -160,7 +168,7 @@ export function planCapability(input: CapabilityPlanInput): CapabilityPlan {
   ) {
     // providerProblemOf says why whenever the provider is missing or has no endpoint.
     ready(
-      providerDisabled(capability, provider) ? "Disabled" : "ProviderNotReady",
+      providerDisabled(capability, provider) ? CapabilityReason.Disabled : CapabilityReason.ProviderNotReady,
       unusable ?? `ProviderInstance ${capability.spec.providerRef.name} is not Ready.`,
     );
   } else {
@@ -182,11 +190,11 @@ export function planCapability(input: CapabilityPlanInput): CapabilityPlan {
     }
   }
   const duplicates = duplicatesOf(input.capabilities, capability);
-  if (duplicates.length > 0) ready("DuplicateId", duplicateMessage(capability, duplicates));
+  if (duplicates.length > 0) ready(CapabilityReason.DuplicateId, duplicateMessage(capability, duplicates));
   // Last: whatever else holds, a disabled Capability is not offered (core/visibility.ts), and the one
   // thing to do about it is to re-enable it.
-  if (capability.spec.disabled) ready("Disabled", capabilityDisabledMessage(capability));
-  const offered = findCondition(status.conditions, "Ready")?.status === "True";
+  if (capability.spec.disabled) ready(CapabilityReason.Disabled, capabilityDisabledMessage(capability));
+  const offered = findCondition(status.conditions, CapabilityCondition.Ready)?.status === "True";
   return { status, requeueAfterMs: offered ? undefined : NOT_READY_RECHECK_MS, log };
 }
 
@@ -196,12 +204,12 @@ function planOffer(
   provider: ProviderInstance,
   manifest: Manifest,
   status: CapabilityStatus,
-  ready: (reason: string, message: string, ok?: boolean) => void,
+  ready: (reason: CapabilityReason, message: string, ok?: boolean) => void,
 ): void {
   const offer = manifest.capabilities.find((c) => c.id === capability.spec.id);
   if (!offer) {
     ready(
-      "NotOffered",
+      CapabilityReason.NotOffered,
       `Provider ${manifest.provider} ${manifest.version} does not offer ${capability.spec.id}.`,
     );
     return;
@@ -223,17 +231,24 @@ function planOffer(
   const problems = capabilitySchemaProblems(offer);
   if (provider.spec.placement === "Sidecar" && offer.effect === "write") {
     ready(
-      "SidecarWriteUnsupported",
+      CapabilityReason.SidecarWriteUnsupported,
       `${offer.id} writes, but ProviderInstance ${provider.metadata.name} runs as a Sidecar: a sidecar shares the agent's network and ends with its pod, so writes need placement Shared.`,
     );
   } else if (problems.length > 0) {
-    ready("InvalidSchema", `The provider's schemas for ${offer.id} cannot be used: ${problems.join("; ")}.`);
+    ready(
+      CapabilityReason.InvalidSchema,
+      `The provider's schemas for ${offer.id} cannot be used: ${problems.join("; ")}.`,
+    );
   } else if (EFFECT_STRENGTH[offer.effect] < EFFECT_STRENGTH[observedEffect]) {
     ready(
-      "EffectChanged",
+      CapabilityReason.EffectChanged,
       `The provider now declares ${offer.effect} but ${observedEffect} was observed first; edit the Capability to accept the change.`,
     );
   } else {
-    ready("Offered", `Offered by ${manifest.provider} ${manifest.version} as ${offer.effect}.`, true);
+    ready(
+      CapabilityReason.Offered,
+      `Offered by ${manifest.provider} ${manifest.version} as ${offer.effect}.`,
+      true,
+    );
   }
 }

@@ -29,6 +29,8 @@ import type {
 } from "@kubernetes/client-node";
 import type { Condition } from "../../api/common.ts";
 import type { ProviderInstance } from "../../api/kinds.ts";
+import { PodReason } from "../../api/status/kubernetes.ts";
+import { ProviderInstanceCondition, ProviderInstanceReason } from "../../api/status/providerinstance.ts";
 import {
   ENDPOINT_SLICE_CONTROLLER,
   ENDPOINT_SLICE_MANAGED_BY_LABEL,
@@ -194,7 +196,7 @@ export function podProblemOf(pods: readonly V1Pod[]): string {
       const waiting = container.state?.waiting;
       const terminated = container.state?.terminated ?? container.lastState?.terminated;
       const name = `pod ${pod.metadata?.name}, container ${container.name}`;
-      if (waiting?.reason && waiting.reason !== "ContainerCreating") {
+      if (waiting?.reason && waiting.reason !== PodReason.ContainerCreating) {
         if (!problems.has(waiting.reason)) {
           problems.set(
             waiting.reason,
@@ -202,7 +204,7 @@ export function podProblemOf(pods: readonly V1Pod[]): string {
           );
         }
       } else if (terminated) {
-        const reason = terminated.reason ?? "Error";
+        const reason = terminated.reason ?? PodReason.Error;
         if (!problems.has(reason)) {
           problems.set(reason, ` ${name} ended: ${reason}, exit code ${terminated.exitCode}.`);
         }
@@ -248,9 +250,9 @@ export function planProviderInstance(input: ProviderInstancePlanInput): Provider
     const conditions = setCondition(
       provider.status?.conditions,
       {
-        type: "Ready",
+        type: ProviderInstanceCondition.Ready,
         status: "False",
-        reason: "NamespaceNotServed",
+        reason: ProviderInstanceReason.NamespaceNotServed,
         message: namespaceNotServedMessage(
           "ProviderInstances",
           provider.metadata.namespace,
@@ -290,43 +292,38 @@ export function planHealthCheck(
   const { endpoints } = observed;
   const log: PlannedLog[] = [];
   let conditions: Condition[] | undefined = provider.status?.conditions;
+  const set = (
+    type: ProviderInstanceCondition,
+    status: "True" | "False",
+    reason: ProviderInstanceReason,
+    message: string,
+  ) => {
+    conditions = setCondition(
+      conditions,
+      { type, status, reason, message, observedGeneration: generation },
+      now,
+    );
+  };
   let manifest = provider.status?.manifest;
   let requeueAfterMs = HEALTH_INTERVAL_MS;
+  const { Ready, Healthy } = ProviderInstanceCondition;
 
   const fetch = endpoints.length === 0 ? undefined : need(observed.manifest, "the manifest fetch");
   if (!fetch) {
-    conditions = setCondition(
-      conditions,
-      {
-        type: "Ready",
-        status: "False",
-        reason: "NoReadyEndpoints",
-        message: `No provider pod is ready yet.${podProblemOf(podsOf(provider, need(observed.pods, "the pods")))}`,
-        observedGeneration: generation,
-      },
-      now,
+    const pods = podsOf(provider, need(observed.pods, "the pods"));
+    set(
+      Ready,
+      "False",
+      ProviderInstanceReason.NoReadyEndpoints,
+      `No provider pod is ready yet.${podProblemOf(pods)}`,
     );
     requeueAfterMs = WAITING_INTERVAL_MS;
   } else if ("manifest" in fetch) {
     const fetched = fetch.manifest;
     manifest = manifestSummaryOf(fetched);
     const message = `Provider ${fetched.provider} ${fetched.version} offers ${fetched.capabilities.length} capabilities.`;
-    conditions = setCondition(
-      conditions,
-      { type: "Ready", status: "True", reason: "ManifestFetched", message, observedGeneration: generation },
-      now,
-    );
-    conditions = setCondition(
-      conditions,
-      {
-        type: "Healthy",
-        status: "True",
-        reason: "ManifestAnswered",
-        message: "The provider answered /v1/manifest.",
-        observedGeneration: generation,
-      },
-      now,
-    );
+    set(Ready, "True", ProviderInstanceReason.ManifestFetched, message);
+    set(Healthy, "True", ProviderInstanceReason.ManifestAnswered, "The provider answered /v1/manifest.");
   } else {
     const message = `GET /v1/manifest at ${fetch.endpoint} failed: ${describeApiError(fetch.error)}`;
     log.push({
@@ -334,44 +331,15 @@ export function planHealthCheck(
       fields: { endpoint: fetch.endpoint, err: message },
       message: "provider manifest unavailable",
     });
-    conditions = setCondition(
-      conditions,
-      {
-        type: "Ready",
-        status: "False",
-        reason: "ManifestUnavailable",
-        message,
-        observedGeneration: generation,
-      },
-      now,
-    );
-    conditions = setCondition(
-      conditions,
-      {
-        type: "Healthy",
-        status: "False",
-        reason: "ManifestUnavailable",
-        message,
-        observedGeneration: generation,
-      },
-      now,
-    );
+    set(Ready, "False", ProviderInstanceReason.ManifestUnavailable, message);
+    set(Healthy, "False", ProviderInstanceReason.ManifestUnavailable, message);
     requeueAfterMs = WAITING_INTERVAL_MS;
   }
 
   if (provider.spec.disabled) {
     // No new calls (Core reads Ready); the workloads and health checks go on.
-    conditions = setCondition(
-      conditions,
-      {
-        type: "Ready",
-        status: "False",
-        reason: "Disabled",
-        message: "spec.disabled is set: new calls are refused; the workloads are kept.",
-        observedGeneration: generation,
-      },
-      now,
-    );
+    const message = "spec.disabled is set: new calls are refused; the workloads are kept.";
+    set(Ready, "False", ProviderInstanceReason.Disabled, message);
   }
 
   const status: ProviderInstanceStatus = {

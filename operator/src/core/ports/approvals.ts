@@ -1,13 +1,13 @@
 /** Approvals: what Core reads and writes of an Approval and its decisions; ../ports.ts gathers every port. */
 
 import type { Subject } from "@gatehouse/provider-sdk";
-import type { ApprovalPhase } from "../../api/approval.ts";
+import type { ApprovalPhase } from "../../api/status/approval.ts";
 import type { PrincipalSet, ProviderRef } from "./sessions.ts";
 
 // ---------------------------------------------------------------------------------------------------
 // Approvals
 
-/** `status.phase` of an Approval (DESIGN §2), declared once with the CRD's schema. */
+/** `status.phase` of an Approval (DESIGN §2), declared once among the Approval's words. */
 export type { ApprovalPhase };
 
 /** One entry of `spec.decisions`. */

@@ -1,6 +1,7 @@
 /** Time, logging, sessions and capabilities: what Core knows of the caller and what it may call; ../ports.ts gathers every port. */
 
 import type { Effect, Idempotency, Mode, Subject, TargetOffer } from "@gatehouse/provider-sdk";
+import type { ApprovalMode } from "../../api/status/capability.ts";
 
 // ---------------------------------------------------------------------------------------------------
 // Time and logging
@@ -58,7 +59,7 @@ export interface SessionContext {
 }
 
 /** `spec.policy.approval` of a Capability. Any other string read from an object is treated as unknown → denied. */
-export type ApprovalMode = "Auto" | "Required" | "Forbidden";
+export type { ApprovalMode };
 
 /** `spec.policy` of a Capability, defaults not yet applied (see `core/policy.ts`). */
 export interface CapabilityPolicy {
