@@ -43,7 +43,7 @@ unit: deps
 unit-shuffled: deps
 	npx vitest run --project unit --sequence.shuffle --sequence.seed=$$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 
-## crds: regenerate crds/, the chart's templates/generated/ and deploy/*-rbac.yaml from operator/src/api.
+## crds: regenerate crds/, the chart's templates/generated/, deploy/*-rbac.yaml and docs/troubleshooting.md's tables from operator/src/api.
 crds: deps
 	node operator/src/api/generate.ts
 
