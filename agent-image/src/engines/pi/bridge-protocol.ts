@@ -1,0 +1,43 @@
+/**
+ * The messages between the Pi adapter (in the agent process) and our extension (inside Pi), one JSON
+ * object per line over a Unix socket in Pi's writable directory. The adapter drives; the extension
+ * only registers the session's tools and hands each execution back.
+ */
+import type { RuntimeTool } from "../../runtime.ts";
+
+/** The environment variable naming the socket, set on Pi's process. */
+export const BRIDGE_SOCKET_ENV = "GATEHOUSE_PI_BRIDGE";
+
+/** The custom message that makes Pi answer without a new user message; the extension hides it from the model. */
+export const CONTINUE_MESSAGE_TYPE = "gatehouse-continue";
+
+/** What the model is told for the coming run. */
+export interface RunSetup {
+  system: string;
+  /** Sent as the request's `model`. */
+  model: string;
+  tools: RuntimeTool[];
+  /** Ask the model with `tool_choice: "none"` (the session's tool calls are used up). */
+  toolChoiceNone: boolean;
+}
+
+/** Adapter → extension. Each carries an `id` the extension echoes in a `done`. */
+export type ToExtension =
+  /** Before each run: registers and activates exactly `tools`, and restarts the message count. */
+  | ({ type: "setup"; id: number } & RunSetup)
+  /** During a run: from the next model request on, `tool_choice: "none"`. */
+  | { type: "tool_choice_none"; id: number }
+  /** Starts a turn without a user message (the history ends in tool results). */
+  | { type: "continue"; id: number }
+  /** The answer to an `execute`. `terminate`: Pi asks the model no more in this run. */
+  | { type: "answer"; id: number; content: string; terminate: boolean };
+
+/** Extension → adapter. */
+export type FromExtension =
+  | { type: "done"; id: number }
+  /**
+   * Pi executes a call: the `message`-th assistant message since the setup (0-based), the call's
+   * position among that message's calls.
+   */
+  | { type: "execute"; id: number; message: number; position: number; callId: string; name: string }
+  | { type: "failed"; id: number; error: string };

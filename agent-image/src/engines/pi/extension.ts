@@ -1,0 +1,139 @@
+/**
+ * Gatehouse's extension, loaded inside Pi (`pi -e`). Pi runs with `--no-builtin-tools`, so the tools
+ * registered here — the session's capability tools — are all the model has, and none of them runs
+ * anything: each execution is handed to the adapter over the bridge, which takes it to the
+ * ToolExecutor (in production: the gateway, i.e. Core) and answers with the tool result. It also makes
+ * the model request say what the platform says: the session's system prompt exactly (Pi appends the
+ * date and its working directory), the session's model name, and `tool_choice: "none"` when asked.
+ * When the bridge closes (the agent process died) Pi exits.
+ */
+import { connect } from "node:net";
+import { jsonLine, readLines } from "../subprocess/jsonl.ts";
+import {
+  BRIDGE_SOCKET_ENV,
+  CONTINUE_MESSAGE_TYPE,
+  type FromExtension,
+  type RunSetup,
+  type ToExtension,
+} from "./bridge-protocol.ts";
+import type { ExtensionAPI } from "./package.ts";
+
+interface ToolCallBlock {
+  type: string;
+  id?: string;
+}
+
+export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
+  const socketPath = process.env[BRIDGE_SOCKET_ENV];
+  if (!socketPath)
+    throw new Error(`${BRIDGE_SOCKET_ENV} is not set: this extension runs only under the Gatehouse agent`);
+  const socket = connect(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  // Without the agent process nobody can answer a tool call: end Pi.
+  socket.on("close", () => process.exit(70));
+  socket.on("error", () => {});
+  const send = (message: FromExtension) => socket.write(jsonLine(message));
+
+  let setup: RunSetup | undefined;
+  const registered = new Set<string>();
+  let messages = -1;
+  /** The calls of the latest assistant message, and which of them Pi has begun to execute. */
+  let calls: { id: string | undefined; claimed: boolean }[] = [];
+  let nextRequest = 0;
+  const answers = new Map<number, (answer: { content: string; terminate: boolean }) => void>();
+
+  function register(tools: RunSetup["tools"]): void {
+    for (const tool of tools) {
+      if (registered.has(tool.name)) continue;
+      registered.add(tool.name);
+      pi.registerTool({
+        name: tool.name,
+        label: tool.name,
+        description: tool.description,
+        // The capability's JSON Schema as is: the model sees what the catalog says.
+        parameters: tool.parameters as never,
+        async execute(toolCallId, _params, signal) {
+          const position = calls.findIndex((call) => call.id === toolCallId && !call.claimed);
+          if (position === -1) throw new Error(`call ${toolCallId} is not in the latest assistant message`);
+          calls[position]!.claimed = true;
+          const id = nextRequest++;
+          const answer = new Promise<{ content: string; terminate: boolean }>((resolve, reject) => {
+            answers.set(id, resolve);
+            signal?.addEventListener("abort", () => reject(new Error("aborted")), { once: true });
+          });
+          send({ type: "execute", id, message: messages, position, callId: toolCallId, name: tool.name });
+          const { content, terminate } = await answer.finally(() => answers.delete(id));
+          return { content: [{ type: "text", text: content }], details: {}, terminate };
+        },
+      });
+    }
+  }
+
+  readLines(socket, (line) => {
+    const message = JSON.parse(line) as ToExtension;
+    try {
+      if (message.type === "answer") {
+        answers.get(message.id)?.({ content: message.content, terminate: message.terminate });
+        return;
+      }
+      if (message.type === "setup") {
+        const { id: _id, type: _type, ...next } = message;
+        setup = next;
+        register(next.tools);
+        pi.setActiveTools(next.tools.map((tool) => tool.name));
+        messages = -1;
+        calls = [];
+      } else if (message.type === "tool_choice_none") {
+        if (setup) setup.toolChoiceNone = true;
+      } else if (message.type === "continue") {
+        pi.sendMessage(
+          { customType: CONTINUE_MESSAGE_TYPE, content: "", display: false },
+          { triggerTurn: true },
+        );
+      }
+      send({ type: "done", id: message.id });
+    } catch (error) {
+      send({ type: "failed", id: message.id, error: error instanceof Error ? error.message : String(error) });
+    }
+  });
+
+  pi.on("message_end", (event) => {
+    const message = event.message as { role: string; content?: ToolCallBlock[] };
+    if (message.role !== "assistant") return;
+    messages += 1;
+    calls = (message.content ?? [])
+      .filter((block) => block.type === "toolCall")
+      .map((block) => ({ id: block.id, claimed: false }));
+  });
+
+  // The continue marker starts a turn; the model must not see it.
+  pi.on("context", (event) => ({
+    messages: event.messages.filter(
+      (message) => !(message.role === "custom" && message.customType === CONTINUE_MESSAGE_TYPE),
+    ),
+  }));
+
+  pi.on("before_provider_request", (event) => {
+    if (!setup) return undefined;
+    const payload = event.payload as {
+      model?: string;
+      messages?: { role: string; content: unknown }[];
+      tool_choice?: unknown;
+      tools?: unknown[];
+    };
+    const first = payload.messages?.[0];
+    const rest =
+      first && (first.role === "system" || first.role === "developer")
+        ? payload.messages!.slice(1)
+        : (payload.messages ?? []);
+    return {
+      ...payload,
+      model: setup.model,
+      messages: setup.system ? [{ role: "system", content: setup.system }, ...rest] : rest,
+      ...(setup.toolChoiceNone && payload.tools?.length ? { tool_choice: "none" } : {}),
+    };
+  });
+}
