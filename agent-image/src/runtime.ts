@@ -64,6 +64,22 @@ export type RuntimeEvent =
     }
   | { type: "turn_end"; turn: number; text: string; toolCalls: number; final: boolean; usage: TokenUsage }
   /**
+   * The engine compacted what the model sees before asking it in `turn` (the transcript keeps it all):
+   * `summarizedTurns` units (user messages, assistant turns with their results) were replaced by a
+   * summary, `keptTurns` kept whole; tokens are the engine's estimates. `reason`: the view outgrew the
+   * window, the endpoint refused it, or a call lost its result (re-seeded from the history).
+   */
+  | {
+      type: "compaction";
+      turn: number;
+      reason: "window" | "refused" | "pairing";
+      summarizedTurns: number;
+      keptTurns: number;
+      tokensBefore: number;
+      tokensAfter: number;
+      window: number;
+    }
+  /**
    * The run failed. `final: true` when the engine knows a new pod would meet the same failure (e.g. the
    * model endpoint answered `x-should-retry: false`), whatever the kind; absent → by kind (run-agent.ts).
    */

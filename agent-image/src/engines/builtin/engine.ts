@@ -13,7 +13,11 @@
  *   - stops at `maxTurns` model answers over the whole session (history included); once the session
  *     has made `maxToolCalls` calls the model is asked with `tool_choice: "none"`, and calling a tool
  *     anyway ends the run (Core refuses the calls themselves).
- * Not yet: context compaction.
+ *   - compacts the conversation the model sees when its estimate nears the model's context window
+ *     (`contextWindow`): a structured summary of the older turns, the recent ones whole, a call never
+ *     apart from its result; each compaction is a `compaction` event (`context.ts`, `compaction.ts`).
+ *     An endpoint refusing a request as too long is answered by re-seeding the conversation from the
+ *     transcript and compacting, once per request; refused again, the run ends (final).
  */
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -30,8 +34,10 @@ import type {
   ToolInvocation,
   TranscriptCall,
 } from "../../runtime.ts";
+import type { ChatMessage } from "./compaction.ts";
+import { ContextError, DEFAULT_CONTEXT_WINDOW, isContextOverflow, ModelContext } from "./context.ts";
 import { emptyAnswer, type MergedAnswer, mergeChunk, toolCallsOf } from "./delta-merge.ts";
-import { assistantMessage, chatTools, replayConversation } from "./messages.ts";
+import { chatTools } from "./messages.ts";
 import { defaultRetryPolicy, failureOf, isFinalFailure, type RetryPolicy, retryDecision } from "./retry.ts";
 
 /** Options of the builtin engine. `client` carries baseURL, key and timeout, and `maxRetries: 0`. */
@@ -43,6 +49,8 @@ export interface BuiltinRuntimeOptions {
   maxTurns: number;
   /** Most tool calls in the whole session, history included (Core enforces it too). */
   maxToolCalls: number;
+  /** The model's context window in tokens (default `DEFAULT_CONTEXT_WINDOW`). */
+  contextWindow?: number;
   /** Model request retries (default `defaultRetryPolicy`). */
   retry?: RetryPolicy;
   logger: Logger;
@@ -104,7 +112,7 @@ function errorEvent(error: unknown, signal: AbortSignal): RuntimeEvent {
   if (signal.aborted) return { type: "error", kind: "aborted", message: "the run was aborted" };
   const message = error instanceof Error ? error.message : String(error);
   const kind = (error as { kind?: unknown }).kind;
-  const final = error instanceof ModelRequestError && error.final;
+  const final = (error instanceof ModelRequestError || error instanceof ContextError) && error.final;
   return {
     type: "error",
     kind: typeof kind === "string" ? kind : "internal",
@@ -121,9 +129,14 @@ export function createBuiltinRuntime(options: BuiltinRuntimeOptions): AgentRunti
 function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessionOptions): RuntimeSession {
   const { client, model, tools: executor, maxTurns, maxToolCalls } = options;
   const retryPolicy = options.retry ?? defaultRetryPolicy;
-  const replay = replayConversation(init.system, init.history);
-  const messages = replay.messages;
-  let unanswered = replay.unanswered;
+  const tools = chatTools(init.tools);
+  const context = new ModelContext({
+    system: init.system,
+    history: init.history,
+    tools,
+    window: options.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
+  });
+  let unanswered = context.unanswered;
   let turn = init.history.reduce(
     (next, item) => (item.role === "assistant" ? Math.max(next, item.turn + 1) : next),
     0,
@@ -132,7 +145,6 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
     (count, item) => (item.role === "assistant" ? count + item.calls.length : count),
     0,
   );
-  const tools = chatTools(init.tools);
   const controller = new AbortController();
   let running = false;
   const logger = options.logger.child({ engine: "builtin", model });
@@ -161,6 +173,8 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
     });
     const answered = (call: TranscriptCall, answer: ToolAnswer): RuntimeEvent => {
       answers.set(call.position, answer);
+      const note = context.approvals.get(call.callId);
+      if (note) context.approvals.set(call.callId, { ...note, decided: true, status: answer.status });
       logger.info({ ...base(call), status: answer.status }, "tool result");
       return { type: "tool_result", ...base(call), status: answer.status, content: answer.content };
     };
@@ -183,23 +197,19 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
       if (invocation.kind === "pending_approval") {
         logger.info({ ...base(call), approval: invocation.approval }, "waiting for approval");
         yield { type: "approval_required", ...base(call), approval: invocation.approval };
+        context.approvals.set(call.callId, { approval: invocation.approval, decided: false });
         waiting.push({ call, invocation });
       } else {
         yield answered(call, { status: invocation.status, content: invocation.content });
       }
     }
     for (const { call, invocation } of waiting) yield answered(call, await invocation.wait(signal));
-    for (const call of calls) {
-      messages.push({
-        role: "tool",
-        tool_call_id: call.callId,
-        content: answers.get(call.position)!.content,
-      });
-    }
+    context.addResults(callTurn, calls, (call) => answers.get(call.position)!.content);
   }
 
   /** Asks the model once (streamed), yielding text deltas; returns the merged answer. */
   async function* modelAnswer(
+    messages: ChatMessage[],
     signal: AbortSignal,
     withoutTools: boolean,
   ): AsyncGenerator<RuntimeEvent, MergedAnswer> {
@@ -227,6 +237,8 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
         return answer;
       } catch (error) {
         if (signal.aborted) throw error;
+        // Too long: the caller compacts and asks again, once (never a plain retry).
+        if (!shown && isContextOverflow(error)) throw error;
         // Text already handed out cannot be taken back, so a stream broken after it is not asked again.
         const failure = failureOf(error);
         const decision = shown
@@ -256,7 +268,7 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
       unanswered = undefined;
       yield* runCalls(pending.turn, pending.calls, signal, pending.results);
     }
-    if (text !== undefined) messages.push({ role: "user", content: text });
+    if (text !== undefined) context.addUser(text);
     for (;;) {
       if (turn >= maxTurns) {
         yield {
@@ -267,14 +279,30 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
         return;
       }
       const withoutTools = toolCalls >= maxToolCalls;
-      const answer = yield* modelAnswer(signal, withoutTools);
+      let answer: MergedAnswer | undefined;
+      for (let refusals = 0; answer === undefined; refusals += 1) {
+        const view = context.next();
+        if (view.compaction) {
+          logger.info({ turn, ...view.compaction }, "context compacted");
+          yield { type: "compaction", turn, ...view.compaction };
+        }
+        try {
+          answer = yield* modelAnswer(view.messages, signal, withoutTools);
+        } catch (error) {
+          if (signal.aborted || !isContextOverflow(error)) throw error;
+          if (refusals > 0) throw modelRequestError(error, "too long again after compacting", true);
+          logger.warn({ turn }, "the model endpoint refused the context as too long; compacting");
+          context.refusedAsTooLong();
+        }
+      }
+      if (answer.usage) context.observeUsage(answer.usage.inputTokens);
       const calls = toolCallsOf(answer, turn);
       const usage: TokenUsage = answer.usage ?? { inputTokens: 0, outputTokens: 0 };
       logger.info(
         { turn, toolCalls: calls.length, finishReason: answer.finishReason, ...usage },
         answer.finishReason === "length" ? "model answer cut off by the token limit" : "model answered",
       );
-      messages.push(assistantMessage(answer.text, calls));
+      context.addAssistant(turn, answer.text, calls);
       toolCalls += calls.length;
       if (calls.length > 0) yield* runCalls(turn, calls, signal);
       yield {
