@@ -37,6 +37,18 @@ describe("loadConfig", () => {
       MODEL_MAX_RETRY_AFTER_SECONDS: "30",
     });
     expect(config.tokenFile).toBe("/var/lib/node/pods/x/var/run/secrets/gatehouse/token");
+    expect(config.engineDir).toBe("/var/lib/node/pods/x/tmp/gatehouse-engine");
     expect(config).toMatchObject({ modelMaxRetries: 2, modelMaxRetryAfterSeconds: 30 });
+  });
+
+  it("runs the builtin engine unless GATEHOUSE_ENGINE names another, and refuses an unknown one", () => {
+    expect(loadConfig(gateway).engine).toBe("builtin");
+    expect(
+      loadConfig({ ...gateway, GATEHOUSE_ENGINE: "pi", GATEHOUSE_ENGINE_DIR: "/scratch" }),
+    ).toMatchObject({
+      engine: "pi",
+      engineDir: "/scratch",
+    });
+    expect(() => loadConfig({ ...gateway, GATEHOUSE_ENGINE: "codex" })).toThrow(/GATEHOUSE_ENGINE/);
   });
 });

@@ -7,6 +7,19 @@ import { MODEL_PROXY_PATH } from "@gatehouse/operator/agent-protocol";
 import { z } from "zod";
 
 const Env = z.object({
+  GATEHOUSE_ENGINE: z
+    .enum(["builtin", "pi"])
+    .default("builtin")
+    .describe(
+      "the session's spec.engine (default builtin): builtin is the runtime's own loop; pi runs Pi as a child process",
+    ),
+  GATEHOUSE_ENGINE_DIR: z
+    .string()
+    .min(1)
+    .default("/tmp/gatehouse-engine")
+    .describe(
+      "writable directory of a subprocess engine (pi: its settings, session files, the tool bridge's socket); an emptyDir in the pod (default /tmp/gatehouse-engine)",
+    ),
   GATEHOUSE_GATEWAY_URL: z.url().describe("the gateway's agent API, e.g. http://10.88.0.1:8443 (required)"),
   GATEHOUSE_TOKEN_FILE: z
     .string()
@@ -71,7 +84,7 @@ const Env = z.object({
 export const USAGE = [
   "Usage: node agent-image/src/main.ts [--help]",
   "",
-  "The Gatehouse agent runtime: runs one AgentSession's model loop, its tool calls going through the gateway. Configured by environment variables only; it writes no files.",
+  "The Gatehouse agent runtime: runs one AgentSession's model loop, its tool calls going through the gateway. Configured by environment variables only; only a subprocess engine (pi) writes files, under GATEHOUSE_ENGINE_DIR.",
   "",
   "Environment variables:",
   ...Object.entries(Env.shape).map(
@@ -82,10 +95,13 @@ export const USAGE = [
 ].join("\n");
 
 /**
- * Parsed configuration; `tokenFile` is already prefixed by LOCAL_NODE_ROOT. `modelApiKey` undefined:
+ * Parsed configuration; `tokenFile` and `engineDir` are already prefixed by LOCAL_NODE_ROOT. `modelApiKey` undefined:
  * the model endpoint is the gateway and the bearer is the pod's token.
  */
 export interface AgentConfig {
+  engine: "builtin" | "pi";
+  /** Already prefixed by LOCAL_NODE_ROOT. */
+  engineDir: string;
   gatewayUrl: string;
   tokenFile: string;
   modelBaseUrl: string;
@@ -112,11 +128,12 @@ export function loadConfig(env: Record<string, string | undefined>): AgentConfig
   const gatewayUrl = parsed.GATEHOUSE_GATEWAY_URL.replace(/\/+$/, "");
   const modelBaseUrl = parsed.MODEL_BASE_URL ?? `${gatewayUrl}${MODEL_PROXY_PATH}`;
   const toGateway = isGatewayUrl(modelBaseUrl, gatewayUrl);
+  const mounted = (file: string) => (parsed.LOCAL_NODE_ROOT ? path.join(parsed.LOCAL_NODE_ROOT, file) : file);
   return {
+    engine: parsed.GATEHOUSE_ENGINE,
+    engineDir: mounted(parsed.GATEHOUSE_ENGINE_DIR),
     gatewayUrl,
-    tokenFile: parsed.LOCAL_NODE_ROOT
-      ? path.join(parsed.LOCAL_NODE_ROOT, parsed.GATEHOUSE_TOKEN_FILE)
-      : parsed.GATEHOUSE_TOKEN_FILE,
+    tokenFile: mounted(parsed.GATEHOUSE_TOKEN_FILE),
     modelBaseUrl,
     modelApiKey: toGateway ? undefined : (parsed.MODEL_API_KEY ?? "no-key-configured"),
     modelMaxRetries: parsed.MODEL_MAX_RETRIES,

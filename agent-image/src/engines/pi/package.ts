@@ -47,7 +47,7 @@ export function piVersion(): string {
 
 /**
  * Pi's environment: no startup network work (version check, package updates, telemetry), and its
- * whole state (models.json, settings, sessions) in `agentDir`, which is also its HOME.
+ * whole state (models.json, settings, sessions) in `agentDir`, which is also its HOME and TMPDIR.
  */
 export function piEnvironment(agentDir: string): Record<string, string> {
   return {
@@ -56,5 +56,8 @@ export function piEnvironment(agentDir: string): Record<string, string> {
     PI_TELEMETRY: "0",
     PI_CODING_AGENT_DIR: agentDir,
     HOME: agentDir,
+    TMPDIR: agentDir,
+    // jiti (Pi's loader for our extension) would cache transpiled code under node_modules.
+    JITI_FS_CACHE: "false",
   };
 }

@@ -1,0 +1,76 @@
+/**
+ * The engine a pod runs, as its configuration names it (GATEHOUSE_ENGINE, the session's
+ * spec.engine): `createRuntime` once the session is known, `close` when the run is over (a subprocess
+ * engine's child is stopped; the builtin engine holds nothing).
+ */
+import OpenAI from "openai";
+import type { Logger } from "pino";
+import type { AgentConfig } from "../config.ts";
+import type { AgentSessionView } from "../gateway-client.ts";
+import { type GatewayClient, readBearerToken } from "../gateway-client.ts";
+import { gatewayToolExecutor } from "../gateway-tools.ts";
+import type { AgentRuntime } from "../runtime.ts";
+import { createBuiltinRuntime } from "./builtin/engine.ts";
+import { defaultRetryPolicy } from "./builtin/retry.ts";
+import { createPiRuntime } from "./pi/engine.ts";
+import { PiHost } from "./pi/host.ts";
+
+export interface Engine {
+  createRuntime(session: AgentSessionView): AgentRuntime;
+  close(): Promise<void>;
+}
+
+export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger: Logger): Engine {
+  const tools = () => gatewayToolExecutor(gateway, { waitSeconds: config.approvalWaitSeconds });
+  if (config.engine === "pi") {
+    const host = new PiHost({
+      dir: config.engineDir,
+      model: {
+        baseUrl: config.modelBaseUrl,
+        // As for the builtin engine: towards the gateway's proxy the bearer is the pod's token.
+        auth: config.modelApiKey ? { apiKey: config.modelApiKey } : { tokenFile: config.tokenFile },
+        timeoutMs: config.modelTimeoutMs,
+        maxRetries: config.modelMaxRetries,
+        maxRetryDelayMs: config.modelMaxRetryAfterSeconds * 1000,
+      },
+      logger,
+    });
+    return {
+      createRuntime: (session) =>
+        createPiRuntime({
+          host,
+          model: session.model.name,
+          tools: tools(),
+          maxTurns: session.limits.maxTurns,
+          maxToolCalls: session.limits.maxToolCalls,
+          logger,
+        }),
+      close: () => host.close(),
+    };
+  }
+  const model = new OpenAI({
+    baseURL: config.modelBaseUrl,
+    // Towards the gateway's model proxy the bearer is the pod's token, re-read as the node refreshes it.
+    apiKey: config.modelApiKey ?? (() => readBearerToken(config.tokenFile)),
+    // The engine retries itself (engines/builtin/retry.ts).
+    maxRetries: 0,
+    timeout: config.modelTimeoutMs,
+  });
+  return {
+    createRuntime: (session) =>
+      createBuiltinRuntime({
+        client: model,
+        model: session.model.name,
+        tools: tools(),
+        maxTurns: session.limits.maxTurns,
+        maxToolCalls: session.limits.maxToolCalls,
+        retry: {
+          ...defaultRetryPolicy,
+          maxRetries: config.modelMaxRetries,
+          maxRetryAfterMs: config.modelMaxRetryAfterSeconds * 1000,
+        },
+        logger,
+      }),
+    close: async () => {},
+  };
+}
