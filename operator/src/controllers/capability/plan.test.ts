@@ -434,22 +434,29 @@ describe("planCapability: transitions", () => {
       reason: "NotOffered",
       moved: false,
     },
-    // As the reconciler always did: Ready is set step by step, and an offer sets it True before
-    // DuplicateId or spec.disabled sets it False again, so the transition time moves to now on every
-    // pass although Ready stayed False (and each pass writes the status). Reported, not changed here.
+    // An offer that DuplicateId or spec.disabled overrules is never set on the way: Ready stays False,
+    // so its transition time is kept and the pass writes nothing new.
     {
-      name: "ProviderNotReady → DuplicateId over an offer: the transition time moves (Offered on the way)",
+      name: "ProviderNotReady → DuplicateId over an offer: still False, the transition time is kept",
       input: inputOf(capabilityOf({ status: statusWith("False", "ProviderNotReady") }), {
         capabilities: [capabilityOf({ name: "aps-read-copy" })],
       }),
       reason: "DuplicateId",
-      moved: true,
+      moved: false,
     },
     {
-      name: "Disabled stays Disabled over an offer: the transition time moves (Offered on the way)",
+      name: "Disabled stays Disabled over an offer: the transition time is kept",
       input: inputOf(capabilityOf({ disabled: true, status: statusWith("False", "Disabled") })),
       reason: "Disabled",
-      moved: true,
+      moved: false,
+    },
+    {
+      name: "DuplicateId stays DuplicateId over an offer: the transition time is kept",
+      input: inputOf(capabilityOf({ status: statusWith("False", "DuplicateId") }), {
+        capabilities: [capabilityOf({ name: "aps-read-copy" })],
+      }),
+      reason: "DuplicateId",
+      moved: false,
     },
     {
       name: "Offered stays Offered: the transition time is kept",
@@ -569,6 +576,16 @@ describe("the applier over the in-memory writer", () => {
     expect(writer.calls[0]?.resourceVersion).toBe("8");
     const written = { ...capability, status: writer.statusWrites()[0] };
     expect(await applyCapability(writer, inputOf(written), quiet)).toBeUndefined();
+    expect(writer.statusWrites()).toHaveLength(1);
+  });
+
+  it("writes a disabled Capability's status once, though each pass looks at it again", async () => {
+    const writer = inMemoryCapabilityWriter();
+    const capability = capabilityOf({ disabled: true });
+    expect(await applyCapability(writer, inputOf(capability), quiet)).toBeDefined();
+    const written = { ...capability, status: writer.statusWrites()[0] };
+    const later = inputOf(written, { now: new Date("2026-12-01T10:05:00Z") });
+    expect(await applyCapability(writer, later, quiet)).toBeDefined();
     expect(writer.statusWrites()).toHaveLength(1);
   });
 

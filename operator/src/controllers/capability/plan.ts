@@ -142,18 +142,12 @@ export function planCapability(input: CapabilityPlanInput): CapabilityPlan {
   const generation = capability.metadata.generation;
   const status: CapabilityStatus = { ...capability.status, observedGeneration: generation };
   const log: PlannedLog[] = [];
+  // The checks below may each overrule the one before (Disabled last of all); only the last verdict is
+  // set, once, so a Ready that ends where it was keeps its lastTransitionTime and the status is not
+  // rewritten on every pass.
+  let verdict: { reason: CapabilityReason; message: string; ok: boolean } | undefined;
   const ready = (reason: CapabilityReason, message: string, ok = false) => {
-    status.conditions = setCondition(
-      status.conditions,
-      {
-        type: CapabilityCondition.Ready,
-        status: ok ? "True" : "False",
-        reason,
-        message,
-        observedGeneration: generation,
-      },
-      now,
-    );
+    verdict = { reason, message, ok };
   };
   const unreadable = (error: string) => {
     log.push({ level: "warn", fields: { err: error }, message: "manifest fetch failed" });
@@ -194,8 +188,19 @@ export function planCapability(input: CapabilityPlanInput): CapabilityPlan {
   // Last: whatever else holds, a disabled Capability is not offered (core/visibility.ts), and the one
   // thing to do about it is to re-enable it.
   if (capability.spec.disabled) ready(CapabilityReason.Disabled, capabilityDisabledMessage(capability));
-  const offered = findCondition(status.conditions, CapabilityCondition.Ready)?.status === "True";
-  return { status, requeueAfterMs: offered ? undefined : NOT_READY_RECHECK_MS, log };
+  if (verdict === undefined) throw new Error("planCapability reached no Ready verdict");
+  status.conditions = setCondition(
+    status.conditions,
+    {
+      type: CapabilityCondition.Ready,
+      status: verdict.ok ? "True" : "False",
+      reason: verdict.reason,
+      message: verdict.message,
+      observedGeneration: generation,
+    },
+    now,
+  );
+  return { status, requeueAfterMs: verdict.ok ? undefined : NOT_READY_RECHECK_MS, log };
 }
 
 /** The manifest's offer of spec.id into `status` (mutated), and the Ready condition it earns. */

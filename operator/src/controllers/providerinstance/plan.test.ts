@@ -399,6 +399,28 @@ describe("a ProviderInstance pass: conditions, applied objects, requeue", () => 
       manifestVersion: "1.1.0",
     },
     {
+      name: "Disabled → Disabled over ManifestFetched: Ready's transition time kept (no True on the way)",
+      provider: providerOf({
+        disabled: true,
+        status: {
+          conditions: [
+            condition("Healthy", "True", "ManifestAnswered"),
+            condition("Ready", "False", "Disabled"),
+          ],
+          endpoints: [ENDPOINT],
+        },
+      }),
+      observed: answered(fetched),
+      conditions: [
+        { type: "Healthy", status: "True", reason: "ManifestAnswered", transitioned: false },
+        { type: "Ready", status: "False", reason: "Disabled", transitioned: false },
+      ],
+      applied: ["Deployment", "Service", "NetworkPolicy"],
+      requeueAfterMs: HEALTH_INTERVAL_MS,
+      endpoints: [ENDPOINT],
+      manifestVersion: "1.2.0",
+    },
+    {
       name: "Disabled → Disabled with no ready endpoint: Ready's transition time kept",
       provider: providerOf({
         disabled: true,

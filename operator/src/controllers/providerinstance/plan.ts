@@ -291,18 +291,16 @@ export function planHealthCheck(
   const generation = provider.metadata.generation;
   const { endpoints } = observed;
   const log: PlannedLog[] = [];
-  let conditions: Condition[] | undefined = provider.status?.conditions;
+  // The last verdict of each condition type, set once at the end: spec.disabled overrules a Ready=True
+  // of the same pass, and setting True then False would move lastTransitionTime on every pass.
+  const verdicts = new Map<ProviderInstanceCondition, Omit<Condition, "type" | "lastTransitionTime">>();
   const set = (
     type: ProviderInstanceCondition,
     status: "True" | "False",
     reason: ProviderInstanceReason,
     message: string,
   ) => {
-    conditions = setCondition(
-      conditions,
-      { type, status, reason, message, observedGeneration: generation },
-      now,
-    );
+    verdicts.set(type, { status, reason, message, observedGeneration: generation });
   };
   let manifest = provider.status?.manifest;
   let requeueAfterMs = HEALTH_INTERVAL_MS;
@@ -342,6 +340,8 @@ export function planHealthCheck(
     set(Ready, "False", ProviderInstanceReason.Disabled, message);
   }
 
+  let conditions: Condition[] | undefined = provider.status?.conditions;
+  for (const [type, verdict] of verdicts) conditions = setCondition(conditions, { type, ...verdict }, now);
   const status: ProviderInstanceStatus = {
     ...provider.status,
     observedGeneration: generation,
