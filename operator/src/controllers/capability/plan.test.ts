@@ -288,7 +288,11 @@ describe("planCapability: the reasons of Ready", () => {
       input: inputOf(capabilityOf({ status: { observedEffect: "write" } })),
       status: "False",
       reason: "EffectChanged",
-      words: ["now declares read but write was observed first", "edit the Capability"],
+      words: [
+        "now declares read but write was observed first",
+        "recreate the Capability",
+        "an edit keeps status.observedEffect",
+      ],
     },
     {
       name: "SidecarWriteUnsupported: a write offered by a Sidecar provider",

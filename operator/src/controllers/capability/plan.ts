@@ -247,7 +247,7 @@ function planOffer(
   } else if (EFFECT_STRENGTH[offer.effect] < EFFECT_STRENGTH[observedEffect]) {
     ready(
       CapabilityReason.EffectChanged,
-      `The provider now declares ${offer.effect} but ${observedEffect} was observed first; edit the Capability to accept the change.`,
+      `The provider now declares ${offer.effect} but ${observedEffect} was observed first; to accept the change, recreate the Capability (kubectl delete, then apply it again): an edit keeps status.observedEffect.`,
     );
   } else {
     ready(
