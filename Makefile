@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test unit unit-shuffled deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
+.PHONY: demo test unit unit-shuffled engines-table deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -42,6 +42,15 @@ unit: deps
 ## project shares one module graph per worker, so a test that leaves state behind shows here.
 unit-shuffled: deps
 	npx vitest run --project unit --sequence.shuffle --sequence.seed=$$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+
+## engines-table: run the engine conformance suite (agent-image/src/conformance/) and write its engine × case table into docs/engines.md.
+engines-table: deps
+	results=$$(mktemp)
+	trap 'rm -f "$$results"' EXIT
+	# A failing case is a ✗ in the table, so the table is written whatever the run's outcome.
+	npx vitest run --project unit agent-image/src/conformance/conformance.test.ts --reporter=json --outputFile="$$results" || true
+	node agent-image/src/conformance/table.ts "$$results" docs/engines.md
+	npx biome format --write docs/engines.md
 
 ## crds: regenerate crds/, the chart's templates/generated/, deploy/*-rbac.yaml and docs/troubleshooting.md's tables from operator/src/api.
 crds: deps
