@@ -10,6 +10,7 @@
 import OpenAI from "openai";
 import { pino } from "pino";
 import { createBuiltinRuntime } from "../engines/builtin/engine.ts";
+import { startPiForConformance } from "../engines/pi/conformance-entry.ts";
 import type { AgentRuntime, ToolExecutor } from "../runtime.ts";
 
 /** What a case hands an engine instance to build one runtime. */
@@ -54,5 +55,8 @@ const builtin: EngineEntry = {
   }),
 };
 
+/** Pi (`pi --mode rpc`) as a child process, one per model endpoint, shared by the cases. */
+const pi: EngineEntry = { name: "pi", start: startPiForConformance };
+
 /** Every engine the suite runs. */
-export const engines: EngineEntry[] = [builtin];
+export const engines: EngineEntry[] = [builtin, pi];

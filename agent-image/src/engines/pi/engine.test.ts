@@ -60,6 +60,17 @@ describe("the pi engine", { timeout: 30_000 }, () => {
     });
   });
 
+  it("sends back what the model said: a whitespace-only text, the user's message once, as a string", async () => {
+    const model = world.script([
+      { say: "\t", call: [{ tool: "plan_read", id: "r" }] },
+      { wait: "previous", say: "Done." },
+    ]);
+    await collect(session(model).send("Read."));
+    const second = world.requests()[1]!.chat!.messages;
+    expect(second.filter((message) => message.role === "user")).toEqual([{ role: "user", content: "Read." }]);
+    expect(second.find((message) => message.role === "assistant")).toMatchObject({ content: "\t" });
+  });
+
   it("resumes from the transcript: finishes the calls it left open, then continues without a new user message", async () => {
     const model = world.script([
       {
@@ -90,7 +101,7 @@ describe("the pi engine", { timeout: 30_000 }, () => {
     const [request] = world.requests();
     expect(request!.chat?.messages).toEqual([
       { role: "system", content: SYSTEM },
-      { role: "user", content: [{ type: "text", text: "Publish it." }] },
+      { role: "user", content: "Publish it." },
       expect.objectContaining({
         role: "assistant",
         tool_calls: [expect.objectContaining({ id: "r" }), expect.objectContaining({ id: "p" })],

@@ -133,7 +133,6 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
   async function* run(text: string | undefined, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
     const pending = unansweredOf(transcript);
     if (pending) yield* runCalls(pending.turn, pending.calls, signal, pending.known);
-    if (text !== undefined) transcript.push({ role: "user", text });
     if (state.turn >= maxTurns) {
       yield { type: "error", kind: "limit_exceeded", message: `the session reached maxTurns (${maxTurns})` };
       return;
@@ -141,6 +140,7 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
     const release = await host.acquire();
     const piRun = new PiRun(host, signal);
     try {
+      // The user's text reaches Pi as the prompt, so the file holds the transcript before it.
       await host.load(
         sessionFileText(transcript, { provider: PROVIDER, model: MODEL_ID, cwd: "/" }),
         {
@@ -152,10 +152,11 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
         piRun.sink,
         signal,
       );
+      if (text !== undefined) transcript.push({ role: "user", text });
       yield* piRun.drive(text, { state, maxTurns, maxToolCalls, transcript, runCalls, logger });
     } finally {
-      await piRun.settle(logger);
-      release();
+      // The run's last event need not wait for Pi to go idle; the next run does (the host stays taken).
+      void piRun.settle(logger).finally(release);
     }
   }
 

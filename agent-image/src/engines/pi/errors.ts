@@ -20,12 +20,17 @@ export function modelFailure(message: string): Extract<RuntimeEvent, { type: "er
   if (message.includes(BUDGET_EXCEEDED.code) || message.includes(BUDGET_EXCEEDED.type))
     return { type: "error", kind: "limit_exceeded", message, final: true };
   const status = /^(\d{3})\b/.exec(message.trim());
-  if (status)
+  if (status) {
+    const code = Number(status[1]);
+    // A 4xx other than 429 refuses the request itself: a new pod would send the same (as the builtin engine).
+    const final = code >= 400 && code < 500 && code !== 429;
     return {
       type: "error",
-      kind: kindOfStatus(Number(status[1])),
+      kind: kindOfStatus(code),
       message: `model endpoint answered HTTP ${message}`,
+      ...(final ? { final: true as const } : {}),
     };
+  }
   if (/timed? ?out/i.test(message)) return { type: "error", kind: "timeout", message };
   if (/connect|ECONNREFUSED|ECONNRESET|fetch failed|network/i.test(message))
     return { type: "error", kind: "unavailable", message: `model endpoint unreachable: ${message}` };

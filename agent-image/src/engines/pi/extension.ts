@@ -109,12 +109,21 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
       .map((block) => ({ id: block.id, claimed: false }));
   });
 
+  /** The text of each assistant message Pi will send, in order (see before_provider_request). */
+  let assistantTexts: string[] = [];
+
   // The continue marker starts a turn; the model must not see it.
-  pi.on("context", (event) => ({
-    messages: event.messages.filter(
+  pi.on("context", (event) => {
+    const messages = event.messages.filter(
       (message) => !(message.role === "custom" && message.customType === CONTINUE_MESSAGE_TYPE),
-    ),
-  }));
+    );
+    assistantTexts = messages.flatMap((message) => {
+      if (message.role !== "assistant" || message.stopReason === "error" || message.stopReason === "aborted")
+        return [];
+      return [message.content.map((block) => (block.type === "text" ? block.text : "")).join("")];
+    });
+    return { messages };
+  });
 
   pi.on("before_provider_request", (event) => {
     if (!setup) return undefined;
@@ -124,6 +133,20 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
       tool_choice?: unknown;
       tools?: unknown[];
     };
+    // A user message of text only goes as a string, as the builtin engine sends it.
+    for (const message of payload.messages ?? []) {
+      const parts = message.content;
+      if (message.role === "user" && Array.isArray(parts) && parts.every((part) => part?.type === "text"))
+        message.content = parts.map((part: { text: string }) => part.text).join("");
+    }
+    // Pi drops an assistant text that is only whitespace; the model said it, so it is sent back as said.
+    const assistants = (payload.messages ?? []).filter((message) => message.role === "assistant");
+    if (assistants.length === assistantTexts.length) {
+      assistants.forEach((message, index) => {
+        const text = assistantTexts[index]!;
+        if (text && !text.trim() && !message.content) message.content = text;
+      });
+    }
     const first = payload.messages?.[0];
     const rest =
       first && (first.role === "system" || first.role === "developer")

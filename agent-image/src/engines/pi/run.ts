@@ -42,8 +42,8 @@ interface AssistantMessage {
   usage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
 }
 
-/** How long Pi gets to end an aborted run before it is stopped. */
-const SETTLE_MS = 5000;
+/** How long Pi gets to end an aborted run before it is stopped (the SDK under it sleeps out Retry-After unaborted). */
+const SETTLE_MS = 2000;
 
 export class PiRun {
   readonly sink: RunSink;
