@@ -28,7 +28,7 @@ const view: SessionView = {
   uid: "uid-1",
   subject: { user: "alice", groups: [] },
   instructions: "",
-  model: { name: "scripted/answer" },
+  model: { name: "scripted/answer", contextWindow: 128_000 },
   limits: { maxTurns: 5, maxToolCalls: 5, holdPodForSeconds: 60 },
   tools: [],
   messages: [{ text: "hello" }],

@@ -92,7 +92,7 @@ async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
       subject: { user: "alice", groups: ["planners"] },
       instructions: "You schedule production with the APS tools.",
       messages: [{ text: "Push next week's production plan back by one day." }],
-      model: { name: options.model },
+      model: { name: options.model, contextWindow: 128_000 },
       tools: ["aps.schedule.read", "aps.schedule.draft", "aps.schedule.publish"].map((id) => ({
         name: id.replaceAll(".", "_"),
         description: id,

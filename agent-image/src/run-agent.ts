@@ -8,6 +8,8 @@
  *     final — a limit reached, the model endpoint refusing the request as such (4xx other than 429),
  *     or the endpoint saying a retry cannot succeed (`x-should-retry: false`, the engine's `final`) —
  *     so the operator does not start a pod that would meet the same refusal;
+ *   - a compaction of what the model sees → `compaction` event (best effort), so the transcript marks
+ *     where it happened and the session's status counts it;
  *   - approvals still undecided after `limits.holdPodForSeconds` → the run is aborted, the event
  *     `released` is posted, exit 0: the pod is released, the session stays AwaitingApproval, and a new
  *     pod resumes from the stored history once the Approval settles;
@@ -108,6 +110,13 @@ export async function runAgent(options: RunAgentOptions): Promise<number> {
               signal,
             );
           }
+        } else if (event.type === "compaction") {
+          const { type: _, turn, ...compaction } = event;
+          log.info({ turn, ...compaction }, "context compacted");
+          // Best effort: the mark is for people reading the transcript; the run does not depend on it.
+          await gateway
+            .postEvent({ kind: "compaction", turn, compaction }, signal)
+            .catch((error: unknown) => log.warn({ ...errorText(error) }, "could not report the compaction"));
         } else if (event.type === "turn_end") {
           lastTurn = event.turn;
           usage.inputTokens += event.usage.inputTokens;

@@ -4,6 +4,7 @@
  * config.ts transforms what it parses into the configuration the programs use.
  */
 import { z } from "zod";
+import { DEFAULT_CONTEXT_WINDOW } from "./api/agent-protocol.ts";
 import { APPROVAL_MODES } from "./api/status/capability.ts";
 import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { parseFailpoints } from "./core/failpoints.ts";
@@ -14,7 +15,8 @@ import { defaultCoreConfig } from "./core/ports.ts";
  * One model endpoint of MODEL_ENDPOINTS: an OpenAI-compatible `baseURL` (ending before
  * `/chat/completions`, e.g. `https://api.openai.com/v1`), the Secret holding its key in the operator's
  * namespace (`data[key]`; absent = the endpoint takes no key), the models sessions may ask for (empty =
- * any), and whether it serves sessions without `spec.model.endpointRef`.
+ * any), whether it serves sessions without `spec.model.endpointRef`, and the models' context window in
+ * tokens (absent: `DEFAULT_CONTEXT_WINDOW`), which the agent compacts its conversation to fit.
  */
 export const ModelEndpoint = z
   .object({
@@ -26,6 +28,7 @@ export const ModelEndpoint = z
       .optional(),
     models: z.array(z.string()).default([]),
     default: z.boolean().default(false),
+    contextWindow: z.number().int().min(1024).optional(),
   })
   .strict();
 export type ModelEndpoint = z.infer<typeof ModelEndpoint>;
@@ -180,7 +183,7 @@ export const Environment = z.object({
     z.array(ModelEndpoint),
     "a JSON list of endpoints",
   ).describe(
-    "both (the gateway proxies, the controller checks sessions' models): JSON list of {name, baseURL, keySecretRef?: {name, key}, models?, default?}: where the gateway's model proxy sends a session's requests; the key is read from that Secret in the operator's namespace (no keySecretRef: no key)",
+    `both (the gateway proxies, the controller checks sessions' models): JSON list of {name, baseURL, keySecretRef?: {name, key}, models?, default?, contextWindow?}: where the gateway's model proxy sends a session's requests; the key is read from that Secret in the operator's namespace (no keySecretRef: no key); contextWindow is the models' window in tokens, which agents compact their conversation to fit (default ${DEFAULT_CONTEXT_WINDOW})`,
   ),
   AGENT_IMAGE: z
     .string()

@@ -41,6 +41,12 @@ export const HistoryPage = z.object({
 });
 export type HistoryPage = z.infer<typeof HistoryPage>;
 
+/**
+ * The context window, in tokens, an agent assumes for a model whose endpoint's configuration names
+ * none (`MODEL_ENDPOINTS[].contextWindow`): the builtin engine compacts the conversation to fit it.
+ */
+export const DEFAULT_CONTEXT_WINDOW = 128_000;
+
 /** `GET /v1/session`. */
 export const SessionView = z.object({
   namespace: z.string(),
@@ -49,7 +55,11 @@ export const SessionView = z.object({
   subject: z.object({ user: z.string(), groups: z.array(z.string()) }),
   instructions: z.string(),
   messages: z.array(z.object({ text: z.string() })),
-  model: z.object({ name: z.string() }),
+  /** The model, and its endpoint's context window in tokens (absent from an older gateway: the default). */
+  model: z.object({
+    name: z.string(),
+    contextWindow: z.number().int().min(1).default(DEFAULT_CONTEXT_WINDOW),
+  }),
   tools: z.array(ToolSpec),
   /** The history's first page; unless `historyComplete`, read on with `GET /v1/session/history`. */
   history: z.array(HistoryEntry),
@@ -99,16 +109,37 @@ export const ApprovalWait = z.object({
 export type ApprovalWait = z.infer<typeof ApprovalWait>;
 
 /**
+ * A compaction of what the model sees (the transcript keeps everything): before asking the model in
+ * `turn`, `summarizedTurns` units (user messages, assistant turns with their results) were replaced by
+ * a summary and `keptTurns` kept whole; tokens are the agent's estimates. `reason`: the conversation
+ * outgrew the `window`, the endpoint refused it as too long, or a call had lost its result.
+ */
+export const CompactionReport = z.object({
+  reason: z.enum(["window", "refused", "pairing"]),
+  summarizedTurns: z.number().int().min(0),
+  keptTurns: z.number().int().min(0),
+  tokensBefore: z.number().int().min(0),
+  tokensAfter: z.number().int().min(0),
+  window: z.number().int().min(0),
+});
+export type CompactionReport = z.infer<typeof CompactionReport>;
+
+/**
  * `POST /v1/session/events`: what the agent reports. Stored with `source: agent`, never replayed as tool
  * results. `usage` (of kind `usage` or on another event) is kept as the agent's own report only: the
  * session's `status.usage` and its token budget count what the model proxy metered, never this.
  */
 export const AgentEvent = z.object({
-  /** `released`: the pod stops while a decision is pending; the operator resumes the session later. */
-  kind: z.enum(["assistant_text", "final_answer", "error", "usage", "released"]),
+  /**
+   * `released`: the pod stops while a decision is pending; the operator resumes the session later.
+   * `compaction`: the engine compacted what the model sees (`compaction` says how); the session's
+   * `status.compactions` counts these.
+   */
+  kind: z.enum(["assistant_text", "final_answer", "error", "usage", "released", "compaction"]),
   turn: z.number().int().min(0),
   text: z.string().max(65_536).optional(),
   usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int() }).optional(),
+  compaction: CompactionReport.optional(),
 });
 export type AgentEvent = z.infer<typeof AgentEvent>;
 

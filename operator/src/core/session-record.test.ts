@@ -20,15 +20,19 @@ describe("sessionRecordOf", () => {
       },
       { seq: 5, source: "core", kind: "usage", payload: { inputTokens: 10, outputTokens: 4 } },
       { seq: 6, source: "agent", kind: "final_answer", payload: { turn: 2, text: "done" } },
+      { seq: 7, source: "agent", kind: "compaction", payload: { turn: 2 } },
+      // Only the agent reports compactions.
+      { seq: 8, source: "core", kind: "compaction", payload: { turn: 2 } },
     ]);
     expect(record).toEqual({
       turns: 3,
       toolCalls: 2,
       writes: 1,
       releases: 0,
-      // The agent's three events: {"turn":0}, {"turn":1}, {"turn":2,"text":"done"}.
-      agentEvents: 3,
-      agentEventBytes: 10 + 10 + 24,
+      compactions: 1,
+      // The agent's four events: {"turn":0}, {"turn":1}, {"turn":2,"text":"done"}, {"turn":2}.
+      agentEvents: 4,
+      agentEventBytes: 10 + 10 + 24 + 10,
       usage: { inputTokens: 10, outputTokens: 4 },
       finalAnswer: "done",
       finalAnswers: 1,

@@ -9,6 +9,9 @@
  * - `tool_result` (source core, from Core's records): {callId, status, content, executionId?, effect?}
  * - `approval_outcome` (source core): {approval, phase, status, content, effect, executionId}
  * - `final_answer` | `assistant_text` | `error` (source agent): {turn, text}
+ * - `compaction` (source agent): {turn, compaction: {reason, summarizedTurns, keptTurns, tokensBefore,
+ *   tokensAfter, window}} — the engine compacted what its model sees from that turn on (the agent
+ *   protocol's CompactionReport; the gateway stores a repeated POST once).
  * - `usage` (source core, the model proxy's metering of one model request):
  *   {inputTokens, outputTokens, model, endpoint, stream, estimated} — what `usage` counts. A `usage`
  *   the agent posts (source agent) is its own report and counts for nothing: a pod could under-report.
@@ -44,6 +47,8 @@ export interface SessionRecord {
   budgetExceeded?: string;
   /** How often the agent posted `released`: it stopped while a decision was pending. */
   releases: number;
+  /** How often the agent reported compacting its model's context (`status.compactions`). */
+  compactions: number;
   /** Events of source `agent` (what the agent posted, and its tool calls): the gateway bounds both. */
   agentEvents: number;
   /** Bytes of those events' payloads as JSON text. */
@@ -76,6 +81,7 @@ export const EMPTY_SESSION_RECORD_STATE: SessionRecordState = {
     toolCalls: 0,
     writes: 0,
     releases: 0,
+    compactions: 0,
     agentEvents: 0,
     agentEventBytes: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
@@ -123,6 +129,7 @@ export function foldEvents(
       finalTurns.add(numberOf(event.payload.turn));
     }
     if (event.kind === "released" && event.source === "agent") record.releases++;
+    if (event.kind === "compaction" && event.source === "agent") record.compactions++;
     if (event.kind === "error" && event.source === "agent" && typeof event.payload.text === "string") {
       record.agentError = event.payload.text;
     }

@@ -30,7 +30,7 @@ import {
 import type { AgentSession, Approval } from "../api/kinds.ts";
 import { ApprovalPhase } from "../api/status/approval.ts";
 import { endpointFor, type OperatorConfig } from "../config.ts";
-import { type JsonObject, sha256Hex } from "../core/canonical.ts";
+import { sha256Hex } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
 import { invoke } from "../core/invoke.ts";
 import type { CoreDeps } from "../core/ports.ts";
@@ -42,6 +42,7 @@ import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
 import { answerOfApproval, isSettled, recordApprovalOutcome } from "../transcripts/approval-outcome.ts";
+import { modelView, storedAgentEvent } from "./agent-events.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { errorReply } from "./error-reply.ts";
@@ -202,7 +203,7 @@ export function buildGateway(deps: GatewayDeps) {
         subject,
         instructions: session.spec.instructions ?? "",
         messages: session.spec.messages,
-        model: { name: session.spec.model.name },
+        model: modelView(session.spec.model.name, endpointFor(deps.settings, session.spec.model.endpointRef)),
         tools,
         history: first.history,
         historyComplete: first.complete,
@@ -221,11 +222,10 @@ export function buildGateway(deps: GatewayDeps) {
 
     v1.post("/v1/session/events", { bodyLimit: EVENT_BODY_BYTES }, async (request) => {
       const event = AgentEvent.parse(request.body);
-      const payload: JsonObject = { turn: event.turn };
-      if (event.text !== undefined) payload.text = event.text;
-      if (event.usage) Object.assign(payload, event.usage);
+      const { payload, dedupeKey } = storedAgentEvent(event);
       await admitIntake(request.session, Buffer.byteLength(JSON.stringify(payload)));
       await deps.transcripts.append({
+        ...(dedupeKey ? { dedupeKey } : {}),
         sessionUid: request.session.metadata.uid,
         source: "agent",
         kind: event.kind,

@@ -27,7 +27,7 @@ import {
 import { assistantMessage, type ReplayedConversation, replayConversation } from "./messages.ts";
 
 /** The context window assumed when the model endpoint's configuration names none (tokens). */
-export const DEFAULT_CONTEXT_WINDOW = 128_000;
+export { DEFAULT_CONTEXT_WINDOW } from "@gatehouse/operator/agent-protocol";
 
 /** Tokens kept free for the answer: an eighth of the window, at most 16 384. */
 export function answerReserve(window: number): number {

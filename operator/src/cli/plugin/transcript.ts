@@ -117,6 +117,15 @@ export function transcriptLines(events: TranscriptEvent[]): string[] {
       case "usage":
         detail = `${text("model")}: ${String(p.inputTokens)} tokens in, ${String(p.outputTokens)} out`;
         break;
+      case "compaction": {
+        // What the model saw from here on; the transcript itself keeps every turn.
+        const c = (typeof p.compaction === "object" && p.compaction !== null ? p.compaction : {}) as Record<
+          string,
+          unknown
+        >;
+        detail = `context compacted (${String(c.reason)}): ${String(c.summarizedTurns)} turns summarized, ${String(c.keptTurns)} kept; about ${String(c.tokensBefore)} → ${String(c.tokensAfter)} of ${String(c.window)} tokens`;
+        break;
+      }
       default:
         detail = clip(text("text") || text("content") || JSON.stringify(p));
     }

@@ -42,6 +42,7 @@ export const RECORD: SessionRecord = {
   toolCalls: 0,
   writes: 0,
   releases: 0,
+  compactions: 2,
   agentEvents: 1,
   agentEventBytes: 10,
   usage: { inputTokens: 5, outputTokens: 7 },
