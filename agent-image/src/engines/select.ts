@@ -64,6 +64,7 @@ export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger
         tools: tools(),
         maxTurns: session.limits.maxTurns,
         maxToolCalls: session.limits.maxToolCalls,
+        contextWindow: session.model.contextWindow,
         retry: {
           ...defaultRetryPolicy,
           maxRetries: config.modelMaxRetries,
