@@ -43,7 +43,7 @@ interface AssistantMessage {
 }
 
 /** How long Pi gets to end an aborted run before it is stopped (the SDK under it sleeps out Retry-After unaborted). */
-const SETTLE_MS = 2000;
+const SETTLE_MS = 1000;
 
 export class PiRun {
   readonly sink: RunSink;
