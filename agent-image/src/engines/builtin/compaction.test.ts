@@ -115,9 +115,9 @@ describe("planContext", () => {
       result("a", "first read"),
       assistant(null, call("b", "aps_schedule_read", '{"w":1}')),
       result("b", "second read"),
-      ...turns(5, 2000),
+      ...turns(5, 6000),
     ];
-    const plan = planContext({ messages, boundary: 0, budget: 4000, estimate: estimateMessage });
+    const plan = planContext({ messages, boundary: 0, budget: 8000, estimate: estimateMessage });
     expect(plan.boundary).toBeGreaterThan(messages.length - 10);
     const summary = String(plan.messages[1]?.content);
     expect(summary).toContain("second read");

@@ -21,17 +21,16 @@
  * approvals pending and decided, the assistant's own words (its decisions), and the latest result per
  * tool and arguments (a later read supersedes an earlier one), newest first within its token cap.
  *
- * Tokens are estimated from UTF-8 bytes (`estimateMessage`), conservatively for byte-level BPE
- * tokenizers on prose and JSON; the engine scales the estimate by what the endpoint reports
- * (`context.ts`). A tokenizer library would be exact for one vendor's models only and weighs tens of
- * MB.
+ * Tokens are estimated by `estimate.ts` (conservative on prose, JSON and ids; its measured error is
+ * there); the engine scales the estimate by what the endpoint reports (`context.ts`).
  */
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { estimateText } from "./estimate.ts";
 
 export type ChatMessage = ChatCompletionMessageParam;
 
-/** Bytes per token of the estimate: fewer than BPE tokenizers average on prose (≈ 4) and JSON (≈ 3.3). */
-export const BYTES_PER_TOKEN = 3;
+/** Characters a token of the estimate holds at most, for cutting text to a token count. */
+const CHARS_PER_TOKEN = 6;
 /** Tokens a message costs besides its text (role, separators; OpenAI's cookbook counts 3–4). */
 export const MESSAGE_OVERHEAD = 4;
 
@@ -54,18 +53,18 @@ function callsOf(message: ChatMessage) {
     : [];
 }
 
-/** The estimated tokens of one message: its text and calls in UTF-8 bytes / BYTES_PER_TOKEN, plus overhead. */
+/** The estimated tokens of one message: its text, its calls (id, name, arguments) and overhead. */
 export function estimateMessage(message: ChatMessage): number {
-  let bytes = Buffer.byteLength(textOf(message.content));
+  let tokens = estimateText(textOf(message.content)) + MESSAGE_OVERHEAD;
   for (const call of callsOf(message))
-    bytes +=
-      Buffer.byteLength(call.id) + Buffer.byteLength(call.function.name) + call.function.arguments.length;
-  return Math.ceil(bytes / BYTES_PER_TOKEN) + MESSAGE_OVERHEAD;
+    tokens +=
+      estimateText(call.id) + estimateText(call.function.name) + estimateText(call.function.arguments) + 3;
+  return tokens;
 }
 
 /** The estimated tokens the tool definitions add to every request. */
 export function estimateTools(tools: ChatCompletionTool[]): number {
-  return tools.length === 0 ? 0 : Math.ceil(Buffer.byteLength(JSON.stringify(tools)) / BYTES_PER_TOKEN);
+  return tools.length === 0 ? 0 : estimateText(JSON.stringify(tools));
 }
 
 /** A unit the boundary may not split: `[start, end)` of the messages; `open` when a call lacks its result. */
@@ -259,7 +258,7 @@ function cutResults<V extends { messages: ChatMessage[]; tokens: number; cut: nu
     if (largest < 0) break;
     const message = messages[largest] as Extract<ChatMessage, { role: "tool" }>;
     const content = message.content as string;
-    const keep = Math.max(256, content.length - ((tokens - budget) * BYTES_PER_TOKEN * 2 + 128));
+    const keep = Math.max(256, content.length - ((tokens - budget) * CHARS_PER_TOKEN + 128));
     const shorter = {
       ...message,
       content: `${content.slice(0, keep)}\n[… ${content.length - keep} ${CUT_MARKER}; the platform keeps the full result]`,
@@ -325,7 +324,7 @@ export function summaryMessage(
   }
   const results = entries.filter((entry) => entry !== "");
   const later = users.slice(1).map((text) => `- ${excerpt(text, 500)}`);
-  const task = excerpt(users[0] ?? "(none)", Math.min(2000, Math.floor((cap * BYTES_PER_TOKEN) / 4)));
+  const task = excerpt(users[0] ?? "(none)", Math.min(2000, Math.floor(cap / 2)));
   const section = (title: string, lines: string[], total: number) =>
     lines.length === 0
       ? []

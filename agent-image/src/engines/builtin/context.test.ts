@@ -10,7 +10,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { RuntimeEvent, TranscriptItem } from "../../runtime.ts";
 import { pairingProblems, SUMMARY_HEADER } from "./compaction.ts";
-import { ContextError, isContextOverflow, ModelContext } from "./context.ts";
+import { ContextError, isContextOverflow, ModelContext, overflowCounts } from "./context.ts";
 import { createBuiltinRuntime } from "./engine.ts";
 
 /** `count` answered turns of one read each, results of `size` characters. */
@@ -55,6 +55,23 @@ describe("isContextOverflow", () => {
     ["a 500", overflow(500, { message: "maximum context length" }), false],
   ])("%s", (_name, error, expected) => {
     expect(isContextOverflow(error)).toBe(expected);
+  });
+});
+
+describe("overflowCounts", () => {
+  it.each([
+    [
+      "This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages.",
+      { limit: 128000, used: 130532 },
+    ],
+    [
+      "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8000 in the messages, 1000 in the completion).",
+      { limit: 8192, used: 8000 },
+    ],
+    ["Input tokens exceed the configured limit of 272000 tokens.", { limit: 272000 }],
+    ["prompt is too long", {}],
+  ])("%s", (message, counts) => {
+    expect(overflowCounts(message)).toEqual(counts);
   });
 });
 

@@ -10,7 +10,7 @@
  *
  * The estimate (`estimateMessage`) is scaled up when the endpoint reports more prompt tokens than it
  * estimated for the request (its tokenizer counts more than the estimate assumes); after a refusal as
- * too long, the window planned for drops below what was refused.
+ * too long, to the counts the refusal names (`overflowCounts`).
  */
 import { isBudgetExceeded } from "@gatehouse/operator/agent-protocol";
 import OpenAI from "openai";
@@ -74,6 +74,25 @@ export function isContextOverflow(error: unknown): boolean {
       `${error.code ?? ""} ${error.message}`,
     )
   );
+}
+
+/**
+ * What a refusal as too long says about the endpoint's window: its `limit` and the tokens the request
+ * `used`, in the words of OpenAI ("maximum context length is N tokens … your messages resulted in M
+ * tokens", "exceed the configured limit of N tokens") and vLLM ("… you requested M tokens (K in the
+ * messages, …)": K, the messages alone). Either may be absent.
+ */
+export function overflowCounts(message: string): { limit?: number; used?: number } {
+  const number = (pattern: RegExp) => {
+    const found = pattern.exec(message)?.[1];
+    return found === undefined ? undefined : Number(found);
+  };
+  const limit = number(/maximum context length is (\d+)/i) ?? number(/limit of (\d+) tokens/i);
+  const used =
+    number(/(\d+) in the messages/i) ??
+    number(/resulted in (\d+) tokens/i) ??
+    number(/requested (\d+) tokens/i);
+  return { ...(limit !== undefined ? { limit } : {}), ...(used !== undefined ? { used } : {}) };
 }
 
 /** Options of {@link ModelContext}. */
@@ -150,11 +169,17 @@ export class ModelContext {
   }
 
   /**
-   * The endpoint refused the last view as too long: its window is below that view's estimate, so the
-   * next view is re-seeded and compacted for three quarters of it.
+   * The endpoint refused the last view as too long, saying `message`: the next view is re-seeded and
+   * compacted for the window it names, with the estimate scaled to the count it names; when it names
+   * neither, for half the refused view's estimate.
    */
-  refusedAsTooLong(): void {
-    if (this.lastEstimate > 0) this.window = Math.min(this.window, Math.floor(this.lastEstimate * 0.75));
+  refusedAsTooLong(message: string): void {
+    const { limit, used } = overflowCounts(message);
+    if (limit !== undefined) this.window = Math.min(this.window, limit);
+    if (used !== undefined && this.lastEstimate > 0 && used > this.lastEstimate)
+      this.scale = Math.min(8, (this.scale * used) / this.lastEstimate);
+    if (limit === undefined && used === undefined && this.lastEstimate > 0)
+      this.window = Math.min(this.window, Math.floor(this.lastEstimate / 2));
     this.reseed = "refused";
   }
 

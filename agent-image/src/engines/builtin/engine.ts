@@ -292,7 +292,7 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
           if (signal.aborted || !isContextOverflow(error)) throw error;
           if (refusals > 0) throw modelRequestError(error, "too long again after compacting", true);
           logger.warn({ turn }, "the model endpoint refused the context as too long; compacting");
-          context.refusedAsTooLong();
+          context.refusedAsTooLong(error instanceof Error ? error.message : String(error));
         }
       }
       if (answer.usage) context.observeUsage(answer.usage.inputTokens);
