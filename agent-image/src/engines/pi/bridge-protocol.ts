@@ -19,6 +19,11 @@ export interface RunSetup {
   tools: RuntimeTool[];
   /** Ask the model with `tool_choice: "none"` (the session's tool calls are used up). */
   toolChoiceNone: boolean;
+  /**
+   * The arguments of every call in the conversation so far, in order, as the model gets them back:
+   * Pi keeps only the parsed object and would send its re-serialisation.
+   */
+  callArguments: string[];
 }
 
 /** Adapter → extension. Each carries an `id` the extension echoes in a `done`. */
@@ -27,6 +32,8 @@ export type ToExtension =
   | ({ type: "setup"; id: number } & RunSetup)
   /** During a run: from the next model request on, `tool_choice: "none"`. */
   | { type: "tool_choice_none"; id: number }
+  /** During a run: the arguments of a new answer's calls, before Pi gets their results. */
+  | { type: "call_arguments"; id: number; callArguments: string[] }
   /** Starts a turn without a user message (the history ends in tool results). */
   | { type: "continue"; id: number }
   /** The answer to an `execute`. `terminate`: Pi asks the model no more in this run. */

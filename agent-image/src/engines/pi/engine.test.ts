@@ -88,8 +88,8 @@ describe("the pi engine", { timeout: 30_000 }, () => {
         turn: 0,
         text: "",
         calls: [
-          { position: 0, callId: "r", name: "plan_read", arguments: "{}" },
-          { position: 1, callId: "p", name: "plan_publish", arguments: '{"planId":"p1"}' },
+          { position: 0, callId: "r", name: "plan_read", arguments: "{not json" },
+          { position: 1, callId: "p", name: "plan_publish", arguments: '{ "planId" : "p1" }' },
         ],
       },
       { role: "tool", turn: 0, position: 0, callId: "r", name: "plan_read", content: "read before" },
@@ -102,9 +102,16 @@ describe("the pi engine", { timeout: 30_000 }, () => {
     expect(request!.chat?.messages).toEqual([
       { role: "system", content: SYSTEM },
       { role: "user", content: "Publish it." },
+      // Arguments go back as the model wrote them; ones that are not a JSON object as {}, as in builtin.
       expect.objectContaining({
         role: "assistant",
-        tool_calls: [expect.objectContaining({ id: "r" }), expect.objectContaining({ id: "p" })],
+        tool_calls: [
+          expect.objectContaining({ id: "r", function: { name: "plan_read", arguments: "{}" } }),
+          expect.objectContaining({
+            id: "p",
+            function: { name: "plan_publish", arguments: '{ "planId" : "p1" }' },
+          }),
+        ],
       }),
       { role: "tool", tool_call_id: "r", content: "read before" },
       { role: "tool", tool_call_id: "p", content: '{"result":"plan_publish p"}' },

@@ -31,7 +31,7 @@ import { MODEL_ID, PROVIDER } from "./config-files.ts";
 import { errorEvent } from "./errors.ts";
 import type { PiHost } from "./host.ts";
 import { PiRun } from "./run.ts";
-import { sessionFileText } from "./session-file.ts";
+import { replayedArguments, sessionFileText } from "./session-file.ts";
 
 export interface PiRuntimeOptions {
   /** The Pi process this runtime's sessions use (one at a time). */
@@ -148,6 +148,9 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
           model: options.model,
           tools: init.tools,
           toolChoiceNone: state.toolCalls >= maxToolCalls,
+          callArguments: transcript.flatMap((item) =>
+            item.role === "assistant" ? item.calls.map((call) => replayedArguments(call.arguments)) : [],
+          ),
         },
         piRun.sink,
         signal,

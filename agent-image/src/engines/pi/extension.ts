@@ -86,6 +86,8 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
         pi.setActiveTools(next.tools.map((tool) => tool.name));
         messages = -1;
         calls = [];
+      } else if (message.type === "call_arguments") {
+        setup?.callArguments.push(...message.callArguments);
       } else if (message.type === "tool_choice_none") {
         if (setup) setup.toolChoiceNone = true;
       } else if (message.type === "continue") {
@@ -129,7 +131,7 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
     if (!setup) return undefined;
     const payload = event.payload as {
       model?: string;
-      messages?: { role: string; content: unknown }[];
+      messages?: { role: string; content: unknown; tool_calls?: { function: { arguments: string } }[] }[];
       tool_choice?: unknown;
       tools?: unknown[];
     };
@@ -147,6 +149,12 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
         if (text && !text.trim() && !message.content) message.content = text;
       });
     }
+    // The model gets its calls' arguments back as it wrote them (Pi would re-serialise its parse).
+    const calls = (payload.messages ?? []).flatMap((message) => message.tool_calls ?? []);
+    if (calls.length === setup.callArguments.length)
+      calls.forEach((call, index) => {
+        call.function.arguments = setup!.callArguments[index]!;
+      });
     const first = payload.messages?.[0];
     const rest =
       first && (first.role === "system" || first.role === "developer")

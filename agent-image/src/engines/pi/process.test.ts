@@ -58,7 +58,7 @@ describe("the pi process", { timeout: 40_000 }, () => {
     const failure = await host
       .load(
         sessionFileText([], { provider: "gatehouse", model: "m", cwd: "/" }),
-        { system: "", model: "m", tools: [], toolChoiceNone: false },
+        { system: "", model: "m", tools: [], toolChoiceNone: false, callArguments: [] },
         sink,
         new AbortController().signal,
       )

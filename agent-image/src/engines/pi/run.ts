@@ -9,6 +9,7 @@ import type { RuntimeEvent, TokenUsage, ToolAnswer, TranscriptCall, TranscriptIt
 import { describeExit, EngineProcessError, type ExitInfo } from "../subprocess/child.ts";
 import { modelFailure } from "./errors.ts";
 import type { ExecuteRequest, PiEvent, PiHost, RunSink } from "./host.ts";
+import { replayedArguments } from "./session-file.ts";
 
 /** What the run needs of its session. */
 export interface DriveContext {
@@ -206,6 +207,10 @@ export class PiRun {
       else if (state.turn >= ctx.maxTurns) stop = `the session reached maxTurns (${ctx.maxTurns})`;
       // Before any answer reaches Pi, so its next request already goes without tools.
       else if (state.toolCalls >= ctx.maxToolCalls) await this.host.toExtension({ type: "tool_choice_none" });
+      await this.host.toExtension({
+        type: "call_arguments",
+        callArguments: calls.map((call) => replayedArguments(call.arguments)),
+      });
       const answers = yield* ctx.runCalls(turn, calls, this.signal);
       for (const call of calls)
         this.deliver(

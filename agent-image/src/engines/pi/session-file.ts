@@ -35,6 +35,20 @@ function argumentsObject(raw: string): Record<string, unknown> {
   }
 }
 
+/** A call's arguments as the model gets them back: the raw string when it is a JSON object, else `{}`. */
+export function replayedArguments(raw: string): string {
+  return isObjectText(raw) ? raw : "{}";
+}
+
+function isObjectText(raw: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed);
+  } catch {
+    return false;
+  }
+}
+
 /** Pi's message for one transcript item. */
 function piMessage(item: TranscriptItem, origin: SessionOrigin, timestamp: number): Record<string, unknown> {
   if (item.role === "user") return { role: "user", content: [{ type: "text", text: item.text }], timestamp };

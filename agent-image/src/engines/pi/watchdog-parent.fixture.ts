@@ -20,7 +20,7 @@ const host = new PiHost({
 const sink = { event() {}, execute() {}, exited() {} };
 await host.load(
   sessionFileText([], { provider: "gatehouse", model: "session-model", cwd: "/" }),
-  { system: "", model: "none", tools: [], toolChoiceNone: false },
+  { system: "", model: "none", tools: [], toolChoiceNone: false, callArguments: [] },
   sink,
   new AbortController().signal,
 );
