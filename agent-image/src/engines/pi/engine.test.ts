@@ -71,6 +71,33 @@ describe("the pi engine", { timeout: 30_000 }, () => {
     expect(second.find((message) => message.role === "assistant")).toMatchObject({ content: "\t" });
   });
 
+  it("leaves arguments that break the capability's schema to the executor (Core), whose answer the model reads", async () => {
+    const strict = tools.map((tool) => ({
+      ...tool,
+      parameters: { type: "object", properties: { planId: { type: "string" } }, required: ["planId"] },
+    }));
+    const model = world.script([
+      { call: [{ tool: "plan_read", arguments: { plan: "w49" }, id: "r" }] },
+      { wait: "previous", say: "Retrying." },
+    ]);
+    const { executor, invoked } = memoryExecutor({
+      decide: () => ({ status: "invalid_arguments", content: "Core: planId is required." }),
+    });
+    await collect(
+      world
+        .runtime(model, executor)
+        .createSession({ subject: { user: "alice", groups: [] }, system: SYSTEM, tools: strict, history: [] })
+        .send("Read."),
+    );
+    expect(invoked.map((call) => call.arguments)).toEqual(['{"plan":"w49"}']);
+    const [first, second] = world.requests();
+    expect(first!.chat?.tools?.[0]?.function.parameters).toEqual(strict[0]!.parameters);
+    expect(second!.chat?.messages.at(-1)).toMatchObject({
+      role: "tool",
+      content: "Core: planId is required.",
+    });
+  });
+
   it("resumes from the transcript: finishes the calls it left open, then continues without a new user message", async () => {
     const model = world.script([
       {

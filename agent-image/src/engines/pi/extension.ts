@@ -53,8 +53,10 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
         name: tool.name,
         label: tool.name,
         description: tool.description,
-        // The capability's JSON Schema as is: the model sees what the catalog says.
-        parameters: tool.parameters as never,
+        // Pi checks arguments against this before executing and would answer a mismatch itself; Core
+        // must judge them, so Pi gets an open schema and the request carries the catalog's
+        // (before_provider_request).
+        parameters: { type: "object" } as never,
         async execute(toolCallId, _params, signal) {
           const position = calls.findIndex((call) => call.id === toolCallId && !call.claimed);
           if (position === -1) throw new Error(`call ${toolCallId} is not in the latest assistant message`);
@@ -148,6 +150,11 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
         const text = assistantTexts[index]!;
         if (text && !text.trim() && !message.content) message.content = text;
       });
+    }
+    // The tools as the catalog describes them.
+    for (const tool of (payload.tools ?? []) as { function?: { name?: string; parameters?: unknown } }[]) {
+      const described = setup.tools.find((candidate) => candidate.name === tool.function?.name);
+      if (described && tool.function) tool.function.parameters = described.parameters;
     }
     // The model gets its calls' arguments back as it wrote them (Pi would re-serialise its parse).
     const calls = (payload.messages ?? []).flatMap((message) => message.tool_calls ?? []);
