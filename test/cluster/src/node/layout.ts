@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 
 /** The identity of a pod as far as files on disk are concerned. */
@@ -14,6 +15,16 @@ export function podDir(runDir: string, pod: PodKey): string {
  */
 export function podRootDir(runDir: string, pod: PodKey): string {
   return join(podDir(runDir, pod), "root");
+}
+
+/**
+ * What containers get as `LOCAL_NODE_ROOT`: `/tmp/gatehouse-node-<runDir's hash>/<uid>`, a symlink to
+ * {@link podRootDir}. A Unix socket's path holds at most 107 bytes, and the root's own path (checkout,
+ * namespace, pod name, uid) would take most of them before a mount path and a socket name follow.
+ */
+export function podRootLink(runDir: string, pod: PodKey): string {
+  const node = createHash("sha256").update(runDir).digest("hex").slice(0, 8);
+  return join("/tmp", `gatehouse-node-${node}`, pod.uid);
 }
 
 /** Where the content of volume `volume` is written; mounts are symlinks into it. */

@@ -1,5 +1,5 @@
-import { rmSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, rmSync, symlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { V1Container, V1Pod, V1PodCondition, V1Probe } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { HarnessError } from "../errors.ts";
@@ -19,7 +19,7 @@ import {
 } from "./images.ts";
 import type { IpAllocator } from "./ip-allocator.ts";
 import { asDate, type NodeClients, type ObjectReader, STRATEGIC_MERGE_PATCH } from "./kube-client.ts";
-import { containerLogPath, type PodKey, podDir, podRootDir } from "./layout.ts";
+import { containerLogPath, type PodKey, podDir, podRootDir, podRootLink } from "./layout.ts";
 import { type ContainerView, type PodPhase, podPhase, podStatusPatch, statusDrift } from "./pod-status.ts";
 import { ReadinessProber } from "./probes.ts";
 import type { ServiceAccountTokens } from "./tokens.ts";
@@ -346,7 +346,7 @@ export class PodWorker {
         reader: this.deps.reader,
         podIP: this.network.ip,
         hostIP: this.deps.addressing.bridgeIP,
-        podRoot: podRootDir(this.deps.runDir, this.key),
+        podRoot: this.linkedRoot(),
         apiServerHost: this.deps.apiServer.host,
         apiServerPort: this.deps.apiServer.port,
         path: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
@@ -502,6 +502,15 @@ export class PodWorker {
     }
   }
 
+  /** The pod root's short path (layout.ts podRootLink), linked on first use. */
+  private linkedRoot(): string {
+    const link = podRootLink(this.deps.runDir, this.key);
+    mkdirSync(dirname(link), { recursive: true });
+    rmSync(link, { force: true });
+    symlinkSync(podRootDir(this.deps.runDir, this.key), link);
+    return link;
+  }
+
   private async teardown(): Promise<void> {
     for (const prober of [...this.probers.values(), ...this.startupProbers.values()]) prober.stop();
     this.probers.clear();
@@ -510,6 +519,7 @@ export class PodWorker {
     this.deps.tokens.forget(this.key.uid);
     const dir = podDir(this.deps.runDir, this.key);
     for (const sub of ["root", "volumes"]) rmSync(join(dir, sub), { recursive: true, force: true });
+    rmSync(podRootLink(this.deps.runDir, this.key), { force: true });
   }
 
   private async releaseNetwork(): Promise<void> {
