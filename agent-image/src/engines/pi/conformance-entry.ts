@@ -1,7 +1,8 @@
 /**
- * The pi engine as the conformance suite starts it: one Pi process per model endpoint, shared by the
- * cases — each run loads its own session file, so cases stay independent while Pi starts once.
- * Retries are short but bounded.
+ * The pi engine as the conformance suite starts it: two Pi processes per model endpoint, started
+ * before the first case and shared by the cases (each run loads its own session file, so cases stay
+ * independent while Pi starts once). Two, so a case never waits for the previous case's aborted run
+ * to settle. Retries are short but bounded.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +11,7 @@ import { pino } from "pino";
 import type { AgentRuntime, ToolExecutor } from "../../runtime.ts";
 import { createPiRuntime } from "./engine.ts";
 import { PiHost } from "./host.ts";
+import { piHostPool } from "./pool.ts";
 
 /** Starts the engine against `modelUrl`; `create` builds a runtime per case. */
 export async function startPiForConformance(modelUrl: string): Promise<{
@@ -17,21 +19,26 @@ export async function startPiForConformance(modelUrl: string): Promise<{
   close(): Promise<void>;
 }> {
   const dir = mkdtempSync(path.join(tmpdir(), "gatehouse-pi-conformance-"));
-  const host = new PiHost({
-    dir,
-    model: {
-      baseUrl: modelUrl,
-      auth: { apiKey: "unused" },
-      timeoutMs: 10_000,
-      maxRetries: 2,
-      maxRetryDelayMs: 60_000,
-    },
-    logger: pino({ level: "silent" }),
-  });
+  const hosts = ["a", "b"].map(
+    (name) =>
+      new PiHost({
+        dir: path.join(dir, name),
+        model: {
+          baseUrl: modelUrl,
+          auth: { apiKey: "unused" },
+          timeoutMs: 10_000,
+          maxRetries: 2,
+          maxRetryDelayMs: 60_000,
+        },
+        logger: pino({ level: "silent" }),
+      }),
+  );
+  await Promise.all(hosts.map((host) => host.warm()));
+  const pool = piHostPool(hosts);
   return {
     create: ({ model, tools }) =>
       createPiRuntime({
-        host,
+        host: pool,
         model,
         tools,
         maxTurns: 20,
@@ -39,7 +46,7 @@ export async function startPiForConformance(modelUrl: string): Promise<{
         logger: pino({ level: "silent" }),
       }),
     async close() {
-      await host.close();
+      await Promise.all(hosts.map((host) => host.close()));
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -271,12 +271,12 @@ describe("the pi engine", { timeout: 30_000 }, () => {
     expect(events.at(-1)).toMatchObject({
       type: "error",
       kind: "unavailable",
-      message: "pi was killed by SIGKILL (no stderr)",
+      message: expect.stringMatching(/^pi was killed by SIGKILL/),
     });
 
     const next = world.script([{ say: "Back." }]);
     const after = await collect(session(next).send("Again?"));
     expect(after.at(-1)).toMatchObject({ type: "turn_end", text: "Back." });
-    expect(host.starts).toBe(starts + 1);
+    expect(host.starts).toBeGreaterThan(starts);
   });
 });

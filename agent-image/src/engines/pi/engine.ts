@@ -29,13 +29,13 @@ import type {
 import { describeExit, EngineProcessError } from "../subprocess/child.ts";
 import { MODEL_ID, PROVIDER } from "./config-files.ts";
 import { errorEvent } from "./errors.ts";
-import type { PiHost } from "./host.ts";
+import type { PiHosts } from "./host.ts";
 import { PiRun } from "./run.ts";
 import { replayedArguments, sessionFileText } from "./session-file.ts";
 
 export interface PiRuntimeOptions {
-  /** The Pi process this runtime's sessions use (one at a time). */
-  host: PiHost;
+  /** Where runs get their Pi (a host, one run at a time, or a pool of hosts). */
+  host: PiHosts;
   /** The model name the requests carry. */
   model: string;
   tools: ToolExecutor;
@@ -62,7 +62,7 @@ export function createPiRuntime(options: PiRuntimeOptions): AgentRuntime {
 }
 
 function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions): RuntimeSession {
-  const { host, tools: executor, maxTurns, maxToolCalls } = options;
+  const { tools: executor, maxTurns, maxToolCalls } = options;
   const transcript: TranscriptItem[] = [...init.history];
   const state = {
     turn: transcript.reduce(
@@ -137,7 +137,7 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
       yield { type: "error", kind: "limit_exceeded", message: `the session reached maxTurns (${maxTurns})` };
       return;
     }
-    const release = await host.acquire();
+    const { host, release } = await options.host.acquire();
     const piRun = new PiRun(host, signal);
     try {
       // The user's text reaches Pi as the prompt, so the file holds the transcript before it.

@@ -22,6 +22,7 @@ import { defaultRestartPolicy, Restarting, type RestartPolicy } from "../subproc
 import { BRIDGE_SOCKET_ENV, type FromExtension, type RunSetup, type ToExtension } from "./bridge-protocol.ts";
 import { MODEL_ID, type PiModelSettings, PROVIDER, writePiConfig } from "./config-files.ts";
 import { piEntryPoint, piEnvironment } from "./package.ts";
+import { sessionFileText } from "./session-file.ts";
 
 /** One line of Pi's RPC output (an event; responses are matched here). */
 export type PiEvent = { type: string } & Record<string, unknown>;
@@ -74,7 +75,12 @@ function piArguments(sessionFile: string): string[] {
 
 type Pending = { resolve(value: unknown): void; reject(error: Error): void };
 
-export class PiHost {
+/** Where a run gets a Pi from: one host, or a pool of them (pool.ts). */
+export interface PiHosts {
+  acquire(): Promise<{ host: PiHost; release: () => void }>;
+}
+
+export class PiHost implements PiHosts {
   private readonly restarting: Restarting;
   private readonly socketPath: string;
   private readonly agentDir: string;
@@ -115,18 +121,34 @@ export class PiHost {
     return this.child?.running ? this.child.pid : undefined;
   }
 
-  /** Waits for the host; resolves to the release function. */
-  async acquire(): Promise<() => void> {
+  /** Waits for the host; resolves to it and the function that lets the next run have it. */
+  async acquire(): Promise<{ host: PiHost; release: () => void }> {
     const previous = this.queue;
     let release = () => {};
     this.queue = new Promise((resolve) => {
       release = resolve;
     });
     await previous;
-    return () => {
-      this.sink = undefined;
-      release();
+    return {
+      host: this,
+      release: () => {
+        this.sink = undefined;
+        release();
+      },
     };
+  }
+
+  /** Starts Pi now, on an empty session, rather than at the first run (whose time it would take). */
+  async warm(signal?: AbortSignal): Promise<void> {
+    const { release } = await this.acquire();
+    try {
+      this.runs += 1;
+      this.startFile = path.join(this.sessionsDir, `run-${this.runs}.jsonl`);
+      writeFileSync(this.startFile, sessionFileText([], { provider: PROVIDER, model: MODEL_ID, cwd: "/" }));
+      await this.restarting.get(signal);
+    } finally {
+      release();
+    }
   }
 
   /** Loads `sessionText` into Pi (starting it if needed) and sets the run up; events go to `sink`. */
