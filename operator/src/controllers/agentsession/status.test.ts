@@ -24,6 +24,7 @@ const empty: SessionRecord = {
   toolCalls: 0,
   writes: 0,
   releases: 0,
+  compactions: 0,
   agentEvents: 0,
   agentEventBytes: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
@@ -86,7 +87,7 @@ describe("statusFrom", () => {
       session,
       podIn("Running"),
       [pending],
-      { ...empty, toolCalls: 3, turns: 2 },
+      { ...empty, toolCalls: 3, turns: 2, compactions: 4 },
       new Date("2026-11-29T10:00:00Z"),
     );
     expect(status).toMatchObject({
@@ -95,6 +96,7 @@ describe("statusFrom", () => {
       podUID: "pu",
       toolCalls: 3,
       turns: 2,
+      compactions: 4,
       pendingApprovals: ["apr-1"],
       observedGeneration: 1,
     });

@@ -317,6 +317,7 @@ export function statusFrom(
     turns: record.turns,
     toolCalls: record.toolCalls,
     writes: record.writes,
+    compactions: record.compactions,
     usage: record.usage,
     effectiveLimits,
     pendingApprovals: pending.slice(0, MAX_LISTED_APPROVALS).map((a) => a.metadata.name),
