@@ -2,8 +2,9 @@
  * Benchmark of session → model (`make bench`, not `make test`): on a fresh local control plane
  * with the operator and the real agent runtime, alice creates an AgentSession (`kubectl create`, model
  * `scripted/answer`: one answer, no tool) and the time until the scripted model receives the session's
- * first request is measured (the model records each request's arrival time). Sessions run one at a time:
- * each is Completed before the next is created.
+ * first request is measured (the model records each request's arrival time), for each engine the agent
+ * image carries (spec.engine; pi starts Pi as a child process first), interleaved in the same run.
+ * Sessions run one at a time: each is Completed before the next is created.
  *
  * Baseline, measured in the same run and interleaved with the sessions: a direct pod creation to its
  * process start — `kubectl create` of a `gatehouse/testbox:dev` pod, until the process prints `started
@@ -26,6 +27,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ENGINES, type Engine } from "../../operator/src/api/agentsession.ts";
 import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { NAMESPACE, startEnvironment } from "../e2e/environment.ts";
@@ -100,7 +102,7 @@ try {
     BASELINE_NAMESPACE,
   ]);
 
-  const samples: Sample[] = [];
+  const samples: Record<Engine, Sample[]> = { builtin: [], pi: [] };
   const baseline: number[] = [];
   let measuredFromMs = 0;
   for (let i = 0; i < WARMUP + count; i++) {
@@ -127,37 +129,39 @@ try {
       return at ? Number(at) : undefined;
     });
 
-    const session = `bench-start-${i}`;
-    const seen = env.model.requests().at(-1)?.seq ?? 0;
-    const startMs = Date.now();
-    await kubectl.ok(
-      "alice",
-      ["create", "-f", "-"],
-      JSON.stringify({
-        apiVersion: "gatehouse.dev/v1alpha1",
-        kind: "AgentSession",
-        metadata: { name: session, namespace: NAMESPACE },
-        spec: {
-          subject: { user: "alice" },
-          model: { name: "scripted/answer" },
-          messages: [{ text: `Benchmark session ${i}: is the plan fine?` }],
-        },
-      }),
-    );
-    const first = await eventually(`the model's first request of ${session}`, 120_000, async () =>
-      env.model.requests(seen).find((r) => r.path.endsWith("/chat/completions")),
-    );
-    await kubectl.ok("admin", [
-      "wait",
-      "-n",
-      NAMESPACE,
-      "--for=jsonpath={.status.phase}=Completed",
-      "--timeout=120s",
-      `agentsession/${session}`,
-    ]);
-    if (i < WARMUP) continue;
-    baseline.push(processMs - podStart);
-    samples.push({ session, startMs, modelMs: Date.parse(first.time) });
+    if (i >= WARMUP) baseline.push(processMs - podStart);
+    for (const engine of ENGINES) {
+      const session = `bench-start-${engine}-${i}`;
+      const seen = env.model.requests().at(-1)?.seq ?? 0;
+      const startMs = Date.now();
+      await kubectl.ok(
+        "alice",
+        ["create", "-f", "-"],
+        JSON.stringify({
+          apiVersion: "gatehouse.dev/v1alpha1",
+          kind: "AgentSession",
+          metadata: { name: session, namespace: NAMESPACE },
+          spec: {
+            subject: { user: "alice" },
+            engine,
+            model: { name: "scripted/answer" },
+            messages: [{ text: `Benchmark session ${i}: is the plan fine?` }],
+          },
+        }),
+      );
+      const first = await eventually(`the model's first request of ${session}`, 120_000, async () =>
+        env.model.requests(seen).find((r) => r.path.endsWith("/chat/completions")),
+      );
+      await kubectl.ok("admin", [
+        "wait",
+        "-n",
+        NAMESPACE,
+        "--for=jsonpath={.status.phase}=Completed",
+        "--timeout=120s",
+        `agentsession/${session}`,
+      ]);
+      if (i >= WARMUP) samples[engine].push({ session, startMs, modelMs: Date.parse(first.time) });
+    }
   }
 
   // Decompose each sample with the API server's, the node's and the gateway's own timestamps.
@@ -168,83 +172,93 @@ try {
   const completed = new Map(
     gatewayLog.filter((l) => l.msg === "request completed" && l.reqId).map((l) => [l.reqId, l]),
   );
-  const stages = {
-    kubectlStartToApiAnswer: [] as number[],
-    apiAnswerToOperatorPodCreate: [] as number[],
-    podCreateToContainerStart: [] as number[],
-    containerStartToModel: [] as number[],
-    gatewaySessionFetch: [] as number[],
-    gatewayModelProxy: [] as number[],
-  };
-  const totals: number[] = [];
-  const shares: number[] = [];
-  for (const sample of samples) {
-    const create = requests.find(
-      (r) =>
-        r.verb === "create" &&
-        r.resource === "agentsessions" &&
-        r.user === "alice" &&
-        r.name === sample.session,
-    );
-    const podCreate = requests.find(
-      (r) =>
-        r.verb === "create" &&
-        r.resource === "pods" &&
-        !r.subresource &&
-        r.user === CONTROLLER_USERNAME &&
-        r.namespace === NAMESPACE &&
-        r.name?.startsWith(`${sample.session}-agent-`),
-    );
-    if (!create || !podCreate) throw new Error(`no audit record of ${sample.session}'s create or its pod's`);
-    const started = nodeLog.find(
-      (l) => l.msg === "container started" && l.namespace === NAMESPACE && l.name === podCreate.name,
-    );
-    const within = (l: LogLine) => l.time >= podCreate.completedMs && l.time <= sample.modelMs;
-    const fetch = incoming.find((l) => l.req?.url === "/v1/session" && within(l));
-    const fetchMs = fetch?.reqId ? (completed.get(fetch.reqId)?.responseTime ?? 0) : 0;
-    const proxied = incoming.find((l) => l.req?.url?.startsWith("/v1/model/") && within(l));
-    const proxyMs = proxied ? sample.modelMs - proxied.time : 0;
-    const total = sample.modelMs - sample.startMs;
-    const operatorMs = podCreate.receivedMs - create.completedMs;
-    totals.push(total);
-    stages.kubectlStartToApiAnswer.push(create.completedMs - sample.startMs);
-    stages.apiAnswerToOperatorPodCreate.push(operatorMs);
-    if (started) {
-      stages.podCreateToContainerStart.push(started.time - podCreate.receivedMs);
-      stages.containerStartToModel.push(sample.modelMs - started.time);
+  /** One engine's samples by stage, and the operator's and gateway's share. */
+  const decompose = (engineSamples: Sample[]) => {
+    const stages = {
+      kubectlStartToApiAnswer: [] as number[],
+      apiAnswerToOperatorPodCreate: [] as number[],
+      podCreateToContainerStart: [] as number[],
+      containerStartToModel: [] as number[],
+      gatewaySessionFetch: [] as number[],
+      gatewayModelProxy: [] as number[],
+    };
+    const totals: number[] = [];
+    const shares: number[] = [];
+    for (const sample of engineSamples) {
+      const create = requests.find(
+        (r) =>
+          r.verb === "create" &&
+          r.resource === "agentsessions" &&
+          r.user === "alice" &&
+          r.name === sample.session,
+      );
+      const podCreate = requests.find(
+        (r) =>
+          r.verb === "create" &&
+          r.resource === "pods" &&
+          !r.subresource &&
+          r.user === CONTROLLER_USERNAME &&
+          r.namespace === NAMESPACE &&
+          r.name?.startsWith(`${sample.session}-agent-`),
+      );
+      if (!create || !podCreate)
+        throw new Error(`no audit record of ${sample.session}'s create or its pod's`);
+      const started = nodeLog.find(
+        (l) => l.msg === "container started" && l.namespace === NAMESPACE && l.name === podCreate.name,
+      );
+      const within = (l: LogLine) => l.time >= podCreate.completedMs && l.time <= sample.modelMs;
+      const fetch = incoming.find((l) => l.req?.url === "/v1/session" && within(l));
+      const fetchMs = fetch?.reqId ? (completed.get(fetch.reqId)?.responseTime ?? 0) : 0;
+      const proxied = incoming.find((l) => l.req?.url?.startsWith("/v1/model/") && within(l));
+      const proxyMs = proxied ? sample.modelMs - proxied.time : 0;
+      const total = sample.modelMs - sample.startMs;
+      const operatorMs = podCreate.receivedMs - create.completedMs;
+      totals.push(total);
+      stages.kubectlStartToApiAnswer.push(create.completedMs - sample.startMs);
+      stages.apiAnswerToOperatorPodCreate.push(operatorMs);
+      if (started) {
+        stages.podCreateToContainerStart.push(started.time - podCreate.receivedMs);
+        stages.containerStartToModel.push(sample.modelMs - started.time);
+      }
+      stages.gatewaySessionFetch.push(fetchMs);
+      if (proxied) stages.gatewayModelProxy.push(proxyMs);
+      shares.push(((operatorMs + fetchMs + proxyMs) / total) * 100);
     }
-    stages.gatewaySessionFetch.push(fetchMs);
-    if (proxied) stages.gatewayModelProxy.push(proxyMs);
-    shares.push(((operatorMs + fetchMs + proxyMs) / total) * 100);
-  }
-  const sessionToModel = p50p95(totals);
+    const sessionToModel = p50p95(totals);
+    return {
+      sessionToModel,
+      ratio: {
+        p50: ratio(sessionToModel.p50Ms, baselinePod.p50Ms),
+        p95: ratio(sessionToModel.p95Ms, baselinePod.p95Ms),
+      },
+      breakdown: Object.fromEntries(
+        Object.entries(stages)
+          .filter(([, values]) => values.length > 0)
+          .map(([stage, values]) => [stage, p50p95(values)]),
+      ),
+      modelRequestsThroughGateway: stages.gatewayModelProxy.length === engineSamples.length,
+      operatorSharePercent: { p50: percentile(shares, 0.5), p95: percentile(shares, 0.95) },
+    };
+  };
   const baselinePod = p50p95(baseline);
+  const engines = Object.fromEntries(ENGINES.map((engine) => [engine, decompose(samples[engine])]));
   const result = {
     benchmark: "session-start",
     description:
-      "kubectl create of an AgentSession → the model receiving the session's first request (operator, agent pod, runtime start, session fetch), one session at a time, vs kubectl create of a pod → its process's first statement in the same run",
+      "kubectl create of an AgentSession → the model receiving the session's first request (operator, agent pod, runtime start — pi: Pi started as a child —, session fetch), per engine, one session at a time, vs kubectl create of a pod → its process's first statement in the same run",
     sessions: count,
-    sessionToModel,
     baselinePodToProcess: baselinePod,
-    ratio: {
-      p50: ratio(sessionToModel.p50Ms, baselinePod.p50Ms),
-      p95: ratio(sessionToModel.p95Ms, baselinePod.p95Ms),
-    },
-    breakdown: Object.fromEntries(
-      Object.entries(stages)
-        .filter(([, values]) => values.length > 0)
-        .map(([stage, values]) => [stage, p50p95(values)]),
-    ),
-    modelRequestsThroughGateway: stages.gatewayModelProxy.length === samples.length,
-    operatorSharePercent: { p50: percentile(shares, 0.5), p95: percentile(shares, 0.95) },
+    engines,
     measuredAt: new Date().toISOString(),
   };
   writeFileSync(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
-  console.log(
-    `session → first model request over ${count} sessions: p50 ${sessionToModel.p50Ms} ms, p95 ${sessionToModel.p95Ms} ms; ` +
-      `pod → process p50 ${baselinePod.p50Ms} ms, p95 ${baselinePod.p95Ms} ms; ratio p50 ${result.ratio.p50}×; ` +
-      `operator and gateway p50 ${result.operatorSharePercent.p50} % of the whole; stages ${JSON.stringify(result.breakdown)}`,
-  );
+  for (const [engine, e] of Object.entries(engines)) {
+    console.log(
+      `${engine}: session → first model request over ${count} sessions: p50 ${e.sessionToModel.p50Ms} ms, p95 ${e.sessionToModel.p95Ms} ms; ` +
+        `pod → process p50 ${baselinePod.p50Ms} ms, p95 ${baselinePod.p95Ms} ms; ratio p50 ${e.ratio.p50}×; ` +
+        `operator and gateway p50 ${e.operatorSharePercent.p50} % of the whole; stages ${JSON.stringify(e.breakdown)}`,
+    );
+  }
   console.log(`wrote ${RESULTS}`);
 } finally {
   await env.stop();

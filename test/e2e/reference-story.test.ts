@@ -1,13 +1,27 @@
 /**
  * The reference story end to end (DESIGN §1) on the real control plane, local node, Postgres,
  * fake APS and scripted model, through the real operator process and the real agent runtime — the very
- * story `make demo` prints (story.ts). alice's request is approved by her and published exactly once;
- * bob's self-approved request is refused by the APS, and that refusal is final. This file owns bob's
- * path (examples.test.ts checks only that the examples apply and are admitted).
+ * story `make demo` prints (story.ts), played once per engine the agent image carries (spec.engine),
+ * each in an environment of its own. alice's request is approved by her and published exactly once;
+ * bob's self-approved request is refused by the APS, and that refusal is final. Then, per engine, a call
+ * Core denies and an agent pod released while it waits for a decision. This file owns bob's path
+ * (examples.test.ts checks only that the examples apply and are admitted).
  */
+import { readFileSync } from "node:fs";
+import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ENGINES, type Engine } from "../../operator/src/api/agentsession.ts";
+import { containerLogPath } from "../cluster/src/index.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
+import {
+  conversationProblems,
+  conversationRequests,
+  sessionInPhase,
+  sessionOf,
+  startSession,
+  transcriptOf,
+} from "./runtime-sessions.ts";
 import {
   decisionPatch,
   eventually,
@@ -18,19 +32,7 @@ import {
   type TranscriptRow,
 } from "./story.ts";
 
-let env: Environment;
-let report: StoryReport;
 const silent = { say: () => {}, command: () => {} };
-
-beforeAll(async () => {
-  env = await startEnvironment(clusterInfo(), { componentEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" } });
-  await forgetEarlierCheckpoints(env.kubectl);
-  report = await playReferenceStory(env, silent);
-}, 900_000);
-
-afterAll(async () => {
-  await env?.stop();
-});
 
 /** The transcript as `<kind> <tool or status>` steps: what the agent asked and what Core answered. */
 function steps(transcript: TranscriptRow[]): string[] {
@@ -48,192 +50,302 @@ function steps(transcript: TranscriptRow[]): string[] {
   });
 }
 
-describe("alice's request", () => {
-  it("moves her AgentSession through Running and AwaitingApproval to Completed, in that order", () => {
-    expect(report.alice.sessionPhases.join(",")).toMatch(
-      /^(Pending,)?Running,AwaitingApproval,(Running,)?Completed$/,
-    );
+/** The agent container's log of pod `name` (the local node keeps it after the pod ended). */
+async function agentLog(env: Environment, name: string): Promise<{ pod: V1Pod; log: string }> {
+  const pod = await env.kubectl.json<V1Pod>("admin", ["get", "pod", name, "-n", NAMESPACE]);
+  const key = { namespace: NAMESPACE, name, uid: pod.metadata?.uid ?? "" };
+  return { pod, log: readFileSync(containerLogPath(env.cluster.runDir, key, "agent"), "utf8") };
+}
+
+describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engine) => {
+  let env: Environment;
+  let report: StoryReport;
+
+  beforeAll(async () => {
+    const started = Date.now();
+    env = await startEnvironment(clusterInfo(), {
+      componentEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" },
+    });
+    await forgetEarlierCheckpoints(env.kubectl);
+    report = await playReferenceStory(env, silent, { engine });
+    console.log(`reference story with engine ${engine}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }, 900_000);
+
+  afterAll(async () => {
+    await env?.stop();
   });
 
-  it("moves her Approval from Pending through Executing to Succeeded (approved and dispatched in one pass: Decided=True, reason Approved)", () => {
-    expect(report.alice.approvalPhases).toEqual(["Pending", "Executing", "Succeeded"]);
-    expect(report.alice.execution).toMatchObject({ state: "succeeded" });
+  describe("alice's request", () => {
+    it("moves her AgentSession through Running and AwaitingApproval to Completed, in that order", () => {
+      expect(report.alice.sessionPhases.join(",")).toMatch(
+        /^(Pending,)?Running,AwaitingApproval,(Running,)?Completed$/,
+      );
+    });
+
+    it("moves her Approval from Pending through Executing to Succeeded (approved and dispatched in one pass: Decided=True, reason Approved)", () => {
+      expect(report.alice.approvalPhases).toEqual(["Pending", "Executing", "Succeeded"]);
+      expect(report.alice.execution).toMatchObject({ state: "succeeded" });
+    });
+
+    it("publishes in the APS system exactly once, as alice, the version she approved", async () => {
+      const approval = await env.kubectl.json<{ spec: { arguments: string } }>("admin", [
+        "get",
+        "approval",
+        report.alice.approvalName,
+        "-n",
+        NAMESPACE,
+      ]);
+      const approved = JSON.parse(approval.spec.arguments) as { planId: string; version: number };
+      const publishes = env.aps.publishes().filter((p) => p.user === "alice");
+      expect(publishes).toEqual([
+        expect.objectContaining({ planId: approved.planId, version: approved.version }),
+      ]);
+      expect(report.alice.publishExecutions).toEqual(["succeeded"]);
+    });
+
+    it("keeps a transcript of every tool call and its one result, in order, ending in the final answer", () => {
+      expect(steps(report.alice.transcript)).toEqual([
+        "call aps_schedule_read",
+        "result aps_schedule_read succeeded",
+        "call aps_schedule_draft",
+        "result aps_schedule_draft succeeded",
+        "call aps_schedule_publish",
+        "result aps_schedule_publish pending_approval",
+        "approval Succeeded succeeded",
+        "final_answer",
+      ]);
+      // Tool results and approval outcomes come from Core's records, never from the agent.
+      for (const row of report.alice.transcript) {
+        if (row.kind === "tool_result" || row.kind === "approval_outcome") expect(row.source).toBe("core");
+      }
+    });
+
+    it("fills status.result with the agent's answer naming the published version", () => {
+      const published = env.aps.publishes().find((p) => p.user === "alice");
+      expect(report.alice.result).toContain(`published as version ${published?.version}`);
+    });
+
+    it("reports the session's token usage in status.usage", () => {
+      expect(report.alice.usage?.inputTokens).toBeGreaterThan(0);
+      expect(report.alice.usage?.outputTokens).toBeGreaterThan(0);
+    });
   });
 
-  it("publishes in the APS system exactly once, as alice, the version she approved", async () => {
-    const approval = await env.kubectl.json<{ spec: { arguments: string } }>("admin", [
-      "get",
-      "approval",
-      report.alice.approvalName,
-      "-n",
-      NAMESPACE,
-    ]);
-    const approved = JSON.parse(approval.spec.arguments) as { planId: string; version: number };
-    const publishes = env.aps.publishes().filter((p) => p.user === "alice");
-    expect(publishes).toEqual([
-      expect.objectContaining({ planId: approved.planId, version: approved.version }),
-    ]);
-    expect(report.alice.publishExecutions).toEqual(["succeeded"]);
+  describe("bob's self-approved request", () => {
+    it("is refused by the APS: the Approval fails with errorKind forbidden", () => {
+      expect(report.bob.approvalPhases).toEqual(["Pending", "Executing", "Failed"]);
+      expect(report.bob.execution).toMatchObject({ state: "failed", errorKind: "forbidden" });
+    });
+
+    it("reaches the agent as a refusal, which it reports in status.result", () => {
+      const outcome = report.bob.transcript.find((row) => row.kind === "approval_outcome");
+      expect(outcome?.payload).toMatchObject({ phase: "Failed", status: "failed" });
+      expect(String(outcome?.payload.content)).toMatch(/forbidden|lacks the right/);
+      expect(report.bob.result).toMatch(/refused/);
+      expect(report.bob.sessionPhases.at(-1)).toBe("Completed");
+    });
+
+    it("is executed once and never retried: one failed execution, one attempt in the audit log, nothing published", async () => {
+      expect(report.bob.publishExecutions).toEqual(["failed"]);
+      const executionId = report.bob.execution?.id;
+      expect(executionId).toBeDefined();
+      const kinds = await env.pool.query<{ kind: string }>(
+        "SELECT kind FROM audit_log WHERE execution_id = $1 AND kind LIKE 'execution.%' ORDER BY seq",
+        [executionId],
+      );
+      expect(kinds.rows.map((r) => r.kind)).toEqual(["execution.started", "execution.finished"]);
+      expect(env.aps.publishes().filter((p) => p.user === "bob")).toEqual([]);
+      // What bob's account may do, the APS did: his agent's draft exists, made as bob.
+      const drafts = [...(env.aps.state.plans.get("plan-2026-w49")?.versions.values() ?? [])].filter(
+        (version) => version.createdBy === "bob",
+      );
+      expect(drafts).toHaveLength(1);
+    });
   });
 
-  it("keeps a transcript of every tool call and its one result, in order, ending in the final answer", () => {
-    expect(steps(report.alice.transcript)).toEqual([
-      "call aps_schedule_read",
-      "result aps_schedule_read succeeded",
-      "call aps_schedule_draft",
-      "result aps_schedule_draft succeeded",
-      "call aps_schedule_publish",
-      "result aps_schedule_publish pending_approval",
-      "approval Succeeded succeeded",
-      "final_answer",
-    ]);
-    // Tool results and approval outcomes come from Core's records, never from the agent.
-    for (const row of report.alice.transcript) {
-      if (row.kind === "tool_result" || row.kind === "approval_outcome") expect(row.source).toBe("core");
-    }
+  describe("the audit log", () => {
+    it("verifies against the checkpoints kept in the ConfigMap, and records both executions", async () => {
+      expect(report.audit.cli.stderr).toBe("");
+      expect(report.audit.cli.code).toBe(0);
+      expect(report.audit.ok).toBe(true);
+      expect(report.audit.checkpoints).toBeGreaterThan(0);
+      const executions = await env.pool.query<{ execution_id: string }>(
+        "SELECT DISTINCT execution_id FROM audit_log WHERE kind = 'execution.finished' AND execution_id = ANY($1)",
+        [[report.alice.execution?.id, report.bob.execution?.id]],
+      );
+      expect(executions.rowCount).toBe(2);
+    });
+
+    it("names alice as the approver of her publish, read back from the chain alone", () => {
+      expect(report.evidence.cli.stderr).toBe("");
+      expect(report.evidence.namesApprover).toBe(true);
+      expect(report.evidence.cli.stdout).toContain(`Approval plant-a/${report.alice.approvalName}`);
+    });
   });
 
-  it("fills status.result with the agent's answer naming the published version", () => {
-    const published = env.aps.publishes().find((p) => p.user === "alice");
-    expect(report.alice.result).toContain(`published as version ${published?.version}`);
+  describe("the agent pods", () => {
+    it(`run the session's engine, ${engine}`, async () => {
+      for (const part of [report.alice, report.bob]) {
+        const podName = (await sessionOf(env, part.sessionName)).status?.podName ?? "";
+        const { pod, log } = await agentLog(env, podName);
+        const container = pod.spec?.containers[0];
+        expect(container?.env).toContainEqual({ name: "GATEHOUSE_ENGINE", value: engine });
+        if (engine === "pi") expect(log).toMatch(/"engine":"pi".*"msg":"pi started"/);
+        else expect(log).not.toMatch(/"engine":"pi"/);
+      }
+    });
   });
 
-  it("reports the session's token usage in status.usage", () => {
-    expect(report.alice.usage?.inputTokens).toBeGreaterThan(0);
-    expect(report.alice.usage?.outputTokens).toBeGreaterThan(0);
-  });
-});
-
-describe("bob's self-approved request", () => {
-  it("is refused by the APS: the Approval fails with errorKind forbidden", () => {
-    expect(report.bob.approvalPhases).toEqual(["Pending", "Executing", "Failed"]);
-    expect(report.bob.execution).toMatchObject({ state: "failed", errorKind: "forbidden" });
-  });
-
-  it("reaches the agent as a refusal, which it reports in status.result", () => {
-    const outcome = report.bob.transcript.find((row) => row.kind === "approval_outcome");
-    expect(outcome?.payload).toMatchObject({ phase: "Failed", status: "failed" });
-    expect(String(outcome?.payload.content)).toMatch(/forbidden|lacks the right/);
-    expect(report.bob.result).toMatch(/refused/);
-    expect(report.bob.sessionPhases.at(-1)).toBe("Completed");
-  });
-
-  it("is executed once and never retried: one failed execution, one attempt in the audit log, nothing published", async () => {
-    expect(report.bob.publishExecutions).toEqual(["failed"]);
-    const executionId = report.bob.execution?.id;
-    expect(executionId).toBeDefined();
-    const kinds = await env.pool.query<{ kind: string }>(
-      "SELECT kind FROM audit_log WHERE execution_id = $1 AND kind LIKE 'execution.%' ORDER BY seq",
-      [executionId],
-    );
-    expect(kinds.rows.map((r) => r.kind)).toEqual(["execution.started", "execution.finished"]);
-    expect(env.aps.publishes().filter((p) => p.user === "bob")).toEqual([]);
-    // What bob's account may do, the APS did: his agent's draft exists, made as bob.
-    const drafts = [...(env.aps.state.plans.get("plan-2026-w49")?.versions.values() ?? [])].filter(
-      (version) => version.createdBy === "bob",
-    );
-    expect(drafts).toHaveLength(1);
-  });
-});
-
-describe("the audit log", () => {
-  it("verifies against the checkpoints kept in the ConfigMap, and records both executions", async () => {
-    expect(report.audit.cli.stderr).toBe("");
-    expect(report.audit.cli.code).toBe(0);
-    expect(report.audit.ok).toBe(true);
-    expect(report.audit.checkpoints).toBeGreaterThan(0);
-    const executions = await env.pool.query<{ execution_id: string }>(
-      "SELECT DISTINCT execution_id FROM audit_log WHERE kind = 'execution.finished' AND execution_id = ANY($1)",
-      [[report.alice.execution?.id, report.bob.execution?.id]],
-    );
-    expect(executions.rowCount).toBe(2);
+  describe("a call Core denies", () => {
+    it("reaches the model as Core's refusal: nothing runs, no Approval is asked for, and the session completes saying so", async () => {
+      const publishesBefore = env.aps.publishes().length;
+      const session = await startSession(env, `denied-${engine}`, "scripted/reference-story", {
+        limits: { maxWrites: 0 },
+        engine,
+      });
+      const ended = await sessionInPhase(env, session.name, ["Completed", "Failed"], 240_000);
+      expect(ended.status?.phase).toBe("Completed");
+      expect(ended.status?.result).toMatch(/^The publish did not go through: .*writes it is allowed/);
+      const transcript = await transcriptOf(env, session.uid);
+      expect(transcript.filter((row) => row.kind === "tool_result").map((row) => row.payload.status)).toEqual(
+        ["succeeded", "succeeded", "denied"],
+      );
+      const approvals = await env.kubectl.json<{ items: Array<{ spec: { sessionRef: { uid: string } } }> }>(
+        "admin",
+        ["get", "approvals", "-n", NAMESPACE],
+      );
+      expect(approvals.items.filter((a) => a.spec.sessionRef.uid === session.uid)).toEqual([]);
+      expect(env.aps.publishes()).toHaveLength(publishesBefore);
+    });
   });
 
-  it("names alice as the approver of her publish, read back from the chain alone", () => {
-    expect(report.evidence.cli.stderr).toBe("");
-    expect(report.evidence.namesApprover).toBe(true);
-    expect(report.evidence.cli.stdout).toContain(`Approval plant-a/${report.alice.approvalName}`);
+  describe("an agent pod released while it waits for a decision", () => {
+    it("exits after holdPodForSeconds; once approved, a new pod resumes the session from the transcript and publishes once", async () => {
+      const publishesBefore = env.aps.publishes().length;
+      const session = await startSession(env, `held-${engine}`, "scripted/reference-story", {
+        approval: { holdPodForSeconds: 3 },
+        engine,
+      });
+      const approval = await pendingApprovalOf(env, session.uid);
+      const held = await eventually("the held pod to exit", 120_000, async () => {
+        const status = (await sessionOf(env, session.name)).status;
+        if (!status?.podName) return undefined;
+        const { pod } = await agentLog(env, status.podName).catch(() => ({ pod: undefined }));
+        const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
+        return terminated ? { pod, exitCode: terminated.exitCode } : undefined;
+      });
+      expect(held.exitCode).toBe(0);
+      expect((await sessionOf(env, session.name)).status?.phase).toBe("AwaitingApproval");
+
+      await env.kubectl.ok("alice", [
+        "patch",
+        "approval",
+        approval.metadata.name,
+        "-n",
+        NAMESPACE,
+        "--type",
+        "json",
+        "-p",
+        decisionPatch("alice", "Approve"),
+      ]);
+      const ended = await sessionInPhase(env, session.name, ["Completed", "Failed"], 240_000);
+      expect(ended.status?.phase).toBe("Completed");
+      expect(ended.status?.result).toMatch(/published as version \d+/);
+      expect(ended.status?.podUID).not.toBe(held.pod?.metadata?.uid);
+      expect(env.aps.publishes()).toHaveLength(publishesBefore + 1);
+      const resumed = await agentLog(env, ended.status?.podName ?? "");
+      expect(resumed.pod.spec?.containers[0]?.env).toContainEqual({
+        name: "GATEHOUSE_ENGINE",
+        value: engine,
+      });
+      // Every request the model received for this conversation, before and after the release, was
+      // one a real endpoint accepts.
+      const requests = conversationRequests(env, session.text);
+      expect(requests.length).toBeGreaterThanOrEqual(4);
+      for (const request of requests) expect(conversationProblems(request.chat!.messages)).toEqual([]);
+    });
   });
-});
 
-describe("a decision from someone who is not an approver", () => {
-  it("is refused by the API server; nothing executes and the Approval stays Pending", async () => {
-    const name = "bob-approves";
-    const session = {
-      apiVersion: "gatehouse.dev/v1alpha1",
-      kind: "AgentSession",
-      metadata: { name, namespace: NAMESPACE },
-      spec: {
-        subject: { user: "alice" },
-        model: { name: "scripted/reference-story" },
-        messages: [{ text: "Push next week's production plan back by one day." }],
-      },
-    };
-    const publishesBefore = env.aps.publishes().length;
-    await env.kubectl.ok("alice", ["create", "-f", "-"], JSON.stringify(session));
-    const uid = (
-      await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])
-    ).stdout;
-    const approval = await pendingApprovalOf(env, uid);
-    const before = await env.kubectl.json<{ metadata: { resourceVersion: string } }>("admin", [
-      "get",
-      "approval",
-      approval.metadata.name,
-      "-n",
-      NAMESPACE,
-    ]);
-
-    const refused = await env.kubectl.run("bob", [
-      "patch",
-      "approval",
-      approval.metadata.name,
-      "-n",
-      NAMESPACE,
-      "--type",
-      "json",
-      "-p",
-      decisionPatch("bob", "Approve"),
-    ]);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(/decision-approver: bob is not an approver/);
-
-    const current = await env.kubectl.json<{
-      metadata: { resourceVersion: string };
-      spec: { decisions: unknown[] };
-      status?: { phase?: string };
-    }>("admin", ["get", "approval", approval.metadata.name, "-n", NAMESPACE]);
-    expect(current.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
-    expect(current.spec.decisions).toEqual([]);
-    expect(current.status?.phase).toBe("Pending");
-    expect(env.aps.publishes()).toHaveLength(publishesBefore);
-    const publishRows = await env.pool.query(
-      "SELECT id FROM executions WHERE session_uid = $1 AND capability = 'aps.schedule.publish'",
-      [uid],
-    );
-    expect(publishRows.rowCount).toBe(0);
-    await env.kubectl.ok("alice", [
-      "patch",
-      "ags",
-      name,
-      "-n",
-      NAMESPACE,
-      "--type",
-      "merge",
-      "-p",
-      '{"spec":{"cancel":true}}',
-    ]);
-    // Nobody waits for the decision any more: the operator cancels the Approval, and it stays unexecuted.
-    const cancelled = await eventually("the Approval to be Cancelled", 60_000, async () => {
-      const latest = await env.kubectl.json<{ status?: { phase?: string; execution?: unknown } }>("admin", [
+  // Admission, whatever the engine: played once.
+  describe.runIf(engine === "builtin")("a decision from someone who is not an approver", () => {
+    it("is refused by the API server; nothing executes and the Approval stays Pending", async () => {
+      const name = "bob-approves";
+      const session = {
+        apiVersion: "gatehouse.dev/v1alpha1",
+        kind: "AgentSession",
+        metadata: { name, namespace: NAMESPACE },
+        spec: {
+          subject: { user: "alice" },
+          model: { name: "scripted/reference-story" },
+          messages: [{ text: "Push next week's production plan back by one day." }],
+        },
+      };
+      const publishesBefore = env.aps.publishes().length;
+      await env.kubectl.ok("alice", ["create", "-f", "-"], JSON.stringify(session));
+      const uid = (
+        await env.kubectl.ok("alice", ["get", "ags", name, "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}"])
+      ).stdout;
+      const approval = await pendingApprovalOf(env, uid);
+      const before = await env.kubectl.json<{ metadata: { resourceVersion: string } }>("admin", [
         "get",
         "approval",
         approval.metadata.name,
         "-n",
         NAMESPACE,
       ]);
-      return latest.status?.phase === "Cancelled" ? latest : undefined;
+
+      const refused = await env.kubectl.run("bob", [
+        "patch",
+        "approval",
+        approval.metadata.name,
+        "-n",
+        NAMESPACE,
+        "--type",
+        "json",
+        "-p",
+        decisionPatch("bob", "Approve"),
+      ]);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(/decision-approver: bob is not an approver/);
+
+      const current = await env.kubectl.json<{
+        metadata: { resourceVersion: string };
+        spec: { decisions: unknown[] };
+        status?: { phase?: string };
+      }>("admin", ["get", "approval", approval.metadata.name, "-n", NAMESPACE]);
+      expect(current.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+      expect(current.spec.decisions).toEqual([]);
+      expect(current.status?.phase).toBe("Pending");
+      expect(env.aps.publishes()).toHaveLength(publishesBefore);
+      const publishRows = await env.pool.query(
+        "SELECT id FROM executions WHERE session_uid = $1 AND capability = 'aps.schedule.publish'",
+        [uid],
+      );
+      expect(publishRows.rowCount).toBe(0);
+      await env.kubectl.ok("alice", [
+        "patch",
+        "ags",
+        name,
+        "-n",
+        NAMESPACE,
+        "--type",
+        "merge",
+        "-p",
+        '{"spec":{"cancel":true}}',
+      ]);
+      // Nobody waits for the decision any more: the operator cancels the Approval, and it stays unexecuted.
+      const cancelled = await eventually("the Approval to be Cancelled", 60_000, async () => {
+        const latest = await env.kubectl.json<{ status?: { phase?: string; execution?: unknown } }>("admin", [
+          "get",
+          "approval",
+          approval.metadata.name,
+          "-n",
+          NAMESPACE,
+        ]);
+        return latest.status?.phase === "Cancelled" ? latest : undefined;
+      });
+      expect(cancelled.status?.execution).toBeUndefined();
+      expect(env.aps.publishes()).toHaveLength(publishesBefore);
     });
-    expect(cancelled.status?.execution).toBeUndefined();
-    expect(env.aps.publishes()).toHaveLength(publishesBefore);
   });
 });

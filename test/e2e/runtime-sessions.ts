@@ -7,6 +7,7 @@
  * assistant message, in call order; arguments that are JSON objects).
  */
 import { randomBytes } from "node:crypto";
+import type { Engine } from "../../operator/src/api/agentsession.ts";
 import type { RecordedRequest } from "../fakes/src/model/index.ts";
 import type { Environment } from "./environment.ts";
 import { NAMESPACE } from "./environment.ts";
@@ -44,6 +45,8 @@ export interface SessionObject {
 export interface SessionOptions {
   limits?: Record<string, number>;
   approval?: { holdPodForSeconds?: number };
+  /** spec.engine; default none (builtin). */
+  engine?: Engine;
 }
 
 /** alice creates a session asking `model` (e.g. `scripted/reference-story`); returns its name, uid and text. */
@@ -69,6 +72,7 @@ export async function startSession(
         messages: [{ text }],
         ...(options.limits ? { limits: options.limits } : {}),
         ...(options.approval ? { approval: options.approval } : {}),
+        ...(options.engine ? { engine: options.engine } : {}),
       },
     }),
   );

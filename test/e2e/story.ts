@@ -16,7 +16,8 @@
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
+import type { Engine } from "../../operator/src/api/agentsession.ts";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/witness/configmap-data.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
@@ -41,6 +42,8 @@ export interface StoryOptions {
    * endpoint's model, e.g. `gpt-4o-mini`); the session files are then sent on stdin with that name.
    */
   model?: string;
+  /** The sessions' spec.engine (default: the examples' own, none, which is builtin). */
+  engine?: Engine;
 }
 
 /** One transcript event of a session, as stored in Postgres `session_events`. */
@@ -255,7 +258,6 @@ export function transcriptLines(rows: TranscriptRow[]): string[] {
   });
 }
 
-/** `kubectl create -f <examples/plant-a/file>` as `user`, with the model name replaced when asked. */
 /**
  * Clears what an earlier story on this cluster left under a fixed session name: the session itself
  * (foreground deletion, so it goes only after its pods) and any agent pod of that name still being
@@ -284,6 +286,7 @@ async function clearLeftovers(env: Environment, sessionName: string): Promise<vo
   });
 }
 
+/** `kubectl create -f <examples/plant-a/file>` as `user`, with the model name and engine set when asked. */
 async function createSession(
   env: Environment,
   user: string,
@@ -295,9 +298,11 @@ async function createSession(
   if (fixedName) await clearLeftovers(env, fixedName);
   // Relative to the repository when run from it (make demo), so the printed command reads as typed.
   const shown = relative(process.cwd(), path).startsWith("..") ? path : relative(process.cwd(), path);
-  if (!options.model) return env.kubectl.ok(user, ["create", "-f", shown]);
-  const text = readFileSync(path, "utf8").replace("name: scripted/reference-story", `name: ${options.model}`);
-  return env.kubectl.ok(user, ["create", "-f", "-"], text);
+  if (!options.model && !options.engine) return env.kubectl.ok(user, ["create", "-f", shown]);
+  const session = parse(readFileSync(path, "utf8")) as { spec: { model: { name: string }; engine?: Engine } };
+  if (options.model) session.spec.model.name = options.model;
+  if (options.engine) session.spec.engine = options.engine;
+  return env.kubectl.ok(user, ["create", "-f", "-"], stringify(session));
 }
 
 /**

@@ -185,6 +185,7 @@ describe("values.schema.json", () => {
     ["database.migrate.backoffLimit=-1", "/database/migrate/backoffLimit"],
     ["gateway.limits.maxInFlight=0", "/gateway/limits/maxInFlight"],
     ["gateway.limits.modelRequestBytes=1024", "/gateway/limits/modelRequestBytes"],
+    ["engines.allowed={codex}", "/engines/allowed/0"],
   ])("refuses --set %s and names %s", async (set, field) => {
     const result = await helm(["template", "gatehouse", CHART_DIR, "--set", set]);
     expect(result.code).not.toBe(0);
@@ -315,6 +316,26 @@ describe("what the chart renders", () => {
       .filter((p) => JSON.stringify(p).includes("gh-gateway"))
       .map((p) => p.metadata.name);
     expect(exempting).toEqual(["gatehouse-approval-create"]);
+  });
+
+  it("lists the allowed engines in ConfigMap gatehouse-engines of the release namespace, where the engine policy's binding reads them", async () => {
+    const engines = (manifests: Manifest[]) => one(manifests, "ConfigMap", "gatehouse-engines");
+    expect(engines(defaults).data).toEqual({ allowed: "builtin" });
+    const other = await renderChart({
+      release: "gh",
+      namespace: "agents-control",
+      valuesFiles: ["charts/gatehouse/ci/default.yaml"],
+      setJson: { engines: { allowed: ["builtin", "pi"] } },
+    });
+    expect(engines(other).metadata).toMatchObject({ namespace: "agents-control" });
+    expect(engines(other).metadata.annotations?.[KEEP]).toBeUndefined();
+    expect(engines(other).data).toEqual({ allowed: "builtin,pi" });
+    const binding = one(other, "ValidatingAdmissionPolicyBinding", "gatehouse-agentsession-engine");
+    expect(binding.spec).toMatchObject({
+      policyName: "gatehouse-agentsession-engine",
+      paramRef: { name: "gatehouse-engines", namespace: "agents-control", parameterNotFoundAction: "Deny" },
+      validationActions: ["Deny"],
+    });
   });
 
   it.each([

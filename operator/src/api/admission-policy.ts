@@ -20,6 +20,11 @@ export interface PolicyDefinition {
   matchConditions?: Array<{ name: string; expression: string }>;
   variables?: Array<{ name: string; expression: string }>;
   validations: Validation[];
+  /**
+   * The policy's parameter: a ConfigMap of this name in the operator's namespace (the binding's
+   * paramRef, `parameterNotFoundAction: Deny`), read by the rules as `params`.
+   */
+  params?: { configMap: string };
 }
 
 /**

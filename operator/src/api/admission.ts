@@ -22,10 +22,12 @@ import {
   APPROVAL_OPERATOR,
   APPROVAL_RESOLVE,
 } from "./admission-approval.ts";
+import { SESSION_ENGINE } from "./admission-engine.ts";
 import { CONTROLLER, type PolicyDefinition, USER } from "./admission-policy.ts";
 import { SESSION_CREATE, SESSION_UPDATE } from "./admission-session.ts";
 import { GROUP } from "./kinds.ts";
 import { StatusReason } from "./status/kubernetes.ts";
+import { OPERATOR_NAMESPACE } from "./well-known.ts";
 
 type Manifest = Record<string, unknown>;
 
@@ -55,12 +57,16 @@ export const POLICIES: readonly PolicyDefinition[] = [
   STATUS,
   SESSION_CREATE,
   SESSION_UPDATE,
+  SESSION_ENGINE,
 ];
 
 const PART_OF = { "app.kubernetes.io/part-of": "gatehouse" };
 
-/** The ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding manifests of every policy. */
-export function admissionManifests(): Manifest[] {
+/**
+ * The ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding manifests of every policy; a
+ * policy's parameter ConfigMap is looked up in `namespace`, the operator's.
+ */
+export function admissionManifests(namespace: string = OPERATOR_NAMESPACE): Manifest[] {
   return POLICIES.flatMap((p) => [
     {
       apiVersion: "admissionregistration.k8s.io/v1",
@@ -85,13 +91,20 @@ export function admissionManifests(): Manifest[] {
         ...(p.matchConditions ? { matchConditions: p.matchConditions } : {}),
         ...(p.variables ? { variables: p.variables } : {}),
         validations: p.validations,
+        ...(p.params ? { paramKind: { apiVersion: "v1", kind: "ConfigMap" } } : {}),
       },
     },
     {
       apiVersion: "admissionregistration.k8s.io/v1",
       kind: "ValidatingAdmissionPolicyBinding",
       metadata: { name: p.name, labels: PART_OF },
-      spec: { policyName: p.name, validationActions: ["Deny"] },
+      spec: {
+        policyName: p.name,
+        ...(p.params
+          ? { paramRef: { name: p.params.configMap, namespace, parameterNotFoundAction: "Deny" } }
+          : {}),
+        validationActions: ["Deny"],
+      },
     },
   ]);
 }

@@ -4,15 +4,24 @@ import { Conditions, Dns1123Label, Dns1123Subdomain, Subject } from "./common.ts
 import { AGENT_SESSION_VOCABULARY, SESSION_PHASES } from "./status/agentsession.ts";
 import { conditionsDescription, phaseDescription } from "./status/words.ts";
 
+/**
+ * The engines the agent image carries (agent-image/src/engines/select.ts). Which of them a session may
+ * use is the installation's choice, made by admission (admission-engine.ts).
+ */
+export const ENGINES = ["builtin", "pi"] as const;
+export type Engine = (typeof ENGINES)[number];
+
 export const AgentSessionSpec = z
   .object({
     subject: Subject.describe(
       "Who the agent acts for. On create, user must equal the requesting user and groups must be a subset of the requester's groups.",
     ),
     engine: z
-      .enum(["builtin"])
+      .enum(ENGINES)
       .default("builtin")
-      .describe("Agent engine; builtin is Gatehouse's own loop on the OpenAI SDK."),
+      .describe(
+        "Agent engine: builtin is Gatehouse's own loop on the OpenAI SDK; pi runs Pi in the agent pod. Admission allows only the engines of the chart value engines.allowed (default builtin). Immutable.",
+      ),
     model: z
       .object({
         name: z.string().min(1).max(256).describe("Model name sent to the endpoint."),

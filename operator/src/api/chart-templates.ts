@@ -3,7 +3,8 @@
  * crds/: the CRDs, the admission policies and the persona ClusterRoles, annotated
  * `helm.sh/resource-policy: keep` (uninstalling a release must not delete every AgentSession, Approval
  * and the API they live in), and the components' RBAC. What depends on the release is a Helm
- * expression: the components' user names in the admission policies, their RBAC objects' names and
+ * expression: the components' user names in the admission policies, the engine policy's ConfigMap
+ * (its namespace and list, from `engines.allowed`), their RBAC objects' names and
  * namespaces, the model key Secrets the gateway may read, and where identity-binding Secrets may be
  * listed and pods created. Helpers named here live in `charts/gatehouse/templates/_helpers.tpl`.
  *
@@ -12,6 +13,7 @@
  */
 import { stringify } from "yaml";
 import { admissionManifests } from "./admission.ts";
+import { enginesConfigMap } from "./admission-engine.ts";
 import { crdFor } from "./crd.ts";
 import { KINDS } from "./kinds.ts";
 import {
@@ -52,6 +54,7 @@ const PLACEHOLDERS: Record<string, string> = {
   __GATEHOUSE_NAMESPACE__: "{{ $.Release.Namespace }}",
   __GATEHOUSE_LEADER_NAMESPACE__: "{{ $keysNamespace }}",
   __GATEHOUSE_RANGE_NAMESPACE__: "{{ . }}",
+  __GATEHOUSE_ENGINES_ALLOWED__: '{{ join "," .Values.engines.allowed | quote }}',
 };
 
 /** Template variables the placeholders use: each component's name and ServiceAccount, and more. */
@@ -91,9 +94,15 @@ function template(docs: Manifest[], prelude = ""): string {
   return CHART_HEADER + prelude + body(docs);
 }
 
-/** The admission policies, with the release's controller and gateway ServiceAccounts. */
+/**
+ * The admission policies, with the release's controller and gateway ServiceAccounts, and the engine
+ * policy's ConfigMap in the release namespace from `engines.allowed` (the release's: not kept).
+ */
 function admissionTemplate(): string {
-  const docs = admissionManifests().map(kept);
+  const docs = [
+    ...admissionManifests("__GATEHOUSE_NAMESPACE__").map(kept),
+    enginesConfigMap("__GATEHOUSE_NAMESPACE__", "__GATEHOUSE_ENGINES_ALLOWED__"),
+  ];
   const text = JSON.stringify(docs)
     .replaceAll(`'${CONTROLLER_USERNAME}'`, "'__GATEHOUSE_CONTROLLER_USERNAME__'")
     .replaceAll(`'${GATEWAY_USERNAME}'`, "'__GATEHOUSE_GATEWAY_USERNAME__'");

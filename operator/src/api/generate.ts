@@ -8,7 +8,7 @@
  * - deploy/: the components' bindings and namespace Roles for the local cluster (ServiceAccounts
  *   gatehouse-system/gatehouse-gateway and gatehouse-controller, model key Secret gatehouse-model-key):
  *   gateway-rbac.yaml, controller-rbac.yaml, and namespaced-rbac.yaml (identity-binding and pod
- *   bindings in the local cluster's namespaces);
+ *   bindings in the local cluster's namespaces), and engines.yaml (the engines it allows: all);
  * - docs/troubleshooting.md: the tables of phases, conditions and reasons between its markers, from
  *   the vocabulary modules of status/ (troubleshooting.ts); the text around them is kept.
  *
@@ -20,6 +20,8 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { dirname, join } from "node:path";
 import { stringify } from "yaml";
 import { admissionManifests } from "./admission.ts";
+import { ENGINES_CHART_VALUE, enginesConfigMap } from "./admission-engine.ts";
+import { ENGINES } from "./agentsession.ts";
 import { chartTemplates } from "./chart-templates.ts";
 import { crdFor } from "./crd.ts";
 import { KINDS } from "./kinds.ts";
@@ -46,6 +48,12 @@ export const LOCAL_IDENTITY_BINDING_NAMESPACES = ["plant-a", "plant-b"] as const
  * bound cluster-wide.
  */
 export const LOCAL_WATCH_NAMESPACES: readonly string[] = [];
+
+/**
+ * The engines the local cluster allows (ConfigMap gatehouse-engines): every engine the agent image
+ * carries, so the e2e suite and the demo run each; the chart's default allows builtin alone.
+ */
+export const LOCAL_ALLOWED_ENGINES: readonly string[] = ENGINES;
 
 /** Folders (relative to the repo root) the generator owns entirely. */
 export const GENERATED_FOLDERS = ["crds", "charts/gatehouse/templates/generated"] as const;
@@ -102,6 +110,15 @@ export function allGeneratedFiles(): Map<string, string> {
       HEADER,
       note(
         `The controller's bindings for the local cluster (test/e2e/environment.ts): ServiceAccount\n# ${OPERATOR_NAMESPACE}/${COMPONENT_SERVICE_ACCOUNTS.controller}.`,
+      ),
+    ),
+  );
+  files.set(
+    "deploy/engines.yaml",
+    yaml([enginesConfigMap(OPERATOR_NAMESPACE, LOCAL_ALLOWED_ENGINES.join(","))]).replace(
+      HEADER,
+      note(
+        `The engines the local cluster allows: ${LOCAL_ALLOWED_ENGINES.join(", ")} (admission policy gatehouse-agentsession-engine;\n# the chart's value ${ENGINES_CHART_VALUE}).`,
       ),
     ),
   );

@@ -229,6 +229,24 @@ describe("an AgentSession's pod and status, by phase and reason", () => {
     expect(problemsOf(row, await pass(row))).toEqual([]);
   });
 
+  it("a pi session's first pass creates a pod that runs pi, with its engine directory", async () => {
+    const base = sessionOf();
+    const outcome = await pass({
+      ...ROWS[0]!,
+      session: { ...base, spec: { ...base.spec, engine: "pi" } },
+    });
+    const created = outcome.writer.calls.flatMap((c) => (c.kind === "createPod" ? [c.pod] : []));
+    expect(created).toHaveLength(1);
+    const agent = created[0]!.spec!.containers[0]!;
+    expect(agent.env).toEqual(
+      expect.arrayContaining([
+        { name: "GATEHOUSE_ENGINE", value: "pi" },
+        { name: "GATEHOUSE_ENGINE_DIR", value: "/tmp/gatehouse-engine" },
+      ]),
+    );
+    expect(created[0]!.spec!.volumes).toContainEqual({ name: "engine", emptyDir: { sizeLimit: "256Mi" } });
+  });
+
   it("a second pass on the status the first wrote writes nothing and says nothing again", async () => {
     for (const row of ROWS.filter((r) => r.requeueAfterMs === POLL_INTERVAL_MS && r.pod)) {
       const first = await pass(row);

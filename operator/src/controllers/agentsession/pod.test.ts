@@ -121,3 +121,64 @@ describe("an agent pod with a Sidecar provider holding credentials", () => {
     ]);
   });
 });
+
+describe("the engine the agent pod runs (spec.engine)", () => {
+  const podOf = (engine: "builtin" | "pi") =>
+    agentPodFor({ ...session, spec: { ...session.spec, engine } }, 1, {
+      image: "gatehouse/agent:dev",
+      gatewayUrl: "http://10.88.0.1:8443",
+      remainingSeconds: 600,
+      resources: {},
+    });
+  const ROWS = [
+    { engine: "builtin", dir: undefined, mounts: ["gatehouse-token"], volumes: ["gatehouse-token"] },
+    {
+      engine: "pi",
+      dir: "/tmp/gatehouse-engine",
+      mounts: ["gatehouse-token", "engine"],
+      volumes: ["gatehouse-token", "engine"],
+    },
+  ] as const;
+
+  it.each(ROWS)("$engine: GATEHOUSE_ENGINE, the engine directory, its volume and mount", (row) => {
+    const pod = podOf(row.engine);
+    const agent = pod.spec!.containers[0]!;
+    const env = Object.fromEntries((agent.env ?? []).map((e) => [e.name, e.value]));
+    expect(env.GATEHOUSE_ENGINE).toBe(row.engine);
+    expect(env.GATEHOUSE_ENGINE_DIR).toBe(row.dir);
+    expect(agent.volumeMounts?.map((m) => m.name)).toEqual(row.mounts);
+    expect(pod.spec?.volumes?.map((v) => v.name)).toEqual(row.volumes);
+    // Whatever the engine, the root filesystem stays read-only and the pod holds no secret.
+    expect(agent.securityContext?.readOnlyRootFilesystem).toBe(true);
+    expect(agent.securityContext?.runAsNonRoot).toBe(true);
+    expect(Object.keys(env).some((k) => /KEY|SECRET|PASSWORD/.test(k))).toBe(false);
+  });
+
+  it("pi: writes only in a size-limited emptyDir mounted where GATEHOUSE_ENGINE_DIR says", () => {
+    const pod = podOf("pi");
+    const agent = pod.spec!.containers[0]!;
+    const env = Object.fromEntries((agent.env ?? []).map((e) => [e.name, e.value]));
+    const volume = pod.spec!.volumes!.find((v) => v.name === "engine")!;
+    expect(volume).toEqual({ name: "engine", emptyDir: { sizeLimit: "256Mi" } });
+    expect(agent.volumeMounts?.find((m) => m.name === "engine")).toEqual({
+      name: "engine",
+      mountPath: env.GATEHOUSE_ENGINE_DIR,
+    });
+    // The token's mount stays read-only; only the engine's directory is writable.
+    expect(agent.volumeMounts?.filter((m) => !m.readOnly).map((m) => m.mountPath)).toEqual([
+      "/tmp/gatehouse-engine",
+    ]);
+  });
+
+  it("a session without spec.engine (stored before the field was defaulted) runs builtin", () => {
+    const { engine: _, ...spec } = session.spec;
+    const pod = agentPodFor({ ...session, spec } as AgentSession, 1, {
+      image: "gatehouse/agent:dev",
+      gatewayUrl: "http://10.88.0.1:8443",
+      remainingSeconds: 600,
+      resources: {},
+    });
+    expect(pod.spec!.containers[0]!.env).toContainEqual({ name: "GATEHOUSE_ENGINE", value: "builtin" });
+    expect(pod.spec!.volumes!.map((v) => v.name)).toEqual(["gatehouse-token"]);
+  });
+});

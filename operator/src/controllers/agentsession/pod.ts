@@ -2,7 +2,8 @@
  * The agent pod of a session (pure; DESIGN §7): non-root, read-only root filesystem, no privilege
  * escalation, all capabilities dropped, RuntimeDefault seccomp, no ServiceAccount token automount —
  * only a projected token with audience `gatehouse`, which the gateway binds to this pod's UID.
- * `activeDeadlineSeconds` is the remaining session timeout.
+ * `activeDeadlineSeconds` is the remaining session timeout. The agent runs spec.engine
+ * (GATEHOUSE_ENGINE); a subprocess engine (pi) also gets a size-limited emptyDir to write in.
  */
 import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
 import { MODEL_PROXY_PATH } from "../../api/agent-protocol.ts";
@@ -25,6 +26,16 @@ export const TOKEN_EXPIRATION_SECONDS = 600;
  * to this group, so the non-root sidecar reads them by group and nobody else by "other".
  */
 export const AGENT_POD_ID = 65532;
+
+/**
+ * A subprocess engine's writable directory (GATEHOUSE_ENGINE_DIR; pi: its settings, session files, the
+ * tool bridge's socket): an emptyDir, since the root filesystem stays read-only. The builtin engine
+ * writes nothing and gets none.
+ */
+export const ENGINE_DIR = "/tmp/gatehouse-engine";
+export const ENGINE_VOLUME = "engine";
+/** Bounds what a subprocess engine writes (one session file per run, each the transcript as Pi reads it). */
+export const ENGINE_DIR_SIZE_LIMIT = "256Mi";
 
 /** What the pod needs beyond the session itself. */
 export interface AgentPodSettings {
@@ -64,6 +75,8 @@ export function agentPodFor(
   resumes = 0,
   continuations = 0,
 ): V1Pod {
+  const engine = session.spec.engine ?? "builtin";
+  const subprocess = engine !== "builtin";
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -110,8 +123,13 @@ export function agentPodFor(
             { name: "GATEHOUSE_TOKEN_FILE", value: `${TOKEN_DIR}/token` },
             // The gateway's model proxy: it adds the endpoint's key, so the pod holds none (DESIGN §7).
             { name: "MODEL_BASE_URL", value: modelBaseUrlOf(settings.gatewayUrl) },
+            { name: "GATEHOUSE_ENGINE", value: engine },
+            ...(subprocess ? [{ name: "GATEHOUSE_ENGINE_DIR", value: ENGINE_DIR }] : []),
           ],
-          volumeMounts: [{ name: "gatehouse-token", mountPath: TOKEN_DIR, readOnly: true }],
+          volumeMounts: [
+            { name: "gatehouse-token", mountPath: TOKEN_DIR, readOnly: true },
+            ...(subprocess ? [{ name: ENGINE_VOLUME, mountPath: ENGINE_DIR }] : []),
+          ],
           securityContext: {
             allowPrivilegeEscalation: false,
             readOnlyRootFilesystem: true,
@@ -136,6 +154,7 @@ export function agentPodFor(
             ],
           },
         },
+        ...(subprocess ? [{ name: ENGINE_VOLUME, emptyDir: { sizeLimit: ENGINE_DIR_SIZE_LIMIT } }] : []),
         ...(settings.sidecars?.volumes ?? []),
       ],
     },

@@ -65,6 +65,9 @@ describe("which policies protect Approvals", () => {
       ]),
     );
     expect(rendered.policies.map((p) => p.metadata?.name)).not.toContain("gatehouse-agentsession-create");
+    // The engine policy guards sessions, not decisions: its ConfigMap's namespace (the release's) is no
+    // part of what the decision guard compares.
+    expect(rendered.policies.map((p) => p.metadata?.name)).not.toContain("gatehouse-agentsession-engine");
     expect(rendered.bindings.map((b) => b.spec?.policyName)).toEqual(
       rendered.policies.map((p) => p.metadata?.name),
     );
