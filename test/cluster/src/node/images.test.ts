@@ -1,7 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../../../../agent-image/src/config.ts";
+import { piEntryPoint } from "../../../../agent-image/src/engines/pi/package.ts";
+import { ENGINES } from "../../../../operator/src/api/agentsession.ts";
 import { REPO_ROOT } from "../paths.ts";
 import { containerArgv, registerImage, resolveImage } from "./images.ts";
 
@@ -50,5 +53,21 @@ describe("images registered at run time", () => {
         codeDir: "/src/old",
       }),
     ).toThrow(/image "gatehouse\/nothing:dev" is not in the local node's image map/);
+  });
+});
+
+describe("the agent image on the local node", () => {
+  it("runs every engine spec.engine allows: the agent's configuration takes each, and Pi's entry point resolves beside the mapped program", () => {
+    for (const engine of ENGINES) {
+      expect(
+        loadConfig({ GATEHOUSE_ENGINE: engine, GATEHOUSE_GATEWAY_URL: "http://10.88.0.1:8443" }).engine,
+      ).toBe(engine);
+    }
+    // The agent runs from the repo root (IMAGE_COMMANDS), and finds Pi as Node finds packages from its
+    // own folder: the workspace's node_modules.
+    const agent = resolveImage(join(tmpdir(), "no-run-dir"), "gatehouse/agent:dev");
+    expect(agent).toEqual({ command: ["node", "agent-image/src/main.ts"], cwd: REPO_ROOT });
+    expect(existsSync(piEntryPoint())).toBe(true);
+    expect(piEntryPoint().startsWith(REPO_ROOT)).toBe(true);
   });
 });
