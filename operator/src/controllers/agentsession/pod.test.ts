@@ -164,6 +164,8 @@ describe("the engine the agent pod runs (spec.engine)", () => {
       name: "engine",
       mountPath: env.GATEHOUSE_ENGINE_DIR,
     });
+    // The same labels as a builtin pod: the agent NetworkPolicy (gateway and DNS only) selects it alike.
+    expect(pod.metadata?.labels).toEqual(podOf("builtin").metadata?.labels);
     // The token's mount stays read-only; only the engine's directory is writable.
     expect(agent.volumeMounts?.filter((m) => !m.readOnly).map((m) => m.mountPath)).toEqual([
       "/tmp/gatehouse-engine",
