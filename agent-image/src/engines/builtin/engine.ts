@@ -34,6 +34,8 @@ import type {
   ToolInvocation,
   TranscriptCall,
 } from "../../runtime.ts";
+import { kindOfStatus } from "../model-errors.ts";
+import { type ErrorEvent, sessionSend } from "../session-send.ts";
 import type { ChatMessage } from "./compaction.ts";
 import { ContextError, DEFAULT_CONTEXT_WINDOW, isContextOverflow, ModelContext } from "./context.ts";
 import { emptyAnswer, type MergedAnswer, mergeChunk, toolCallsOf } from "./delta-merge.ts";
@@ -76,16 +78,6 @@ function digest(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
-/** The shared error kind of a model endpoint's HTTP status. */
-function kindOfStatus(status: number): string {
-  if (status === 429 || status >= 500) return "unavailable";
-  if (status === 401 || status === 403) return "forbidden";
-  if (status === 404) return "not_found";
-  // Any other 4xx refuses the request itself: asking again, from this pod or a new one, gets the same.
-  if (status >= 400 && status < 500) return "invalid_arguments";
-  return "internal";
-}
-
 /** The error a model request ends the run with, after `why` it was not retried; `final` as `isFinalFailure`. */
 function modelRequestError(error: unknown, why: string, final: boolean): ModelRequestError {
   const message = error instanceof Error ? error.message : String(error);
@@ -108,7 +100,7 @@ function modelRequestError(error: unknown, why: string, final: boolean): ModelRe
 }
 
 /** Maps whatever stopped the loop to an `error` event with a shared kind. */
-function errorEvent(error: unknown, signal: AbortSignal): RuntimeEvent {
+function errorEvent(error: unknown, signal: AbortSignal): ErrorEvent {
   if (signal.aborted) return { type: "error", kind: "aborted", message: "the run was aborted" };
   const message = error instanceof Error ? error.message : String(error);
   const kind = (error as { kind?: unknown }).kind;
@@ -145,8 +137,6 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
     (count, item) => (item.role === "assistant" ? count + item.calls.length : count),
     0,
   );
-  const controller = new AbortController();
-  let running = false;
   const logger = options.logger.child({ engine: "builtin", model });
 
   /**
@@ -326,30 +316,5 @@ function createBuiltinSession(options: BuiltinRuntimeOptions, init: CreateSessio
     }
   }
 
-  async function* send(text: string | undefined, sendOptions: { signal?: AbortSignal } = {}) {
-    if (running) {
-      yield {
-        type: "error",
-        kind: "conflict",
-        message: "send is already running on this session",
-      } as RuntimeEvent;
-      return;
-    }
-    running = true;
-    const signal = sendOptions.signal
-      ? AbortSignal.any([controller.signal, sendOptions.signal])
-      : controller.signal;
-    try {
-      yield* run(text, signal);
-    } catch (error) {
-      const event = errorEvent(error, signal);
-      // The message only: error objects can carry response headers and request details.
-      if (event.type === "error") logger.warn({ kind: event.kind, message: event.message }, "run stopped");
-      yield event;
-    } finally {
-      running = false;
-    }
-  }
-
-  return { send, abort: () => controller.abort(new Error("aborted by the runtime's caller")) };
+  return sessionSend({ run, errorEvent, logger });
 }

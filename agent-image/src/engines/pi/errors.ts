@@ -5,15 +5,7 @@
  */
 import { BUDGET_EXCEEDED } from "@gatehouse/operator/agent-protocol";
 import type { RuntimeEvent } from "../../runtime.ts";
-
-/** The shared error kind of a model endpoint's HTTP status (as the builtin engine maps it). */
-function kindOfStatus(status: number): string {
-  if (status === 429 || status >= 500) return "unavailable";
-  if (status === 401 || status === 403) return "forbidden";
-  if (status === 404) return "not_found";
-  if (status >= 400 && status < 500) return "invalid_arguments";
-  return "internal";
-}
+import { kindOfStatus } from "../model-errors.ts";
 
 /** The error event for Pi's failed model request `message`. */
 export function modelFailure(message: string): Extract<RuntimeEvent, { type: "error" }> {
