@@ -35,6 +35,11 @@ export type TranscriptItem =
   | { role: "assistant"; turn: number; text: string; calls: TranscriptCall[] }
   | { role: "tool"; turn: number; position: number; callId: string; name: string; content: string };
 
+/** The transcript's record of `content` as the result of `call`, made in `turn`. */
+export function toolResultItem(turn: number, call: TranscriptCall, content: string): TranscriptItem {
+  return { role: "tool", turn, position: call.position, callId: call.callId, name: call.name, content };
+}
+
 /** Token counts of model calls. */
 export interface TokenUsage {
   inputTokens: number;

@@ -17,7 +17,7 @@
  */
 import type { HistoryEntry, SessionView } from "@gatehouse/operator/agent-protocol";
 import { z } from "zod";
-import type { TranscriptCall, TranscriptItem } from "./runtime.ts";
+import { type TranscriptCall, type TranscriptItem, toolResultItem } from "./runtime.ts";
 
 const Turn = z.number().int().min(0);
 const CallPayload = z.object({
@@ -126,16 +126,7 @@ export function planResume(view: Pick<SessionView, "messages" | "history">): Res
     history.push({ role: "assistant", turn, text: record.text, calls });
     for (const call of calls) {
       const content = record.byPosition.get(call.position) ?? record.byCallId.get(call.callId);
-      if (content !== undefined) {
-        history.push({
-          role: "tool",
-          turn,
-          position: call.position,
-          callId: call.callId,
-          name: call.name,
-          content,
-        });
-      }
+      if (content !== undefined) history.push(toolResultItem(turn, call, content));
     }
     previousFinal = record.final;
   }

@@ -15,7 +15,7 @@
 import { isBudgetExceeded } from "@gatehouse/operator/agent-protocol";
 import OpenAI from "openai";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
-import type { TranscriptCall, TranscriptItem } from "../../runtime.ts";
+import { type TranscriptCall, type TranscriptItem, toolResultItem } from "../../runtime.ts";
 import {
   type ApprovalNote,
   type ChatMessage,
@@ -150,14 +150,7 @@ export class ModelContext {
     this.items.splice(0, this.items.length, ...kept);
     for (const call of calls) {
       const content = contentOf(call);
-      this.items.push({
-        role: "tool",
-        turn,
-        position: call.position,
-        callId: call.callId,
-        name: call.name,
-        content,
-      });
+      this.items.push(toolResultItem(turn, call, content));
       this.messages.push({ role: "tool", tool_call_id: call.callId, content });
     }
   }
