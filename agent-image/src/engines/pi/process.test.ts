@@ -3,24 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { EngineProcessError } from "../subprocess/child.ts";
-import { PiHost } from "./host.ts";
-import { sessionFileText } from "./session-file.ts";
+import { alive } from "../subprocess/test-support.ts";
+import { loadEmptySession, offlineHost } from "./offline-host.ts";
 
 /** Pi as a process: it dies with the agent, and a start that takes too long is given up. */
 const dir = mkdtempSync(path.join(tmpdir(), "gatehouse-pi-process-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("the pi process", { timeout: 40_000 }, () => {
   it("ends when the agent process is SIGKILLed (its stdin closes)", async () => {
@@ -42,27 +32,8 @@ describe("the pi process", { timeout: 40_000 }, () => {
   });
 
   it("gives up a start that takes longer than the start timeout, and leaves no process behind", async () => {
-    const host = new PiHost({
-      dir: path.join(dir, "slow"),
-      model: {
-        baseUrl: "http://127.0.0.1:9/v1",
-        auth: { apiKey: "k" },
-        timeoutMs: 1000,
-        maxRetries: 0,
-        maxRetryDelayMs: 1000,
-      },
-      logger: pino({ level: "silent" }),
-      startTimeoutMs: 50,
-    });
-    const sink = { event() {}, execute() {}, exited() {} };
-    const failure = await host
-      .load(
-        sessionFileText([], { provider: "gatehouse", model: "m", cwd: "/" }),
-        { system: "", model: "m", tools: [], toolChoiceNone: false, callArguments: [] },
-        sink,
-        new AbortController().signal,
-      )
-      .catch((error: unknown) => error);
+    const host = offlineHost(path.join(dir, "slow"), { startTimeoutMs: 50 });
+    const failure = await loadEmptySession(host).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(EngineProcessError);
     expect(failure).toMatchObject({ kind: "timeout", message: "pi did not start within 50 ms" });
     expect(host.pid).toBeUndefined();

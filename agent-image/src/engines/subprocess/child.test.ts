@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type ChildSpec, describeExit, EngineProcessError, startChild } from "./child.ts";
+import { alive } from "./test-support.ts";
 
 /** A Node child running `code`; ready once it prints its first line. */
 function nodeChild(code: string, overrides: Partial<ChildSpec> = {}, lines: string[] = []): ChildSpec {
@@ -21,15 +22,6 @@ function nodeChild(code: string, overrides: Partial<ChildSpec> = {}, lines: stri
     ready: () => firstLine,
     ...overrides,
   };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Echoes stdin lines back, prefixed; ends when stdin ends. */
