@@ -4,7 +4,6 @@
  * the proxy, to the scripted model, whose recorded requests show exactly what the runtime sent.
  * Each session opens its conversation with a task text of its own, so its requests are told apart.
  */
-import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Plan, PlanVersion } from "../fakes/src/aps/index.ts";
 import { clusterInfo } from "./cluster-info.ts";
@@ -12,15 +11,19 @@ import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts"
 import {
   conversationProblems,
   conversationRequests,
+  decide,
   executionsWithReceipts,
+  killedWhileAwaiting,
+  podOf,
   type RuntimeSession,
+  runningPod,
   sessionInPhase,
   sessionOf,
   startSession,
   toolMessages,
   transcriptOf,
 } from "./runtime-sessions.ts";
-import { decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
+import { eventually, pendingApprovalOf } from "./story.ts";
 
 let env: Environment;
 
@@ -32,62 +35,6 @@ afterAll(async () => {
   await env?.stop();
 });
 
-/** The session's agent pod as the API server has it (undefined once it is gone). */
-async function podOf(name: string): Promise<V1Pod | undefined> {
-  const result = await env.kubectl.run("admin", ["get", "pod", name, "-n", NAMESPACE, "-o", "json"]);
-  return result.code === 0 ? (JSON.parse(result.stdout) as V1Pod) : undefined;
-}
-
-/** Waits until the session runs a Running agent pod other than `notUid`; returns that pod. */
-async function runningPod(session: RuntimeSession, notUid?: string): Promise<V1Pod> {
-  return eventually(`a running agent pod of ${session.name}`, 120_000, async () => {
-    const status = (await sessionOf(env, session.name)).status;
-    if (!status?.podName || !status.podUID || status.podUID === notUid) return undefined;
-    const pod = await podOf(status.podName);
-    return pod?.metadata?.uid === status.podUID && pod.status?.phase === "Running" ? pod : undefined;
-  });
-}
-
-/** alice decides `approval` by appending her decision (DESIGN §2). */
-async function decide(approval: string, verdict: "Approve" | "Reject", reason?: string) {
-  await env.kubectl.ok("alice", [
-    "patch",
-    "approval",
-    approval,
-    "-n",
-    NAMESPACE,
-    "--type",
-    "json",
-    "-p",
-    decisionPatch("alice", verdict, reason),
-  ]);
-}
-
-/**
- * Plays the reference story up to the publish proposal, kills the agent pod while it waits for the
- * decision (force delete: no grace, the process is killed), waits for the pod the operator starts in
- * its place, then decides. Returns the session once it ended.
- */
-async function killedWhileAwaiting(prefix: string, verdict: "Approve" | "Reject", reason?: string) {
-  const session = await startSession(env, prefix, "scripted/reference-story");
-  const approval = await pendingApprovalOf(env, session.uid);
-  await sessionInPhase(env, session.name, ["AwaitingApproval"]);
-  const killed = await runningPod(session);
-  await env.kubectl.ok("admin", [
-    "delete",
-    "pod",
-    killed.metadata!.name!,
-    "-n",
-    NAMESPACE,
-    "--grace-period=0",
-    "--force",
-  ]);
-  const replacement = await runningPod(session, killed.metadata!.uid);
-  await decide(approval.metadata.name, verdict, reason);
-  const ended = await sessionInPhase(env, session.name, ["Completed", "Failed"], 240_000);
-  return { session, ended, killed, replacement, approval: approval.metadata.name };
-}
-
 /** The one recorded request at `step` of the conversation of `session` (asserting there is exactly one). */
 function requestAtStep(session: RuntimeSession, step: number) {
   const requests = conversationRequests(env, session.text).filter((request) => request.step === step);
@@ -98,7 +45,9 @@ function requestAtStep(session: RuntimeSession, step: number) {
 describe("an agent pod killed while it waits for an approval", () => {
   it("is replaced by a pod that resumes the session; once approved, the model's next request holds the receipt as the call's one tool message", async () => {
     const publishesBefore = env.aps.publishes().length;
-    const { session, ended, killed, replacement } = await killedWhileAwaiting("killed-approved", "Approve");
+    const { session, ended, killed, replacement } = await killedWhileAwaiting(env, "killed-approved", {
+      verdict: "Approve",
+    });
     expect(replacement.metadata?.uid).not.toBe(killed.metadata?.uid);
     expect(ended.status?.phase).toBe("Completed");
     expect(ended.status?.result).toMatch(/published as version \d+/);
@@ -127,7 +76,10 @@ describe("an agent pod killed while it waits for an approval", () => {
   it("once rejected, the model's next request holds the person's decision as the call's one tool message", async () => {
     const publishesBefore = env.aps.publishes().length;
     const reason = "press-1 is booked for maintenance that week";
-    const { session, ended } = await killedWhileAwaiting("killed-rejected", "Reject", reason);
+    const { session, ended } = await killedWhileAwaiting(env, "killed-rejected", {
+      verdict: "Reject",
+      reason,
+    });
     expect(ended.status?.phase).toBe("Completed");
     expect(ended.status?.result).toContain(`rejected by alice: ${reason}`);
     expect(env.aps.publishes()).toHaveLength(publishesBefore);
@@ -155,16 +107,16 @@ describe("an agent pod held for a decision", () => {
       approval: { holdPodForSeconds: 5 },
     });
     const approval = await pendingApprovalOf(env, session.uid);
-    const held = await runningPod(session);
+    const held = await runningPod(env, session);
     const released = await eventually("the held pod to exit", 60_000, async () => {
-      const pod = await podOf(held.metadata!.name!);
+      const pod = await podOf(env, held.metadata!.name!);
       const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
       return terminated ? { phase: pod?.status?.phase, exitCode: terminated.exitCode } : undefined;
     });
     expect(released).toEqual({ phase: "Succeeded", exitCode: 0 });
     expect((await sessionOf(env, session.name)).status?.phase).toBe("AwaitingApproval");
 
-    await decide(approval.metadata.name, "Approve");
+    await decide(env, approval.metadata.name, "Approve");
     const ended = await sessionInPhase(env, session.name, ["Completed", "Failed"], 240_000);
     expect(ended.status?.phase).toBe("Completed");
     expect(ended.status?.podUID).not.toBe(held.metadata?.uid);

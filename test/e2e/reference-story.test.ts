@@ -4,7 +4,7 @@
  * story `make demo` prints (story.ts), played once per engine the agent image carries (spec.engine),
  * each in an environment of its own. alice's request is approved by her and published exactly once;
  * bob's self-approved request is refused by the APS, and that refusal is final. Then, per engine, a call
- * Core denies and an agent pod released while it waits for a decision. This file owns bob's path
+ * Core denies, an agent pod released while it waits for a decision, and one killed then. This file owns bob's path
  * (examples.test.ts checks only that the examples apply and are admitted).
  */
 import { readFileSync } from "node:fs";
@@ -17,6 +17,7 @@ import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts"
 import {
   conversationProblems,
   conversationRequests,
+  killedWhileAwaiting,
   sessionInPhase,
   sessionOf,
   startSession,
@@ -216,6 +217,32 @@ describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engin
       );
       expect(approvals.items.filter((a) => a.spec.sessionRef.uid === session.uid)).toEqual([]);
       expect(env.aps.publishes()).toHaveLength(publishesBefore);
+    });
+  });
+
+  describe("an agent pod killed while it waits for a decision", () => {
+    it("is replaced by a pod of the same engine that resumes from the transcript; once approved, it publishes once and the model sees the receipt", async () => {
+      const publishesBefore = env.aps.publishes().length;
+      const { session, ended, killed, replacement } = await killedWhileAwaiting(env, `killed-${engine}`, {
+        verdict: "Approve",
+        engine,
+      });
+      expect(replacement.metadata?.uid).not.toBe(killed.metadata?.uid);
+      expect(replacement.spec?.containers[0]?.env).toContainEqual({
+        name: "GATEHOUSE_ENGINE",
+        value: engine,
+      });
+      expect(ended.status?.phase).toBe("Completed");
+      expect(ended.status?.result).toMatch(/published as version \d+/);
+      expect(env.aps.publishes()).toHaveLength(publishesBefore + 1);
+      // The publish ran once and its receipt is the one answer to its call in what the model saw last.
+      const requests = conversationRequests(env, session.text);
+      for (const request of requests) expect(conversationProblems(request.chat!.messages)).toEqual([]);
+      const last = requests.at(-1)!.chat!.messages;
+      const publishAnswers = last.filter(
+        (m) => m.role === "tool" && typeof m.content === "string" && m.content.includes("publicationId"),
+      );
+      expect(publishAnswers).toHaveLength(1);
     });
   });
 

@@ -1,17 +1,19 @@
 /**
- * Helpers of the agent-runtime e2e tests (agent-runtime.test.ts): sessions in the example namespace
+ * Helpers of the agent-runtime e2e tests (agent-runtime.test.ts, reference-story.test.ts): sessions in the example namespace
  * whose task text is unique, so the scripted model's recorded requests of one conversation can be
- * told apart from every other; the session object as the API server shows it; its transcript and
+ * told apart from every other; the session object as the API server shows it; its pod, killed while it
+ * waits for a decision; its transcript and
  * execution rows in Postgres; and the rules a Chat Completions conversation must keep for a real
  * endpoint to accept it (each tool call answered by exactly one tool message, right after its
  * assistant message, in call order; arguments that are JSON objects).
  */
 import { randomBytes } from "node:crypto";
+import type { V1Pod } from "@kubernetes/client-node";
 import type { Engine } from "../../operator/src/api/agentsession.ts";
 import type { RecordedRequest } from "../fakes/src/model/index.ts";
 import type { Environment } from "./environment.ts";
 import { NAMESPACE } from "./environment.ts";
-import { eventually } from "./story.ts";
+import { decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
 
 /** The task every runtime session is given; a unique tag follows it. */
 export const TASK = "Push next week's production plan back by one day.";
@@ -98,6 +100,73 @@ export async function sessionInPhase(
     const session = await sessionOf(env, name);
     return phases.includes(session.status?.phase ?? "") ? session : undefined;
   });
+}
+
+/** The pod `name` of the example namespace as the API server has it (undefined once it is gone). */
+export async function podOf(env: Environment, name: string): Promise<V1Pod | undefined> {
+  const result = await env.kubectl.run("admin", ["get", "pod", name, "-n", NAMESPACE, "-o", "json"]);
+  return result.code === 0 ? (JSON.parse(result.stdout) as V1Pod) : undefined;
+}
+
+/** Waits until the session runs a Running agent pod other than `notUid`; returns that pod. */
+export async function runningPod(env: Environment, session: RuntimeSession, notUid?: string): Promise<V1Pod> {
+  return eventually(`a running agent pod of ${session.name}`, 120_000, async () => {
+    const status = (await sessionOf(env, session.name)).status;
+    if (!status?.podName || !status.podUID || status.podUID === notUid) return undefined;
+    const pod = await podOf(env, status.podName);
+    return pod?.metadata?.uid === status.podUID && pod.status?.phase === "Running" ? pod : undefined;
+  });
+}
+
+/** alice decides `approval` by appending her decision (DESIGN §2). */
+export async function decide(
+  env: Environment,
+  approval: string,
+  verdict: "Approve" | "Reject",
+  reason?: string,
+) {
+  await env.kubectl.ok("alice", [
+    "patch",
+    "approval",
+    approval,
+    "-n",
+    NAMESPACE,
+    "--type",
+    "json",
+    "-p",
+    decisionPatch("alice", verdict, reason),
+  ]);
+}
+
+/**
+ * Plays the reference story up to the publish proposal, kills the agent pod while it waits for the
+ * decision (force delete: no grace, the process is killed), waits for the pod the operator starts in
+ * its place, then decides. Returns the session once it ended.
+ */
+export async function killedWhileAwaiting(
+  env: Environment,
+  prefix: string,
+  decision: { verdict: "Approve" | "Reject"; reason?: string; engine?: Engine },
+) {
+  const session = await startSession(env, prefix, "scripted/reference-story", {
+    ...(decision.engine ? { engine: decision.engine } : {}),
+  });
+  const approval = await pendingApprovalOf(env, session.uid);
+  await sessionInPhase(env, session.name, ["AwaitingApproval"]);
+  const killed = await runningPod(env, session);
+  await env.kubectl.ok("admin", [
+    "delete",
+    "pod",
+    killed.metadata!.name!,
+    "-n",
+    NAMESPACE,
+    "--grace-period=0",
+    "--force",
+  ]);
+  const replacement = await runningPod(env, session, killed.metadata!.uid);
+  await decide(env, approval.metadata.name, decision.verdict, decision.reason);
+  const ended = await sessionInPhase(env, session.name, ["Completed", "Failed"], 240_000);
+  return { session, ended, killed, replacement, approval: approval.metadata.name };
 }
 
 /** The Chat Completions requests the scripted model received for the conversation opened by `text`. */
