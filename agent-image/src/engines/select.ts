@@ -36,15 +36,18 @@ export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger
       logger,
     });
     return {
-      createRuntime: (session) =>
-        createPiRuntime({
+      createRuntime: (session) => {
+        // The pod's one session: its endpoint's window is the host's.
+        host.contextWindow = session.model.contextWindow;
+        return createPiRuntime({
           host,
           model: session.model.name,
           tools: tools(),
           maxTurns: session.limits.maxTurns,
           maxToolCalls: session.limits.maxToolCalls,
           logger,
-        }),
+        });
+      },
       close: () => host.close(),
     };
   }

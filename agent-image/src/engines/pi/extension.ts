@@ -4,7 +4,8 @@
  * anything: each execution is handed to the adapter over the bridge, which takes it to the
  * ToolExecutor (in production: the gateway, i.e. Core) and answers with the tool result. It also makes
  * the model request say what the platform says: the session's system prompt exactly (Pi appends the
- * date and its working directory), the session's model name, and `tool_choice: "none"` when asked.
+ * date and its working directory), the session's model name, and `tool_choice: "none"` when asked;
+ * and it compacts each request to the model's window (compaction.ts), reporting each compaction.
  * When the bridge closes (the agent process died) Pi exits.
  */
 import { connect } from "node:net";
@@ -12,10 +13,12 @@ import { jsonLine, readLines } from "../subprocess/jsonl.ts";
 import {
   BRIDGE_SOCKET_ENV,
   CONTINUE_MESSAGE_TYPE,
+  type CompactionReport,
   type FromExtension,
   type RunSetup,
   type ToExtension,
 } from "./bridge-protocol.ts";
+import { RequestCompactor } from "./compaction.ts";
 import type { ExtensionAPI } from "./package.ts";
 
 interface ToolCallBlock {
@@ -44,6 +47,14 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
   let calls: { id: string | undefined; claimed: boolean }[] = [];
   let nextRequest = 0;
   const answers = new Map<number, (answer: { content: string; terminate: boolean }) => void>();
+  const compactor = new RequestCompactor();
+  const seen = new Map<number, () => void>();
+  const report = (compaction: CompactionReport) => {
+    const id = nextRequest++;
+    const acknowledged = new Promise<void>((resolve) => seen.set(id, resolve));
+    send({ type: "compaction", id, ...compaction });
+    return acknowledged.finally(() => seen.delete(id));
+  };
 
   function register(tools: RunSetup["tools"]): void {
     for (const tool of tools) {
@@ -81,6 +92,10 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
         answers.get(message.id)?.({ content: message.content, terminate: message.terminate });
         return;
       }
+      if (message.type === "compaction_seen") {
+        seen.get(message.id)?.();
+        return;
+      }
       if (message.type === "setup") {
         const { id: _id, type: _type, ...next } = message;
         setup = next;
@@ -90,6 +105,8 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
         calls = [];
       } else if (message.type === "call_arguments") {
         setup?.callArguments.push(...message.callArguments);
+      } else if (message.type === "refused") {
+        compactor.refused(message);
       } else if (message.type === "tool_choice_none") {
         if (setup) setup.toolChoiceNone = true;
       } else if (message.type === "continue") {
@@ -105,8 +122,15 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
   });
 
   pi.on("message_end", (event) => {
-    const message = event.message as { role: string; content?: ToolCallBlock[] };
+    const message = event.message as {
+      role: string;
+      content?: ToolCallBlock[];
+      usage?: { input?: number; cacheRead?: number; cacheWrite?: number };
+    };
     if (message.role !== "assistant") return;
+    // The prompt's tokens, cached ones included (Pi counts those apart), as turn_end reports them.
+    const usage = message.usage;
+    if (usage) compactor.observeUsage((usage.input ?? 0) + (usage.cacheRead ?? 0) + (usage.cacheWrite ?? 0));
     messages += 1;
     calls = (message.content ?? [])
       .filter((block) => block.type === "toolCall")
@@ -129,7 +153,7 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
     return { messages };
   });
 
-  pi.on("before_provider_request", (event) => {
+  pi.on("before_provider_request", async (event) => {
     if (!setup) return undefined;
     const payload = event.payload as {
       model?: string;
@@ -167,10 +191,16 @@ export default async function gatehouse(pi: ExtensionAPI): Promise<void> {
       first && (first.role === "system" || first.role === "developer")
         ? payload.messages!.slice(1)
         : (payload.messages ?? []);
+    const whole = setup.system ? [{ role: "system", content: setup.system }, ...rest] : rest;
+    const { messages, compaction } = setup.context
+      ? compactor.plan(whole as never, payload.tools ?? [], setup.context)
+      : { messages: whole, compaction: undefined };
+    // The adapter emits the event before the request leaves, so it precedes the turn's events.
+    if (compaction) await report(compaction);
     return {
       ...payload,
       model: setup.model,
-      messages: setup.system ? [{ role: "system", content: setup.system }, ...rest] : rest,
+      messages,
       ...(setup.toolChoiceNone && payload.tools?.length ? { tool_choice: "none" } : {}),
     };
   });

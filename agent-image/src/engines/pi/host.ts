@@ -10,6 +10,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
+import { answerReserve, DEFAULT_CONTEXT_WINDOW } from "../builtin/context.ts";
 import {
   type Child,
   describeExit,
@@ -19,7 +20,13 @@ import {
 } from "../subprocess/child.ts";
 import { jsonLine, readLines } from "../subprocess/jsonl.ts";
 import { defaultRestartPolicy, Restarting, type RestartPolicy } from "../subprocess/restart.ts";
-import { BRIDGE_SOCKET_ENV, type FromExtension, type RunSetup, type ToExtension } from "./bridge-protocol.ts";
+import {
+  BRIDGE_SOCKET_ENV,
+  type CompactionReport,
+  type FromExtension,
+  type RunSetup,
+  type ToExtension,
+} from "./bridge-protocol.ts";
 import { MODEL_ID, type PiModelSettings, PROVIDER, writePiConfig } from "./config-files.ts";
 import { piEntryPoint, piEnvironment } from "./package.ts";
 import { sessionFileText } from "./session-file.ts";
@@ -33,6 +40,8 @@ export type ExecuteRequest = Extract<FromExtension, { type: "execute" }>;
 export interface RunSink {
   event(event: PiEvent): void;
   execute(request: ExecuteRequest): void;
+  /** The extension compacted the request it is about to send (a sink without it ignores that). */
+  compaction?(report: CompactionReport): void;
   exited(exit: ExitInfo): void;
 }
 
@@ -46,6 +55,11 @@ export interface PiHostOptions {
   /** Default 2 s. */
   stopGraceMs?: number;
   restart?: RestartPolicy;
+  /**
+   * The model's context window in tokens (default DEFAULT_CONTEXT_WINDOW): the extension compacts
+   * every request to it. Per host, as a pod's host serves one session (`contextWindow` sets it).
+   */
+  contextWindow?: number;
 }
 
 const EXTENSION = fileURLToPath(new URL("./extension.ts", import.meta.url));
@@ -100,9 +114,12 @@ export class PiHost implements PiHosts {
   private queue: Promise<void> = Promise.resolve();
 
   private readonly options: PiHostOptions;
+  /** The window the next runs' requests are compacted to (the session's model endpoint's). */
+  contextWindow: number;
 
   constructor(options: PiHostOptions) {
     this.options = options;
+    this.contextWindow = options.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
     this.agentDir = path.join(options.dir, "agent");
     this.workDir = path.join(options.dir, "work");
     this.sessionsDir = path.join(options.dir, "sessions");
@@ -167,7 +184,8 @@ export class PiHost implements PiHosts {
         throw new EngineProcessError("internal", "pi refused to switch to the run's session");
       this.loadedFile = file;
     }
-    await this.toExtension({ type: "setup", ...setup });
+    const window = this.contextWindow;
+    await this.toExtension({ type: "setup", context: { window, reserve: answerReserve(window) }, ...setup });
   }
 
   /** Sends an RPC command; resolves to its `data`, rejects on `success: false` or when Pi exits. */
@@ -308,6 +326,12 @@ export class PiHost implements PiHosts {
   private fromExtension(message: FromExtension): void {
     if (message.type === "execute") {
       this.sink?.execute(message);
+      return;
+    }
+    if (message.type === "compaction") {
+      const { type: _type, id, ...report } = message;
+      this.sink?.compaction?.(report);
+      this.socket?.write(jsonLine({ type: "compaction_seen", id } satisfies ToExtension));
       return;
     }
     const pending = this.pendingBridge.get(message.id);

@@ -6,7 +6,10 @@
  */
 import type { Logger } from "pino";
 import type { RuntimeEvent, TokenUsage, ToolAnswer, TranscriptCall, TranscriptItem } from "../../runtime.ts";
+import { overflowCounts } from "../builtin/context.ts";
 import { describeExit, EngineProcessError, type ExitInfo } from "../subprocess/child.ts";
+import type { CompactionReport } from "./bridge-protocol.ts";
+import { refusedAsTooLong } from "./compaction.ts";
 import { modelFailure } from "./errors.ts";
 import type { ExecuteRequest, PiEvent, PiHost, RunSink } from "./host.ts";
 import { replayedArguments } from "./session-file.ts";
@@ -25,7 +28,10 @@ export interface DriveContext {
   logger: Logger;
 }
 
-type Incoming = { kind: "event"; event: PiEvent } | { kind: "exit"; exit: ExitInfo };
+type Incoming =
+  | { kind: "event"; event: PiEvent }
+  | { kind: "compaction"; report: CompactionReport }
+  | { kind: "exit"; exit: ExitInfo };
 
 interface AssistantBlock {
   type: string;
@@ -76,6 +82,7 @@ export class PiRun {
         this.died.abort(new EngineProcessError("unavailable", describeExit("pi", exit), exit));
       },
       execute: (request) => this.onExecute(request),
+      compaction: (report) => push({ kind: "compaction", report }),
     };
     this.signal.addEventListener("abort", () => this.wake?.(), { once: true });
   }
@@ -117,13 +124,29 @@ export class PiRun {
     let final = false;
     let stop: string | undefined;
     let abortSent = false;
+    let refusedOnce = false;
     for (;;) {
       const item = await this.next();
       if (!item) continue;
       if (item.kind === "exit")
         throw new EngineProcessError("unavailable", describeExit("pi", item.exit), item.exit);
+      if (item.kind === "compaction") {
+        // Reported before the request leaves: it precedes the turn it makes.
+        ctx.logger.info({ turn: state.turn, ...item.report }, "context compacted");
+        yield { type: "compaction", turn: state.turn, ...item.report };
+        continue;
+      }
       const event = item.event;
       if (event.type === "agent_end") {
+        // Refused as too long: compacted for what the endpoint said and asked once more, as builtin does.
+        if (failure !== undefined && !refusedOnce && refusedAsTooLong(failure) && !this.signal.aborted) {
+          refusedOnce = true;
+          const counts = overflowCounts(failure);
+          failure = undefined;
+          await this.host.toExtension({ type: "refused", ...counts });
+          await this.host.toExtension({ type: "continue" });
+          continue;
+        }
         this.ended = true;
         break;
       }
