@@ -15,17 +15,19 @@
  *     code and stderr tail.
  */
 import type { Logger } from "pino";
-import type {
-  AgentRuntime,
-  CreateSessionOptions,
-  RuntimeEvent,
-  RuntimeSession,
-  ToolAnswer,
-  ToolExecutor,
-  ToolInvocation,
-  TranscriptCall,
-  TranscriptItem,
+import {
+  type AgentRuntime,
+  type CreateSessionOptions,
+  type RuntimeEvent,
+  type RuntimeSession,
+  type ToolAnswer,
+  type ToolExecutor,
+  type ToolInvocation,
+  type TranscriptCall,
+  type TranscriptItem,
+  toolResultItem,
 } from "../../runtime.ts";
+import { sessionSend } from "../session-send.ts";
 import { describeExit, EngineProcessError } from "../subprocess/child.ts";
 import { MODEL_ID, PROVIDER } from "./config-files.ts";
 import { errorEvent } from "./errors.ts";
@@ -74,8 +76,6 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
       0,
     ),
   };
-  const controller = new AbortController();
-  let running = false;
   const logger = options.logger.child({ engine: "pi", model: options.model });
 
   /**
@@ -125,7 +125,7 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
     const at = transcript.findLastIndex((item) => item.role === "assistant" && item.turn === turn);
     transcript.splice(at + 1);
     for (const call of [...calls].sort((a, b) => a.position - b.position)) {
-      transcript.push({ role: "tool", ...base(call), content: answers.get(call.position)!.content });
+      transcript.push(toolResultItem(turn, call, answers.get(call.position)!.content));
     }
     return answers;
   }
@@ -163,32 +163,13 @@ function createPiSession(options: PiRuntimeOptions, init: CreateSessionOptions):
     }
   }
 
-  async function* send(text: string | undefined, sendOptions: { signal?: AbortSignal } = {}) {
-    if (running) {
-      yield {
-        type: "error",
-        kind: "conflict",
-        message: "send is already running on this session",
-      } as RuntimeEvent;
-      return;
-    }
-    running = true;
-    const signal = sendOptions.signal
-      ? AbortSignal.any([controller.signal, sendOptions.signal])
-      : controller.signal;
-    try {
-      yield* run(text, signal);
-    } catch (error) {
-      const event =
-        error instanceof EngineProcessError && error.exit && !signal.aborted
-          ? { type: "error" as const, kind: "unavailable", message: describeExit("pi", error.exit) }
-          : errorEvent(error, signal);
-      logger.warn({ kind: event.kind, message: event.message }, "run stopped");
-      yield event;
-    } finally {
-      running = false;
-    }
-  }
-
-  return { send, abort: () => controller.abort(new Error("aborted by the runtime's caller")) };
+  return sessionSend({
+    run,
+    // A Pi that exited is named by its exit code and stderr tail, not by what its end made the run throw.
+    errorEvent: (error, signal) =>
+      error instanceof EngineProcessError && error.exit && !signal.aborted
+        ? { type: "error", kind: "unavailable", message: describeExit("pi", error.exit) }
+        : errorEvent(error, signal),
+    logger,
+  });
 }
