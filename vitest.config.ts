@@ -2,9 +2,20 @@ import { defineConfig } from "vitest/config";
 import { ClusterSequencer } from "./test/cluster-sequencer.ts";
 
 /**
- * Three projects: `unit` (beside the code, no outside services), `integration` (real Postgres, real
- * HTTP; no control plane) and `cluster` (integration and e2e tests that share one real control plane,
- * started once by the global setup). The cluster project's files run one at a time, in vitest's order
+ * The tests that start an engine's real binary (Pi) as a child process: no outside service either, but
+ * seconds per file, so they are a project of their own (`engines`) that `make test` runs and `make
+ * unit` does not.
+ */
+const ENGINE_PROCESS_TESTS = [
+  "agent-image/src/conformance/**/*.subprocess.test.ts",
+  "agent-image/src/engines/pi/**/*.test.ts",
+  "agent-image/src/engines/subprocess/**/*.test.ts",
+];
+
+/**
+ * Four projects: `unit` (beside the code, no outside services), `engines` (the engines' real binaries
+ * as child processes), `integration` (real Postgres, real HTTP; no control plane) and `cluster`
+ * (integration and e2e tests that share one real control plane, started once by the global setup). The cluster project's files run one at a time, in vitest's order
  * except that the chart install and then the operator's RBAC audit check come last (the sequencer).
  */
 export default defineConfig({
@@ -39,6 +50,15 @@ export default defineConfig({
             "test/chaos/schedule.test.ts",
             "test/chaos/invariants.test.ts",
           ],
+          exclude: ENGINE_PROCESS_TESTS,
+        },
+      },
+      {
+        test: {
+          name: "engines",
+          include: ENGINE_PROCESS_TESTS,
+          pool: "forks",
+          isolate: false,
         },
       },
       {

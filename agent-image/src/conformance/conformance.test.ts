@@ -1,29 +1,5 @@
-/**
- * The engine conformance suite, in-process level: every engine of `engines.ts` against the scripted
- * model (real HTTP) and an in-memory executor that answers as Core does. The groups and case titles
- * are the rows of docs/engines.md's table (`make engines-table`).
- */
-import { describe } from "vitest";
-import { approvalCases } from "./cases/approvals.ts";
-import { conversationCases } from "./cases/conversation.ts";
-import { failureCases } from "./cases/failures.ts";
-import { opaqueCases } from "./cases/opaque.ts";
-import { resumeCases } from "./cases/resume.ts";
-import { toolCases } from "./cases/tools.ts";
+/** The conformance suite for the engines that run in the agent's own process (suite.ts). */
 import { engines } from "./engines.ts";
-import { harness } from "./harness.ts";
+import { describeConformance } from "./suite.ts";
 
-/** Case groups, in the table's order. */
-const groups = {
-  conversation: conversationCases,
-  tools: toolCases,
-  approvals: approvalCases,
-  failures: failureCases,
-  resume: resumeCases,
-  "opaque fields": opaqueCases,
-};
-
-describe.each(engines)("engine $name", (engine) => {
-  const h = harness(engine);
-  for (const [group, cases] of Object.entries(groups)) describe(group, () => cases(h));
-});
+describeConformance(engines.filter((engine) => engine.runs === "in-process"));

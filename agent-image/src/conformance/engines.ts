@@ -1,6 +1,8 @@
 /**
  * The engines the conformance suite runs: one entry per engine. Adding an engine is one entry here;
- * every case of `cases/` then runs against it (`conformance.test.ts`).
+ * every case of `cases/` then runs against it — an in-process engine in `conformance.test.ts` (vitest
+ * project `unit`), a subprocess engine in `conformance.subprocess.test.ts` (project `engines`, which
+ * starts the real engine binaries and stays out of `make unit`).
  *
  * An entry starts its engine once per model endpoint (the scripted model, and an address where nothing
  * listens) and builds a runtime per case: the model plays the script `model` (`scripted/<name>`), and
@@ -29,6 +31,8 @@ export interface EngineInstance {
 /** One engine under test. */
 export interface EngineEntry {
   name: string;
+  /** Where the engine runs: in the agent's process, or as a child process of it (a real binary). */
+  runs: "in-process" | "subprocess";
   /** Starts the engine against the OpenAI-compatible base URL `modelUrl` (ends in `/v1`). */
   start(modelUrl: string): Promise<EngineInstance>;
   /**
@@ -40,6 +44,7 @@ export interface EngineEntry {
 
 const builtin: EngineEntry = {
   name: "builtin",
+  runs: "in-process",
   start: async (modelUrl) => ({
     create: ({ model, tools }) =>
       createBuiltinRuntime({
@@ -56,7 +61,7 @@ const builtin: EngineEntry = {
 };
 
 /** Pi (`pi --mode rpc`) as a child process, one per model endpoint, shared by the cases. */
-const pi: EngineEntry = { name: "pi", start: startPiForConformance };
+const pi: EngineEntry = { name: "pi", runs: "subprocess", start: startPiForConformance };
 
 /** Every engine the suite runs. */
 export const engines: EngineEntry[] = [builtin, pi];

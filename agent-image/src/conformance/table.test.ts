@@ -34,6 +34,19 @@ describe("the engine table", () => {
     ]);
   });
 
+  it("orders the columns as the registry does, whichever file's results came first", () => {
+    const table = engineTable(
+      {
+        testResults: [
+          { assertionResults: [result("pi", "tools", "runs a call", "passed")] },
+          { assertionResults: [result("builtin", "tools", "runs a call", "passed")] },
+        ],
+      },
+      ["builtin", "pi"],
+    );
+    expect(table.split("\n")[0]).toBe("| group | case | builtin | pi |");
+  });
+
   it("refuses a report without conformance cases", () => {
     expect(() => engineTable({ testResults: [] })).toThrow(/no conformance case/);
   });

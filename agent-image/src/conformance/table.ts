@@ -25,8 +25,11 @@ function cell(status: string, title: string): string {
   return status; // todo, skipped
 }
 
-/** The markdown table: one row per case (group, title), one column per engine, in the run's order. */
-export function engineTable(report: Report): string {
+/**
+ * The markdown table: one row per case (group, title), one column per engine — in `order` (the
+ * registry's), then any other in the run's order, since the run's order depends on which file ended first.
+ */
+export function engineTable(report: Report, order: readonly string[] = []): string {
   const engines: string[] = [];
   const rows = new Map<string, { group: string; title: string; cells: Map<string, string> }>();
   for (const file of report.testResults) {
@@ -43,6 +46,8 @@ export function engineTable(report: Report): string {
     }
   }
   if (rows.size === 0) throw new Error("the report holds no conformance case (was the suite run?)");
+  const rank = (engine: string) => (order.includes(engine) ? order.indexOf(engine) : order.length);
+  engines.sort((a, b) => rank(a) - rank(b));
   const escapeCell = (text: string) => text.replaceAll("|", "\\|");
   const lines = [
     `| group | case | ${engines.join(" | ")} |`,
@@ -72,6 +77,8 @@ if (import.meta.main) {
     process.exit(64);
   }
   const report = JSON.parse(readFileSync(results, "utf8")) as Report;
-  writeFileSync(page, withTable(readFileSync(page, "utf8"), engineTable(report)));
+  const { engines } = await import("./engines.ts");
+  const order = engines.map((engine) => engine.name);
+  writeFileSync(page, withTable(readFileSync(page, "utf8"), engineTable(report, order)));
   console.log(`wrote the engine table of ${page}`);
 }
