@@ -109,7 +109,11 @@ const VALIDATION: Array<{ kind: string; valid: Json; invalid: Array<[string, Jso
       ["no model", { subject: { user: "alice" }, messages: [{ text: "hi" }] }, /spec\.model: Required value/],
       ["no messages", sessionSpec("alice", { messages: [] }), /spec\.messages/],
       ["maxTurns 0", sessionSpec("alice", { limits: { maxTurns: 0 } }), /spec\.limits\.maxTurns/],
-      ["an unknown engine", sessionSpec("alice", { engine: "pi" }), /spec\.engine: Unsupported value: "pi"/],
+      [
+        "an unknown engine",
+        sessionSpec("alice", { engine: "no-such-engine" }),
+        /spec\.engine: Unsupported value: "no-such-engine"/,
+      ],
     ],
   },
   {
