@@ -80,6 +80,19 @@ beforeAll(async () => {
   );
   env = await startChartEnvironment(cluster);
   await forgetEarlierCheckpoints(env.kubectl);
+  // The engine policy's binding (kept on uninstall) reads the release's ConfigMap gatehouse-engines; when
+  // an earlier release's rollback or uninstall had removed it, every session was refused "no params
+  // found". The ConfigMap is kept now too; this names that failure before the story starts.
+  const env0 = env;
+  await eventually("admission to find the allowed engines of the release", 60_000, async () => {
+    const dryRun = await env0.kubectl.run("alice", [
+      "create",
+      "--dry-run=server",
+      "-f",
+      "examples/plant-a/session.yaml",
+    ]);
+    return dryRun.code === 0 ? true : undefined;
+  });
   report = await playReferenceStory(env, silent);
 }, 1_200_000);
 

@@ -222,7 +222,9 @@ describe("what the chart renders", () => {
             (persona) => m.metadata.name === persona,
           )) ||
         (m.kind === "ClusterRole" && m.metadata.name.startsWith("gatehouse-aggregate-")) ||
-        (m.kind === "ClusterRole" && m.metadata.name === TRANSCRIPT_READER_ROLE);
+        (m.kind === "ClusterRole" && m.metadata.name === TRANSCRIPT_READER_ROLE) ||
+        // Kept as the engine policy's binding that reads it: without it that binding refuses every session.
+        (m.kind === "ConfigMap" && m.metadata.name === "gatehouse-engines");
       expect(m.metadata.annotations?.[KEEP], `${m.kind} ${m.metadata.name}`).toBe(api ? "keep" : undefined);
     }
     expect(find(defaults, "ValidatingAdmissionPolicy").length).toBeGreaterThanOrEqual(5);
@@ -328,7 +330,7 @@ describe("what the chart renders", () => {
       setJson: { engines: { allowed: ["builtin", "pi"] } },
     });
     expect(engines(other).metadata).toMatchObject({ namespace: "agents-control" });
-    expect(engines(other).metadata.annotations?.[KEEP]).toBeUndefined();
+    expect(engines(other).metadata.annotations?.[KEEP]).toBe("keep");
     expect(engines(other).data).toEqual({ allowed: "builtin,pi" });
     const binding = one(other, "ValidatingAdmissionPolicyBinding", "gatehouse-agentsession-engine");
     expect(binding.spec).toMatchObject({

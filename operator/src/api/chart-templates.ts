@@ -96,12 +96,13 @@ function template(docs: Manifest[], prelude = ""): string {
 
 /**
  * The admission policies, with the release's controller and gateway ServiceAccounts, and the engine
- * policy's ConfigMap in the release namespace from `engines.allowed` (the release's: not kept).
+ * policy's ConfigMap in the release namespace from `engines.allowed` — kept like the binding that reads
+ * it: a kept binding whose ConfigMap an uninstall or a rollback removed would refuse every session.
  */
 function admissionTemplate(): string {
   const docs = [
     ...admissionManifests("__GATEHOUSE_NAMESPACE__").map(kept),
-    enginesConfigMap("__GATEHOUSE_NAMESPACE__", "__GATEHOUSE_ENGINES_ALLOWED__"),
+    kept(enginesConfigMap("__GATEHOUSE_NAMESPACE__", "__GATEHOUSE_ENGINES_ALLOWED__")),
   ];
   const text = JSON.stringify(docs)
     .replaceAll(`'${CONTROLLER_USERNAME}'`, "'__GATEHOUSE_CONTROLLER_USERNAME__'")
