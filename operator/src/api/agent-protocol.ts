@@ -8,6 +8,7 @@
  *   POST /v1/invoke                        InvokeCall → InvokeAnswer
  *   GET  /v1/approvals/{name}/wait?timeoutSeconds=N  → ApprovalWait (long-poll, N ≤ 60)
  *   POST /v1/model/chat/completions        OpenAI Chat Completions, proxied (see MODEL_PROXY_PATH)
+ *   POST /v1/model/responses               OpenAI Responses, proxied the same way
  * Errors: non-2xx with ApiError, except under MODEL_PROXY_PATH, which answers OpenAI's ModelProxyError.
  * 429 (both shapes): the session is over its request rate or in-flight cap; retry after `Retry-After`
  * seconds (with the same execution identity, an invoke never runs twice).
@@ -149,13 +150,18 @@ export type ApiError = z.infer<typeof ApiError>;
 
 /**
  * The model proxy (DESIGN §5): an OpenAI-compatible base URL under the gateway, i.e. the agent's
- * `MODEL_BASE_URL` is `<gatewayUrl>/v1/model` and its client calls `<base>/chat/completions`.
+ * `MODEL_BASE_URL` is `<gatewayUrl>/v1/model` and its client calls `<base>/chat/completions` (Chat
+ * Completions) or `<base>/responses` (Responses) — one path for both: the same checks, key and budget.
  * - Bearer: the pod's projected token, as for every /v1 call (with the openai SDK: `apiKey` = a function
  *   re-reading the token file). The pod holds no model key; the gateway adds the key of the session's
  *   endpoint (`spec.model.endpointRef`, else the default) and never forwards the pod's token.
  * - `model` must be the session's `spec.model.name` (and one of the endpoint's models when it lists any).
- * - Streaming and non-streaming bodies pass through unchanged; streamed requests get
- *   `stream_options.include_usage: true`, so the last chunk carries `usage` (a chunk with no choices).
+ * - Streaming and non-streaming bodies pass through unchanged; streamed Chat Completions requests get
+ *   `stream_options.include_usage: true`, so the last chunk carries `usage` (a chunk with no choices); a
+ *   Responses stream carries it in `response.completed` unasked.
+ * - Responses requests may not run in the `background` nor offer tools the endpoint runs itself (web
+ *   search, remote MCP, code interpreter, file search, image generation, hosted shells): 400
+ *   `background_not_allowed` / `endpoint_tool_not_allowed`. Function, custom and client-side tools pass.
  * - Upstream errors pass through with their status and retry headers (`retry-after`, `x-should-retry`).
  * - The gateway's own refusals answer {@link ModelProxyError}; the token budget's is
  *   {@link BUDGET_EXCEEDED}.

@@ -601,3 +601,217 @@ describe("POST /v1/model/chat/completions", () => {
     expect(received).toHaveLength(2);
   });
 });
+
+/** A Responses API answer (`response` object) with one message, as OpenAI sends it. */
+const responseBody = (usage?: Record<string, unknown>, status = "completed") => ({
+  id: "resp_1",
+  object: "response",
+  created_at: 1,
+  status,
+  model: "gpt-test",
+  output: [
+    {
+      id: "msg_1",
+      type: "message",
+      role: "assistant",
+      status: "completed",
+      content: [{ type: "output_text", text: "The plan stands.", annotations: [] }],
+    },
+  ],
+  parallel_tool_calls: true,
+  tool_choice: "auto",
+  tools: [],
+  usage: usage ?? null,
+});
+const responsesUsage = {
+  input_tokens: 21,
+  input_tokens_details: { cached_tokens: 0 },
+  output_tokens: 6,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: 27,
+};
+/** One Responses SSE event, framed as OpenAI frames them (`event:` line, then `data:`). */
+const responseEvent = (event: Record<string, unknown> & { type: string }) =>
+  `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+
+/** The events of a streamed answer "The plan stands." ending with `ending` (usage in it when given). */
+function responseStream(ending: "response.completed" | "none", usage?: Record<string, unknown>): string {
+  const item = { id: "msg_1", type: "message", role: "assistant", status: "in_progress", content: [] };
+  const part = { type: "output_text", text: "", annotations: [] };
+  const at = { item_id: "msg_1", output_index: 0, content_index: 0 };
+  const events = [
+    { type: "response.created", response: { ...responseBody(), status: "in_progress", output: [] } },
+    { type: "response.output_item.added", output_index: 0, item },
+    { type: "response.content_part.added", ...at, part },
+    { type: "response.output_text.delta", ...at, delta: "The plan ", logprobs: [] },
+    { type: "response.output_text.delta", ...at, delta: "stands.", logprobs: [] },
+    { type: "response.output_text.done", ...at, text: "The plan stands.", logprobs: [] },
+    { type: "response.content_part.done", ...at, part: { ...part, text: "The plan stands." } },
+    { type: "response.output_item.done", output_index: 0, item: responseBody().output[0] },
+    ...(ending === "response.completed" ? [{ type: ending, response: responseBody(usage) }] : []),
+  ];
+  return events.map((event, sequence) => responseEvent({ ...event, sequence_number: sequence })).join("");
+}
+
+describe("POST /v1/model/responses", () => {
+  it("sends a request to the session's endpoint with the Secret's key, never the pod's token, and meters its usage", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(responseBody(responsesUsage)));
+    };
+    const theSession = session();
+    const { url, transcripts, records } = await startGateway(theSession);
+    const sent = {
+      model: "gpt-test",
+      input: [{ role: "user" as const, content: "Push the plan." }],
+      tools: [{ type: "function" as const, name: "read", parameters: {}, strict: false }],
+      store: false,
+    };
+    const answered = await client(url).responses.create(sent);
+    expect(answered.output_text).toBe("The plan stands.");
+    expect(received).toHaveLength(1);
+    expect(received[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(JSON.stringify(received[0]!.headers)).not.toContain(POD_TOKEN);
+    expect(received[0]!.body).toEqual(sent);
+    expect(transcripts.events).toEqual([
+      expect.objectContaining({
+        kind: "usage",
+        payload: expect.objectContaining({
+          inputTokens: 21,
+          outputTokens: 6,
+          stream: false,
+          estimated: false,
+        }),
+      }),
+    ]);
+    expect((await records.recordOf(theSession.metadata.uid)).usage).toEqual({
+      inputTokens: 21,
+      outputTokens: 6,
+    });
+  });
+
+  it("passes a stream through unchanged and meters the usage of response.completed", async () => {
+    const body = responseStream("response.completed", responsesUsage);
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.end(body);
+    };
+    const theSession = session();
+    const { url, records } = await startGateway(theSession);
+    const stream = client(url).responses.stream({ model: "gpt-test", input: "Push the plan." });
+    const final = await stream.finalResponse();
+    expect(final.output_text).toBe("The plan stands.");
+    expect(final.usage?.total_tokens).toBe(27);
+    // Nothing is added to a Responses request: its stream always ends with the usage.
+    expect(received[0]!.body).toEqual({ model: "gpt-test", input: "Push the plan.", stream: true });
+    expect((await records.recordOf(theSession.metadata.uid)).usage).toEqual({
+      inputTokens: 21,
+      outputTokens: 6,
+    });
+
+    const raw = await fetch(`${url}/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", input: "x", stream: true }),
+    });
+    expect(await raw.text()).toBe(body);
+  });
+
+  it("estimates a stream cut off before response.completed from its deltas", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.end(responseStream("none"));
+    };
+    const { url, transcripts } = await startGateway(session());
+    const raw = await fetch(`${url}/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", input: "x", stream: true }),
+    });
+    await raw.text();
+    const usage = transcripts.events.find((e) => e.kind === "usage")!.payload;
+    // "The plan stands." is 16 characters: 4 tokens, counted once though the done events repeat it.
+    expect(usage).toMatchObject({ estimated: true, outputTokens: 4, stream: true });
+  });
+
+  it("counts both wires against one token budget and refuses a Responses request once it is used", async () => {
+    answer = (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(
+        JSON.stringify(completion({ prompt_tokens: 40, completion_tokens: 15, total_tokens: 55 })),
+      );
+    };
+    const theSession = session(50);
+    const { url, transcripts } = await startGateway(theSession);
+    const openai = client(url);
+    await openai.chat.completions.create({ model: "gpt-test", messages: [{ role: "user", content: "x" }] });
+    const error = (await openai.responses
+      .create({ model: "gpt-test", input: "x" })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(isBudgetExceeded(error)).toBe(true);
+    expect(error.headers?.get("x-should-retry")).toBe("false");
+    expect(error.message).toContain("used 55 of its 50 tokens");
+    expect(received).toHaveLength(1);
+    expect(transcripts.events.filter((e) => e.kind === "budget_exceeded")).toHaveLength(1);
+  });
+
+  it("refuses tools the endpoint would run itself, which would reach the outside past the gateway", async () => {
+    const { url } = await startGateway(session());
+    const attempts = [
+      { type: "mcp", server_label: "out", server_url: "https://attacker.example/mcp" },
+      { type: "web_search" },
+      { type: "code_interpreter", container: { type: "auto" } },
+      { type: "shell", environment: { type: "container_auto" } },
+      { type: "namespace", name: "ns", description: "", tools: [{ type: "web_search_preview" }] },
+    ];
+    for (const tool of attempts) {
+      const response = await fetch(`${url}/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${POD_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "gpt-test",
+          input: "x",
+          tools: [{ type: "function", name: "read", parameters: {} }, tool],
+        }),
+      });
+      expect(response.status, tool.type).toBe(400);
+      expect(ModelProxyError.parse(await response.json()).error.code).toBe("endpoint_tool_not_allowed");
+    }
+    expect(received).toHaveLength(0);
+  });
+
+  it("refuses a background response, whose usage would come after the answer", async () => {
+    const { url } = await startGateway(session());
+    const error = await client(url)
+      .responses.create({ model: "gpt-test", input: "x", background: true })
+      .catch((e: unknown) => e);
+    expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe("background_not_allowed");
+    expect(received).toHaveLength(0);
+  });
+
+  it("refuses another model, a credential field and a missing token as on Chat Completions", async () => {
+    const { url } = await startGateway(session());
+    const post = (body: unknown, authorization = `Bearer ${POD_TOKEN}`) =>
+      fetch(`${url}/responses`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const refusals = [
+      [await post({ model: "gpt-expensive", input: "x" }), 400, "model_not_allowed"],
+      [
+        await post({ model: "gpt-test", input: "x", api_key: "sk-pod-own-key-123456" }),
+        400,
+        "credential_field",
+      ],
+      [await post({ input: "x" }), 400, "invalid_request"],
+      [await post({ model: "gpt-test", input: "x" }, "Bearer stranger"), 403, "forbidden"],
+    ] as const;
+    for (const [response, status, code] of refusals) {
+      expect(response.status, code).toBe(status);
+      expect(ModelProxyError.parse(await response.json()).error.code).toBe(code);
+    }
+    expect(received).toHaveLength(0);
+  });
+});

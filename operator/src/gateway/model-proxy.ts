@@ -1,14 +1,17 @@
 /**
  * The model proxy (DESIGN §5, §7; contract in api/agent-protocol.ts `MODEL_PROXY_PATH`):
- *   POST /v1/model/chat/completions
+ *   POST /v1/model/chat/completions   OpenAI Chat Completions
+ *   POST /v1/model/responses          OpenAI Responses
  * registered inside the gateway's authenticated /v1 scope, so `request.session` is the pod's session.
+ * Both wire APIs take the one path below; what differs between them (the request fields read, what is
+ * changed or refused, where usage is in an answer) is in model-wires.ts.
  *
  *   endpoint = the session's spec.model.endpointRef, else the default      ; none → 503
  *   model must be spec.model.name (and one of endpoint.models when listed) ; else 400
  *   session ended or cancelled → 409
  *   metered usage ≥ tokenBudget → record budget_exceeded once; 400 budget_exceeded (final)
  *   key = the endpoint's keySecretRef Secret (cached briefly) ; absent → no Authorization header
- *   send upstream with stream_options.include_usage for a stream; relay status, headers and bytes as
+ *   send upstream (a Chat Completions stream asks for its usage); relay status, headers and bytes as
  *     they come (no buffering), metering usage from them; keep reading to the end even when the pod
  *     hangs up, so an aborted stream is metered too
  *   2xx → transcript event `usage` (source core): what status.usage and the budget count — appended
@@ -29,9 +32,8 @@
  * This module holds the route; the credential checks and redaction are in model-credentials.ts, the
  * relaying of an answer in model-relay.ts.
  */
-import type { FastifyPluginAsync, FastifyReply } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { type Dispatcher, request as undiciRequest } from "undici";
-import { z } from "zod";
 import { BUDGET_EXCEEDED, MODEL_PROXY_PATH, type ModelProxyError } from "../api/agent-protocol.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import type { ModelEndpoint } from "../config-environment.ts";
@@ -44,14 +46,8 @@ import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { errorAnswerOf, keyLikeFields, redactCredentials, truncateUtf8 } from "./model-credentials.ts";
 import { relay, relayedHeaders } from "./model-relay.ts";
-import {
-  jsonUsageMeter,
-  type MeteredUsage,
-  ProxiedChatRequest,
-  sseUsageMeter,
-  type UpstreamChatRequest,
-  upstreamChatRequest,
-} from "./model-usage.ts";
+import { jsonUsageMeter, type MeteredUsage, sseUsageMeter } from "./model-usage.ts";
+import { MODEL_WIRES, type ModelWire, type UpstreamModelRequest, upstreamUrl } from "./model-wires.ts";
 import { isSessionRateLimited } from "./session-limits.ts";
 
 /** What the model proxy needs. */
@@ -87,11 +83,6 @@ export function modelProxyError(message: string, type: string, code: string | nu
   return { error: { message, type, param: null, code } };
 }
 
-/** The upstream URL of Chat Completions at `baseURL` (e.g. `https://api.openai.com/v1`). */
-export function chatCompletionsUrl(baseURL: string): string {
-  return `${baseURL.replace(/\/+$/, "")}/chat/completions`;
-}
-
 /** Why `model` may not be asked for by `session` at `endpoint`, or undefined when it may. */
 export function modelRefusal(
   session: AgentSession,
@@ -111,7 +102,7 @@ function nowMicros(): number {
   return Date.now() * 1000;
 }
 
-/** Registers `POST /v1/model/chat/completions` (inside the authenticated /v1 scope). */
+/** Registers `POST /v1/model/chat/completions` and `/v1/model/responses` (inside the authenticated /v1 scope). */
 export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app, options) => {
   const timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
   const metrics = options.metrics;
@@ -138,10 +129,8 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
     return reply.code(500).send(modelProxyError("internal error", "server_error", "internal"));
   });
 
-  app.post(
-    `${MODEL_PROXY_PATH}/chat/completions`,
-    { bodyLimit: options.maxRequestBytes },
-    async (request, reply) => {
+  const proxy = (wire: ModelWire) =>
+    async function proxied(request: FastifyRequest, reply: FastifyReply) {
       const started = Date.now();
       const session = request.session;
       const endpoint = options.endpointFor(session.spec.model.endpointRef);
@@ -167,19 +156,13 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
           ),
         );
       }
-      const parsed = ProxiedChatRequest.safeParse(request.body);
-      if (!parsed.success) {
-        return refuse(
-          400,
-          "refused",
-          modelProxyError(
-            `Not a Chat Completions request: ${z.prettifyError(parsed.error)}`,
-            "invalid_request_error",
-            "invalid_request",
-          ),
-        );
+      const parsed = wire.parse(request.body);
+      if ("refused" in parsed) {
+        const { message, code } = parsed.refused;
+        return refuse(400, "refused", modelProxyError(message, "invalid_request_error", code));
       }
-      const credentialFields = keyLikeFields(parsed.data);
+      const upstream = parsed.request;
+      const credentialFields = keyLikeFields(upstream.fields);
       if (credentialFields.length > 0) {
         return refuse(
           400,
@@ -191,7 +174,7 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
           ),
         );
       }
-      const refusedModel = modelRefusal(session, endpoint, parsed.data.model);
+      const refusedModel = modelRefusal(session, endpoint, upstream.model);
       if (refusedModel) {
         return refuse(
           400,
@@ -237,10 +220,9 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
         );
       }
       const key = endpoint.keySecretRef ? await options.keys.keyOf(endpoint.keySecretRef) : undefined;
-      const upstream = upstreamChatRequest(parsed.data);
       let answer: Dispatcher.ResponseData;
       try {
-        answer = await undiciRequest(chatCompletionsUrl(endpoint.baseURL), {
+        answer = await undiciRequest(upstreamUrl(endpoint.baseURL, wire), {
           method: "POST",
           headers: {
             "content-type": "application/json",
@@ -288,7 +270,9 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
       const promptChars = upstream.body.length;
       // The answer's own framing decides how to read it: an endpoint may answer a stream request with JSON.
       const sse = String(answer.headers["content-type"] ?? "").includes("text/event-stream");
-      const meter = sse ? sseUsageMeter(promptChars) : jsonUsageMeter(promptChars);
+      const meter = sse
+        ? sseUsageMeter(promptChars, wire.readEvent)
+        : jsonUsageMeter(promptChars, wire.readBody);
       reply.hijack();
       reply.raw.writeHead(answer.statusCode, relayedHeaders(answer.headers));
       reply.raw.flushHeaders();
@@ -299,8 +283,10 @@ export const modelProxyRoute: FastifyPluginAsync<ModelProxyOptions> = async (app
       await recordUsage(options, session, endpoint, upstream, meter.finish(), log);
       if (!reply.raw.destroyed) reply.raw.end();
       return reply;
-    },
-  );
+    };
+  for (const wire of MODEL_WIRES) {
+    app.post(`${MODEL_PROXY_PATH}${wire.path}`, { bodyLimit: options.maxRequestBytes }, proxy(wire));
+  }
 };
 
 /** Appends the `usage` event of one answered request; a failure is logged (the answer is already sent). */
@@ -308,7 +294,7 @@ async function recordUsage(
   options: ModelProxyOptions,
   session: AgentSession,
   endpoint: ModelEndpoint,
-  upstream: UpstreamChatRequest,
+  upstream: UpstreamModelRequest,
   usage: MeteredUsage,
   log: FastifyReply["log"],
 ): Promise<void> {

@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  jsonUsageMeter,
-  ProxiedChatRequest,
-  sseUsageMeter,
-  upstreamChatRequest,
-  usageFrom,
-} from "./model-usage.ts";
+import { jsonUsageMeter, sseUsageMeter } from "./model-usage.ts";
+import { chatCompletions, ProxiedChatRequest, upstreamChatRequest, usageFrom } from "./model-wires.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -72,7 +67,7 @@ describe("sseUsageMeter", () => {
   ].join("");
 
   it("reads the usage of the stream's last chunk", () => {
-    const meter = sseUsageMeter(1000);
+    const meter = sseUsageMeter(1000, chatCompletions.readEvent);
     meter.push(bytes(stream));
     expect(meter.finish()).toEqual({ inputTokens: 41, outputTokens: 7, estimated: false });
   });
@@ -80,13 +75,13 @@ describe("sseUsageMeter", () => {
   it("reads it however the bytes are split, even inside a multi-byte character", () => {
     const text = stream.replace("Hello", "Grüße ✓");
     const all = bytes(text);
-    const meter = sseUsageMeter(1000);
+    const meter = sseUsageMeter(1000, chatCompletions.readEvent);
     for (let i = 0; i < all.length; i += 3) meter.push(all.subarray(i, i + 3));
     expect(meter.finish()).toEqual({ inputTokens: 41, outputTokens: 7, estimated: false });
   });
 
   it("reads CRLF-framed events and multi-line data", () => {
-    const meter = sseUsageMeter(0);
+    const meter = sseUsageMeter(0, chatCompletions.readEvent);
     meter.push(
       bytes('data: {"choices": [],\r\ndata: "usage": {"prompt_tokens": 2, "completion_tokens": 1}}\r\n\r\n'),
     );
@@ -94,7 +89,7 @@ describe("sseUsageMeter", () => {
   });
 
   it("estimates a stream that reports no usage from the prompt and the streamed output", () => {
-    const meter = sseUsageMeter(400);
+    const meter = sseUsageMeter(400, chatCompletions.readEvent);
     meter.push(
       bytes(
         chunk({
@@ -118,7 +113,7 @@ describe("sseUsageMeter", () => {
 
 describe("jsonUsageMeter", () => {
   it("reads the usage of a completion body", () => {
-    const meter = jsonUsageMeter(10);
+    const meter = jsonUsageMeter(10, chatCompletions.readBody);
     const body = JSON.stringify({
       choices: [{ message: { role: "assistant", content: "hi" } }],
       usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
@@ -129,7 +124,7 @@ describe("jsonUsageMeter", () => {
   });
 
   it("estimates a body without usage from the message it carries", () => {
-    const meter = jsonUsageMeter(8);
+    const meter = jsonUsageMeter(8, chatCompletions.readBody);
     meter.push(bytes(JSON.stringify({ choices: [{ message: { content: "abcdefgh" } }] })));
     expect(meter.finish()).toEqual({ inputTokens: 2, outputTokens: 2, estimated: true });
   });

@@ -1,42 +1,19 @@
 /**
- * What the model proxy changes in a Chat Completions request and what it reads from the answer (pure):
- * streamed requests ask for usage (`stream_options.include_usage: true`), and a meter reads the token
- * usage from the answer's bytes as they pass — the last SSE chunk's `usage` of a stream, the body's
- * `usage` otherwise — without changing them. An answer that reports no usage (an endpoint that ignores
- * `include_usage`, a stream cut short) is estimated at about four characters per token, so a session
- * cannot spend tokens the budget does not see.
+ * Metering of a model answer as it passes through the proxy (pure): a meter reads the token usage from
+ * the answer's bytes without changing them — the SSE events of a stream, the JSON body otherwise — with
+ * what each wire API's answers look like left to a reading (gateway/model-wires.ts). An answer that
+ * reports no usage (an endpoint that ignores `include_usage`, a stream cut short) is estimated at about
+ * four characters per token, so a session cannot spend tokens the budget does not see.
  */
-import { z } from "zod";
 
-/** The fields of a Chat Completions request the proxy reads; everything else passes through as sent. */
-export const ProxiedChatRequest = z.looseObject({
-  model: z.string().min(1),
-  stream: z.boolean().nullish(),
-  stream_options: z.looseObject({}).nullish(),
-});
-export type ProxiedChatRequest = z.infer<typeof ProxiedChatRequest>;
-
-/** The request as sent upstream: the body text and what the proxy needs to know about it. */
-export interface UpstreamChatRequest {
-  model: string;
-  stream: boolean;
-  /** JSON text of the request with `stream_options.include_usage: true` when streamed. */
-  body: string;
-}
-
-/** `request` as the endpoint gets it: unchanged, except that a streamed request asks for usage. */
-export function upstreamChatRequest(request: ProxiedChatRequest): UpstreamChatRequest {
-  const stream = request.stream === true;
-  const body = stream
-    ? { ...request, stream_options: { ...(request.stream_options ?? {}), include_usage: true } }
-    : request;
-  return { model: request.model, stream, body: JSON.stringify(body) };
+/** Input and output tokens of one answer. */
+export interface TokenCounts {
+  inputTokens: number;
+  outputTokens: number;
 }
 
 /** Tokens of one model request; `estimated` when the answer reported none. */
-export interface MeteredUsage {
-  inputTokens: number;
-  outputTokens: number;
+export interface MeteredUsage extends TokenCounts {
   estimated: boolean;
 }
 
@@ -47,71 +24,32 @@ export interface UsageMeter {
   finish(): MeteredUsage;
 }
 
-const OpenAiUsage = z.looseObject({
-  prompt_tokens: z.number().int().min(0).optional(),
-  completion_tokens: z.number().int().min(0).optional(),
-  total_tokens: z.number().int().min(0).optional(),
-});
-
-/** An answer's or chunk's `usage` as input/output tokens, or undefined when it carries none. */
-export function usageFrom(value: unknown): { inputTokens: number; outputTokens: number } | undefined {
-  const parsed = OpenAiUsage.safeParse(value);
-  if (!parsed.success) return undefined;
-  const { prompt_tokens, completion_tokens, total_tokens } = parsed.data;
-  if (prompt_tokens === undefined && completion_tokens === undefined) {
-    return total_tokens === undefined ? undefined : { inputTokens: total_tokens, outputTokens: 0 };
-  }
-  return { inputTokens: prompt_tokens ?? 0, outputTokens: completion_tokens ?? 0 };
+/** What one parsed SSE event or body says: the usage it reports, and the characters the model produced. */
+export interface AnswerReading {
+  usage: TokenCounts | undefined;
+  outputChars: number;
 }
+
+/** Reads one parsed SSE event's data or one whole JSON body (any shape: endpoints vary). */
+export type AnswerReader = (value: unknown) => AnswerReading;
 
 /** About four characters per token, at least one token for anything non-empty. */
 export function estimateTokens(chars: number): number {
   return chars <= 0 ? 0 : Math.ceil(chars / 4);
 }
 
-const Choice = z.looseObject({
-  delta: z.looseObject({}).nullish(),
-  message: z.looseObject({}).nullish(),
-});
-const Completion = z.looseObject({ choices: z.array(Choice).nullish(), usage: z.unknown().optional() });
-
-/** Characters the model produced in a message or delta: text, reasoning, tool names and arguments. */
-function outputChars(part: Record<string, unknown> | null | undefined): number {
-  if (!part) return 0;
-  let chars = 0;
-  for (const field of ["content", "reasoning_content", "refusal"]) {
-    const value = part[field];
-    if (typeof value === "string") chars += value.length;
-  }
-  const calls = part.tool_calls;
-  if (Array.isArray(calls)) {
-    for (const call of calls) {
-      const fn = (call as { function?: { name?: unknown; arguments?: unknown } } | null)?.function;
-      if (typeof fn?.name === "string") chars += fn.name.length;
-      if (typeof fn?.arguments === "string") chars += fn.arguments.length;
-    }
-  }
-  return chars;
+interface MeterState {
+  usage?: TokenCounts;
+  outputChars: number;
 }
 
-/** Folds one parsed completion or chunk into the running totals. */
-function fold(
-  state: { usage?: { inputTokens: number; outputTokens: number }; outputChars: number },
-  value: unknown,
-) {
-  const parsed = Completion.safeParse(value);
-  if (!parsed.success) return;
-  const usage = usageFrom(parsed.data.usage);
-  if (usage) state.usage = usage;
-  for (const choice of parsed.data.choices ?? []) {
-    state.outputChars += outputChars(choice.delta) + outputChars(choice.message);
-  }
+/** Folds one reading into the running totals: the latest usage reported wins, output characters add up. */
+function fold(state: MeterState, reading: AnswerReading) {
+  if (reading.usage) state.usage = reading.usage;
+  state.outputChars += reading.outputChars;
 }
 
-function result(
-  state: { usage?: { inputTokens: number; outputTokens: number }; outputChars: number },
-  promptChars: number,
-): MeteredUsage {
+function result(state: MeterState, promptChars: number): MeteredUsage {
   if (state.usage) return { ...state.usage, estimated: false };
   return {
     inputTokens: estimateTokens(promptChars),
@@ -124,15 +62,13 @@ function result(
 const MAX_EVENT_CHARS = 8 * 1024 * 1024;
 
 /**
- * A meter of a streamed answer (`text/event-stream`: `data: {chunk}` events separated by blank lines,
- * `data: [DONE]` last). The usage is the last chunk's `usage`; `promptChars` (the request's length)
- * and the streamed output make the estimate when no chunk carries one.
+ * A meter of a streamed answer (`text/event-stream`: events separated by blank lines, their `data:`
+ * lines joined; `data: [DONE]` ends Chat Completions streams). `read` takes each event's parsed data;
+ * `promptChars` (the request's length) and the streamed output make the estimate when none reports usage.
  */
-export function sseUsageMeter(promptChars: number): UsageMeter {
+export function sseUsageMeter(promptChars: number, read: AnswerReader): UsageMeter {
   const decoder = new TextDecoder();
-  const state: { usage?: { inputTokens: number; outputTokens: number }; outputChars: number } = {
-    outputChars: 0,
-  };
+  const state: MeterState = { outputChars: 0 };
   let pending = "";
   const event = (text: string) => {
     const data = text
@@ -141,11 +77,13 @@ export function sseUsageMeter(promptChars: number): UsageMeter {
       .map((line) => line.slice(line.startsWith("data: ") ? 6 : 5))
       .join("\n");
     if (data === "" || data === "[DONE]") return;
+    let value: unknown;
     try {
-      fold(state, JSON.parse(data));
+      value = JSON.parse(data);
     } catch {
-      // Not JSON: nothing to meter in it; it passed through unchanged all the same.
+      return; // Not JSON: nothing to meter in it; it passed through unchanged all the same.
     }
+    fold(state, read(value));
   };
   const drain = (final: boolean) => {
     for (;;) {
@@ -173,8 +111,8 @@ export function sseUsageMeter(promptChars: number): UsageMeter {
 /** A body larger than this is not parsed for usage (it still passes through; usage is then estimated). */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-/** A meter of a non-streamed answer: the JSON body's `usage`, else the estimate. */
-export function jsonUsageMeter(promptChars: number): UsageMeter {
+/** A meter of a non-streamed answer: what `read` finds in the JSON body, else the estimate. */
+export function jsonUsageMeter(promptChars: number, read: AnswerReader): UsageMeter {
   const parts: Uint8Array[] = [];
   let size = 0;
   return {
@@ -183,19 +121,15 @@ export function jsonUsageMeter(promptChars: number): UsageMeter {
       if (size <= MAX_BODY_BYTES) parts.push(bytes);
     },
     finish() {
-      const state: { usage?: { inputTokens: number; outputTokens: number }; outputChars: number } = {
-        outputChars: 0,
-      };
-      if (size <= MAX_BODY_BYTES) {
-        try {
-          fold(state, JSON.parse(Buffer.concat(parts).toString("utf8")));
-        } catch {
-          // A body that is not JSON reports no usage: estimated below from its length.
-          state.outputChars = size;
-        }
-      } else {
-        state.outputChars = size;
+      const state: MeterState = { outputChars: 0 };
+      let value: unknown;
+      try {
+        value = size <= MAX_BODY_BYTES ? JSON.parse(Buffer.concat(parts).toString("utf8")) : undefined;
+      } catch {
+        // A body that is not JSON reports no usage: estimated below from its length.
       }
+      if (value === undefined) state.outputChars = size;
+      else fold(state, read(value));
       return result(state, promptChars);
     },
   };
