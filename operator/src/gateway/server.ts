@@ -20,15 +20,13 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import {
   AgentEvent,
-  type ApprovalWait,
   HISTORY_PAGE,
   type HistoryEntry,
   type HistoryPage,
   InvokeCall,
   type SessionView,
 } from "../api/agent-protocol.ts";
-import type { AgentSession, Approval } from "../api/kinds.ts";
-import { ApprovalPhase } from "../api/status/approval.ts";
+import type { AgentSession } from "../api/kinds.ts";
 import { endpointFor, type OperatorConfig } from "../config.ts";
 import { sha256Hex } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
@@ -41,8 +39,8 @@ import type { Caches } from "../kube/runtime/caches.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
-import { answerOfApproval, isSettled, recordApprovalOutcome } from "../transcripts/approval-outcome.ts";
 import { modelView, storedAgentEvent } from "./agent-events.ts";
+import { approvalWaitAnswer, signalOfResponse, waitForApproval } from "./approval-wait.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { errorReply } from "./error-reply.ts";
@@ -81,9 +79,6 @@ export interface GatewayDeps {
   model: Pick<ModelProxyOptions, "keys" | "metrics">;
   settings: GatewaySettings;
 }
-
-/** How long an approval wait lets the informer catch up with an Approval created a moment ago. */
-const APPROVAL_ARRIVAL_MS = 5_000;
 
 const WaitQuery = z.object({ timeoutSeconds: z.coerce.number().int().min(1).max(60).default(30) });
 declare module "fastify" {
@@ -283,44 +278,15 @@ export function buildGateway(deps: GatewayDeps) {
       "/v1/approvals/:name/wait",
       async (request: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply) => {
         const { timeoutSeconds } = WaitQuery.parse(request.query);
-        const session = request.session;
-        const read = (): Approval | undefined => {
-          const approval = deps.caches.approvals.get(request.params.name, session.metadata.namespace);
-          return approval?.spec.sessionRef.uid === session.metadata.uid ? approval : undefined;
-        };
-        // The agent asks right after its invoke created the Approval — on this replica or another — and
-        // the informer may not have delivered it yet: the cache gets a bounded moment to catch up.
-        let approval = read();
-        const arrival = Date.now() + APPROVAL_ARRIVAL_MS;
-        while (!approval && Date.now() < arrival && !request.raw.destroyed) {
-          await new Promise((resolve) => setTimeout(resolve, 50));
-          approval = read();
-        }
-        if (!approval)
-          throw new GatehouseError(
-            "not_found",
-            `Approval ${request.params.name} does not belong to this session.`,
-          );
-        const deadline = Date.now() + timeoutSeconds * 1000;
-        // A replica that is stopping answers at once (not done), so the agent asks a live one.
-        while (
-          approval &&
-          !isSettled(approval) &&
-          Date.now() < deadline &&
-          !request.raw.destroyed &&
-          !drain.draining
-        ) {
-          await new Promise((resolve) => setTimeout(resolve, 250));
-          approval = read();
-        }
-        if (!approval) throw new GatehouseError("not_found", `Approval ${request.params.name} is gone.`);
-        const phase = approval.status?.phase ?? ApprovalPhase.Pending;
-        const body: ApprovalWait = { name: approval.metadata.name, phase, done: isSettled(approval) };
-        if (body.done) {
-          body.answer = await answerOfApproval(deps.core, approval);
-          await recordApprovalOutcome(deps.core, deps.transcripts, approval, nowMicros());
-        }
-        return reply.send(body);
+        const approval = await waitForApproval(deps.caches, {
+          name: request.params.name,
+          session: request.session,
+          timeoutMs: timeoutSeconds * 1000,
+          signal: signalOfResponse(reply.raw),
+          // A replica that is stopping answers at once (not done), so the agent asks a live one.
+          stopping: () => drain.draining,
+        });
+        return reply.send(await approvalWaitAnswer(deps.core, deps.transcripts, approval, nowMicros()));
       },
     );
   });
