@@ -55,6 +55,12 @@ export interface OperatorMetrics {
   /** What Core reports: `gatehouse_invoke_duration_seconds` and `gatehouse_executions_total`. */
   coreMetrics: CoreMetrics;
   /**
+   * One call of a port Core or the gateway uses (the store, the API server, a provider, TokenReview)
+   * finished after `durationMs`: `gatehouse_port_call_duration_seconds{port,method}` (observability/
+   * port-timing.ts), the breakdown of the invoke path by stage.
+   */
+  portCalled(port: string, method: string, durationMs: number): void;
+  /**
    * What the model proxy reports: `gatehouse_model_requests_total{endpoint,outcome}`,
    * `gatehouse_model_request_duration_seconds{endpoint}` and `gatehouse_model_tokens_total{endpoint,direction}`.
    */
@@ -145,6 +151,13 @@ export function createMetrics(): OperatorMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
+  const portCallSeconds = new Histogram({
+    name: "gatehouse_port_call_duration_seconds",
+    help: "Duration of one call of a port of the invoke path (store, API server, provider, TokenReview), per port and method: the invoke's breakdown by stage.",
+    labelNames: ["port", "method"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30],
+    registers: [registry],
+  });
   const executionsTotal = new Counter({
     name: "gatehouse_executions_total",
     help: "Executions that reached a final or unknown state, per state and error kind (none when it succeeded).",
@@ -228,6 +241,9 @@ export function createMetrics(): OperatorMetrics {
     coreMetrics,
     modelProxyMetrics,
     witnessMetrics,
+    portCalled(port, method, durationMs) {
+      portCallSeconds.observe({ port, method }, durationMs / 1000);
+    },
     approvalDecided(outcome, durationMs) {
       approvalDecisionSeconds.observe({ outcome }, Math.max(0, durationMs) / 1000);
     },

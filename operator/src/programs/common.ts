@@ -19,12 +19,14 @@ import type { CoreDeps } from "../core/ports.ts";
 import { failpointTrigger } from "../failpoints.ts";
 import { closeWithin } from "../http/shutdown.ts";
 import { kubeApprovalPort } from "../kube/approvals.ts";
+import { approvalsInPhase, GATEHOUSE_INDEXERS } from "../kube/cache-indexes.ts";
 import { cacheCatalog } from "../kube/catalog.ts";
 import { publishedIdentityResolver, secretIdentityResolver } from "../kube/identities.ts";
 import { type Caches, makeCaches, startCaches, stopCaches } from "../kube/runtime/caches.ts";
 import { type KubeClients, loadKubeConfig, makeClients } from "../kube/runtime/client.ts";
 import { buildHealthServer } from "../observability/health.ts";
 import { createMetrics, type OperatorMetrics } from "../observability/metrics.ts";
+import { timedPort } from "../observability/port-timing.ts";
 import { httpProviderClient } from "../providers/client.ts";
 import { providerEndpoints } from "../providers/endpoints.ts";
 import { type GrantKeyRing, startGrantKeyRing } from "../providers/grant-keys.ts";
@@ -112,15 +114,10 @@ export async function startComponent(
       config.mountRoot,
     ),
   );
-  const caches = makeCaches(clients, log, config.watchNamespaces, (path, reason) =>
+  const caches = makeCaches(clients, log, config.watchNamespaces, GATEHOUSE_INDEXERS, (path, reason) =>
     metrics.informerRestarted(path, reason),
   );
-  metrics.trackPendingApprovals(
-    () =>
-      caches.approvals
-        .list()
-        .filter((a) => (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending).length,
-  );
+  metrics.trackPendingApprovals(() => approvalsInPhase(caches, ApprovalPhase.Pending));
   let synced = false;
   // Until the store is open the database has not answered; then its own probe says (store/readiness.ts).
   let databaseAnswers = () => false;
@@ -175,20 +172,24 @@ export async function startComponent(
   });
   const grants = grantSigner({ signingKey: grantKeys.signingKey, ttlSeconds: config.grants.ttlSeconds });
 
+  // Every port call is timed (gatehouse_port_call_duration_seconds): the invoke path's stages.
+  const timed = <T extends object>(port: T, name: string): T => timedPort(port, name, metrics.portCalled);
   const core: CoreDeps = {
     clock: { nowMicros: () => Date.now() * 1000 },
     timer: { sleep: async (ms) => void (await sleep(ms)) },
-    catalog: cacheCatalog(caches),
+    catalog: timed(cacheCatalog(caches), "catalog"),
     // Only the controller reads identity-binding Secrets; the gateway reads what it publishes.
-    identities:
+    identities: timed(
       component === "controller"
         ? secretIdentityResolver(clients)
         : publishedIdentityResolver(clients.core, config.operatorNamespace),
-    approvals: kubeApprovalPort(clients, caches),
-    executions: store.executions,
-    budget: store.budget,
-    providers: httpProviderClient(providerEndpoints(caches), grants),
-    audit: store.audit,
+      "identities",
+    ),
+    approvals: timed(kubeApprovalPort(clients, caches), "approvals"),
+    executions: timed(store.executions, "executions"),
+    budget: timed(store.budget, "budget"),
+    providers: timed(httpProviderClient(providerEndpoints(caches), grants), "providers"),
+    audit: timed(store.audit, "audit"),
     logger: log.child({ component: "core" }),
     config: { ...defaultCoreConfig, ...config.execution },
     metrics: metrics.coreMetrics,

@@ -17,6 +17,7 @@ import { closeWithin } from "../http/shutdown.ts";
 import { subjectAccessReviewer } from "../kube/access-review.ts";
 import { secretModelKeys } from "../kube/model-keys.ts";
 import type { KubeClients } from "../kube/runtime/client.ts";
+import { timedFunction, timedPort } from "../observability/port-timing.ts";
 import { combinedJwks, readGrantPublicKeys } from "../providers/grant-public-keys.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import { startComponent } from "./common.ts";
@@ -73,8 +74,9 @@ export async function runGateway(): Promise<void> {
   const gateway = buildGateway({
     caches,
     core,
-    transcripts: store.transcripts,
-    review: tokenReviewer(clients),
+    // Timed as Core's ports are: the invoke route's transcript appends and its (cached) TokenReview.
+    transcripts: timedPort(store.transcripts, "transcripts", metrics.portCalled),
+    review: timedFunction(tokenReviewer(clients), "tokenreview", "review", metrics.portCalled),
     jwks: combinedJwks(grantKeys.jwks, published.keys),
     log,
     records: sessionRecords(store.transcripts),
