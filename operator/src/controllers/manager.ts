@@ -15,6 +15,14 @@ import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
 import { type OperatorConfig, settingsOf } from "../config.ts";
 import type { CoreDeps, DecisionRulesVerdict } from "../core/ports.ts";
 import { toolNameOf } from "../core/tool-names.ts";
+import {
+  approvalsOfSession,
+  approvalsOnCapability,
+  capabilitiesByToolName,
+  capabilitiesOfProvider,
+  sessionByUid,
+  sessionsNamingCapability,
+} from "../kube/cache-indexes.ts";
 import { startIdentityMirror } from "../kube/identity-mirror.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
 import type { KubeClients } from "../kube/runtime/client.ts";
@@ -174,34 +182,21 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     deps.metrics,
   );
 
-  const sessionByUid = (namespace: string | undefined, uid: string | undefined) =>
-    uid ? caches.sessions.list(namespace).find((s) => s.metadata.uid === uid) : undefined;
-  const capabilitiesOfProvider = (namespace: string | undefined, name: string | undefined) =>
-    caches.capabilities
-      .list()
-      .filter(
-        (c) =>
-          c.spec.providerRef.name === name &&
-          (c.spec.providerRef.namespace ?? c.metadata.namespace) === namespace,
-      );
-
   caches.sessions.onChange((s, event, previous) => {
     if (specOrMetadataChanged(s, event, previous)) sessions.enqueue(s);
     // A cancelled, ended or deleted session cancels its Pending Approvals: only then do they need a look
     // (a session's own status writes are frequent, and a session may hold many Approvals).
     if (sessionEnding(s, event, previous)) {
-      for (const a of caches.approvals.list(s.metadata.namespace)) {
-        if (a.spec.sessionRef.uid === s.metadata.uid) approvals.enqueue(a);
-      }
+      for (const a of approvalsOfSession(caches, s.metadata.namespace, s.metadata.uid)) approvals.enqueue(a);
     }
   });
   caches.approvals.onChange((a, event, previous) => {
     if (specOrMetadataChanged(a, event, previous)) approvals.enqueue(a);
-    const session = sessionByUid(a.metadata.namespace, a.spec.sessionRef.uid);
+    const session = sessionByUid(caches, a.metadata.namespace, a.spec.sessionRef.uid);
     if (session) sessions.enqueue(session);
   });
   caches.pods.onChange((pod) => {
-    const session = sessionByUid(pod.metadata?.namespace, pod.metadata?.labels?.[SESSION_UID_LABEL]);
+    const session = sessionByUid(caches, pod.metadata?.namespace, pod.metadata?.labels?.[SESSION_UID_LABEL]);
     if (session) sessions.enqueue(session);
     const provider = pod.metadata?.labels?.[PROVIDER_LABEL];
     if (provider) providers.enqueue({ metadata: { namespace: pod.metadata?.namespace, name: provider } });
@@ -211,27 +206,28 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
       capabilities.enqueue(c);
       // Capabilities sharing its tool name, before or after the change, learn whether they still clash.
       const names = new Set([toolNameOf(c.spec.id), ...(previous ? [toolNameOf(previous.spec.id)] : [])]);
-      for (const other of caches.capabilities.list(c.metadata.namespace)) {
-        if (other.metadata.name !== c.metadata.name && names.has(toolNameOf(other.spec.id))) {
-          capabilities.enqueue(other);
+      for (const name of names) {
+        for (const other of capabilitiesByToolName(caches, c.metadata.namespace, name)) {
+          if (other.metadata.name !== c.metadata.name) capabilities.enqueue(other);
         }
       }
       // A policy made stricter applies to the Approvals still Pending on it: their status says so now.
-      for (const a of caches.approvals.list(c.metadata.namespace)) {
-        const pending = (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending;
-        if (a.spec.capability === c.metadata.name && pending) approvals.enqueue(a);
+      for (const a of approvalsOnCapability(caches, c.metadata.namespace, c.metadata.name)) {
+        if ((a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending) approvals.enqueue(a);
       }
     }
     // Sessions naming it learn whether it exists (condition CapabilitiesResolved).
     if (event !== "update") {
-      for (const s of caches.sessions.list(c.metadata.namespace)) {
-        if (s.spec.capabilities?.includes(c.metadata.name)) sessions.enqueue(s);
+      for (const s of sessionsNamingCapability(caches, c.metadata.namespace, c.metadata.name)) {
+        sessions.enqueue(s);
       }
     }
   });
   caches.providers.onChange((p, event, previous) => {
     if (specOrMetadataChanged(p, event, previous)) providers.enqueue(p);
-    for (const c of capabilitiesOfProvider(p.metadata.namespace, p.metadata.name)) capabilities.enqueue(c);
+    for (const c of capabilitiesOfProvider(caches, p.metadata.namespace, p.metadata.name)) {
+      capabilities.enqueue(c);
+    }
   });
   // An agent NetworkPolicy changed or deleted by anyone else: the namespace's running sessions restore it.
   deps.agentPolicies.onChange((policy, event) => {

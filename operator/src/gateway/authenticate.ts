@@ -14,6 +14,7 @@ import type { AgentSession } from "../api/kinds.ts";
 import { isTerminalSessionPhase } from "../api/status/agentsession.ts";
 import { AGENT_SERVICE_ACCOUNT, GATEHOUSE_AUDIENCE } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
+import { sessionByPodUid } from "../kube/cache-indexes.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
 import type { KubeClients } from "../kube/runtime/client.ts";
 
@@ -149,9 +150,7 @@ export async function sessionOfPod(
 ): Promise<AgentSession> {
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const session = caches.sessions
-      .list(identity.namespace)
-      .find((s) => s.status?.podUID === identity.podUID);
+    const session = sessionByPodUid(caches, identity.namespace, identity.podUID);
     const pod = caches.pods.get(identity.podName, identity.namespace);
     const samePod = pod?.metadata?.uid === identity.podUID ? pod : undefined;
     if (session && samePod) {

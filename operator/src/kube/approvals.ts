@@ -13,6 +13,7 @@ import { ApprovalPhase } from "../api/status/approval.ts";
 import { APPROVAL_FINALIZER, MANAGED_BY, SESSION_UID_LABEL } from "../api/well-known.ts";
 import type { ApprovalHandle, ApprovalPort, ApprovalRequest } from "../core/ports.ts";
 import { settlementMessageOf } from "../transcripts/approval-outcome.ts";
+import { approvalsOfSession } from "./cache-indexes.ts";
 import type { Caches } from "./runtime/caches.ts";
 import type { KubeClients } from "./runtime/client.ts";
 import { isConflict, isNotFound } from "./runtime/client.ts";
@@ -174,26 +175,19 @@ export function kubeApprovalPort(clients: KubeClients, caches: Caches): Approval
       return { handle, created };
     },
     async findRejected(query) {
-      const match = caches.approvals
-        .list(query.namespace)
-        .find(
-          (a) =>
-            a.spec.sessionRef.uid === query.sessionUid &&
-            a.spec.capability === query.capability &&
-            a.spec.argumentsDigest === query.argumentsDigest &&
-            a.status?.phase === ApprovalPhase.Rejected,
-        );
+      const match = approvalsOfSession(caches, query.namespace, query.sessionUid).find(
+        (a) =>
+          a.spec.capability === query.capability &&
+          a.spec.argumentsDigest === query.argumentsDigest &&
+          a.status?.phase === ApprovalPhase.Rejected,
+      );
       return match ? { name: match.metadata.name } : undefined;
     },
     async findByAction(query) {
       // From the informer cache, as findRejected: an Approval created a moment ago may be missing.
-      return caches.approvals
-        .list(query.namespace)
+      return approvalsOfSession(caches, query.namespace, query.sessionUid)
         .filter(
-          (a) =>
-            a.spec.sessionRef.uid === query.sessionUid &&
-            a.spec.capability === query.capability &&
-            a.spec.argumentsDigest === query.argumentsDigest,
+          (a) => a.spec.capability === query.capability && a.spec.argumentsDigest === query.argumentsDigest,
         )
         .map((a) => handleOf(a, undefined, query.sessionUid));
     },

@@ -6,6 +6,7 @@ import { CapabilityCondition, CapabilityReason } from "../api/status/capability.
 import { ProviderInstanceCondition } from "../api/status/providerinstance.ts";
 import type { CapabilityCatalog, ResolvedCapability } from "../core/ports.ts";
 import { toolNameOf } from "../core/tool-names.ts";
+import { capabilitiesByToolName } from "./cache-indexes.ts";
 import type { Caches } from "./runtime/caches.ts";
 import { findCondition } from "./runtime/conditions.ts";
 
@@ -36,8 +37,12 @@ export function resolveCapability(caches: Caches, capability: Capability): Resol
   const ref = capability.spec.providerRef;
   const providerNamespace = ref.namespace ?? capability.metadata.namespace;
   const provider = caches.providers.get(ref.name, providerNamespace);
-  const duplicate =
-    duplicatesOf(caches.capabilities.list(capability.metadata.namespace), capability).length > 0;
+  const sameToolName = capabilitiesByToolName(
+    caches,
+    capability.metadata.namespace,
+    toolNameOf(capability.spec.id),
+  );
+  const duplicate = duplicatesOf(sameToolName, capability).length > 0;
   const condition = findCondition(capability.status?.conditions, CapabilityCondition.Ready);
   const ready = duplicate ? { status: "False", reason: CapabilityReason.DuplicateId } : condition;
   const status = capability.status ?? {};
@@ -78,7 +83,7 @@ export function visibleCapabilities(
 export function cacheCatalog(caches: Caches): CapabilityCatalog {
   return {
     async resolve(namespace, toolName) {
-      const capability = caches.capabilities.list(namespace).find((c) => toolNameOf(c.spec.id) === toolName);
+      const capability = capabilitiesByToolName(caches, namespace, toolName)[0];
       return capability ? resolveCapability(caches, capability) : undefined;
     },
     async get(namespace, name) {

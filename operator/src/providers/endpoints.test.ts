@@ -1,24 +1,13 @@
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import type { AgentSession, ProviderInstance } from "../api/kinds.ts";
+import { GATEHOUSE_INDEXERS } from "../kube/cache-indexes.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
-import type { ObjectCache } from "../kube/runtime/informer.ts";
+import { staticCache } from "../kube/runtime/static-cache.ts";
 import { providerEndpoints } from "./endpoints.ts";
 
 const NAMESPACE = "plant-a";
 const SESSION_UID = "sess-uid-1";
-
-/** A read-only cache over `objects`, as the informers answer get and list. */
-function cacheOf<T extends KubernetesObject>(objects: T[]): ObjectCache<T> {
-  return {
-    onChange: () => {},
-    start: async () => {},
-    stop: async () => {},
-    get: (name, namespace) =>
-      objects.find((o) => o.metadata?.name === name && o.metadata?.namespace === namespace),
-    list: (namespace) => objects.filter((o) => !namespace || o.metadata?.namespace === namespace),
-  };
-}
 
 const provider = {
   apiVersion: "gatehouse.dev/v1alpha1",
@@ -80,9 +69,9 @@ function agentPod(
 
 function lookupOver(pods: V1Pod[], sessions: AgentSession[] = [session]) {
   const caches = {
-    providers: cacheOf([provider as ProviderInstance & KubernetesObject]),
-    sessions: cacheOf(sessions as (AgentSession & KubernetesObject)[]),
-    pods: cacheOf(pods as (V1Pod & KubernetesObject)[]),
+    providers: staticCache([provider as ProviderInstance & KubernetesObject]),
+    sessions: staticCache(sessions as (AgentSession & KubernetesObject)[], GATEHOUSE_INDEXERS.sessions),
+    pods: staticCache(pods as (V1Pod & KubernetesObject)[]),
   } as unknown as Caches;
   return (uid = SESSION_UID) => providerEndpoints(caches)({ name: "fx", namespace: NAMESPACE }, uid);
 }

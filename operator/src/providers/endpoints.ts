@@ -11,6 +11,7 @@ import type { AgentSession } from "../api/kinds.ts";
 import { PodPhase } from "../api/status/kubernetes.ts";
 import { sidecarContainerName } from "../api/well-known.ts";
 import type { ProviderRef } from "../core/ports.ts";
+import { sessionByUid } from "../kube/cache-indexes.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
 
 /**
@@ -42,7 +43,7 @@ export function providerEndpoints(
     if (!provider) return undefined;
     if (provider.spec.placement !== "Sidecar") return provider.status?.endpoints?.[0];
     // A Sidecar provider serves only the sessions of its own namespace (controllers/agentsession/sidecars.ts).
-    const session = caches.sessions.list(ref.namespace).find((s) => s.metadata.uid === sessionUid);
+    const session = sessionByUid(caches, ref.namespace, sessionUid);
     const podName = session?.status?.podName;
     const pod = podName ? caches.pods.get(podName, ref.namespace) : undefined;
     return session && pod ? sidecarEndpoint(pod, session, ref.name) : undefined;

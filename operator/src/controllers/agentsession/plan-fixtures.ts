@@ -4,14 +4,16 @@
  * runs the applier (reconciler.ts) over the in-memory writer and {@link problemsOf} compares.
  */
 import { isDeepStrictEqual } from "node:util";
-import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import type { KubernetesObject, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AgentSession, Approval, Capability, ProviderInstance } from "../../api/kinds.ts";
 import { SessionPhase } from "../../api/status/agentsession.ts";
 import { SESSION_FINALIZER } from "../../api/well-known.ts";
 import { defaultSessionCeilings } from "../../core/limits.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
+import { GATEHOUSE_INDEXERS } from "../../kube/cache-indexes.ts";
 import { metaTimeOf } from "../../kube/runtime/conditions.ts";
+import { staticCache } from "../../kube/runtime/static-cache.ts";
 import { inMemoryAgentSessionWriter } from "./in-memory-writer.ts";
 import { agentNetworkPolicy } from "./network-policy.ts";
 import type { AgentSessionSettings } from "./plan-types.ts";
@@ -187,17 +189,16 @@ export const completed = (o: Partial<Status> = {}): Status => ({
   ...o,
 });
 
-const cacheOf = <T extends { metadata?: { name?: string; namespace?: string } }>(items: T[]) => ({
-  get: (name: string, namespace?: string) =>
-    items.find((i) => i.metadata?.name === name && i.metadata?.namespace === namespace),
-  list: (namespace?: string) => items.filter((i) => i.metadata?.namespace === namespace),
-});
+type Cached<T> = T & KubernetesObject;
 
 export async function pass(row: Row) {
   const pod = row.pod?.(row.session);
   const capabilities = (row.capabilities ?? []).map(
     (name) =>
-      ({ metadata: { name, namespace: "plant-a" }, spec: { providerRef: { name: "p" } } }) as Capability,
+      ({
+        metadata: { name, namespace: "plant-a" },
+        spec: { id: `fixture.${name}`, providerRef: { name: "p" } },
+      }) as Cached<Capability>,
   );
   const writer = inMemoryAgentSessionWriter(
     row.existingPod ? { existingPod: row.existingPod(row.session) } : {},
@@ -206,10 +207,10 @@ export async function pass(row: Row) {
   const log = { info: (...args: unknown[]) => lines.push(String(args.at(-1))) } as unknown as Logger;
   const deps = {
     caches: {
-      approvals: cacheOf(row.approvals ?? []),
-      pods: cacheOf(pod ? [pod] : []),
-      capabilities: cacheOf(capabilities),
-      providers: cacheOf([] as ProviderInstance[]),
+      approvals: staticCache((row.approvals ?? []) as Cached<Approval>[], GATEHOUSE_INDEXERS.approvals),
+      pods: staticCache(pod ? [pod] : [], GATEHOUSE_INDEXERS.pods),
+      capabilities: staticCache(capabilities, GATEHOUSE_INDEXERS.capabilities),
+      providers: staticCache([] as Cached<ProviderInstance>[]),
     } as never,
     records: {
       recordOf: async () => {
@@ -223,7 +224,7 @@ export async function pass(row: Row) {
       },
     },
     settings: { ...SETTINGS, ...row.settings },
-    agentPolicies: cacheOf(row.policy ? [row.policy] : []) as never,
+    agentPolicies: staticCache(row.policy ? [row.policy] : []) as never,
     now: () => NOW,
   };
   let result: unknown;

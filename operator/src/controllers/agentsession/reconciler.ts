@@ -27,6 +27,7 @@ import type { Logger } from "pino";
 import type { AgentSession, Approval } from "../../api/kinds.ts";
 import { AGENT_NETWORK_POLICY } from "../../api/well-known.ts";
 import type { SessionRecord } from "../../core/session-record.ts";
+import { approvalsOfSession } from "../../kube/cache-indexes.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
 import type { KubeClients } from "../../kube/runtime/client.ts";
 import type { EventRecorder } from "../../kube/runtime/events.ts";
@@ -75,9 +76,7 @@ export interface AgentSessionDeps {
 
 /** Approvals owned by a session, from the cache. */
 export function approvalsOf(caches: Caches, session: AgentSession): Approval[] {
-  return caches.approvals
-    .list(session.metadata.namespace)
-    .filter((a) => a.spec.sessionRef.uid === session.metadata.uid);
+  return approvalsOfSession(caches, session.metadata.namespace, session.metadata.uid);
 }
 
 /** Reconciles one AgentSession: observe, plan, apply. */

@@ -24,6 +24,7 @@ import type { Approval } from "../../api/kinds.ts";
 import { historyWith, readHistory } from "../../core/approval-lifecycle.ts";
 import { approvalSettings } from "../../core/policy.ts";
 import type { AppendedRecord, CoreDeps, DecisionRulesVerdict } from "../../core/ports.ts";
+import { sessionByUid } from "../../kube/cache-indexes.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
 import type { KubeClients } from "../../kube/runtime/client.ts";
 import type { EventRecorder } from "../../kube/runtime/events.ts";
@@ -96,9 +97,7 @@ async function sayDatabaseUnavailable(writer: ApprovalWriter, approval: Approval
 
 /** Reads what the plan of `approval` needs (plan.ts `observationsFor`), side by side. */
 async function observe(deps: ApprovalDeps, approval: Approval, now: Date): Promise<ApprovalPlanInput> {
-  const session = deps.caches.sessions
-    .list(approval.metadata.namespace)
-    .find((s) => s.metadata.uid === approval.spec.sessionRef.uid);
+  const session = sessionByUid(deps.caches, approval.metadata.namespace, approval.spec.sessionRef.uid);
   const needs = observationsFor(approval, session);
   const view = viewOf(approval);
   const [rules, history, capability, execution] = await Promise.all([

@@ -20,6 +20,7 @@
 import type { Manifest } from "@gatehouse/provider-sdk";
 import type { V1EndpointSlice, V1Pod, V1Service } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { podsOfProvider } from "../../kube/cache-indexes.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
 import type { KubeClients } from "../../kube/runtime/client.ts";
 import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
@@ -68,7 +69,8 @@ export async function reconcileProviderInstance(
   if (!provider) return undefined;
   const reads: ProviderInstanceReads = {
     endpointSlices: (ns) => deps.caches.endpointSlices.list(ns),
-    pods: (ns) => deps.caches.pods.list(ns),
+    // Its own pods only: plan.ts keeps those of its label anyway, and a namespace may hold many agent pods.
+    pods: (ns) => podsOfProvider(deps.caches, ns, provider.metadata.name),
     manifests: deps.manifests,
   };
   return await applyProviderInstance(

@@ -9,6 +9,9 @@
  * environment. Nothing is lost: agent pods run only in served namespaces, and so do the provider
  * workloads the controller follows (a session or a ProviderInstance elsewhere is NamespaceNotServed,
  * controllers/served-namespaces.ts).
+ *
+ * Every cache keeps the indexes it is given (kube/cache-indexes.ts names Gatehouse's) and caches objects
+ * through stripForCache (cache-transform.ts).
  */
 import type { KubernetesObject, V1EndpointSlice, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -21,7 +24,9 @@ import type {
 } from "../../api/kinds.ts";
 import { AGENT_SESSION, APPROVAL, CAPABILITY, GROUP, PROVIDER_INSTANCE, VERSION } from "../../api/kinds.ts";
 import { AGENT_NETWORK_POLICY, MANAGED_BY_SELECTOR } from "../../api/well-known.ts";
+import { stripForCache } from "./cache-transform.ts";
 import type { KubeClients } from "./client.ts";
+import type { Indexers } from "./indexer.ts";
 import { Informer, type ObjectCache } from "./informer.ts";
 import { MultiNamespaceInformer } from "./multi-namespace-informer.ts";
 
@@ -36,40 +41,56 @@ export interface Caches {
   endpointSlices: ObjectCache<V1EndpointSlice>;
 }
 
+/** The indexes each cache keeps beside the namespace index (indexer.ts). */
+export interface CacheIndexers {
+  sessions: Indexers<AgentSession & KubernetesObject>;
+  capabilities: Indexers<Capability & KubernetesObject>;
+  providers: Indexers<ProviderInstance & KubernetesObject>;
+  approvals: Indexers<Approval & KubernetesObject>;
+  pods: Indexers<V1Pod>;
+}
+
 /** Called when an informer restarts its list+watch (for the informer-restarts metric). */
 export type RestartObserver = (path: string, reason: "gone" | "error" | "silent") => void;
 
 /**
- * Builds (not starts) every cache; pods and EndpointSlices only in `watchNamespaces` (config.ts
- * `watchNamespaces`), or cluster-wide when it is empty.
+ * Builds (not starts) every cache, each keeping its `indexers`; pods and EndpointSlices only in
+ * `watchNamespaces` (config.ts `watchNamespaces`), or cluster-wide when it is empty.
  */
 export function makeCaches(
   clients: KubeClients,
   log: Logger,
   watchNamespaces: readonly string[],
+  indexers: CacheIndexers,
   onRestart?: RestartObserver,
 ): Caches {
-  const informer = <T extends KubernetesObject>(path: string, labelSelector?: string) =>
+  const informer = <T extends KubernetesObject>(path: string, labelSelector?: string, index?: Indexers<T>) =>
     new Informer<T>(clients.config, {
       path,
       labelSelector,
       log,
+      indexers: index,
+      transform: stripForCache,
       onRestart: onRestart ? (reason) => onRestart(path, reason) : undefined,
     });
   const custom = (kind: KindDefinition) => `/apis/${GROUP}/${VERSION}/${kind.plural}`;
   /** Gatehouse's objects of `plural` under `prefix` (`/api/v1`): in the served namespaces, or all. */
-  const served = <T extends KubernetesObject>(prefix: string, plural: string): ObjectCache<T> =>
+  const served = <T extends KubernetesObject>(
+    prefix: string,
+    plural: string,
+    index?: Indexers<T>,
+  ): ObjectCache<T> =>
     watchNamespaces.length === 0
-      ? informer<T>(`${prefix}/${plural}`, MANAGED_BY_SELECTOR)
+      ? informer<T>(`${prefix}/${plural}`, MANAGED_BY_SELECTOR, index)
       : new MultiNamespaceInformer<T>(watchNamespaces, (ns) =>
-          informer<T>(`${prefix}/namespaces/${ns}/${plural}`, MANAGED_BY_SELECTOR),
+          informer<T>(`${prefix}/namespaces/${ns}/${plural}`, MANAGED_BY_SELECTOR, index),
         );
   return {
-    sessions: informer(custom(AGENT_SESSION)),
-    capabilities: informer(custom(CAPABILITY)),
-    providers: informer(custom(PROVIDER_INSTANCE)),
-    approvals: informer(custom(APPROVAL)),
-    pods: served("/api/v1", "pods"),
+    sessions: informer(custom(AGENT_SESSION), undefined, indexers.sessions),
+    capabilities: informer(custom(CAPABILITY), undefined, indexers.capabilities),
+    providers: informer(custom(PROVIDER_INSTANCE), undefined, indexers.providers),
+    approvals: informer(custom(APPROVAL), undefined, indexers.approvals),
+    pods: served("/api/v1", "pods", indexers.pods),
     endpointSlices: served("/apis/discovery.k8s.io/v1", "endpointslices"),
   };
 }
@@ -90,6 +111,7 @@ export function makeAgentPolicyCache(
     path,
     fieldSelector: `metadata.name=${AGENT_NETWORK_POLICY}`,
     log,
+    transform: stripForCache,
     onRestart: onRestart ? (reason) => onRestart(path, reason) : undefined,
   });
 }

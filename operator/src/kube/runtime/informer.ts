@@ -15,6 +15,9 @@
  *   wait.Backoff with Jitter 1.0: 500 ms doubling to 30 s); an error that follows our own `stop()` is
  *   ignored;
  * - every `resyncMs` each cached object is announced again, so controllers re-check every key.
+ *
+ * Each listed or watched object goes through the `transform` before it is cached (controller-runtime's
+ * cache TransformFunc), and the store keeps the `indexers`' indexes (indexer.ts).
  */
 import {
   HttpMethod,
@@ -25,6 +28,7 @@ import {
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { fetch } from "undici";
+import { Indexer, type Indexers, keyOf, objectKey } from "./indexer.ts";
 
 /** How an object reached a handler. */
 export type InformerEvent = "add" | "update" | "delete" | "resync";
@@ -41,8 +45,8 @@ export type ObjectHandler<T> = (object: T, event: InformerEvent, previous?: T) =
  * informer per namespace read as one.
  */
 export interface ObjectCache<T> {
-  /** Adds a handler for every add, update, delete and resync. */
-  onChange(handler: ObjectHandler<T>): void;
+  /** Adds a handler for every add, update, delete and resync; returns what removes it again. */
+  onChange(handler: ObjectHandler<T>): () => void;
   /** Starts watching; resolves once the first list is cached. */
   start(): Promise<void>;
   /** Stops watching. */
@@ -51,10 +55,15 @@ export interface ObjectCache<T> {
   get(name: string, namespace?: string): T | undefined;
   /** All cached objects, optionally of one namespace. */
   list(namespace?: string): T[];
+  /**
+   * The cached objects filed under `value` in index `name` (indexer.ts). Errors: UnknownIndexError for
+   * an index the cache was not built with.
+   */
+  byIndex(name: string, value: string): T[];
 }
 
 /** Options of an {@link Informer}. */
-export interface InformerOptions {
+export interface InformerOptions<T = KubernetesObject> {
   /** Collection path, e.g. `/apis/gatehouse.dev/v1alpha1/agentsessions` or `/api/v1/pods`. */
   path: string;
   labelSelector?: string;
@@ -70,6 +79,13 @@ export interface InformerOptions {
   onRestart?: (reason: "gone" | "error" | "silent", error?: unknown) => void;
   /** Called after every successful list, once its differences are announced. */
   onListed?: () => void;
+  /** Named indexes the cache keeps beside the namespace index. */
+  indexers?: Indexers<T>;
+  /**
+   * What is cached of each listed or watched object (e.g. without metadata.managedFields). It may
+   * change the object it is given, which nothing else holds.
+   */
+  transform?: (object: T) => T;
 }
 
 const PAGE_SIZE = 500;
@@ -91,10 +107,10 @@ class GoneError extends Error {}
 export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
   readonly path: string;
   private readonly config: KubeConfig;
-  private readonly options: InformerOptions;
+  private readonly options: InformerOptions<T>;
   private readonly log: Logger;
-  private readonly objects = new Map<string, T>();
-  private readonly handlers: Array<ObjectHandler<T>> = [];
+  private readonly store: Indexer<T>;
+  private readonly handlers = new Set<ObjectHandler<T>>();
   private resourceVersion = "";
   private stopped = false;
   private failures = 0;
@@ -103,16 +119,22 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
   private synced: Promise<void> | undefined;
   private wakeBackoff: (() => void) | undefined;
 
-  constructor(config: KubeConfig, options: InformerOptions) {
+  constructor(config: KubeConfig, options: InformerOptions<T>) {
     this.config = config;
     this.options = options;
     this.path = options.path;
     this.log = options.log.child({ informer: options.path });
+    this.store = new Indexer(options.indexers);
   }
 
-  /** Adds a handler for every add, update, delete and resync. */
-  onChange(handler: ObjectHandler<T>): void {
-    this.handlers.push(handler);
+  /** Adds a handler for every add, update, delete and resync; returns what removes it again. */
+  onChange(handler: ObjectHandler<T>): () => void {
+    // Each subscription is its own entry, so the same function added twice is removed once per call.
+    const entry: ObjectHandler<T> = (object, event, previous) => handler(object, event, previous);
+    this.handlers.add(entry);
+    return () => {
+      this.handlers.delete(entry);
+    };
   }
 
   /**
@@ -126,7 +148,7 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
     const resync = this.options.resyncMs ?? DEFAULT_RESYNC_MS;
     if (resync > 0 && !this.resyncTimer) {
       this.resyncTimer = setInterval(() => {
-        for (const object of this.objects.values()) this.emit(object, "resync");
+        for (const [, object] of this.store.entries()) this.emit(object, "resync");
       }, resync);
       this.resyncTimer.unref();
     }
@@ -143,13 +165,34 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
 
   /** The cached object, or undefined. */
   get(name: string, namespace?: string): T | undefined {
-    return this.objects.get(keyOf(namespace, name));
+    return this.store.getByKey(keyOf(namespace, name));
   }
 
   /** All cached objects, optionally of one namespace. */
   list(namespace?: string): T[] {
-    const all = [...this.objects.values()];
-    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
+    return this.store.list(namespace);
+  }
+
+  byIndex(name: string, value: string): T[] {
+    return this.store.byIndex(name, value);
+  }
+
+  /** How many objects it holds. */
+  get size(): number {
+    return this.store.size;
+  }
+
+  /**
+   * Caches `objects` as a list would (transformed, indexed, differences announced) without asking the
+   * API server: for measuring and testing the cache itself.
+   */
+  replaceWith(objects: Iterable<T>, resourceVersion = ""): void {
+    this.replace(objects, resourceVersion);
+  }
+
+  /** Caches one watch event as the watch would, without a stream: for measuring and testing the cache. */
+  apply(type: "ADDED" | "MODIFIED" | "DELETED", object: T): void {
+    this.applyEvent(type, object);
   }
 
   /** The resourceVersion the cache is at (last list, event or bookmark). */
@@ -226,17 +269,36 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     } while (continueToken);
-    const previous = new Map(this.objects);
-    this.objects.clear();
-    for (const [key, object] of fresh) this.objects.set(key, object);
+    this.replace(fresh.values(), resourceVersion);
+  }
+
+  /** Replaces the cache with a list's `objects`, announcing the differences. */
+  private replace(objects: Iterable<T>, resourceVersion: string): void {
+    const previous = this.store.replace([...objects].map((o) => this.transformed(o)));
     this.resourceVersion = resourceVersion;
-    for (const [key, object] of previous) if (!fresh.has(key)) this.emit(object, "delete");
-    for (const [key, object] of fresh) {
+    for (const [key, object] of previous) if (!this.store.getByKey(key)) this.emit(object, "delete");
+    for (const [key, object] of this.store.entries()) {
       const before = previous.get(key);
       if (!before) this.emit(object, "add");
       else if (before.metadata?.resourceVersion !== object.metadata?.resourceVersion)
         this.emit(object, "update");
     }
+  }
+
+  /** Caches one watch event's object and announces it. */
+  private applyEvent(type: string, item: T): void {
+    if (type === "DELETED") {
+      this.store.remove(item);
+      this.emit(this.transformed(item), "delete");
+      return;
+    }
+    const object = this.transformed(item);
+    const previous = this.store.upsert(object);
+    this.emit(object, previous ? "update" : "add", previous);
+  }
+
+  private transformed(object: T): T {
+    return this.options.transform ? this.options.transform(object) : object;
   }
 
   /** One watch request; resolves when it ends normally ("closed") or by the inactivity timeout ("silent"). */
@@ -261,15 +323,7 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
         if (rv) this.resourceVersion = rv;
         if (type === "BOOKMARK") return;
         this.failures = 0;
-        const key = objectKey(item);
-        if (type === "DELETED") {
-          this.objects.delete(key);
-          this.emit(item, "delete");
-        } else {
-          const previous = this.objects.get(key);
-          this.objects.set(key, item);
-          this.emit(item, previous ? "update" : "add", previous);
-        }
+        this.applyEvent(type, item);
       };
       const onDone = (error: unknown) => {
         this.abort = undefined;
@@ -328,14 +382,6 @@ export class ListError extends Error {
     super(`list failed: ${code} ${message}`);
     this.code = code;
   }
-}
-
-function keyOf(namespace: string | undefined, name: string): string {
-  return `${namespace ?? ""}/${name}`;
-}
-
-function objectKey(object: KubernetesObject): string {
-  return keyOf(object.metadata?.namespace, object.metadata?.name ?? "");
 }
 
 function statusOf(error: unknown): number | undefined {

@@ -26,8 +26,9 @@ class NamespaceCache implements ObjectCache<KubernetesObject> {
     for (const handler of this.handlers) handler(object, "add");
     return object;
   }
-  onChange(handler: ObjectHandler<KubernetesObject>): void {
+  onChange(handler: ObjectHandler<KubernetesObject>): () => void {
     this.handlers.push(handler);
+    return () => this.handlers.splice(this.handlers.indexOf(handler), 1);
   }
   start(): Promise<void> {
     this.started = true;
@@ -41,6 +42,12 @@ class NamespaceCache implements ObjectCache<KubernetesObject> {
   }
   list(namespace?: string): KubernetesObject[] {
     return namespace === undefined || namespace === this.namespace ? [...this.objects.values()] : [];
+  }
+  /** One index, "name": the object's name. */
+  byIndex(name: string, value: string): KubernetesObject[] {
+    if (name !== "name") throw new Error(`no index named ${name}`);
+    const object = this.objects.get(value);
+    return object ? [object] : [];
   }
 }
 
@@ -91,6 +98,25 @@ describe("MultiNamespaceInformer", () => {
     cache("team-a").put("a-1");
     cache("team-b").put("b-1");
     expect(seen).toEqual(["add team-a/a-1", "add team-b/b-1"]);
+  });
+
+  it("stops announcing to a handler once its subscription is removed, in every namespace", () => {
+    const { informer, cache } = informerOver(["team-a", "team-b"]);
+    const seen: string[] = [];
+    const remove = informer.onChange((o) => seen.push(`${o.metadata?.namespace}/${o.metadata?.name}`));
+    cache("team-a").put("a-1");
+    remove();
+    cache("team-a").put("a-2");
+    cache("team-b").put("b-1");
+    expect(seen).toEqual(["team-a/a-1"]);
+  });
+
+  it("looks an index value up in every namespace's cache", () => {
+    const { informer, cache } = informerOver(["team-a", "team-b"]);
+    cache("team-a").put("shared");
+    cache("team-b").put("shared");
+    cache("team-b").put("other");
+    expect(names(informer.byIndex("name", "shared")).sort()).toEqual(["team-a/shared", "team-b/shared"]);
   });
 
   it("is synced only once every namespace's first list is", async () => {

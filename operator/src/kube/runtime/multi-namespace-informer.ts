@@ -26,8 +26,11 @@ export class MultiNamespaceInformer<T extends KubernetesObject> implements Objec
     return [...this.byNamespace.keys()];
   }
 
-  onChange(handler: ObjectHandler<T>): void {
-    for (const cache of this.byNamespace.values()) cache.onChange(handler);
+  onChange(handler: ObjectHandler<T>): () => void {
+    const removers = [...this.byNamespace.values()].map((cache) => cache.onChange(handler));
+    return () => {
+      for (const remove of removers) remove();
+    };
   }
 
   /** Starts every namespace's cache; resolves once each has its first list. */
@@ -48,5 +51,10 @@ export class MultiNamespaceInformer<T extends KubernetesObject> implements Objec
   list(namespace?: string): T[] {
     if (namespace !== undefined) return this.byNamespace.get(namespace)?.list(namespace) ?? [];
     return [...this.byNamespace.values()].flatMap((cache) => cache.list());
+  }
+
+  /** The objects filed under `value` in index `name`, from every watched namespace. */
+  byIndex(name: string, value: string): T[] {
+    return [...this.byNamespace.values()].flatMap((cache) => cache.byIndex(name, value));
   }
 }
