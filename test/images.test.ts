@@ -158,3 +158,13 @@ describe.each(IMAGES)("the image of $dockerfile", ({ dockerfile, workspace, vari
     expect(result.stdout).toMatch(/^Usage: /);
   });
 });
+
+describe("the Codex engine's package (its native binary is about 400 MB unpacked)", () => {
+  const installed = (dockerfile: string) =>
+    [...image(dockerfile).lastFiles.modules.values()].flatMap((install) => install.packages);
+
+  it("is installed in the agent image, which runs it, and not in the operator image", () => {
+    expect(installed("agent-image/Dockerfile")).toContain("@openai/codex");
+    expect(installed("Dockerfile")).not.toContain("@openai/codex");
+  });
+});

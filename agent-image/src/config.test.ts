@@ -49,6 +49,7 @@ describe("loadConfig", () => {
       engine: "pi",
       engineDir: "/scratch",
     });
-    expect(() => loadConfig({ ...gateway, GATEHOUSE_ENGINE: "codex" })).toThrow(/GATEHOUSE_ENGINE/);
+    expect(loadConfig({ ...gateway, GATEHOUSE_ENGINE: "codex" }).engine).toBe("codex");
+    expect(() => loadConfig({ ...gateway, GATEHOUSE_ENGINE: "claude" })).toThrow(/GATEHOUSE_ENGINE/);
   });
 });

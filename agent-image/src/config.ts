@@ -8,17 +8,17 @@ import { z } from "zod";
 
 const Env = z.object({
   GATEHOUSE_ENGINE: z
-    .enum(["builtin", "pi"])
+    .enum(["builtin", "pi", "codex"])
     .default("builtin")
     .describe(
-      "the session's spec.engine (default builtin): builtin is the runtime's own loop; pi runs Pi as a child process",
+      "the session's spec.engine (default builtin): builtin is the runtime's own loop; pi runs Pi, codex the Codex app server, as a child process",
     ),
   GATEHOUSE_ENGINE_DIR: z
     .string()
     .min(1)
     .default("/tmp/gatehouse-engine")
     .describe(
-      "writable directory of a subprocess engine (pi: its settings, session files, the tool bridge's socket); an emptyDir in the pod (default /tmp/gatehouse-engine)",
+      "writable directory of a subprocess engine (pi: its settings, session files, the tool bridge's socket; codex: CODEX_HOME); an emptyDir in the pod (default /tmp/gatehouse-engine)",
     ),
   GATEHOUSE_GATEWAY_URL: z.url().describe("the gateway's agent API, e.g. http://10.88.0.1:8443 (required)"),
   GATEHOUSE_TOKEN_FILE: z
@@ -84,7 +84,7 @@ const Env = z.object({
 export const USAGE = [
   "Usage: node agent-image/src/main.ts [--help]",
   "",
-  "The Gatehouse agent runtime: runs one AgentSession's model loop, its tool calls going through the gateway. Configured by environment variables only; only a subprocess engine (pi) writes files, under GATEHOUSE_ENGINE_DIR.",
+  "The Gatehouse agent runtime: runs one AgentSession's model loop, its tool calls going through the gateway. Configured by environment variables only; only a subprocess engine (pi, codex) writes files, under GATEHOUSE_ENGINE_DIR.",
   "",
   "Environment variables:",
   ...Object.entries(Env.shape).map(
@@ -99,7 +99,7 @@ export const USAGE = [
  * the model endpoint is the gateway and the bearer is the pod's token.
  */
 export interface AgentConfig {
-  engine: "builtin" | "pi";
+  engine: "builtin" | "pi" | "codex";
   /** Already prefixed by LOCAL_NODE_ROOT. */
   engineDir: string;
   gatewayUrl: string;

@@ -102,7 +102,10 @@ try {
     BASELINE_NAMESPACE,
   ]);
 
-  const samples: Record<Engine, Sample[]> = { builtin: [], pi: [] };
+  const samples = Object.fromEntries(ENGINES.map((engine) => [engine, [] as Sample[]])) as Record<
+    Engine,
+    Sample[]
+  >;
   const baseline: number[] = [];
   let measuredFromMs = 0;
   for (let i = 0; i < WARMUP + count; i++) {

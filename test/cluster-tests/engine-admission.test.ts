@@ -98,11 +98,15 @@ describe("spec.engine at admission", () => {
     );
   });
 
-  it("refuses an engine the agent image does not carry at the schema, whatever the ConfigMap lists", async () => {
-    await allow("builtin,pi,codex");
+  it("admits codex once listed, and refuses an engine the agent image does not carry at the schema, whatever the ConfigMap lists", async () => {
+    await allow("builtin,pi,codex,no-such-engine");
     await settlesTo("pi", "admitted");
-    const refused = expectRefused(await create("codex"), /spec\.engine: Unsupported value: "codex"/);
-    expect(refused).toContain('supported values: "builtin", "pi"');
+    expect((await create("codex")).code).toBe(0);
+    const refused = expectRefused(
+      await create("no-such-engine"),
+      /spec\.engine: Unsupported value: "no-such-engine"/,
+    );
+    expect(refused).toContain('supported values: "builtin", "pi", "codex"');
   });
 });
 

@@ -12,6 +12,8 @@ import { gatewayToolExecutor } from "../gateway-tools.ts";
 import type { AgentRuntime } from "../runtime.ts";
 import { createBuiltinRuntime } from "./builtin/engine.ts";
 import { defaultRetryPolicy } from "./builtin/retry.ts";
+import { createCodexRuntime } from "./codex/engine.ts";
+import { CodexHost } from "./codex/host.ts";
 import { createPiRuntime } from "./pi/engine.ts";
 import { PiHost } from "./pi/host.ts";
 
@@ -22,13 +24,41 @@ export interface Engine {
 
 export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger: Logger): Engine {
   const tools = () => gatewayToolExecutor(gateway, { waitSeconds: config.approvalWaitSeconds });
+  // As for the builtin engine: towards the gateway's proxy the bearer is the pod's token.
+  const auth = config.modelApiKey ? { apiKey: config.modelApiKey } : { tokenFile: config.tokenFile };
+  if (config.engine === "codex") {
+    const host = new CodexHost({
+      dir: config.engineDir,
+      model: {
+        baseUrl: config.modelBaseUrl,
+        auth,
+        timeoutMs: config.modelTimeoutMs,
+        maxRetries: config.modelMaxRetries,
+      },
+      logger,
+    });
+    return {
+      createRuntime: (session) => {
+        // The pod's one session: Codex starts knowing its model and the endpoint's window.
+        host.catalog = { slugPrefix: session.model.name, contextWindow: session.model.contextWindow };
+        return createCodexRuntime({
+          host,
+          model: session.model.name,
+          tools: tools(),
+          maxTurns: session.limits.maxTurns,
+          maxToolCalls: session.limits.maxToolCalls,
+          logger,
+        });
+      },
+      close: () => host.close(),
+    };
+  }
   if (config.engine === "pi") {
     const host = new PiHost({
       dir: config.engineDir,
       model: {
         baseUrl: config.modelBaseUrl,
-        // As for the builtin engine: towards the gateway's proxy the bearer is the pod's token.
-        auth: config.modelApiKey ? { apiKey: config.modelApiKey } : { tokenFile: config.tokenFile },
+        auth,
         timeoutMs: config.modelTimeoutMs,
         maxRetries: config.modelMaxRetries,
         maxRetryDelayMs: config.modelMaxRetryAfterSeconds * 1000,

@@ -8,7 +8,7 @@ import { conditionsDescription, phaseDescription } from "./status/words.ts";
  * The engines the agent image carries (agent-image/src/engines/select.ts). Which of them a session may
  * use is the installation's choice, made by admission (admission-engine.ts).
  */
-export const ENGINES = ["builtin", "pi"] as const;
+export const ENGINES = ["builtin", "pi", "codex"] as const;
 export type Engine = (typeof ENGINES)[number];
 
 export const AgentSessionSpec = z
@@ -20,7 +20,7 @@ export const AgentSessionSpec = z
       .enum(ENGINES)
       .default("builtin")
       .describe(
-        "Agent engine: builtin is Gatehouse's own loop on the OpenAI SDK; pi runs Pi in the agent pod. Admission allows only the engines of the chart value engines.allowed (default builtin). Immutable.",
+        "Agent engine: builtin is Gatehouse's own loop on the OpenAI SDK; pi runs Pi in the agent pod; codex runs the Codex app server in the agent pod. Admission allows only the engines of the chart value engines.allowed (default builtin). Immutable.",
       ),
     model: z
       .object({

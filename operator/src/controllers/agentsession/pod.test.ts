@@ -123,7 +123,7 @@ describe("an agent pod with a Sidecar provider holding credentials", () => {
 });
 
 describe("the engine the agent pod runs (spec.engine)", () => {
-  const podOf = (engine: "builtin" | "pi") =>
+  const podOf = (engine: "builtin" | "pi" | "codex") =>
     agentPodFor({ ...session, spec: { ...session.spec, engine } }, 1, {
       image: "gatehouse/agent:dev",
       gatewayUrl: "http://10.88.0.1:8443",
@@ -134,6 +134,12 @@ describe("the engine the agent pod runs (spec.engine)", () => {
     { engine: "builtin", dir: undefined, mounts: ["gatehouse-token"], volumes: ["gatehouse-token"] },
     {
       engine: "pi",
+      dir: "/tmp/gatehouse-engine",
+      mounts: ["gatehouse-token", "engine"],
+      volumes: ["gatehouse-token", "engine"],
+    },
+    {
+      engine: "codex",
       dir: "/tmp/gatehouse-engine",
       mounts: ["gatehouse-token", "engine"],
       volumes: ["gatehouse-token", "engine"],
@@ -154,23 +160,26 @@ describe("the engine the agent pod runs (spec.engine)", () => {
     expect(Object.keys(env).some((k) => /KEY|SECRET|PASSWORD/.test(k))).toBe(false);
   });
 
-  it("pi: writes only in a size-limited emptyDir mounted where GATEHOUSE_ENGINE_DIR says", () => {
-    const pod = podOf("pi");
-    const agent = pod.spec!.containers[0]!;
-    const env = Object.fromEntries((agent.env ?? []).map((e) => [e.name, e.value]));
-    const volume = pod.spec!.volumes!.find((v) => v.name === "engine")!;
-    expect(volume).toEqual({ name: "engine", emptyDir: { sizeLimit: "256Mi" } });
-    expect(agent.volumeMounts?.find((m) => m.name === "engine")).toEqual({
-      name: "engine",
-      mountPath: env.GATEHOUSE_ENGINE_DIR,
-    });
-    // The same labels as a builtin pod: the agent NetworkPolicy (gateway and DNS only) selects it alike.
-    expect(pod.metadata?.labels).toEqual(podOf("builtin").metadata?.labels);
-    // The token's mount stays read-only; only the engine's directory is writable.
-    expect(agent.volumeMounts?.filter((m) => !m.readOnly).map((m) => m.mountPath)).toEqual([
-      "/tmp/gatehouse-engine",
-    ]);
-  });
+  it.each(["pi", "codex"] as const)(
+    "%s: writes only in a size-limited emptyDir mounted where GATEHOUSE_ENGINE_DIR says",
+    (engine) => {
+      const pod = podOf(engine);
+      const agent = pod.spec!.containers[0]!;
+      const env = Object.fromEntries((agent.env ?? []).map((e) => [e.name, e.value]));
+      const volume = pod.spec!.volumes!.find((v) => v.name === "engine")!;
+      expect(volume).toEqual({ name: "engine", emptyDir: { sizeLimit: "256Mi" } });
+      expect(agent.volumeMounts?.find((m) => m.name === "engine")).toEqual({
+        name: "engine",
+        mountPath: env.GATEHOUSE_ENGINE_DIR,
+      });
+      // The same labels as a builtin pod: the agent NetworkPolicy (gateway and DNS only) selects it alike.
+      expect(pod.metadata?.labels).toEqual(podOf("builtin").metadata?.labels);
+      // The token's mount stays read-only; only the engine's directory is writable.
+      expect(agent.volumeMounts?.filter((m) => !m.readOnly).map((m) => m.mountPath)).toEqual([
+        "/tmp/gatehouse-engine",
+      ]);
+    },
+  );
 
   it("a session without spec.engine (stored before the field was defaulted) runs builtin", () => {
     const { engine: _, ...spec } = session.spec;

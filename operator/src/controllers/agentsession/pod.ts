@@ -3,7 +3,7 @@
  * escalation, all capabilities dropped, RuntimeDefault seccomp, no ServiceAccount token automount —
  * only a projected token with audience `gatehouse`, which the gateway binds to this pod's UID.
  * `activeDeadlineSeconds` is the remaining session timeout. The agent runs spec.engine
- * (GATEHOUSE_ENGINE); a subprocess engine (pi) also gets a size-limited emptyDir to write in.
+ * (GATEHOUSE_ENGINE); a subprocess engine (pi, codex) also gets a size-limited emptyDir to write in.
  */
 import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
 import { MODEL_PROXY_PATH } from "../../api/agent-protocol.ts";
@@ -29,7 +29,7 @@ export const AGENT_POD_ID = 65532;
 
 /**
  * A subprocess engine's writable directory (GATEHOUSE_ENGINE_DIR; pi: its settings, session files, the
- * tool bridge's socket): an emptyDir, since the root filesystem stays read-only. The builtin engine
+ * tool bridge's socket; codex: CODEX_HOME, its config and the thread it rebuilds from the transcript): an emptyDir, since the root filesystem stays read-only. The builtin engine
  * writes nothing and gets none.
  */
 export const ENGINE_DIR = "/tmp/gatehouse-engine";

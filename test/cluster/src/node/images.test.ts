@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../../agent-image/src/config.ts";
+import { codexBinary } from "../../../../agent-image/src/engines/codex/package.ts";
 import { piEntryPoint } from "../../../../agent-image/src/engines/pi/package.ts";
 import { ENGINES } from "../../../../operator/src/api/agentsession.ts";
 import { REPO_ROOT } from "../paths.ts";
@@ -57,7 +58,7 @@ describe("images registered at run time", () => {
 });
 
 describe("the agent image on the local node", () => {
-  it("runs every engine spec.engine allows: the agent's configuration takes each, and Pi's entry point resolves beside the mapped program", () => {
+  it("runs every engine spec.engine allows: the agent's configuration takes each, and Pi's entry point and Codex's binary resolve beside the mapped program", () => {
     for (const engine of ENGINES) {
       expect(
         loadConfig({ GATEHOUSE_ENGINE: engine, GATEHOUSE_GATEWAY_URL: "http://10.88.0.1:8443" }).engine,
@@ -69,5 +70,7 @@ describe("the agent image on the local node", () => {
     expect(agent).toEqual({ command: ["node", "agent-image/src/main.ts"], cwd: REPO_ROOT });
     expect(existsSync(piEntryPoint())).toBe(true);
     expect(piEntryPoint().startsWith(REPO_ROOT)).toBe(true);
+    expect(existsSync(codexBinary())).toBe(true);
+    expect(codexBinary().startsWith(REPO_ROOT)).toBe(true);
   });
 });

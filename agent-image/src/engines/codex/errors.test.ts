@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { turnFailure } from "./errors.ts";
+
+describe("a failed Codex turn as the run's error", () => {
+  it.each([
+    [{ responseTooManyFailedAttempts: { httpStatusCode: 503 } }, "unavailable", false],
+    [{ responseStreamConnectionFailed: { httpStatusCode: 429 } }, "unavailable", false],
+    [{ httpConnectionFailed: { httpStatusCode: 400 } }, "invalid_arguments", true],
+    [{ httpConnectionFailed: { httpStatusCode: 401 } }, "forbidden", true],
+    [{ httpConnectionFailed: { httpStatusCode: null } }, "unavailable", false],
+    ["badRequest", "invalid_arguments", true],
+    ["contextWindowExceeded", "invalid_arguments", true],
+    ["unauthorized", "forbidden", true],
+    ["serverOverloaded", "unavailable", false],
+    ["other", "internal", false],
+  ])("%j is %s (final: %s)", (info, kind, final) => {
+    const event = turnFailure({ message: "stream failed", codexErrorInfo: info, additionalDetails: null });
+    expect(event.kind).toBe(kind);
+    expect(event.final === true).toBe(final);
+  });
+
+  it("ends a run the token budget refused as final, whatever the status", () => {
+    const event = turnFailure({
+      message: "unexpected status 400: token_budget_exceeded",
+      codexErrorInfo: { httpConnectionFailed: { httpStatusCode: 400 } },
+    });
+    expect(event).toMatchObject({ kind: "limit_exceeded", final: true });
+  });
+});
