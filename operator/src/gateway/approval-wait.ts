@@ -2,6 +2,8 @@
  * Waiting for an Approval to be decided and executed, as the agent-facing routes do it: the long-poll
  * `GET /v1/approvals/{name}/wait` and the MCP endpoint's `tools/call` that keeps its request open.
  * One loop for both, so their bounds, their view of the cache and their cancellation are the same.
+ * The wait wakes on the cache's change events for its Approval, so a decision is answered as soon as
+ * the informer delivers it; a slow check besides notices a replica that began to stop.
  */
 import type { ApprovalWait } from "../api/agent-protocol.ts";
 import type { AgentSession, Approval } from "../api/kinds.ts";
@@ -14,9 +16,11 @@ import { answerOfApproval, isSettled, recordApprovalOutcome } from "../transcrip
 
 /** How long a wait lets the informer catch up with an Approval created a moment ago, in milliseconds. */
 export const APPROVAL_ARRIVAL_MS = 5_000;
-/** How often the cache is read again while the Approval is unsettled, in milliseconds. */
-const POLL_MS = 250;
-const ARRIVAL_POLL_MS = 50;
+/**
+ * How often a wait with no change to its Approval looks whether the replica is stopping (and reports
+ * progress through onPending), in milliseconds. A change wakes it at once.
+ */
+export const APPROVAL_CHECK_MS = 1_000;
 
 export interface ApprovalWaitRequest {
   /** The Approval's name; only one of `session`'s own Approvals is ever waited on. */
@@ -32,23 +36,43 @@ export interface ApprovalWaitRequest {
   onPending?: (approval: Approval) => void | Promise<void>;
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
+/**
+ * The changes of Approval `namespace/name` in `caches`, as something to wait for: `next(ms)` resolves
+ * at the first change since the previous `next` (at once if one came in between), after `ms`, or when
+ * `signal` aborts. `close` removes the subscription.
+ */
+function changesOf(caches: Pick<Caches, "approvals">, namespace: string, name: string, signal: AbortSignal) {
+  let changed = false;
+  let wake: (() => void) | undefined;
+  const unsubscribe = caches.approvals.onChange((object) => {
+    if (object.metadata.name !== name || object.metadata.namespace !== namespace) return;
+    changed = true;
+    wake?.();
   });
+  const next = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (changed || signal.aborted) {
+        changed = false;
+        return resolve();
+      }
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        wake = undefined;
+        changed = false;
+        resolve();
+      }
+      wake = done;
+      signal.addEventListener("abort", done, { once: true });
+    });
+  return { next, close: unsubscribe };
 }
 
 /**
  * Waits until `request.name` is settled (isSettled), the time is up, the signal aborts or the replica
- * stops, and returns the Approval as last read (settled or not). Reads the informer cache only.
+ * stops, and returns the Approval as last read (settled or not). Reads the informer cache only, again
+ * at each of its change events for the Approval, and every APPROVAL_CHECK_MS otherwise.
  * Errors: `not_found` when the Approval is not the session's (after APPROVAL_ARRIVAL_MS) or is gone.
  */
 export async function waitForApproval(caches: Caches, request: ApprovalWaitRequest): Promise<Approval> {
@@ -57,30 +81,36 @@ export async function waitForApproval(caches: Caches, request: ApprovalWaitReque
     const approval = caches.approvals.get(request.name, session.metadata.namespace);
     return approval?.spec.sessionRef.uid === session.metadata.uid ? approval : undefined;
   };
-  // The agent asks right after its invoke created the Approval — on this replica or another — and
-  // the informer may not have delivered it yet: the cache gets a bounded moment to catch up.
-  let approval = read();
-  const arrival = Date.now() + APPROVAL_ARRIVAL_MS;
-  while (!approval && Date.now() < arrival && !signal.aborted) {
-    await pause(ARRIVAL_POLL_MS, signal);
-    approval = read();
+  // Subscribed before the first read, so no change between the read and the wait is missed.
+  const changes = changesOf(caches, session.metadata.namespace, request.name, signal);
+  try {
+    // The agent asks right after its invoke created the Approval — on this replica or another — and
+    // the informer may not have delivered it yet: the cache gets a bounded moment to catch up.
+    let approval = read();
+    const arrival = Date.now() + APPROVAL_ARRIVAL_MS;
+    while (!approval && Date.now() < arrival && !signal.aborted) {
+      await changes.next(arrival - Date.now());
+      approval = read();
+    }
+    if (!approval)
+      throw new GatehouseError("not_found", `Approval ${request.name} does not belong to this session.`);
+    const deadline = Date.now() + request.timeoutMs;
+    while (
+      approval &&
+      !isSettled(approval) &&
+      Date.now() < deadline &&
+      !signal.aborted &&
+      !request.stopping()
+    ) {
+      await request.onPending?.(approval);
+      await changes.next(Math.min(APPROVAL_CHECK_MS, Math.max(0, deadline - Date.now())));
+      approval = read();
+    }
+    if (!approval) throw new GatehouseError("not_found", `Approval ${request.name} is gone.`);
+    return approval;
+  } finally {
+    changes.close();
   }
-  if (!approval)
-    throw new GatehouseError("not_found", `Approval ${request.name} does not belong to this session.`);
-  const deadline = Date.now() + request.timeoutMs;
-  while (
-    approval &&
-    !isSettled(approval) &&
-    Date.now() < deadline &&
-    !signal.aborted &&
-    !request.stopping()
-  ) {
-    await request.onPending?.(approval);
-    await pause(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), signal);
-    approval = read();
-  }
-  if (!approval) throw new GatehouseError("not_found", `Approval ${request.name} is gone.`);
-  return approval;
 }
 
 /**
