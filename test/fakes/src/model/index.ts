@@ -1,4 +1,7 @@
-/** The scripted OpenAI-compatible model server (DESIGN §9) used by agent tests, e2e and the demo. */
+/**
+ * The scripted OpenAI-compatible model server (DESIGN §9), Chat Completions and Responses, used by agent
+ * tests, e2e and the demo.
+ */
 import { fileURLToPath } from "node:url";
 
 export {
@@ -12,6 +15,8 @@ export {
 export { type ConversationView, viewConversation } from "./conversation.ts";
 export { type DeltaLayout, type PlayedAnswer, type PlayedCall, play, unanswered } from "./play.ts";
 export { type RecordedRequest, recordedHeaders } from "./recorder.ts";
+export { outputItems, responseBody, responseEvents, responseUsage, type WireResponse } from "./responses.ts";
+export { chatMessagesOf, ResponsesRequest } from "./responses-request.ts";
 export { type Fault, loadScript, Script, ScriptError, type Step, type Wait } from "./script.ts";
 export {
   type ScriptedModel,

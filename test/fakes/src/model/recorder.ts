@@ -4,6 +4,7 @@
  * status and headers.
  */
 import type { ChatRequest } from "./conversation.ts";
+import type { ResponsesRequest } from "./responses-request.ts";
 
 /** One request the model received. Entries come out as copies; `seq` counts from 1 per server. */
 export interface RecordedRequest {
@@ -21,7 +22,9 @@ export interface RecordedRequest {
   body: unknown;
   /** The Chat Completions request, when the body was one (typed view of `body`). */
   chat: ChatRequest | undefined;
-  /** For chat completions: the model asked for, the step the conversation is at, whether streamed. */
+  /** The Responses request, when the body was one (typed view of `body`). */
+  responses: ResponsesRequest | undefined;
+  /** For either wire: the model asked for, the step the conversation is at, whether streamed. */
   model: string | undefined;
   step: number | undefined;
   stream: boolean;
@@ -75,6 +78,7 @@ export function createRecorder(): Recorder {
         authorization: Array.isArray(authorization) ? authorization[0] : authorization,
         body: undefined,
         chat: undefined,
+        responses: undefined,
         model: undefined,
         step: undefined,
         stream: false,

@@ -39,17 +39,26 @@
  * HTTP 400 `invalid_request_error` naming what is missing; the step is played by the request that holds
  * them.
  *
- * Faults (per step; each the behaviour of some real model endpoint):
+ * Scripts play the same on both wire APIs the server speaks. On the Responses API a step's text is a
+ * `message` item and each call a `function_call` item (`call_id` = the call's id); the assistant's
+ * output items between two inputs count as one assistant message, a `function_call_output` as the
+ * tool message answering its `call_id` (responses-request.ts), so steps, waits and templates read the
+ * conversation alike.
+ *
+ * Faults (per step; each the behaviour of some real model endpoint; on both wires unless said):
  *   - `rate_limit {times = 1, retryAfterSeconds = 1, retryAfterMs?}`: the first `times` requests of a
  *     conversation at this step get HTTP 429 with `Retry-After` (and `retry-after-ms` when given).
  *   - `server_error {times = 1, status = 500}`: the same with a 5xx and no retry advice.
  *   - `truncate_arguments {call = 0, keepChars?}`: the answer stops inside that call's arguments (cut to
- *     `keepChars`, default half: invalid JSON), later calls are not sent, `finish_reason: "length"`.
+ *     `keepChars`, default half: invalid JSON), later calls are not sent, `finish_reason: "length"`
+ *     (Responses: the response and the call's item are `incomplete`, `max_output_tokens`).
  *   - `interleave_calls`: streamed, the deltas of parallel calls alternate by index (first deltas of
- *     all calls, then their argument pieces in turn) instead of one call after another.
+ *     all calls, then their argument pieces in turn) instead of one call after another (Responses:
+ *     the calls' events alternate by `output_index`).
  *   - `split_first_delta`: streamed, each call is exactly the OpenAI layout, pinned whatever the default
  *     becomes: a first chunk of its own with `index`, `id`, `type`, `function.name` and
- *     `function.arguments: ""`, then chunks carrying only `index` and small `function.arguments` pieces.
+ *     `function.arguments: ""`, then chunks carrying only `index` and small `function.arguments` pieces
+ *     (Responses always announces a call apart from its arguments: there it only makes the pieces small).
  *   Reused tool call ids need no fault: give calls the same `id`.
  * Transport faults count per conversation (model, step and messages), so a retried request succeeds
  * and a new conversation meets the fault again.

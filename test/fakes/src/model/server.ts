@@ -1,6 +1,9 @@
 /**
- * The scripted model: an OpenAI-compatible server (fastify) that plays YAML scripts (see `script.ts`).
+ * The scripted model: an OpenAI-compatible server (fastify) that plays YAML scripts (see `script.ts`),
+ * the same scripts on both wire APIs:
  *   POST   /v1/chat/completions   streamed (SSE, `data: {chunk}` … `data: [DONE]`) or not, with `usage`
+ *                                 (streamed: when `stream_options.include_usage`)
+ *   POST   /v1/responses          streamed (SSE events, see responses.ts) or not, always with `usage`
  *   GET    /v1/models             one model per script: `scripted/<name>`
  *   GET    /_recorded[?since=N]   `{requests: RecordedRequest[]}`, every request received (see recorder.ts)
  *   DELETE /_recorded             forgets the recorded requests
@@ -13,10 +16,12 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { z } from "zod";
 import { listenAt } from "../listen.ts";
-import { completionBody, completionChunks, usageOf } from "./completion.ts";
-import { ChatRequest, viewConversation } from "./conversation.ts";
-import { play } from "./play.ts";
+import { type CompletionMeta, completionBody, completionChunks, type Usage, usageOf } from "./completion.ts";
+import { ChatRequest, type ConversationView, viewConversation } from "./conversation.ts";
+import { type PlayedAnswer, play } from "./play.ts";
 import { createRecorder, type RecordedRequest, recordedHeaders } from "./recorder.ts";
+import { outputItems, responseBody, responseEvents } from "./responses.ts";
+import { chatMessagesOf, offeredTools, ResponsesRequest } from "./responses-request.ts";
 import { listScriptModels, loadScript, ScriptError } from "./script.ts";
 import { createTransportFaults } from "./transport-faults.ts";
 
@@ -41,6 +46,20 @@ export interface ScriptedModel {
   /** Lets every conversation meet its transport faults again (as `DELETE /_faults`). */
   resetFaults(): void;
   close(): Promise<void>;
+}
+
+/** A request of either wire, as the player needs it, and how its wire frames an answer. */
+interface WireRequest {
+  model: string;
+  stream: boolean;
+  view: ConversationView;
+  offered: ReadonlySet<string>;
+  /** What makes the conversation, for counting transport faults. */
+  conversation: unknown;
+  idOf(answerNumber: number): string;
+  body(meta: CompletionMeta, answer: PlayedAnswer, usage: Usage): unknown;
+  /** The SSE frames of a streamed answer. */
+  events(meta: CompletionMeta, answer: PlayedAnswer, usage: Usage): string[];
 }
 
 const SinceQuery = z.object({ since: z.coerce.number().int().min(0).default(0) });
@@ -100,37 +119,26 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
     })),
   }));
 
-  app.post("/v1/chat/completions", async (request, reply) => {
-    const parsed = ChatRequest.safeParse(request.body);
-    if (!parsed.success) return openAiError(reply, 400, parsed.error.message, "invalid_request_error");
-    const body = parsed.data;
-    const view = viewConversation(body.messages);
+  /** Plays the request's conversation and answers it in its wire's framing (or with a fault or error). */
+  const answer = async (request: FastifyRequest, reply: FastifyReply, wire: WireRequest) => {
     const record = entries.get(request);
     if (record) {
-      record.chat = body;
-      record.model = body.model;
-      record.step = view.step;
-      record.stream = body.stream === true;
+      record.model = wire.model;
+      record.step = wire.view.step;
+      record.stream = wire.stream;
     }
     try {
-      const script = await loadScript(options.scriptsDir, body.model);
-      const offered = new Set((body.tools ?? []).map((tool) => tool.function.name));
-      const answer = play(script, view, offered);
-      const conversation = { model: body.model, messages: (request.body as { messages: unknown }).messages };
-      const fault = faults.next(conversation, view.step, answer.transportFaults);
+      const script = await loadScript(options.scriptsDir, wire.model);
+      const played = play(script, wire.view, wire.offered);
+      const fault = faults.next(wire.conversation, wire.view.step, played.transportFaults);
       if (fault) {
         for (const [name, value] of Object.entries(fault.headers)) reply.header(name, value);
         return openAiError(reply, fault.status, fault.message, fault.type);
       }
       completions += 1;
-      const meta = {
-        id: `chatcmpl-scripted-${completions}`,
-        model: body.model,
-        created: Math.floor(Date.now() / 1000),
-      };
-      const usage = usageOf(view.promptChars, answer);
-      if (body.stream !== true) return completionBody(meta, answer, usage);
-      const chunks = completionChunks(meta, answer, body.stream_options?.include_usage ? usage : undefined);
+      const meta = { id: wire.idOf(completions), model: wire.model, created: Math.floor(Date.now() / 1000) };
+      const usage = usageOf(wire.view.promptChars, played);
+      if (!wire.stream) return wire.body(meta, played, usage);
       const headers = {
         "content-type": "text/event-stream",
         "cache-control": "no-cache",
@@ -142,8 +150,8 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
         record.status = 200;
         record.responseHeaders = recordedHeaders(headers);
       }
-      for (const chunk of chunks) reply.raw.write(`data: ${JSON.stringify(chunk)}\n\n`);
-      reply.raw.end("data: [DONE]\n\n");
+      for (const event of wire.events(meta, played, usage)) reply.raw.write(event);
+      reply.raw.end();
       return reply;
     } catch (error) {
       if (!(error instanceof ScriptError)) throw error;
@@ -157,6 +165,52 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
             : "invalid_request_error";
       return openAiError(reply, error.status, error.message, type);
     }
+  };
+
+  app.post("/v1/chat/completions", async (request, reply) => {
+    const parsed = ChatRequest.safeParse(request.body);
+    if (!parsed.success) return openAiError(reply, 400, parsed.error.message, "invalid_request_error");
+    const body = parsed.data;
+    const record = entries.get(request);
+    if (record) record.chat = body;
+    const includeUsage = body.stream_options?.include_usage === true;
+    return answer(request, reply, {
+      model: body.model,
+      stream: body.stream === true,
+      view: viewConversation(body.messages),
+      offered: new Set((body.tools ?? []).map((tool) => tool.function.name)),
+      conversation: { model: body.model, messages: (request.body as { messages: unknown }).messages },
+      idOf: (n) => `chatcmpl-scripted-${n}`,
+      body: completionBody,
+      events: (meta, played, usage) => [
+        ...completionChunks(meta, played, includeUsage ? usage : undefined).map(
+          (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+        ),
+        "data: [DONE]\n\n",
+      ],
+    });
+  });
+
+  app.post("/v1/responses", async (request, reply) => {
+    const parsed = ResponsesRequest.safeParse(request.body);
+    if (!parsed.success) return openAiError(reply, 400, parsed.error.message, "invalid_request_error");
+    const body = parsed.data;
+    const record = entries.get(request);
+    if (record) record.responses = body;
+    return answer(request, reply, {
+      model: body.model,
+      stream: body.stream === true,
+      view: viewConversation(chatMessagesOf(body)),
+      offered: offeredTools(body),
+      conversation: { model: body.model, input: (request.body as { input: unknown }).input },
+      idOf: (n) => `resp_scripted_${n}`,
+      body: (meta, played, usage) => responseBody(meta, played, { output: outputItems(meta, played), usage }),
+      // No [DONE]: a Responses stream ends with its last event.
+      events: (meta, played, usage) =>
+        responseEvents(meta, played, usage).map(
+          (event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+        ),
+    });
   });
 
   const origin = await listenAt(app, options.host, options.port);
