@@ -37,6 +37,7 @@ import { startEnvironment } from "../e2e/environment.ts";
 import { decisionPatch, eventually } from "../e2e/story.ts";
 import { readApiRequests } from "./api-audit-log.ts";
 import { p50p95, percentile, ratio } from "./percentiles.ts";
+import { scrapeHistogram, stagesPerOp } from "./stage-breakdown.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/approval-dispatch.json", import.meta.url));
 const flag = process.argv.indexOf("--approvals");
@@ -50,17 +51,6 @@ interface Sample {
   startMs: number;
   ackMs: number;
   providerMs: number;
-}
-
-/** Sum and count of the approval controller's reconcile-time histogram in a /metrics text. */
-function approvalReconcileSeconds(metrics: string): { sum: number; count: number } {
-  const value = (series: string) =>
-    Number(
-      new RegExp(`^gatehouse_reconcile_time_seconds_${series}\\{controller="approval"\\} (\\S+)$`, "m").exec(
-        metrics,
-      )?.[1] ?? 0,
-    );
-  return { sum: value("sum"), count: value("count") };
 }
 
 const plane = await startControlPlane();
@@ -109,13 +99,21 @@ try {
 
   const samples: Sample[] = [];
   const baseline: number[] = [];
-  let metricsBefore = { sum: 0, count: 0 };
+  const controllerMetrics = `${env.controller.healthUrl}/metrics`;
+  const scrape = async () => ({
+    reconcile: (await scrapeHistogram(controllerMetrics, "gatehouse_reconcile_time_seconds")).get(
+      "approval",
+    ) ?? {
+      sum: 0,
+      count: 0,
+    },
+    ports: await scrapeHistogram(controllerMetrics, "gatehouse_port_call_duration_seconds"),
+  });
+  let metricsBefore = await scrape();
   let measuredFromMs = 0;
   for (const [i, approval] of approvals.entries()) {
     if (i === WARMUP) {
-      metricsBefore = approvalReconcileSeconds(
-        await (await fetch(`${env.controller.healthUrl}/metrics`)).text(),
-      );
+      metricsBefore = await scrape();
       measuredFromMs = Date.now();
     }
     // Baseline first: the same kubectl, one admitted write, nobody waiting for it.
@@ -163,9 +161,7 @@ try {
     baseline.push(baseMs);
     samples.push({ approval, startMs, ackMs, providerMs: effect.atMs ?? Number.NaN });
   }
-  const metricsAfter = approvalReconcileSeconds(
-    await (await fetch(`${env.controller.healthUrl}/metrics`)).text(),
-  );
+  const metricsAfter = await scrape();
 
   // Decompose each sample with the API server's own timestamps.
   const requests = readApiRequests(plane.auditLogPath, measuredFromMs - 1000).filter(
@@ -199,8 +195,10 @@ try {
   const approvalToProvider = p50p95(totals);
   const baselinePatch = p50p95(baseline);
   // Over the run, of every Approval of the namespace (the pending ones are reconciled too).
-  const reconciles = metricsAfter.count - metricsBefore.count;
-  const reconcileMs = (metricsAfter.sum - metricsBefore.sum) * 1000;
+  const reconciles = metricsAfter.reconcile.count - metricsBefore.reconcile.count;
+  const reconcileMs = (metricsAfter.reconcile.sum - metricsBefore.reconcile.sum) * 1000;
+  // The controller's port calls (store, API server, provider) per approval decided, by stage.
+  const portStages = stagesPerOp(metricsBefore.ports, metricsAfter.ports, count);
   const reconcile = {
     reconciles,
     reconcilesPerApproval: Math.round((reconciles / count) * 10) / 10,
@@ -222,6 +220,7 @@ try {
       kubectlStartToApiAnswer: p50p95(kubectlToAnswer),
       apiAnswerToProvider: p50p95(gatehouse),
       operatorApiRequestsWithin: p50p95(operatorApi),
+      controllerPortCallsPerApproval: portStages,
     },
     operatorSharePercent: { p50: percentile(shares, 0.5), p95: percentile(shares, 0.95) },
     approvalReconcile: reconcile,
@@ -235,6 +234,7 @@ try {
       `(p50 ${result.operatorSharePercent.p50} % of the whole), of which the operator's own API requests p50 ${result.breakdown.operatorApiRequestsWithin.p50Ms} ms; ` +
       `approval controller: ${reconcile.reconcilesPerApproval} reconciles and ${reconcile.reconcileMsPerApproval} ms of reconcile time per approval decided`,
   );
+  for (const stage of portStages) console.log(`  ${stage.stage}: ${stage.callsPerOp}× ${stage.msPerOp} ms`);
   console.log(`wrote ${RESULTS}`);
 } finally {
   await env.stop();

@@ -6,7 +6,10 @@
  * with a signed grant, the receipt and two transcript appends, all real. Each call is a new execution
  * (a new position); at concurrency c, c agent pods (sessions) call at once, one call in flight each. The baseline, measured in the same run and at the same concurrency, is a raw
  * single-row Postgres INSERT on the same database: the cheapest durable write there is. Reported: p50
- * and p99 latency in milliseconds at concurrency 1, 16 and 64, and their ratios to the baseline.
+ * and p99 latency in milliseconds at concurrency 1, 16 and 64, and their ratios to the baseline; and
+ * per level the breakdown by stage, from the gateway's /metrics: each port Core and the route call (the
+ * store, the API server, the provider, TokenReview) with its calls and milliseconds per invoke, and the
+ * route's own time outside Core (`gatehouse_invoke_duration_seconds` is Core's part).
  *
  * Writes test/bench/results/invoke.json.
  *
@@ -18,6 +21,7 @@ import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { type Agent, coreNamespace, SLEEPER_IMAGE, startAgent } from "../e2e/core-agent.ts";
 import { deployCounter, toolName } from "../e2e/core-counter.ts";
 import { startEnvironment } from "../e2e/environment.ts";
+import { scrapeHistogram, stagesPerOp } from "./stage-breakdown.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/invoke.json", import.meta.url));
 const flag = process.argv.indexOf("--calls");
@@ -99,8 +103,14 @@ try {
   await measure(50, 4, invokeOnce);
   await measure(50, 4, insertOnce);
 
+  const metricsUrl = `${env.gateway.healthUrl}/metrics`;
+  const scrape = async () => ({
+    ports: await scrapeHistogram(metricsUrl, "gatehouse_port_call_duration_seconds"),
+    core: await scrapeHistogram(metricsUrl, "gatehouse_invoke_duration_seconds"),
+  });
   const levels = [];
   for (const concurrency of LEVELS) {
+    const before = await scrape();
     // Interleave halves so drift on the shared machine hits both series alike.
     const invoke: number[] = [];
     const insert: number[] = [];
@@ -108,9 +118,21 @@ try {
       insert.push(...(await measure(calls / 2, concurrency, insertOnce)));
       invoke.push(...(await measure(calls / 2, concurrency, invokeOnce)));
     }
+    const after = await scrape();
+    const invokes = invoke.length;
+    const coreMs = stagesPerOp(before.core, after.core, invokes).reduce((ms, s) => ms + s.msPerOp, 0);
+    const stages = stagesPerOp(before.ports, after.ports, invokes);
     const level = {
       concurrency,
       calls,
+      breakdown: {
+        // Mean milliseconds per invoke; the stages overlap nothing but Core's own time, which holds
+        // every port call but the route's transcript appends and TokenReview.
+        clientMeanMs: Math.round((invoke.reduce((a, b) => a + b, 0) / invokes) * 1000) / 1000,
+        coreMeanMs: Math.round(coreMs * 1000) / 1000,
+        portCallsPerInvoke: Math.round(stages.reduce((n, s) => n + s.callsPerOp, 0) * 100) / 100,
+        stages,
+      },
       invoke: { p50Ms: percentile(invoke, 0.5), p99Ms: percentile(invoke, 0.99) },
       baselineInsert: { p50Ms: percentile(insert, 0.5), p99Ms: percentile(insert, 0.99) },
       ratio: {
@@ -122,7 +144,10 @@ try {
     process.stdout.write(
       `concurrency ${concurrency}: invoke p50 ${level.invoke.p50Ms} ms p99 ${level.invoke.p99Ms} ms; ` +
         `INSERT p50 ${level.baselineInsert.p50Ms} ms p99 ${level.baselineInsert.p99Ms} ms; ` +
-        `ratio p50 ${level.ratio.p50}× p99 ${level.ratio.p99}×\n`,
+        `ratio p50 ${level.ratio.p50}× p99 ${level.ratio.p99}×\n` +
+        `  per invoke: ${level.breakdown.clientMeanMs} ms at the client, ${level.breakdown.coreMeanMs} ms in Core, ` +
+        `${level.breakdown.portCallsPerInvoke} port calls\n` +
+        stages.map((s) => `    ${s.stage}: ${s.callsPerOp}× ${s.msPerOp} ms\n`).join(""),
     );
   }
   const result = {
