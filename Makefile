@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test unit unit-shuffled engines-table deps host-deps cluster helm crds lint typecheck check bench bench-flood chaos clean logs audit migrate
+.PHONY: demo test unit unit-shuffled engines-table deps host-deps cluster helm crds lint typecheck check bench bench-cache bench-flood chaos clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -65,6 +65,10 @@ bench: deps host-deps cluster
 	node test/bench/approval-dispatch.ts
 	node test/bench/session-start.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
+
+## bench-cache: bytes per cached object of each kind with and without the cache transform, one installation's caches (10 000 sessions and Approvals), index lookups against scans; JSON in test/bench/results/cache-memory.json.
+bench-cache: deps
+	node --expose-gc test/bench/cache-memory.ts
 
 ## bench-flood: one session's flood against another session's calls, with and without the gateway's limits; JSON in test/bench/results/flood.json.
 bench-flood: deps host-deps cluster

@@ -187,7 +187,10 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
    * API server: for measuring and testing the cache itself.
    */
   replaceWith(objects: Iterable<T>, resourceVersion = ""): void {
-    this.replace(objects, resourceVersion);
+    this.replace(
+      [...objects].map((o) => this.transformed(o)),
+      resourceVersion,
+    );
   }
 
   /** Caches one watch event as the watch would, without a stream: for measuring and testing the cache. */
@@ -265,16 +268,17 @@ export class Informer<T extends KubernetesObject> implements ObjectCache<T> {
         ...this.selectors(),
         ...(continueToken ? { continue: continueToken } : {}),
       })) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
-      for (const item of page.items ?? []) fresh.set(objectKey(item), item);
+      // Transformed page by page: a relist holds the listed objects beside the cached ones, not their full form.
+      for (const item of page.items ?? []) fresh.set(objectKey(item), this.transformed(item));
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     } while (continueToken);
     this.replace(fresh.values(), resourceVersion);
   }
 
-  /** Replaces the cache with a list's `objects`, announcing the differences. */
+  /** Replaces the cache with a list's (transformed) `objects`, announcing the differences. */
   private replace(objects: Iterable<T>, resourceVersion: string): void {
-    const previous = this.store.replace([...objects].map((o) => this.transformed(o)));
+    const previous = this.store.replace(objects);
     this.resourceVersion = resourceVersion;
     for (const [key, object] of previous) if (!this.store.getByKey(key)) this.emit(object, "delete");
     for (const [key, object] of this.store.entries()) {
