@@ -74,8 +74,9 @@ export function visibleCapabilities(
   namespace: string,
   names: readonly string[] | undefined,
 ): Capability[] {
-  const all = caches.capabilities.list(namespace);
-  const visible = names ? all.filter((c) => names.includes(c.metadata.name)) : all;
+  const visible = names
+    ? [...new Set(names)].flatMap((name) => caches.capabilities.get(name, namespace) ?? [])
+    : caches.capabilities.list(namespace);
   return visible.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
 }
 

@@ -45,7 +45,7 @@ export interface CapabilityPlanInput {
   provider: ProviderInstance | undefined;
   /** The provider's manifest; read when {@link manifestEndpointOf} names an endpoint. */
   manifest?: ManifestRead | undefined;
-  /** The Capabilities of its namespace from the cache (itself among them or not), for DuplicateId. */
+  /** Its namespace's Capabilities of its tool name, from the cache (itself among them or not), for DuplicateId. */
   capabilities: readonly Capability[];
   now: Date;
 }

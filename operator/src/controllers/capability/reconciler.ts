@@ -16,6 +16,8 @@
  */
 import type { Logger } from "pino";
 import type { Capability, ProviderInstance } from "../../api/kinds.ts";
+import { toolNameOf } from "../../core/tool-names.ts";
+import { capabilitiesByToolName } from "../../kube/cache-indexes.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
 import type { KubeClients } from "../../kube/runtime/client.ts";
 import { describeApiError } from "../../kube/runtime/client.ts";
@@ -65,7 +67,12 @@ async function observe(
   const provider = providerOf(deps.caches, capability);
   const endpoint = manifestEndpointOf(capability, provider);
   const manifest = endpoint === undefined ? undefined : await readManifest(deps.manifests, endpoint);
-  const capabilities = deps.caches.capabilities.list(capability.metadata.namespace);
+  // Those it could clash with: its namespace's Capabilities of its tool name (itself included).
+  const capabilities = capabilitiesByToolName(
+    deps.caches,
+    capability.metadata.namespace,
+    toolNameOf(capability.spec.id),
+  );
   return { capability, provider, manifest, capabilities, now };
 }
 
