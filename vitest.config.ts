@@ -2,13 +2,14 @@ import { defineConfig } from "vitest/config";
 import { ClusterSequencer } from "./test/cluster-sequencer.ts";
 
 /**
- * The tests that start an engine's real binary (Pi) as a child process: no outside service either, but
+ * The tests that start an engine's real binary (Pi, Codex) as a child process: no outside service either, but
  * seconds per file, so they are a project of their own (`engines`) that `make test` runs and `make
  * unit` does not.
  */
 const ENGINE_PROCESS_TESTS = [
   "agent-image/src/conformance/**/*.subprocess.test.ts",
   "agent-image/src/engines/pi/**/*.test.ts",
+  "agent-image/src/engines/codex/**/*.test.ts",
   "agent-image/src/engines/subprocess/**/*.test.ts",
 ];
 

@@ -12,6 +12,7 @@
 import OpenAI from "openai";
 import { pino } from "pino";
 import { createBuiltinRuntime } from "../engines/builtin/engine.ts";
+import { startCodexForConformance } from "../engines/codex/conformance-entry.ts";
 import { startPiForConformance } from "../engines/pi/conformance-entry.ts";
 import type { AgentRuntime, ToolExecutor } from "../runtime.ts";
 
@@ -63,5 +64,18 @@ const builtin: EngineEntry = {
 /** Pi (`pi --mode rpc`) as a child process, one per model endpoint, shared by the cases. */
 const pi: EngineEntry = { name: "pi", runs: "subprocess", start: startPiForConformance };
 
+/** `codex app-server` as a child process, one per model endpoint, a thread per run. */
+const codex: EngineEntry = {
+  name: "codex",
+  runs: "subprocess",
+  start: startCodexForConformance,
+  knownFailures: {
+    "answers a call cut off mid-arguments with an error, runs nothing, and lets the model correct it":
+      "Codex answers a call whose arguments are not JSON itself (its parse error) without asking the client: Core still refuses and audits it, and the transcript keeps Core's answer, but the model reads Codex's",
+    "classifies a model 4xx as final and does not ask again":
+      "Codex reports a refused request by its body alone, without the HTTP status: the run ends final with the kind of the body's error type, but its message cannot name the status",
+  },
+};
+
 /** Every engine the suite runs. */
-export const engines: EngineEntry[] = [builtin, pi];
+export const engines: EngineEntry[] = [builtin, pi, codex];

@@ -7,7 +7,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RecordedRequest, type ScriptedModel, startScriptedModel } from "@gatehouse/fakes/model";
+import {
+  chatMessagesOf,
+  type RecordedRequest,
+  type ScriptedModel,
+  startScriptedModel,
+} from "@gatehouse/fakes/model";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import type { RuntimeEvent, RuntimeSession, RuntimeTool, TranscriptItem } from "../runtime.ts";
 import type { EngineEntry, EngineInstance } from "./engines.ts";
@@ -44,6 +49,9 @@ export interface Harness {
   /** Registers a case, as `it.fails` when the engine lists it as a known failure. */
   it(title: string, body: () => Promise<void>, timeoutMs?: number): void;
 }
+
+/** The model requests of either wire an engine speaks: Chat Completions or Responses. */
+const MODEL_PATHS = new Set(["/v1/chat/completions", "/v1/responses"]);
 
 /** Where nothing listens: port 9 (discard) refuses connections. */
 const UNREACHABLE = "http://127.0.0.1:9/v1";
@@ -102,7 +110,7 @@ export function harness(engine: EngineEntry): Harness {
     requests: () =>
       running()
         .requests()
-        .filter((request) => request.path === "/v1/chat/completions"),
+        .filter((request) => MODEL_PATHS.has(request.path)),
     it(title, body, timeoutMs = 10_000) {
       const why = engine.knownFailures?.[title];
       if (why !== undefined) it.fails(`${title} (known failure: ${why})`, body, timeoutMs);
@@ -192,9 +200,21 @@ export function expectEventOrder(events: RuntimeEvent[]): void {
   });
 }
 
+/**
+ * A recorded request's conversation as Chat Completions messages, whichever wire it came on. A
+ * Responses request's instructions and developer messages are its system prompt.
+ */
+function messagesOf(request: RecordedRequest): ReturnType<typeof chatMessagesOf> {
+  if (request.chat) return request.chat.messages;
+  if (!request.responses) return [];
+  return chatMessagesOf(request.responses).map((message) =>
+    message.role === "developer" ? { ...message, role: "system" } : message,
+  );
+}
+
 /** An assistant message's calls and the tool messages of a recorded request, in order. */
 export function conversationOf(request: RecordedRequest) {
-  const messages = request.chat?.messages ?? [];
+  const messages = messagesOf(request);
   return {
     messages,
     calls: messages.flatMap((m) =>
@@ -211,7 +231,7 @@ export function conversationOf(request: RecordedRequest) {
 
 /** Every tool call of the request is answered exactly once, right after its assistant message. */
 export function expectValidConversation(request: RecordedRequest): void {
-  const messages = request.chat?.messages ?? [];
+  const messages = messagesOf(request);
   messages.forEach((message, index) => {
     if (message.role !== "assistant" || !message.tool_calls?.length) return;
     const ids = message.tool_calls.map((call) => call.id);

@@ -6,8 +6,8 @@
  * Codex act on its own is off: shell and unified exec, web search, apps, plugins (which would also
  * reach the network at start), goals, sub-agents, hooks, analytics; the sandbox is read-only and
  * approvals are asked of us, so every one is declined (engine.ts). Two built-in tools stay offered in
- * 0.169.0 whatever the configuration: `request_user_input` (its request is declined) and `view_image`
- * (refused by Codex itself, as the catalog's model takes text only).
+ * 0.169.0 whatever the configuration: `request_user_input` (its request comes to us and is declined)
+ * and `view_image` (refused by Codex itself, as the catalog's model takes text only).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -82,6 +82,12 @@ export function configToml(catalogFile: string, model: CodexModelSettings): stri
     "hooks = false",
     "browser_use = false",
     "computer_use = false",
+    // A model endpoint that cannot be reached ends the turn after the provider's retries (the run
+    // then ends retryable and a new pod tries again), instead of Codex retrying forever.
+    "unbounded_connection_retries = false",
+    // The model's questions to the user come to us, to be declined and recorded, rather than being
+    // refused by Codex unseen.
+    "default_mode_request_user_input = true",
     "",
     "[agents]",
     "enabled = false",

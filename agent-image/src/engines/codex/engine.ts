@@ -181,14 +181,16 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       // Codex's requests for a call's result, and results ready before Codex asked.
       const waitingForResult = new Map<string, (result: unknown) => void>();
       let lastError: TurnError | undefined;
+      // The turn whose items Codex last sent: what it asks a person for concerns one of them.
+      let answering = state.turn;
 
       for (;;) {
         const received = await inbox.next(signal);
         if (received.kind === "exited")
           throw new EngineProcessError("unavailable", describeExit("codex", received.exit), received.exit);
         if (received.kind === "declined") {
-          logger.warn({ method: received.method, turn: state.turn }, "codex asked for a decision: declined");
-          options.onDeclined?.({ method: received.method, turn: state.turn });
+          logger.warn({ method: received.method, turn: answering }, "codex asked for a decision: declined");
+          options.onDeclined?.({ method: received.method, turn: answering });
           continue;
         }
         if (received.kind === "tool_call") {
@@ -202,6 +204,7 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
         if ("turnId" in notification.params && notification.params.turnId !== turnId) continue;
         if (notification.method === "rawResponseItem/completed") {
           const item = notification.params.item;
+          answering = state.turn;
           if (item.type === "message" && "role" in item && item.role === "assistant") {
             const delta = item.content.map((part) => part.text ?? "").join("");
             if (delta) {

@@ -27,3 +27,20 @@ describe("a failed Codex turn as the run's error", () => {
     expect(event).toMatchObject({ kind: "limit_exceeded", final: true });
   });
 });
+
+describe("a request the endpoint refused, as Codex reports it (the body, no status)", () => {
+  it.each([
+    ["invalid_request_error", "invalid_arguments", true],
+    ["authentication_error", "forbidden", true],
+    ["not_found_error", "not_found", true],
+    ["server_error", "unavailable", false],
+  ])("an error of type %s is %s (final: %s)", (type, kind, final) => {
+    const body = JSON.stringify({ error: { message: "no such step", type, param: null, code: null } });
+    const event = turnFailure({ message: body, codexErrorInfo: "other" });
+    expect(event).toMatchObject({
+      kind,
+      message: `model endpoint refused the request (${type}): no such step`,
+    });
+    expect(event.final === true).toBe(final);
+  });
+});

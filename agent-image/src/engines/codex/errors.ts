@@ -21,12 +21,48 @@ function statusOf(info: unknown): number | undefined {
   return undefined;
 }
 
+/** The shared kind of an OpenAI error body's `type`, and whether a new pod would meet it again. */
+const ERROR_TYPES: Record<string, { kind: string; final: boolean }> = {
+  invalid_request_error: { kind: "invalid_arguments", final: true },
+  authentication_error: { kind: "forbidden", final: true },
+  permission_error: { kind: "forbidden", final: true },
+  not_found_error: { kind: "not_found", final: true },
+  rate_limit_error: { kind: "unavailable", final: false },
+  server_error: { kind: "unavailable", final: false },
+};
+
+/**
+ * A request the endpoint refused, as Codex reports it when it does not retry (a 4xx but 429): the
+ * response body itself, an OpenAI error object, without the HTTP status.
+ */
+function refusalOf(message: string): ErrorEvent | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  const parsed = body as { error?: { type?: unknown; message?: unknown } } | null;
+  const type = parsed?.error?.type;
+  if (typeof type !== "string") return undefined;
+  const known = ERROR_TYPES[type] ?? { kind: "invalid_arguments", final: true };
+  const text = typeof parsed?.error?.message === "string" ? parsed.error.message : message;
+  return {
+    type: "error",
+    kind: known.kind,
+    message: `model endpoint refused the request (${type}): ${text}`,
+    ...(known.final ? { final: true as const } : {}),
+  };
+}
+
 /** The error event of a turn that failed with `error`. */
 export function turnFailure(error: TurnError): ErrorEvent {
   const message = [error.message, error.additionalDetails].filter(Boolean).join(": ");
   if (message.includes(BUDGET_EXCEEDED.code) || message.includes(BUDGET_EXCEEDED.type))
     return { type: "error", kind: "limit_exceeded", message, final: true };
   const info = error.codexErrorInfo;
+  const refusal = refusalOf(error.message);
+  if (refusal) return refusal;
   const status = statusOf(info);
   if (status !== undefined) {
     // A 4xx other than 429 refuses the request itself: a new pod would send the same (as the builtin engine).

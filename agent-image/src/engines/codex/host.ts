@@ -144,7 +144,7 @@ export class CodexHost {
       signal,
     );
     this.child = child;
-    logger.info({ pid: child.pid, version: codexVersion() }, "codex started");
+    logger.info({ engine: "codex", pid: child.pid, version: codexVersion() }, "codex started");
     void child.exited.then((exit) => this.onExit(child, exit));
     return child;
   }
