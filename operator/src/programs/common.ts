@@ -19,6 +19,7 @@ import type { CoreDeps } from "../core/ports.ts";
 import { failpointTrigger } from "../failpoints.ts";
 import { closeWithin } from "../http/shutdown.ts";
 import { kubeApprovalPort } from "../kube/approvals.ts";
+import { approvalsInPhase, GATEHOUSE_INDEXERS } from "../kube/cache-indexes.ts";
 import { cacheCatalog } from "../kube/catalog.ts";
 import { publishedIdentityResolver, secretIdentityResolver } from "../kube/identities.ts";
 import { type Caches, makeCaches, startCaches, stopCaches } from "../kube/runtime/caches.ts";
@@ -113,15 +114,10 @@ export async function startComponent(
       config.mountRoot,
     ),
   );
-  const caches = makeCaches(clients, log, config.watchNamespaces, (path, reason) =>
+  const caches = makeCaches(clients, log, config.watchNamespaces, GATEHOUSE_INDEXERS, (path, reason) =>
     metrics.informerRestarted(path, reason),
   );
-  metrics.trackPendingApprovals(
-    () =>
-      caches.approvals
-        .list()
-        .filter((a) => (a.status?.phase ?? ApprovalPhase.Pending) === ApprovalPhase.Pending).length,
-  );
+  metrics.trackPendingApprovals(() => approvalsInPhase(caches, ApprovalPhase.Pending));
   let synced = false;
   // Until the store is open the database has not answered; then its own probe says (store/readiness.ts).
   let databaseAnswers = () => false;
