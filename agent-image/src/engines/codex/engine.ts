@@ -68,9 +68,12 @@ function unansweredOf(history: TranscriptItem[]) {
   return open.length > 0 ? { turn: assistant.turn, calls: open } : undefined;
 }
 
-/** A tool answer as Codex takes it: the content as the model's text, `success` when Core said ok. */
+/** A tool answer as Codex takes it: the content as the model's text, `success` when the call ran and succeeded. */
 function codexResult(answer: ToolAnswer) {
-  return { contentItems: [{ type: "inputText", text: answer.content }], success: answer.status === "ok" };
+  return {
+    contentItems: [{ type: "inputText", text: answer.content }],
+    success: answer.status === "succeeded",
+  };
 }
 
 /** The Codex engine. */
