@@ -1,12 +1,12 @@
 /**
  * The gateway's model proxy on the real control plane (DESIGN §5, §7). The test is the agent:
  * each session's pod only sleeps (`AGENT_IMAGE=gatehouse/sleeper:dev`); the test mints that pod's token
- * and calls `<gateway>/v1/model/chat/completions` with the openai SDK, the key being the pod's token —
+ * and calls `<gateway>/v1/model/chat/completions` and `/responses` with the openai SDK, the key being the pod's token —
  * the only credential an agent pod has. Behind the gateway is the scripted model, which records every
  * request it gets, so the test sees exactly what the proxy sent: the key from Secret
  * gatehouse-system/gatehouse-model-key, `stream_options.include_usage`, never the pod's token. The
  * metered tokens must show in the session's `status.usage`, and a used-up token budget must stop the
- * session's model requests with the budget named.
+ * session's model requests with the budget named — on both wire APIs, Chat Completions and Responses.
  */
 
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
@@ -209,6 +209,62 @@ describe("the token budget", () => {
     );
     expect(recorded.rows).toHaveLength(1);
     expect(recorded.rows[0]?.payload.tokenBudget).toBe(10);
+  });
+});
+
+describe("the Responses wire", () => {
+  const input = [{ role: "user" as const, content: "Is the plan fine as it is?" }];
+
+  it("answers a Responses request with the Secret's key, never the pod's token, streamed or not, and meters both", async () => {
+    const agent = await startAgent(env, namespace, "responses");
+    const since = lastSeq();
+    const answered = await clientOf(agent).responses.create({ model: MODEL, input });
+    expect(answered.output_text).toBe("Nothing to change; the plan stands.");
+    const stream = clientOf(agent).responses.stream({ model: MODEL, input });
+    const streamed = await stream.finalResponse();
+    expect(streamed.output_text).toBe("Nothing to change; the plan stands.");
+
+    const received = env.model.requests(since);
+    expect(received.map((r) => [r.path, r.stream])).toEqual([
+      ["/v1/responses", false],
+      ["/v1/responses", true],
+    ]);
+    for (const request of received) {
+      expect(request.authorization).toBe(`Bearer ${env.modelKey}`);
+      expect(JSON.stringify(request.headers)).not.toContain(agent.token);
+    }
+    expect(received[0]?.body).toEqual({ model: MODEL, input });
+
+    const reported = [answered.usage!, streamed.usage!];
+    const shown = await eventually("status.usage to show both Responses requests", 60_000, async () => {
+      const usage = ((await getSession(env, namespace, agent.session.name)) as SessionUsage).status?.usage;
+      return usage?.inputTokens === reported[0]!.input_tokens + reported[1]!.input_tokens &&
+        usage.outputTokens === reported[0]!.output_tokens + reported[1]!.output_tokens
+        ? usage
+        : undefined;
+    });
+    expect(shown.outputTokens).toBeGreaterThan(0);
+  });
+
+  it("refuses a Responses request over the token budget, and one offering a tool the endpoint runs", async () => {
+    const agent = await startAgent(env, namespace, "responses-budget", { limits: { tokenBudget: 10 } });
+    const client = clientOf(agent, 3);
+    const since = lastSeq();
+    const hosted = (await client.responses
+      .create({ model: MODEL, input, tools: [{ type: "web_search" }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(hosted).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(hosted.code).toBe("endpoint_tool_not_allowed");
+    expect(env.model.requests(since)).toEqual([]);
+
+    await client.responses.stream({ model: MODEL, input }).finalResponse();
+    const refusal = (await client.responses
+      .create({ model: MODEL, input })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(refusal).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(isBudgetExceeded(refusal)).toBe(true);
+    expect(refusal.message).toMatch(/Token budget exhausted: this session used \d+ of its 10 tokens/);
+    expect(env.model.requests(since)).toHaveLength(1);
   });
 });
 
