@@ -126,22 +126,49 @@ export const CompactionReport = z.object({
 export type CompactionReport = z.infer<typeof CompactionReport>;
 
 /**
+ * A request for a person's decision or input that the session's engine raised and the agent declined:
+ * its name in the engine's protocol (e.g. Codex's `item/commandExecution/requestApproval`). A name
+ * only: the audit chain keeps no request content.
+ */
+export const DeclinedRequest = z.strictObject({
+  request: z.string().regex(/^[A-Za-z][A-Za-z0-9_./-]{0,127}$/),
+});
+export type DeclinedRequest = z.infer<typeof DeclinedRequest>;
+
+/**
  * `POST /v1/session/events`: what the agent reports. Stored with `source: agent`, never replayed as tool
  * results. `usage` (of kind `usage` or on another event) is kept as the agent's own report only: the
  * session's `status.usage` and its token budget count what the model proxy metered, never this.
  */
-export const AgentEvent = z.object({
-  /**
-   * `released`: the pod stops while a decision is pending; the operator resumes the session later.
-   * `compaction`: the engine compacted what the model sees (`compaction` says how); the session's
-   * `status.compactions` counts these.
-   */
-  kind: z.enum(["assistant_text", "final_answer", "error", "usage", "released", "compaction"]),
-  turn: z.number().int().min(0),
-  text: z.string().max(65_536).optional(),
-  usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int() }).optional(),
-  compaction: CompactionReport.optional(),
-});
+export const AgentEvent = z
+  .object({
+    /**
+     * `released`: the pod stops while a decision is pending; the operator resumes the session later.
+     * `compaction`: the engine compacted what the model sees (`compaction` says how); the session's
+     * `status.compactions` counts these. `approval_declined`: the engine asked for a person's decision
+     * or input itself (a command, a file change, a question to the user) and the agent declined it
+     * (`declined` names the request); the gateway also appends `engine.approval_declined` to the
+     * audit chain.
+     */
+    kind: z.enum([
+      "assistant_text",
+      "final_answer",
+      "error",
+      "usage",
+      "released",
+      "compaction",
+      "approval_declined",
+    ]),
+    turn: z.number().int().min(0),
+    text: z.string().max(65_536).optional(),
+    usage: z.object({ inputTokens: z.number().int(), outputTokens: z.number().int() }).optional(),
+    compaction: CompactionReport.optional(),
+    declined: DeclinedRequest.optional(),
+  })
+  .refine((event) => (event.kind === "approval_declined") === (event.declined !== undefined), {
+    message: "declined is set exactly when kind is approval_declined",
+    path: ["declined"],
+  });
 export type AgentEvent = z.infer<typeof AgentEvent>;
 
 /** Error body of any non-2xx answer. */
@@ -162,6 +189,7 @@ export type ApiError = z.infer<typeof ApiError>;
  * - Responses requests may not run in the `background` nor offer tools the endpoint runs itself (web
  *   search, remote MCP, code interpreter, file search, image generation, hosted shells): 400
  *   `background_not_allowed` / `endpoint_tool_not_allowed`. Function, custom and client-side tools pass.
+ *   A Chat Completions request with `web_search_options` (search at the endpoint) is refused alike.
  * - Upstream errors pass through with their status and retry headers (`retry-after`, `x-should-retry`).
  * - The gateway's own refusals answer {@link ModelProxyError}; the token budget's is
  *   {@link BUDGET_EXCEEDED}.

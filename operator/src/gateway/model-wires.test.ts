@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { jsonUsageMeter, sseUsageMeter } from "./model-usage.ts";
-import { endpointRunTools, responses, responsesUsageFrom, upstreamUrl } from "./model-wires.ts";
+import {
+  chatCompletions,
+  endpointRunTools,
+  responses,
+  responsesUsageFrom,
+  upstreamUrl,
+} from "./model-wires.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const event = (body: Record<string, unknown> & { type: string }) =>
@@ -28,6 +34,14 @@ describe("responses.parse", () => {
     expect(responses.parse({ model: "m", tools: "web_search" })).toMatchObject({
       refused: { code: "invalid_request" },
     });
+  });
+});
+
+describe("chatCompletions.parse", () => {
+  it("refuses web_search_options, with which a search model searches the web at the endpoint", () => {
+    const asked = { model: "m", messages: [], web_search_options: {} };
+    expect(chatCompletions.parse(asked)).toMatchObject({ refused: { code: "endpoint_tool_not_allowed" } });
+    expect(chatCompletions.parse({ ...asked, web_search_options: null })).toHaveProperty("request");
   });
 });
 

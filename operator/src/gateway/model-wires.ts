@@ -3,7 +3,7 @@
  * differs between them, while authentication, the key, budgets, relaying and metering stay one path:
  *   Chat Completions  POST <base>/chat/completions  a stream is asked for its usage
  *                     (`stream_options.include_usage`); usage `prompt_tokens`/`completion_tokens` in the
- *                     body or the last chunk
+ *                     body or the last chunk; `web_search_options` (the endpoint searches) is refused
  *   Responses         POST <base>/responses          usage `input_tokens`/`output_tokens` in the body or
  *                     in `response.completed` (also `response.incomplete`/`failed`); a background
  *                     response is refused (its usage would come after the answer, unmetered), and so is
@@ -50,6 +50,14 @@ export function upstreamUrl(baseURL: string, wire: ModelWire): string {
   return `${baseURL.replace(/\/+$/, "")}${wire.path}`;
 }
 
+/** The refusal of a request offering tools the endpoint runs itself, named in `tools`. */
+function endpointToolRefusal(tools: string[]): WireRefusal {
+  return {
+    message: `The request offers tools the model endpoint would run itself (${tools.join(", ")}); an agent's tools run through Gatehouse: offer them as functions.`,
+    code: "endpoint_tool_not_allowed",
+  };
+}
+
 const notThis = (wire: string, error: z.ZodError) => ({
   refused: { message: `Not a ${wire} request: ${z.prettifyError(error)}`, code: "invalid_request" },
 });
@@ -61,6 +69,8 @@ export const ProxiedChatRequest = z.looseObject({
   model: z.string().min(1),
   stream: z.boolean().nullish(),
   stream_options: z.looseObject({}).nullish(),
+  /** Search models search the web at the endpoint when this is set. */
+  web_search_options: z.unknown().optional(),
 });
 export type ProxiedChatRequest = z.infer<typeof ProxiedChatRequest>;
 
@@ -132,9 +142,10 @@ export const chatCompletions: ModelWire = {
   path: "/chat/completions",
   parse(body) {
     const parsed = ProxiedChatRequest.safeParse(body);
-    return parsed.success
-      ? { request: upstreamChatRequest(parsed.data) }
-      : notThis("Chat Completions", parsed.error);
+    if (!parsed.success) return notThis("Chat Completions", parsed.error);
+    if (parsed.data.web_search_options != null)
+      return { refused: endpointToolRefusal(["web_search_options"]) };
+    return { request: upstreamChatRequest(parsed.data) };
   },
   readEvent: readChat,
   readBody: readChat,
@@ -197,14 +208,7 @@ function parseResponses(body: unknown): { request: UpstreamModelRequest } | { re
     };
   }
   const hosted = [...new Set(endpointRunTools(request.tools))];
-  if (hosted.length > 0) {
-    return {
-      refused: {
-        message: `The request offers tools the model endpoint would run itself (${hosted.join(", ")}); an agent's tools run through Gatehouse: offer them as functions.`,
-        code: "endpoint_tool_not_allowed",
-      },
-    };
-  }
+  if (hosted.length > 0) return { refused: endpointToolRefusal(hosted) };
   const stream = request.stream === true;
   return { request: { model: request.model, stream, fields: request, body: JSON.stringify(request) } };
 }
