@@ -7,6 +7,8 @@
  * changed or refused, where usage is in an answer) is in model-wires.ts.
  *
  *   endpoint = the session's spec.model.endpointRef, else the default      ; none → 503
+ *   body not of the wire's shape, a credential field, a tool the endpoint would run itself, a
+ *     background response                                                   → 400
  *   model must be spec.model.name (and one of endpoint.models when listed) ; else 400
  *   session ended or cancelled → 409
  *   metered usage ≥ tokenBudget → record budget_exceeded once; 400 budget_exceeded (final)
