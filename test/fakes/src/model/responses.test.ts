@@ -205,6 +205,28 @@ describe("the scripted model on the Responses API", () => {
     expect(callsOf(body.output)[0]!.arguments).toBe(call.arguments);
   });
 
+  it("reuses a call_id across answers as the script says, item ids staying unique, and waits for the latest call's output", async () => {
+    const first = await client.responses.create({ model: "scripted/fault-reused-id", input: task, tools });
+    const read = callsOf(first.output)[0]!;
+    let input: ResponseInputItem[] = [...task, ...turn(read, { version: 1 })];
+    const second = await client.responses.create({ model: "scripted/fault-reused-id", input, tools });
+    const draft = callsOf(second.output)[0]!;
+    expect([read.call_id, draft.call_id]).toEqual(["call_0", "call_0"]);
+    expect(draft.id).not.toBe(read.id);
+    input = [
+      ...input,
+      { type: "function_call", call_id: draft.call_id, name: draft.name, arguments: draft.arguments },
+    ];
+    // The read's output answers an earlier call_0: the draft's is still missing.
+    const early = await client.responses
+      .create({ model: "scripted/fault-reused-id", input, tools })
+      .catch((e: unknown) => e);
+    expect(early).toBeInstanceOf(OpenAI.BadRequestError);
+    input = [...input, { type: "function_call_output", call_id: "call_0", output: '{"version":2}' }];
+    const last = await client.responses.create({ model: "scripted/fault-reused-id", input, tools });
+    expect(last.output_text).toBe('Read {"version":1}, then drafted {"version":2}.');
+  });
+
   it("reads a raw stream created with stream: true, as clients without the helper do", async () => {
     const stream = await client.responses.create({
       model: "scripted/answer",
