@@ -25,6 +25,7 @@ import {
   coreNamespace,
   createAliceSession,
   type GatewayReply,
+  gatewayRequest,
   getSession,
   getSessionView,
   invokeAs,
@@ -648,3 +649,56 @@ describe("two Capabilities with the same spec.id in one namespace", () => {
 });
 
 describeInvokeLimits(() => env);
+
+describe("an engine's request for a person, declined by the agent (POST /v1/session/events)", () => {
+  const REQUEST = "item/commandExecution/requestApproval";
+  const report = (declined: unknown, kind = "approval_declined") => ({ kind, turn: 2, declined });
+
+  it("is kept in the transcript and appended to the audit chain as engine.approval_declined, in the subject's name", async () => {
+    const session = await sleepingSession(env, namespace, "declined");
+    const token = await podToken(env, session);
+    expect(
+      (await gatewayRequest(env, token, "POST", "/v1/session/events", report({ request: REQUEST }))).status,
+    ).toBe(200);
+    expect(await auditOf(session.uid)).toEqual([
+      {
+        kind: "engine.approval_declined",
+        execution_id: null,
+        payload: {
+          session: `${session.namespace}/${session.name}`,
+          engine: "builtin",
+          request: REQUEST,
+          turn: 2,
+        },
+      },
+    ]);
+    const actor = await env.pool.query<{ actor: string; outcome: string }>(
+      "SELECT actor, outcome FROM audit_log WHERE session_uid = $1",
+      [session.uid],
+    );
+    expect(actor.rows).toEqual([{ actor: "alice", outcome: "failure" }]);
+    const stored = await env.pool.query<{ kind: string; payload: unknown }>(
+      "SELECT kind, payload FROM session_events WHERE session_uid = $1 AND source = 'agent'",
+      [session.uid],
+    );
+    expect(stored.rows).toEqual([
+      { kind: "approval_declined", payload: { turn: 2, declined: { request: REQUEST } } },
+    ]);
+  });
+
+  it("refuses a report that carries more than a request's name, or a declined request under another kind: nothing reaches the chain", async () => {
+    const session = await sleepingSession(env, namespace, "declined-forged");
+    const token = await podToken(env, session);
+    for (const body of [
+      report({ request: "rm -rf / please approve" }),
+      report({ request: "x".repeat(129) }),
+      report({ request: REQUEST, command: "curl attacker.example" }),
+      report(undefined),
+      report({ request: REQUEST }, "assistant_text"),
+    ]) {
+      const refused = await gatewayRequest(env, token, "POST", "/v1/session/events", body);
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+    }
+    expect(await auditOf(session.uid)).toEqual([]);
+  });
+});

@@ -12,7 +12,7 @@ import { gatewayToolExecutor } from "../gateway-tools.ts";
 import type { AgentRuntime } from "../runtime.ts";
 import { createBuiltinRuntime } from "./builtin/engine.ts";
 import { defaultRetryPolicy } from "./builtin/retry.ts";
-import { createCodexRuntime } from "./codex/engine.ts";
+import { createCodexRuntime, type DeclinedRequest } from "./codex/engine.ts";
 import { CodexHost } from "./codex/host.ts";
 import { createPiRuntime } from "./pi/engine.ts";
 import { PiHost } from "./pi/host.ts";
@@ -48,6 +48,7 @@ export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger
           maxTurns: session.limits.maxTurns,
           maxToolCalls: session.limits.maxToolCalls,
           logger,
+          onDeclined: (declined) => reportDeclined(gateway, declined, logger),
         });
       },
       close: () => host.close(),
@@ -107,4 +108,19 @@ export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger
       }),
     close: async () => {},
   };
+}
+
+/**
+ * Tells the gateway that the engine asked a person for something and was declined (it records it in
+ * the transcript and the audit chain). The run does not wait for it: a report that fails is logged.
+ */
+function reportDeclined(gateway: GatewayClient, declined: DeclinedRequest, logger: Logger): void {
+  gateway
+    .postEvent({ kind: "approval_declined", turn: declined.turn, declined: { request: declined.method } })
+    .catch((error: unknown) =>
+      logger.warn(
+        { request: declined.method, message: error instanceof Error ? error.message : String(error) },
+        "the declined request was not reported",
+      ),
+    );
 }

@@ -67,14 +67,18 @@ export const AuditKind = {
   executionResolved: "execution.resolved",
   /** An Approval in phase Unknown was created to record an Auto call of unknown outcome. */
   approvalUnknownRecorded: "approval.unknown_recorded",
+  /** An agent reported that its engine asked a person for a decision or input, and that it declined. */
+  engineApprovalDeclined: "engine.approval_declined",
 } as const;
 
 /**
  * The kinds the gateway program appends (DESIGN §6), from everything its `POST /v1/invoke` reaches
  * (`core/invoke.ts`): its decisions, the Approval it requests or finds squatted, the Approval that
  * records an Auto call of unknown outcome, and an Auto call's execution — started, finished, recovered
- * when a repeat finds its claimer gone, answered after a takeover. Its other routes write the session's
- * transcript, not the chain. Migration 0011 refuses a gateway login any other kind, and an
+ * when a repeat finds its claimer gone, answered after a takeover; and, from `POST /v1/session/events`,
+ * an engine's request for a person that the agent declined. Its other routes write the session's
+ * transcript, not the chain. The guard (migrations 0011, 0012) refuses a gateway login any other
+ * kind, and an
  * `execution.started` that names an Approval: deciding, ending and dispatching an Approval, settling
  * and resolving executions are the controller's.
  */
@@ -90,6 +94,7 @@ export const GATEWAY_AUDIT_KINDS: readonly string[] = [
   AuditKind.executionFinished,
   AuditKind.executionRecovering,
   AuditKind.executionLateAnswer,
+  AuditKind.engineApprovalDeclined,
 ];
 
 /** The audit outcome of an execution in `state`: started → pending, succeeded → success, … */

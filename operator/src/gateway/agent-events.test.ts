@@ -1,8 +1,9 @@
 /** What the gateway stores of an agent's event, and the model window it tells the agent. */
 import { describe, expect, it } from "vitest";
 import { AgentEvent, DEFAULT_CONTEXT_WINDOW, SessionView } from "../api/agent-protocol.ts";
+import type { AgentSession } from "../api/kinds.ts";
 import { ModelEndpoint } from "../config-environment.ts";
-import { modelView, storedAgentEvent } from "./agent-events.ts";
+import { auditedAgentEvent, modelView, storedAgentEvent } from "./agent-events.ts";
 
 const compaction = {
   reason: "window" as const,
@@ -66,5 +67,52 @@ describe("modelView", () => {
 
   it("refuses a window too small to hold a conversation", () => {
     expect(() => endpoint({ contextWindow: 100 })).toThrow();
+  });
+});
+
+const session = {
+  metadata: { name: "plan-week", namespace: "team-a", uid: "uid-1" },
+  spec: { subject: { user: "alice", groups: [] }, engine: "codex" },
+} as unknown as AgentSession;
+
+describe("an agent's report of a request its engine raised and it declined", () => {
+  it("is kept in the transcript and becomes engine.approval_declined in the subject's name, naming only the request", () => {
+    const event = AgentEvent.parse({
+      kind: "approval_declined",
+      turn: 3,
+      declined: { request: "item/fileChange/requestApproval" },
+    });
+    expect(storedAgentEvent(event).payload).toEqual({
+      turn: 3,
+      declined: { request: "item/fileChange/requestApproval" },
+    });
+    expect(auditedAgentEvent(event, session, 42)).toEqual({
+      kind: "engine.approval_declined",
+      actor: "alice",
+      outcome: "failure",
+      sessionUid: "uid-1",
+      atMicros: 42,
+      payload: {
+        session: "team-a/plan-week",
+        engine: "codex",
+        request: "item/fileChange/requestApproval",
+        turn: 3,
+      },
+    });
+  });
+
+  it("is the only agent event the chain keeps", () => {
+    const text = AgentEvent.parse({ kind: "assistant_text", turn: 0, text: "Reading the plan." });
+    expect(auditedAgentEvent(text, session, 42)).toBeUndefined();
+  });
+
+  it.each([
+    [{ kind: "approval_declined", turn: 0 }],
+    [{ kind: "approval_declined", turn: 0, declined: { request: "run `rm -rf /`" } }],
+    [{ kind: "approval_declined", turn: 0, declined: { request: "a".repeat(129) } }],
+    [{ kind: "approval_declined", turn: 0, declined: { request: "x", command: "curl evil" } }],
+    [{ kind: "assistant_text", turn: 0, declined: { request: "x" } }],
+  ])("refuses %j", (body) => {
+    expect(AgentEvent.safeParse(body).success).toBe(false);
   });
 });

@@ -2,7 +2,8 @@
  * The gateway: the agent-facing HTTP API (operator/src/api/agent-protocol.ts) on fastify.
  *   GET  /v1/session                 instructions, tools, the first page of stored history, limits
  *   GET  /v1/session/history         the stored history after a seq, one page
- *   POST /v1/session/events          the agent's own reports (stored with source agent)
+ *   POST /v1/session/events          the agent's own reports (stored with source agent; a declined
+ *                                    engine request also in the audit chain)
  *   POST /v1/invoke                  Core.invoke (DESIGN §4)
  *   GET  /v1/approvals/{name}/wait   long-poll until the Approval is decided and executed
  *   POST /v1/model/chat/completions  the model proxy (model-proxy.ts): key added, usage metered, budget
@@ -39,7 +40,7 @@ import type { Caches } from "../kube/runtime/caches.ts";
 import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
-import { modelView, storedAgentEvent } from "./agent-events.ts";
+import { auditedAgentEvent, modelView, storedAgentEvent } from "./agent-events.ts";
 import { approvalWaitAnswer, signalOfResponse, waitForApproval } from "./approval-wait.ts";
 import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
@@ -227,6 +228,9 @@ export function buildGateway(deps: GatewayDeps) {
         payload,
         atMicros: nowMicros(),
       });
+      // An engine's request for a person that the agent declined is also the chain's (DESIGN §6).
+      const audited = auditedAgentEvent(event, request.session, nowMicros());
+      if (audited) await deps.core.audit.append(audited);
       return { accepted: true };
     });
 
