@@ -11,7 +11,7 @@ import {
   toHex,
   UTF8,
 } from "./audit-record.ts";
-import { canonicalJson, type JsonValue } from "./canonical.ts";
+import { canonicalJson, isCanonicalText, type JsonValue } from "./canonical.ts";
 
 /** Why a stored record fails verification. */
 export type AuditProblemReason =
@@ -96,11 +96,19 @@ export class ChainVerifier {
 
   /** Checks one record against its predecessor; returns its problem, if any. */
   push(record: SealedAuditRecord): AuditProblem | undefined {
+    return this.pushChecked(record, checkLink(record, this.head) ? undefined : checkContent(record));
+  }
+
+  /**
+   * Like {@link push} for a record whose {@link checkContent} was computed elsewhere (another
+   * thread): only its link, seq and checkpoints are checked here, so the report is the same.
+   */
+  pushChecked(record: ChainLink, contentProblem: AuditProblem | undefined): AuditProblem | undefined {
     this.records++;
     if (record.seq !== this.head.seq + 1) {
       this.gaps.push({ from: this.head.seq + 1, to: record.seq - 1 });
     }
-    const problem = checkRecord(record, this.head);
+    const problem = checkLink(record, this.head) ?? contentProblem;
     if (problem) {
       this.badRows++;
       this.firstBadRow ??= problem;
@@ -152,14 +160,29 @@ export function compareCheckpoint(
   return { checkpoint, status: "ok", message: `record ${checkpoint.seq} matches the checkpoint` };
 }
 
+/** What linking a record needs: its seq, its stored prev_hash and its stored hash. */
+export type ChainLink = Pick<SealedAuditRecord, "seq" | "prevHash" | "hash">;
+
 /** The first problem of one record given the previous head, or undefined. */
 export function checkRecord(record: SealedAuditRecord, previous: ChainHead): AuditProblem | undefined {
+  return checkLink(record, previous) ?? checkContent(record);
+}
+
+/** `broken_link` when `record.prevHash` is not the previous record's hash (checked before the content). */
+export function checkLink(record: ChainLink, previous: ChainHead): AuditProblem | undefined {
+  if (bytesEqual(record.prevHash, previous.hash)) return undefined;
+  const expected =
+    previous.seq === 0 ? "the genesis hash (32 zero bytes)" : `the hash of record ${previous.seq}`;
+  return { seq: record.seq, reason: "broken_link", message: `prev_hash is not ${expected}` };
+}
+
+/**
+ * The first problem of one record on its own — its hash over its stored prev_hash, its bytes, their
+ * RFC 8785 form, its columns — or undefined. Needs no other record, so records are checked in any
+ * order or in parallel; only {@link checkLink} is sequential.
+ */
+export function checkContent(record: SealedAuditRecord): AuditProblem | undefined {
   const seq = record.seq;
-  if (!bytesEqual(record.prevHash, previous.hash)) {
-    const expected =
-      previous.seq === 0 ? "the genesis hash (32 zero bytes)" : `the hash of record ${previous.seq}`;
-    return { seq, reason: "broken_link", message: `prev_hash is not ${expected}` };
-  }
   if (!bytesEqual(record.hash, chainHash(record.prevHash, record.canonical))) {
     return {
       seq,
@@ -179,18 +202,20 @@ export function checkRecord(record: SealedAuditRecord, previous: ChainHead): Aud
   } catch (error) {
     return { seq, reason: "undecodable", message: `canonical bytes are not UTF-8 JSON: ${String(error)}` };
   }
-  let recanonical: string;
-  try {
-    recanonical = canonicalJson(object);
-  } catch (error) {
-    return {
-      seq,
-      reason: "undecodable",
-      message: `canonical bytes cannot be canonicalized: ${String(error)}`,
-    };
-  }
-  if (recanonical !== text) {
-    return { seq, reason: "not_canonical", message: "canonical bytes are not in RFC 8785 form" };
+  if (!isCanonicalText(text, object)) {
+    let recanonical: string;
+    try {
+      recanonical = canonicalJson(object);
+    } catch (error) {
+      return {
+        seq,
+        reason: "undecodable",
+        message: `canonical bytes cannot be canonicalized: ${String(error)}`,
+      };
+    }
+    if (recanonical !== text) {
+      return { seq, reason: "not_canonical", message: "canonical bytes are not in RFC 8785 form" };
+    }
   }
   const columns: Array<[string, unknown, unknown]> = [
     ["seq", record.seq, object.seq],

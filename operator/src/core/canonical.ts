@@ -36,6 +36,30 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
+/**
+ * True when `text`, which `JSON.parse` turned into `parsed`, is certainly `canonicalJson(parsed)`; false
+ * means "compute it to know". A shortcut for checking stored bytes without re-serializing them: for
+ * values from `JSON.parse`, RFC 8785 output is `JSON.stringify` output with every object's keys sorted
+ * by UTF-16 code units, strings and numbers written alike. Text with a `\u` escape (where a lone
+ * surrogate, which RFC 8785 refuses, could hide) is left to the full computation.
+ */
+export function isCanonicalText(text: string, parsed: JsonValue): boolean {
+  return !text.includes("\\u") && keysSorted(parsed) && JSON.stringify(parsed) === text;
+}
+
+/** Every object's own keys, in property order, ascending by UTF-16 code units (`<` on strings). */
+function keysSorted(value: JsonValue): boolean {
+  if (value === null || typeof value !== "object") return true;
+  if (Array.isArray(value)) return value.every(keysSorted);
+  let previous: string | undefined;
+  for (const key in value) {
+    if (previous !== undefined && !(previous < key)) return false;
+    if (!keysSorted(value[key] as JsonValue)) return false;
+    previous = key;
+  }
+  return true;
+}
+
 /** RFC 8785 canonical bytes of `value` (UTF-8). Errors as {@link canonicalJson}. */
 export function canonicalBytes(value: unknown): Uint8Array {
   return new TextEncoder().encode(canonicalJson(value));

@@ -8,6 +8,7 @@
  * kept outside Postgres; the outside checkpoints' signature checks (`core/witness-signature.ts`), when
  * given, count towards the verdict too.
  */
+import { availableParallelism } from "node:os";
 import type pg from "pg";
 import {
   type AuditCheckpoint,
@@ -21,7 +22,8 @@ import { GatehouseError } from "../../core/errors.ts";
 import { type SignatureCheck, signatureAcceptable } from "../../core/witness-signature.ts";
 import { toBytes, toSafeInteger } from "../sql-values.ts";
 import { readLastCheckpoint } from "./checkpoints.ts";
-import { AUDIT_COLUMN_LIST, sealedFromRow } from "./row.ts";
+import { ContentCheckers } from "./verify-checkers.ts";
+import { type CheckedPage, checkPage, linksOf, readRawPage, seqOf } from "./verify-rows.ts";
 
 /** Where a verification is, reported after every page. */
 export interface VerifyProgress {
@@ -51,6 +53,12 @@ export interface VerifyOptions {
   signatures?: SignatureCheck[];
   /** Rows per page (default 5000). */
   pageSize?: number;
+  /**
+   * Worker threads checking records' content beside the thread that reads and links them; 0 checks
+   * on this thread. Default: 0 for a range of at most one page, else one per core but one (at least
+   * one, at most 4).
+   */
+  workers?: number;
   /** Called after every page. */
   onProgress?: (progress: VerifyProgress) => void;
 }
@@ -84,7 +92,7 @@ const DEFAULT_PAGE_SIZE = 5000;
 /**
  * Verifies the chain on `pool` from `options.fromSeq` to the end. Resolves with the report whether
  * or not the chain is intact (`report.ok`). Errors: `invalid_arguments` for a `fromSeq` or `pageSize`
- * that is not a positive safe integer, or a `fromSeq` past the head (head seq + 1, an empty range, is
+ * that is not a positive safe integer, a `workers` that is not 0 or one, or a `fromSeq` past the head (head seq + 1, an empty range, is
  * allowed); pg errors (connection, permission) propagate.
  */
 export async function verifyAuditChain(
@@ -106,31 +114,51 @@ export async function verifyAuditChain(
   }
   const verifier = new ChainVerifier([...(last ? [last] : []), ...(options.checkpoints ?? [])], anchor);
 
+  const workers = options.workers ?? (headSeq - fromSeq + 1 > pageSize ? defaultWorkerCount() : 0);
+  positiveOrZero(workers, "workers");
+  const checkers = workers > 0 ? new ContentCheckers(workers) : undefined;
   const fetchPage = (afterSeq: number) => {
-    const page = pool.query({
-      name: `gatehouse-audit-verify-page-${pageSize}`,
-      text: `SELECT ${AUDIT_COLUMN_LIST} FROM audit_log WHERE seq > $1 ORDER BY seq LIMIT ${pageSize}`,
-      values: [afterSeq],
-    });
+    const page = readRawPage(pool, afterSeq, pageSize);
     // Fetched ahead: if checking the current page throws, this page is never awaited.
     page.catch(() => {});
     return page;
   };
+  // Pages read and sent to be checked, walked in order as their checks come back (a bounded queue,
+  // so memory stays flat however far the reading gets ahead of the checking).
+  const inFlight: Array<Promise<CheckedPage>> = [];
+  const maxInFlight = 2 * Math.max(1, workers);
   let verified = 0;
   let seq = fromSeq - 1;
-  let next = fetchPage(anchor.seq);
-  for (;;) {
-    const { rows } = await next;
-    const full = rows.length === pageSize;
-    if (full) next = fetchPage(toSafeInteger(rows[rows.length - 1].seq, "seq"));
-    for (const row of rows) {
-      const record = sealedFromRow(row);
-      verifier.push(record);
-      seq = record.seq;
-    }
-    verified += rows.length;
+  const walkOldest = async () => {
+    const checked = inFlight.shift();
+    if (!checked) return;
+    const page = await checked;
+    const links = linksOf(page);
+    let next = 0;
+    links.forEach((link, i) => {
+      const found = page.problems[next];
+      if (found?.[0] === i) next++;
+      verifier.pushChecked(link, found?.[0] === i ? found[1] : undefined);
+    });
+    verified += links.length;
+    seq = links.at(-1)?.seq ?? seq;
     options.onProgress?.({ fromSeq, headSeq, seq, verified });
-    if (!full) break;
+  };
+  try {
+    let next = fetchPage(anchor.seq);
+    for (;;) {
+      const rows = await next;
+      const lastRow = rows.at(-1);
+      const full = rows.length === pageSize && lastRow !== undefined;
+      if (full) next = fetchPage(seqOf(lastRow));
+      const checked = checkers ? checkers.check(rows) : Promise.resolve().then(() => checkPage(rows));
+      checked.catch(() => {}); // awaited in walkOldest; this keeps an abandoned one from going unhandled
+      inFlight.push(checked);
+      while (inFlight.length >= maxInFlight || (!full && inFlight.length > 0)) await walkOldest();
+      if (!full) break;
+    }
+  } finally {
+    await checkers?.close();
   }
   const report = verifier.finish();
   const checkpoints = report.checkpoints.map(
@@ -193,6 +221,15 @@ async function readAnchor(pool: pg.Pool, fromSeq: number): Promise<ChainHead> {
 async function readHeadSeq(pool: pg.Pool): Promise<number> {
   const result = await pool.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit_log");
   return toSafeInteger(result.rows[0].seq, "seq");
+}
+
+/** One per core but the one reading and linking, at least one, at most 4. */
+function defaultWorkerCount(): number {
+  return Math.min(4, Math.max(1, availableParallelism() - 1));
+}
+
+function positiveOrZero(value: number, name: string): number {
+  return value === 0 ? 0 : positiveInteger(value, name);
 }
 
 function positiveInteger(value: number, name: string): number {
