@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Engine } from "../../operator/src/api/agentsession.ts";
-import type { RecordedRequest } from "../fakes/src/model/index.ts";
+import { chatMessagesOf, type RecordedRequest } from "../fakes/src/model/index.ts";
 import type { Environment } from "./environment.ts";
 import { NAMESPACE } from "./environment.ts";
 import { decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
@@ -172,13 +172,22 @@ export async function killedWhileAwaiting(
 /** The Chat Completions requests the scripted model received for the conversation opened by `text`. */
 export function conversationRequests(env: Environment, text: string): RecordedRequest[] {
   return env.model.requests().filter((request) => {
-    const first = request.chat?.messages.find((message) => message.role === "user");
+    const first = messagesOf(request).find((message) => message.role === "user");
     return typeof first?.content === "string" && first.content === text;
   });
 }
 
 /** A message of a recorded request, as far as these rules care. */
 type Message = NonNullable<RecordedRequest["chat"]>["messages"][number];
+
+/**
+ * A recorded model request's conversation as Chat Completions messages, whichever wire the engine
+ * spoke (Codex speaks Responses): the scripted model reads both as one conversation.
+ */
+export function messagesOf(request: RecordedRequest): Message[] {
+  if (request.chat) return request.chat.messages;
+  return request.responses ? chatMessagesOf(request.responses) : [];
+}
 
 /**
  * What makes `messages` a conversation a real endpoint refuses (empty when none): every assistant
