@@ -66,7 +66,11 @@ const env = await startEnvironment(plane, {
     SESSION_CEILINGS: JSON.stringify({ maxToolCalls: 10_000 }),
     // One session calls back to back here, far above an agent's rate: the gateway's per-session limit
     // (20/s) would measure the limiter, not the path.
-    GATEWAY_LIMITS: JSON.stringify({ requestsPerSecond: 100_000, burst: 100_000 }),
+    GATEWAY_LIMITS: JSON.stringify({
+      requestsPerSecond: 10_000,
+      burst: 100_000,
+      eventsPerSession: 100_000_000,
+    }),
     // The local node offers the machine's CPUs (2 here): small requests, so 64 sleeping agents fit.
     AGENT_RESOURCES: JSON.stringify({ requests: { cpu: "5m", memory: "16Mi" } }),
   },
