@@ -7,9 +7,10 @@
  *   POST /v1/invoke                  Core.invoke (DESIGN §4)
  *   GET  /v1/approvals/{name}/wait   long-poll until the Approval is decided and executed
  *   POST /v1/model/chat/completions  the model proxy (model-proxy.ts): key added, usage metered, budget
+ *   POST /mcp                        MCP (Streamable HTTP, mcp.ts): the session's tools to any MCP client
  *   GET  /v1/grants/jwks             the grant verification keys (unauthenticated, jwks-route.ts)
  *   GET  /healthz, /readyz
- * Every /v1 request is authenticated by TokenReview, bound to the pod's session and admitted by the
+ * Every /v1 and /mcp request is authenticated by TokenReview, bound to the pod's session and admitted by the
  * session's request limits (session-limits.ts: over them, 429 with Retry-After). Each route has its own
  * body limit, what one session's agent writes to its transcript is bounded (GATEWAY_LIMITS), and no
  * route reads a whole transcript into memory. Tool calls and their results are written to the
@@ -29,15 +30,11 @@ import {
 } from "../api/agent-protocol.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import { endpointFor, type OperatorConfig } from "../config.ts";
-import { sha256Hex } from "../core/canonical.ts";
 import { GatehouseError } from "../core/errors.ts";
-import { invoke } from "../core/invoke.ts";
 import type { CoreDeps } from "../core/ports.ts";
-import { offeredCapabilities } from "../core/visibility.ts";
 import { drainOnClose } from "../http/shutdown.ts";
-import { resolveCapability, visibleCapabilities } from "../kube/catalog.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
-import { limitsOf, sessionContextOf } from "../kube/session-context.ts";
+import { limitsOf } from "../kube/session-context.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { SessionEvent, TranscriptStore } from "../store/transcripts.ts";
 import { auditedAgentEvent, modelView, storedAgentEvent } from "./agent-events.ts";
@@ -46,8 +43,11 @@ import type { PodIdentity } from "./authenticate.ts";
 import { sessionOfPod } from "./authenticate.ts";
 import { errorReply } from "./error-reply.ts";
 import { type JwksRouteOptions, jwksRoute } from "./jwks-route.ts";
+import { mcpRoute } from "./mcp.ts";
 import { type ModelProxyOptions, modelProxyRoute } from "./model-proxy.ts";
 import { type SessionLimiter, sessionLimiter } from "./session-limits.ts";
+import { sessionTools, subjectOf } from "./session-tools.ts";
+import { admitIntake, callTool, type ToolCallDeps } from "./tool-calls.ts";
 
 /** Body limits per route: an event holds ≤ 64 KiB of text; an invoke ≤ 1 MB of arguments. */
 const EVENT_BODY_BYTES = 256 * 1024;
@@ -122,25 +122,14 @@ export function buildGateway(deps: GatewayDeps) {
   const drain = drainOnClose(app);
   const { sessionCeilings: ceilings, gatewayLimits } = deps.settings;
   const limiter: SessionLimiter = sessionLimiter(gatewayLimits);
-  const intake = gatewayLimits;
 
-  /**
-   * Refuses (409) an agent's event of `bytes` once its session posted its share. Checked against what
-   * is stored, so every replica counts the same events; concurrent posts can pass it together, at most
-   * the session's in-flight cap of them.
-   */
-  async function admitIntake(session: AgentSession, bytes: number): Promise<void> {
-    const record = await deps.records.recordOf(session.metadata.uid);
-    if (
-      record.agentEvents >= intake.eventsPerSession ||
-      record.agentEventBytes + bytes > intake.eventBytesPerSession
-    ) {
-      throw new GatehouseError(
-        "conflict",
-        `This session's agent has written ${record.agentEvents} events (${record.agentEventBytes} bytes) to its transcript; a session may write at most ${intake.eventsPerSession} events and ${intake.eventBytesPerSession} bytes.`,
-      );
-    }
-  }
+  const toolCalls: ToolCallDeps = {
+    core: deps.core,
+    transcripts: deps.transcripts,
+    records: deps.records,
+    ceilings,
+    intake: gatewayLimits,
+  };
 
   app.setErrorHandler((error, request, reply) => {
     const answer = errorReply(error);
@@ -177,26 +166,18 @@ export function buildGateway(deps: GatewayDeps) {
       ceilings,
     });
 
+    v1.register(mcpRoute, { caches: deps.caches, toolCalls, stopping: () => drain.draining });
+
     v1.get("/v1/session", async (request): Promise<SessionView> => {
       const session = request.session;
-      const subject = { user: session.spec.subject.user, groups: session.spec.subject.groups ?? [] };
-      const candidates = visibleCapabilities(
-        deps.caches,
-        session.metadata.namespace,
-        session.spec.capabilities,
-      ).map((capability) => resolveCapability(deps.caches, capability));
-      const tools = offeredCapabilities(candidates, subject).map((c) => ({
-        name: c.toolName,
-        description: deps.caches.capabilities.get(c.name, c.namespace)?.status?.description ?? c.id,
-        parameters: c.inputSchema,
-      }));
+      const tools = sessionTools(deps.caches, session).map((tool) => tool.spec);
       const first = await historyPage(deps.transcripts, session.metadata.uid, 0, HISTORY_PAGE);
       const limits = limitsOf(session, ceilings);
       return {
         namespace: session.metadata.namespace,
         name: session.metadata.name,
         uid: session.metadata.uid,
-        subject,
+        subject: subjectOf(session),
         instructions: session.spec.instructions ?? "",
         messages: session.spec.messages,
         model: modelView(session.spec.model.name, endpointFor(deps.settings, session.spec.model.endpointRef)),
@@ -219,7 +200,7 @@ export function buildGateway(deps: GatewayDeps) {
     v1.post("/v1/session/events", { bodyLimit: EVENT_BODY_BYTES }, async (request) => {
       const event = AgentEvent.parse(request.body);
       const { payload, dedupeKey } = storedAgentEvent(event);
-      await admitIntake(request.session, Buffer.byteLength(JSON.stringify(payload)));
+      await admitIntake(toolCalls, request.session, Buffer.byteLength(JSON.stringify(payload)));
       await deps.transcripts.append({
         ...(dedupeKey ? { dedupeKey } : {}),
         sessionUid: request.session.metadata.uid,
@@ -235,47 +216,7 @@ export function buildGateway(deps: GatewayDeps) {
     });
 
     v1.post("/v1/invoke", { bodyLimit: INVOKE_BODY_BYTES }, async (request) => {
-      const call = InvokeCall.parse(request.body);
-      const session = request.session;
-      // Every call adds a tool_call event the agent caused, refused calls included.
-      await admitIntake(session, call.arguments.length);
-      const context = sessionContextOf(session, ceilings);
-      const { answer } = await invoke(deps.core, context, call);
-      const capability = await deps.core.catalog.resolve(session.metadata.namespace, call.tool);
-      // A repeated request (same turn, position, tool and arguments) adds nothing to the history: the
-      // agent is replayed one call and one result however often it asked.
-      const callKey = `${call.turn}:${call.position}:${sha256Hex(`${call.tool}\u0000${call.arguments}`)}`;
-      await deps.transcripts.append({
-        dedupeKey: `tool_call:${callKey}`,
-        sessionUid: session.metadata.uid,
-        source: "agent",
-        kind: "tool_call",
-        payload: {
-          turn: call.turn,
-          position: call.position,
-          callId: call.callId,
-          tool: call.tool,
-          arguments: call.arguments,
-        },
-        atMicros: nowMicros(),
-      });
-      await deps.transcripts.append({
-        dedupeKey: `tool_result:${callKey}`,
-        sessionUid: session.metadata.uid,
-        source: "core",
-        kind: "tool_result",
-        payload: {
-          turn: call.turn,
-          callId: call.callId,
-          status: answer.status,
-          content: answer.content,
-          ...(answer.executionId ? { executionId: answer.executionId } : {}),
-          ...(answer.approval ? { approval: answer.approval.name } : {}),
-          ...(capability ? { effect: String(capability.effect) } : {}),
-        },
-        atMicros: nowMicros(),
-      });
-      return answer;
+      return callTool(toolCalls, request.session, InvokeCall.parse(request.body));
     });
 
     v1.get(

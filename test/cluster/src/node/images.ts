@@ -23,6 +23,8 @@ export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/provider-counter:dev": ["node", "test/cluster/images/provider-counter.ts"],
   // Runs until stopped, with next to no memory: the benchmark's stand-in for 200 agent pods.
   "gatehouse/sleeper:dev": ["sleep", "infinity"],
+  // The MCP endpoint's tests: sleeps, or answers its session over MCP and exits (mcp-agent.ts).
+  "gatehouse/mcp-agent:dev": ["node", "test/cluster/images/mcp-agent.ts"],
 };
 
 /**
