@@ -9,6 +9,8 @@
  *     user) is declined at once and reported through `onDeclined`; nothing is ever run by Codex itself;
  *   - calls the history left without a result are finished here before Codex is asked;
  *   - `maxTurns` and `maxToolCalls`: the answer that reaches one ends the run (`limit_exceeded`);
+ *   - Codex compacts the thread itself near the window: the summary request it makes then is not an
+ *     answer of the session, so its items are skipped (and no `compaction` event is reported);
  *   - Codex's own retries take failed model requests (config-files.ts); a turn that failed for good
  *     ends the run with an error of the shared kinds (errors.ts); a Codex that exits ends it with its
  *     exit code and stderr tail.
@@ -56,6 +58,9 @@ type Received =
   | { kind: "tool_call"; callId: string; answer(result: unknown): void }
   | { kind: "declined"; method: string }
   | { kind: "exited"; exit: ExitInfo };
+
+/** The item of a turn during which Codex compacts the thread (asks the model for a summary). */
+const COMPACTION_ITEM = "contextCompaction";
 
 /** The calls of the last assistant message that the history left without a result. */
 function unansweredOf(history: TranscriptItem[]) {
@@ -186,6 +191,8 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       let lastError: TurnError | undefined;
       // The turn whose items Codex last sent: what it asks a person for concerns one of them.
       let answering = state.turn;
+      // Codex is compacting the thread: the summary it asks the model for is no answer of the session.
+      let compacting = false;
 
       for (;;) {
         const received = await inbox.next(signal);
@@ -205,6 +212,13 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
         const { notification } = received;
         // The history given to the thread comes back as raw items too, outside the turn.
         if ("turnId" in notification.params && notification.params.turnId !== turnId) continue;
+        if (notification.method === "item/started" || notification.method === "item/completed") {
+          if (notification.params.item.type !== COMPACTION_ITEM) continue;
+          compacting = notification.method === "item/started";
+          if (!compacting) logger.info({ turn: state.turn }, "codex compacted the thread");
+          continue;
+        }
+        if (compacting && notification.method.startsWith("rawResponse")) continue;
         if (notification.method === "rawResponseItem/completed") {
           const item = notification.params.item;
           answering = state.turn;

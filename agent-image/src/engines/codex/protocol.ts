@@ -55,6 +55,17 @@ export const Notifications = {
   /** One model answer completed, with its exact usage. */
   "rawResponse/completed": z.object({ threadId: z.string(), turnId: z.string(), usage: Usage.nullable() }),
   error: z.object({ threadId: z.string(), error: TurnError, willRetry: z.boolean() }),
+  /** An item of the turn begins or ends (the engine follows Codex's own compaction by them). */
+  "item/started": z.object({
+    threadId: z.string(),
+    turnId: z.string(),
+    item: z.object({ type: z.string() }),
+  }),
+  "item/completed": z.object({
+    threadId: z.string(),
+    turnId: z.string(),
+    item: z.object({ type: z.string() }),
+  }),
   "turn/completed": z.object({
     threadId: z.string(),
     turn: z.object({
