@@ -189,7 +189,8 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       // Codex's requests for a call's result, and results ready before Codex asked.
       const waitingForResult = new Map<string, (result: unknown) => void>();
       let lastError: TurnError | undefined;
-      // The turn whose items Codex last sent: what it asks a person for concerns one of them.
+      // The turn of the model's latest output item: what Codex asks a person for concerns one of them
+      // (Codex also echoes the calls' outputs as items, which belong to no new answer).
       let answering = state.turn;
       // Codex is compacting the thread: the summary it asks the model for is no answer of the session.
       let compacting = false;
@@ -221,14 +222,15 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
         if (compacting && notification.method.startsWith("rawResponse")) continue;
         if (notification.method === "rawResponseItem/completed") {
           const item = notification.params.item;
-          answering = state.turn;
           if (item.type === "message" && "role" in item && item.role === "assistant") {
+            answering = state.turn;
             const delta = item.content.map((part) => part.text ?? "").join("");
             if (delta) {
               answerText += delta;
               yield { type: "text", turn: state.turn, delta };
             }
           } else if (item.type === "function_call" && "call_id" in item) {
+            answering = state.turn;
             const call = {
               position: calls.length,
               callId: item.call_id,
