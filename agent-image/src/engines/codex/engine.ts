@@ -32,7 +32,7 @@ import { describeExit, EngineProcessError, type ExitInfo } from "../subprocess/c
 import { errorEvent, turnFailure } from "./errors.ts";
 import { historyItems } from "./history.ts";
 import type { CodexHost, CodexNotification } from "./host.ts";
-import type { TurnError } from "./protocol.ts";
+import { ThreadStarted, type TurnError, TurnStarted } from "./protocol.ts";
 import { Inbox } from "./queue.ts";
 
 /** A decision or input Codex asked for and was refused (`method` names the request). */
@@ -149,19 +149,21 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
     }
 
     const inbox = new Inbox<Received>();
-    const started = (await host.request(
-      "thread/start",
-      {
-        model: options.model,
-        baseInstructions: init.system,
-        ephemeral: true,
-        experimentalRawEvents: true,
-        sandbox: "read-only",
-        approvalPolicy: "on-request",
-        dynamicTools,
-      },
-      signal,
-    )) as { thread: { id: string } };
+    const started = ThreadStarted.parse(
+      await host.request(
+        "thread/start",
+        {
+          model: options.model,
+          baseInstructions: init.system,
+          ephemeral: true,
+          experimentalRawEvents: true,
+          sandbox: "read-only",
+          approvalPolicy: "on-request",
+          dynamicTools,
+        },
+        signal,
+      ),
+    );
     const threadId = started.thread.id;
     const detach = host.attach(threadId, {
       notification: (notification) => inbox.push({ kind: "notification", notification }),
@@ -175,11 +177,13 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       const items = historyItems(transcript);
       if (items.length > 0) await host.request("thread/inject_items", { threadId, items }, signal);
       if (text !== undefined) transcript.push({ role: "user", text });
-      const turnStarted = (await host.request(
-        "turn/start",
-        { threadId, input: text === undefined ? [] : [{ type: "text", text, text_elements: [] }] },
-        signal,
-      )) as { turn: { id: string } };
+      const turnStarted = TurnStarted.parse(
+        await host.request(
+          "turn/start",
+          { threadId, input: text === undefined ? [] : [{ type: "text", text, text_elements: [] }] },
+          signal,
+        ),
+      );
       turnId = turnStarted.turn.id;
 
       // The model answer being received.

@@ -97,5 +97,11 @@ export const DECLINED_REQUESTS = {
   "mcpServer/elicitation/request": { action: "decline", content: null, _meta: null },
 } as const satisfies Record<string, unknown>;
 
+/** The answer to `thread/start`: the new thread. */
+export const ThreadStarted = z.object({ thread: z.object({ id: z.string() }) });
+
+/** The answer to `turn/start`: the turn that runs. */
+export const TurnStarted = z.object({ turn: z.object({ id: z.string() }) });
+
 /** A thread's id in a request's params, when it names one. */
 export const ThreadScoped = z.object({ threadId: z.string() });
