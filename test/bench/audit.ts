@@ -8,14 +8,14 @@
  *     commit) against the same number of raw single-row INSERTs issued concurrently on the pool;
  *   - verify() rows per second on a chain of `--rows` records (default 1 000 000) against merely
  *     reading the same rows with the same keyset pages as verify() reads them (and, for the record,
- *     as it read them before: every column parsed by pg into row objects), with its content checks
- *     on workers and on one thread, and what each stage costs per row (`microsecondsPerRow`).
+ *     as it read them before: every column parsed by pg into row objects), with the workers it
+ *     starts by default here and with one, and what each stage costs per row (`microsecondsPerRow`).
  * Writes test/bench/results/audit.json.
  *
  *   node test/bench/audit.ts [--rows N]
  */
 import { writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import type pg from "pg";
 import {
@@ -30,6 +30,7 @@ import { canonicalJson, isCanonicalText } from "../../operator/src/core/canonica
 import type { AuditEntry } from "../../operator/src/core/ports.ts";
 import { createPostgresAuditLog, type PostgresAuditLog } from "../../operator/src/store/audit/log.ts";
 import { AUDIT_COLUMN_LIST, auditRowValues } from "../../operator/src/store/audit/row.ts";
+import { defaultVerifyWorkers } from "../../operator/src/store/audit/verify.ts";
 import {
   checkPage,
   linksOf,
@@ -186,6 +187,7 @@ async function main(): Promise<void> {
     await db.admin.query("VACUUM ANALYZE audit_log");
 
     console.log(`verify: ${verifyRows} records vs reading the same pages (best of ${REPEATS})`);
+    const loadBefore = loadavg();
     // The plain read as verify() did it before: objects with every column parsed by pg.
     const parsedRead = await best(async () => {
       for (let after = 0; ; ) {
@@ -206,9 +208,10 @@ async function main(): Promise<void> {
         after = seqOf(last);
       }
     });
-    const workers = Math.min(4, Math.max(1, availableParallelism() - 1));
-    const verifyOnOneThread = await best(() => checkedVerify(log, verifyRows, 0));
+    // verify() as it runs by default on this machine, and with one content-checking worker.
+    const workers = defaultVerifyWorkers();
     const verify = await best(() => checkedVerify(log, verifyRows, workers));
+    const verifyOneWorker = await best(() => checkedVerify(log, verifyRows, 1));
     const breakdown = await stageBreakdown(pool, Math.min(verifyRows, BREAKDOWN_ROWS));
     breakdown.fetch = round((rawRead / verifyRows) * 1e6, 2);
 
@@ -241,14 +244,15 @@ async function main(): Promise<void> {
         rows: verifyRows,
         pageSize: PAGE_SIZE,
         workers,
-        loadAverage: loadavg().map((n) => round(n, 2)),
+        // 1-, 5- and 15-minute load averages when the verify runs started and when they ended.
+        loadAverage: { start: loadBefore.map((n) => round(n, 2)), end: loadavg().map((n) => round(n, 2)) },
         rowsPerSecond: round(verifyRows / verify),
         readOnlyRowsPerSecond: round(verifyRows / rawRead),
         ratioToReadOnly: round(rawRead / verify, 3),
         seconds: round(verify, 2),
-        oneThread: {
-          rowsPerSecond: round(verifyRows / verifyOnOneThread),
-          ratioToReadOnly: round(rawRead / verifyOnOneThread, 3),
+        oneWorker: {
+          rowsPerSecond: round(verifyRows / verifyOneWorker),
+          ratioToReadOnly: round(rawRead / verifyOneWorker, 3),
         },
         parsedReadRowsPerSecond: round(verifyRows / parsedRead),
         ratioToParsedRead: round(parsedRead / verify, 3),
@@ -267,7 +271,7 @@ async function main(): Promise<void> {
     );
     console.log(`populate (appendBatch of ${POPULATE_BATCH}): ${results.populate.appendsPerSecond}/s`);
     console.log(
-      `verify:             ${v.rowsPerSecond} rows/s over ${v.rows} rows with ${v.workers} workers, reading alone ${v.readOnlyRowsPerSecond} rows/s (ratio ${v.ratioToReadOnly}); on one thread ${v.oneThread.rowsPerSecond} rows/s (ratio ${v.oneThread.ratioToReadOnly}); reading with pg's parsing ${v.parsedReadRowsPerSecond} rows/s (ratio ${v.ratioToParsedRead})`,
+      `verify:             ${v.rowsPerSecond} rows/s over ${v.rows} rows with ${v.workers} workers, reading alone ${v.readOnlyRowsPerSecond} rows/s (ratio ${v.ratioToReadOnly}); with 1 worker ${v.oneWorker.rowsPerSecond} rows/s (ratio ${v.oneWorker.ratioToReadOnly}); reading with pg's parsing ${v.parsedReadRowsPerSecond} rows/s (ratio ${v.ratioToParsedRead})`,
     );
     console.log(`verify stages (µs per row, one thread): ${JSON.stringify(v.microsecondsPerRow)}`);
     console.log(`wrote ${RESULTS}`);

@@ -55,8 +55,9 @@ export interface VerifyOptions {
   pageSize?: number;
   /**
    * Worker threads checking records' content beside the thread that reads and links them; 0 checks
-   * on this thread. Default: 0 for a range of at most one page, else one per core but one (at least
-   * one, at most 4).
+   * on this thread. Default: 0 for a range of at most one page, else one per core beyond two (at most
+   * 4) — the reading thread and the Postgres backend serving it each keep a core busy, and on two
+   * cores a worker only adds the copy of every page to it (`test/bench/audit.ts`).
    */
   workers?: number;
   /** Called after every page. */
@@ -114,7 +115,7 @@ export async function verifyAuditChain(
   }
   const verifier = new ChainVerifier([...(last ? [last] : []), ...(options.checkpoints ?? [])], anchor);
 
-  const workers = options.workers ?? (headSeq - fromSeq + 1 > pageSize ? defaultWorkerCount() : 0);
+  const workers = options.workers ?? (headSeq - fromSeq + 1 > pageSize ? defaultVerifyWorkers() : 0);
   positiveOrZero(workers, "workers");
   const checkers = workers > 0 ? new ContentCheckers(workers) : undefined;
   const fetchPage = (afterSeq: number) => {
@@ -223,9 +224,9 @@ async function readHeadSeq(pool: pg.Pool): Promise<number> {
   return toSafeInteger(result.rows[0].seq, "seq");
 }
 
-/** One per core but the one reading and linking, at least one, at most 4. */
-function defaultWorkerCount(): number {
-  return Math.min(4, Math.max(1, availableParallelism() - 1));
+/** One per core beyond the reading thread's and the Postgres backend's, at most 4. */
+export function defaultVerifyWorkers(): number {
+  return Math.min(4, Math.max(0, availableParallelism() - 2));
 }
 
 function positiveOrZero(value: number, name: string): number {
