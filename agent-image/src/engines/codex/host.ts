@@ -19,7 +19,14 @@ import { jsonLine } from "../subprocess/jsonl.ts";
 import { defaultRestartPolicy, Restarting, type RestartPolicy } from "../subprocess/restart.ts";
 import { API_KEY_ENV, type CodexModelSettings, writeCodexConfig } from "./config-files.ts";
 import { codexBinary, codexEnvironment, codexVersion } from "./package.ts";
-import { DECLINED_REQUESTS, DynamicToolCall, Incoming, Notifications, ThreadScoped } from "./protocol.ts";
+import {
+  type ClientMethod,
+  DECLINED_REQUESTS,
+  DynamicToolCall,
+  Incoming,
+  Notifications,
+  ThreadScoped,
+} from "./protocol.ts";
 
 type NotificationMethod = keyof typeof Notifications;
 /** A notification the engine follows, typed by its method. */
@@ -87,7 +94,7 @@ export class CodexHost {
   }
 
   /** Sends `method` and resolves with Codex's result; rejects on its error answer or its exit. */
-  async request(method: string, params: unknown, signal?: AbortSignal): Promise<unknown> {
+  async request(method: ClientMethod, params: unknown, signal?: AbortSignal): Promise<unknown> {
     const child = await this.restarting.get(signal);
     return this.send(child, method, params);
   }
@@ -104,7 +111,7 @@ export class CodexHost {
     await this.restarting.stop();
   }
 
-  private send(child: Child, method: string, params: unknown): Promise<unknown> {
+  private send(child: Child, method: ClientMethod, params: unknown): Promise<unknown> {
     this.nextId += 1;
     const id = this.nextId;
     const answer = new Promise<unknown>((resolve, reject) =>

@@ -97,6 +97,18 @@ export const DECLINED_REQUESTS = {
   "mcpServer/elicitation/request": { action: "decline", content: null, _meta: null },
 } as const satisfies Record<string, unknown>;
 
+/**
+ * Every method the engine sends Codex. Nothing that runs something on Codex's side is among them
+ * (`thread/shellCommand`, `command/exec`, `fs/*`, `process/*`): the host sends no other.
+ */
+export type ClientMethod =
+  | "initialize"
+  | "thread/start"
+  | "thread/inject_items"
+  | "turn/start"
+  | "turn/interrupt"
+  | "thread/unsubscribe";
+
 /** The answer to `thread/start`: the new thread. */
 export const ThreadStarted = z.object({ thread: z.object({ id: z.string() }) });
 
