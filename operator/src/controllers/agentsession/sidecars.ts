@@ -8,6 +8,7 @@
 import type { V1Container, V1EnvVar, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
 import type { AgentSession, ProviderInstance } from "../../api/kinds.ts";
 import { sidecarContainerName } from "../../api/well-known.ts";
+import { visibleCapabilities } from "../../kube/catalog.ts";
 import type { Caches } from "../../kube/runtime/caches.ts";
 import { grantEnvironmentFor } from "../providerinstance/workload.ts";
 
@@ -29,11 +30,8 @@ export const SIDECAR_CREDENTIALS_MODE = 0o440;
  */
 export function sidecarProvidersFor(caches: Caches, session: AgentSession): ProviderInstance[] {
   const namespace = session.metadata.namespace;
-  const allowed = session.spec.capabilities;
   const names = new Set(
-    caches.capabilities
-      .list(namespace)
-      .filter((c) => !allowed || allowed.includes(c.metadata.name))
+    visibleCapabilities(caches, namespace, session.spec.capabilities)
       .filter((c) => (c.spec.providerRef.namespace ?? namespace) === namespace)
       .map((c) => c.spec.providerRef.name),
   );
