@@ -9,13 +9,16 @@
  * indexes through its own watch path (`apply("ADDED", …)`), each parsed from its own JSON text as a
  * watch event is. Two measures per kind: the heap the cache grows by over N objects (after a full GC,
  * divided by N: the object, its strings, the store and index entries), and the v8.serialize size of
- * one object (no heap overhead, deterministic). Index lookups are timed against the scans they
+ * one object (no heap overhead, deterministic). The installation runs in a fresh process per set of
+ * V8 flags (the default, and 2 MiB semi-spaces), with the gateway program's modules loaded, so its RSS
+ * is a component's before its servers and pools. Index lookups are timed against the scans they
  * replaced. Needs `--expose-gc`.
  *
  * Writes test/bench/results/cache-memory.json.
  *
  *   node --expose-gc test/bench/cache-memory.ts [--objects N] [--sessions N] [--approvals N]
  */
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { serialize } from "node:v8";
@@ -430,6 +433,7 @@ function installation() {
   const rssBefore = process.memoryUsage().rss;
   const processBeforeMiB = round(rssBefore / MiB);
   const heapBefore = heapUsed();
+  const started = process.hrtime.bigint();
   const sessions = informer(KINDS[0]!, true);
   const approvals = informer({ ...KINDS[1]!, make: (n) => approval(n, SESSIONS) }, true);
   fill(sessions, session, SESSIONS);
@@ -440,6 +444,7 @@ function installation() {
   fill(providers, provider, 20);
   const pods = informer(KINDS[4]!, true);
   fill(pods, pod, SESSIONS);
+  const fillSeconds = Number(process.hrtime.bigint() - started) / 1e9;
   const heapAfter = heapUsed();
   const rssAfter = process.memoryUsage().rss;
   const installation = {
@@ -453,8 +458,8 @@ function installation() {
     processRssBeforeMiB: processBeforeMiB,
     processRssMiB: round(rssAfter / MiB),
     targetRssMiB: 300,
+    fillSeconds: round(fillSeconds, 2),
   };
-  console.log("installation", JSON.stringify(installation));
 
   const caches = { approvals } as unknown as Caches;
   const lookups = 2_000;
@@ -488,13 +493,50 @@ function installation() {
     scanMicrosPerLookup: round((scanMs * 1000) / lookups),
     speedup: round(scanMs / indexedMs),
   };
-  console.log("approvalsOfSession", JSON.stringify(approvalsOfASession));
 
   return { installation, approvalsOfASession };
 }
 
+/** V8 flags the installation is measured under, each in its own process beside the default. */
+const VARIANTS: Record<string, string[]> = {
+  default: [],
+  // A young generation of 2 MiB semi-spaces: V8 grows them up to 16 MiB each under a list's allocations.
+  maxSemiSpace2MiB: ["--max-semi-space-size=2"],
+};
+const PROGRAM = fileURLToPath(new URL("../../operator/src/programs/gateway.ts", import.meta.url));
+
+/**
+ * The installation measured in a fresh process per variant, with the gateway program's modules loaded
+ * (not started), so its RSS is what a component's would be before its servers and pools.
+ */
+function installations(): Record<string, unknown> {
+  const measured: Record<string, unknown> = {};
+  for (const [name, flags] of Object.entries(VARIANTS)) {
+    const args = [
+      "--expose-gc",
+      ...flags,
+      "--import",
+      PROGRAM,
+      fileURLToPath(import.meta.url),
+      "--installation",
+    ];
+    const passed = ["--sessions", String(SESSIONS), "--approvals", String(APPROVALS)];
+    const child = spawnSync(process.execPath, [...args, ...passed], { encoding: "utf8" });
+    const line = child.stdout.split("\n").find((l) => l.startsWith("RESULT "));
+    if (child.status !== 0 || !line) throw new Error(`installation ${name} failed: ${child.stderr}`);
+    measured[name] = { nodeFlags: flags, ...(JSON.parse(line.slice("RESULT ".length)) as object) };
+    console.log(`installation ${name}`, JSON.stringify(measured[name]));
+  }
+  return measured;
+}
+
 function main(): void {
-  const { installation: oneInstallation, approvalsOfASession } = installation();
+  if (process.argv.includes("--installation")) {
+    console.log(`RESULT ${JSON.stringify(installation())}`);
+    return;
+  }
+  const oneInstallation = installations();
+  const { approvalsOfASession } = oneInstallation.default as { approvalsOfASession: unknown };
   const perKind: Record<string, unknown> = {};
   for (const kind of KINDS) {
     // Alternating order: neither mode always runs on the heap the other left.
@@ -516,7 +558,7 @@ function main(): void {
         node: process.version,
         objectsPerKind: PER_KIND,
         perKind,
-        installation: oneInstallation,
+        installations: oneInstallation,
         approvalsOfSession: approvalsOfASession,
       },
       null,
