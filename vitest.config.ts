@@ -50,6 +50,8 @@ export default defineConfig({
             // The fault campaign's pure parts; its run is a cluster file.
             "test/chaos/schedule.test.ts",
             "test/chaos/invariants.test.ts",
+            // The benchmarks' pure parts (a benchmark itself runs under make bench).
+            "test/bench/*.test.ts",
           ],
           exclude: ENGINE_PROCESS_TESTS,
         },

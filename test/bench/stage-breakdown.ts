@@ -3,26 +3,29 @@
  * (`gatehouse_port_call_duration_seconds{port,method}`, observability/port-timing.ts) one invoke made and
  * how long they took, from the difference of two scrapes around a measured stretch.
  */
-import parsePrometheusTextFormat from "parse-prometheus-text-format";
 
 /** Count and sum (seconds) of each series of one histogram, keyed by its labels' values joined with ".". */
 export type HistogramTotals = Map<string, { count: number; sum: number }>;
 
-interface ParsedFamily {
-  name: string;
-  metrics: Array<{ labels?: Record<string, string>; count?: string; sum?: string }>;
+/**
+ * The totals of histogram `name` on the /metrics page at `metricsUrl`. Only its `_sum` and `_count`
+ * lines are read (prom-client writes labels without commas or quotes in their values here): the text
+ * parser on npm (parse-prometheus-text-format 1.1.1) drops the labels, sum and count of a labelled
+ * histogram as prom-client writes it.
+ */
+export async function scrapeHistogram(metricsUrl: string, name: string): Promise<HistogramTotals> {
+  return histogramTotals(await (await fetch(metricsUrl)).text(), name);
 }
 
-/** The totals of histogram `name` on the /metrics page at `metricsUrl`. */
-export async function scrapeHistogram(metricsUrl: string, name: string): Promise<HistogramTotals> {
-  const text = await (await fetch(metricsUrl)).text();
-  const family = (parsePrometheusTextFormat(text) as ParsedFamily[]).find((f) => f.name === name);
+/** The totals of histogram `name` in Prometheus text `text` (see {@link scrapeHistogram}). */
+export function histogramTotals(text: string, name: string): HistogramTotals {
   const totals: HistogramTotals = new Map();
-  for (const series of family?.metrics ?? []) {
-    totals.set(Object.values(series.labels ?? {}).join("."), {
-      count: Number(series.count ?? 0),
-      sum: Number(series.sum ?? 0),
-    });
+  const line = new RegExp(`^${name}_(sum|count)(?:\\{([^}]*)\\})? (\\S+)$`, "gm");
+  for (const [, series, labels = "", value] of text.matchAll(line)) {
+    const key = [...labels.matchAll(/\w+="([^"]*)"/g)].map((m) => m[1]).join(".");
+    const entry = totals.get(key) ?? { count: 0, sum: 0 };
+    entry[series as "sum" | "count"] = Number(value);
+    totals.set(key, entry);
   }
   return totals;
 }
