@@ -6,6 +6,7 @@
  * newer protocol revision, a cancelled stream read to its end).
  */
 import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -14,6 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
 import {
   coreNamespace,
+  createAliceSession,
+  getSession,
   getSessionView,
   podToken,
   type SleepingSession,
@@ -189,6 +192,19 @@ async function approve(name: string): Promise<void> {
     "-p",
     decisionPatch("alice", "Approve"),
   ]);
+}
+
+/**
+ * What the agent pods of session `name` printed so far (the local node's container logs), merged into
+ * `seen`: a pod's directory goes with the pod, so a test reads them while it waits.
+ */
+function collectAgentLogs(name: string, seen: Map<string, string>): void {
+  const podsDir = join(clusterInfo().runDir, "pods");
+  for (const dir of readdirSync(podsDir).filter((d) => d.startsWith(`${namespace}_${name}-`))) {
+    try {
+      seen.set(dir, readFileSync(join(podsDir, dir, "logs", "agent.log"), "utf8").slice(-3000));
+    } catch {}
+  }
 }
 
 /** The text of a tool result's first content block. */
@@ -428,6 +444,25 @@ describe("an MCP client in an agent pod", () => {
       ["agent", 0, "Three orders placed."],
     ]);
     await client.close();
+  });
+
+  it("completes the session of an MCP-only agent that answers with gatehouse_final_answer and exits", async () => {
+    const name = `mcp-done-${Date.now().toString(36)}`;
+    await createAliceSession(env, namespace, name, {
+      messages: [{ text: "mcp-answer: Two orders placed." }],
+    });
+    const logs = new Map<string, string>();
+    const printed = () => [...logs].map(([pod, text]) => `\n--- ${pod}:\n${text}`).join("");
+    const done = await eventually("the session to complete", 180_000, async () => {
+      collectAgentLogs(name, logs);
+      const object = (await getSession(env, namespace, name)) as {
+        status?: { phase?: string; reason?: string; result?: string };
+      };
+      return object.status?.phase === "Completed" || object.status?.phase === "Failed" ? object : undefined;
+    }).catch((error: unknown) => {
+      throw new Error(`${String(error)}${printed()}`);
+    });
+    expect(done.status, printed()).toMatchObject({ phase: "Completed", result: "Two orders placed." });
   });
 });
 

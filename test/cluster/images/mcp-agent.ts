@@ -6,11 +6,14 @@
  * Any other message: it sleeps until stopped (SIGTERM: exit 0), as the sleeper image does.
  */
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const gateway = process.env.GATEHOUSE_GATEWAY_URL ?? "";
-const token = () => readFileSync(process.env.GATEHOUSE_TOKEN_FILE ?? "", "utf8").trim();
+// On the local node a mount path is read under the pod's root (LOCAL_NODE_ROOT), as the agent image does.
+const tokenFile = join(process.env.LOCAL_NODE_ROOT ?? "", process.env.GATEHOUSE_TOKEN_FILE ?? "");
+const token = () => readFileSync(tokenFile, "utf8").trim();
 const ANSWER = "mcp-answer: ";
 
 /**
