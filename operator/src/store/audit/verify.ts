@@ -1,9 +1,11 @@
 /**
  * Verification of the audit chain in Postgres (DESIGN §6). The chain is streamed in keyset pages
  * (`WHERE seq > last ORDER BY seq LIMIT n`, the next page fetched while the current one is checked),
- * so memory stays flat on a chain of any length. Every record is checked by `ChainVerifier`
- * (`core/audit.ts`): its hash recomputed from the stored bytes, its link to the previous hash, its
- * bytes being their own RFC 8785 form, and every queryable column against the hashed bytes. Sequence
+ * so memory stays flat on a chain of any length. Every record's content is checked (`checkContent`,
+ * `core/audit-verifier.ts`: its hash recomputed from the stored bytes, its bytes being their own RFC
+ * 8785 form, every queryable column against the hashed bytes) — on worker threads when there are any
+ * (`verify-checkers.ts`), as it needs no other record — and the records are then linked in seq order
+ * by `ChainVerifier.pushChecked`, which gives the report a one-record-at-a-time walk gives. Sequence
  * gaps are reported, and the head is compared with the last stored checkpoint plus any checkpoints
  * kept outside Postgres; the outside checkpoints' signature checks (`core/witness-signature.ts`), when
  * given, count towards the verdict too.
@@ -56,8 +58,8 @@ export interface VerifyOptions {
   /**
    * Worker threads checking records' content beside the thread that reads and links them; 0 checks
    * on this thread. Default: 0 for a range of at most one page, else one per core beyond two (at most
-   * 4) — the reading thread and the Postgres backend serving it each keep a core busy, and on two
-   * cores a worker only adds the copy of every page to it (`test/bench/audit.ts`).
+   * 4) — the reading thread and the Postgres backend serving it each keep a core busy; on two cores
+   * a worker gained in some benchmark runs and lost in others (`test/bench/audit.ts`).
    */
   workers?: number;
   /** Called after every page. */
