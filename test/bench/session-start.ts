@@ -153,7 +153,8 @@ try {
         }),
       );
       const first = await eventually(`the model's first request of ${session}`, 120_000, async () =>
-        env.model.requests(seen).find((r) => r.path.endsWith("/chat/completions")),
+        // Either wire: Codex speaks Responses.
+        env.model.requests(seen).find((r) => /\/(chat\/completions|responses)$/.test(r.path)),
       );
       await kubectl.ok("admin", [
         "wait",
