@@ -1,7 +1,7 @@
 /**
  * The agent pod's entry point: configuration (see `config.ts`), a JSON logger on stdout, the gateway
- * client, the engine the configuration names (`engines/select.ts`: builtin, or pi as a child
- * process), and one `runAgent`. SIGTERM/SIGINT abort the run.
+ * client, the engine the configuration names (`engines/select.ts`, which loads only that engine's
+ * modules: builtin, or pi or codex as a child process), and one `runAgent`. SIGTERM/SIGINT abort the run.
  * Exit code: 0 when the final answer was posted, or the pod was released (held past
  * `holdPodForSeconds` for an approval, or stopped by a signal); 1 on failure. `--help` prints the
  * variables and exits 0.
@@ -22,7 +22,7 @@ try {
   const config = loadConfig(process.env);
   logger.level = config.logLevel;
   const gateway = createGatewayClient({ baseUrl: config.gatewayUrl, tokenFile: config.tokenFile });
-  const engine = selectEngine(config, gateway, logger);
+  const engine = await selectEngine(config, gateway, logger);
   const stop = new AbortController();
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
@@ -36,7 +36,8 @@ try {
     await engine.close();
   }
 } catch (error) {
-  // Only configuration can fail here (runAgent never throws); the message names the bad variable.
+  // Only configuration (the message names the bad variable) or loading the engine's modules can fail
+  // here: runAgent never throws.
   logger.fatal({ message: error instanceof Error ? error.message : String(error) }, "agent cannot start");
 }
 process.exitCode = code;

@@ -2,31 +2,36 @@
  * The engine a pod runs, as its configuration names it (GATEHOUSE_ENGINE, the session's
  * spec.engine): `createRuntime` once the session is known, `close` when the run is over (a subprocess
  * engine's child is stopped; the builtin engine holds nothing).
+ *
+ * Only the selected engine's modules are loaded (dynamic imports): they are most of the agent's start
+ * (the OpenAI SDK for builtin, Pi's and Codex's hosts), and a pod runs one engine.
  */
-import OpenAI from "openai";
 import type { Logger } from "pino";
 import type { AgentConfig } from "../config.ts";
 import type { AgentSessionView } from "../gateway-client.ts";
 import { type GatewayClient, readBearerToken } from "../gateway-client.ts";
 import { gatewayToolExecutor } from "../gateway-tools.ts";
 import type { AgentRuntime } from "../runtime.ts";
-import { createBuiltinRuntime } from "./builtin/engine.ts";
-import { defaultRetryPolicy } from "./builtin/retry.ts";
-import { createCodexRuntime, type DeclinedRequest } from "./codex/engine.ts";
-import { CodexHost } from "./codex/host.ts";
-import { createPiRuntime } from "./pi/engine.ts";
-import { PiHost } from "./pi/host.ts";
+import type { DeclinedRequest } from "./codex/engine.ts";
 
 export interface Engine {
   createRuntime(session: AgentSessionView): AgentRuntime;
   close(): Promise<void>;
 }
 
-export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger: Logger): Engine {
+export async function selectEngine(
+  config: AgentConfig,
+  gateway: GatewayClient,
+  logger: Logger,
+): Promise<Engine> {
   const tools = () => gatewayToolExecutor(gateway, { waitSeconds: config.approvalWaitSeconds });
   // As for the builtin engine: towards the gateway's proxy the bearer is the pod's token.
   const auth = config.modelApiKey ? { apiKey: config.modelApiKey } : { tokenFile: config.tokenFile };
   if (config.engine === "codex") {
+    const [{ createCodexRuntime }, { CodexHost }] = await Promise.all([
+      import("./codex/engine.ts"),
+      import("./codex/host.ts"),
+    ]);
     const host = new CodexHost({
       dir: config.engineDir,
       model: {
@@ -55,6 +60,10 @@ export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger
     };
   }
   if (config.engine === "pi") {
+    const [{ createPiRuntime }, { PiHost }] = await Promise.all([
+      import("./pi/engine.ts"),
+      import("./pi/host.ts"),
+    ]);
     const host = new PiHost({
       dir: config.engineDir,
       model: {
@@ -82,6 +91,11 @@ export function selectEngine(config: AgentConfig, gateway: GatewayClient, logger
       close: () => host.close(),
     };
   }
+  const [{ default: OpenAI }, { createBuiltinRuntime }, { defaultRetryPolicy }] = await Promise.all([
+    import("openai"),
+    import("./builtin/engine.ts"),
+    import("./builtin/retry.ts"),
+  ]);
   const model = new OpenAI({
     baseURL: config.modelBaseUrl,
     // Towards the gateway's model proxy the bearer is the pod's token, re-read as the node refreshes it.
