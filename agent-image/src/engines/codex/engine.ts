@@ -56,8 +56,7 @@ export interface CodexRuntimeOptions {
 type Received =
   | { kind: "notification"; notification: CodexNotification }
   | { kind: "tool_call"; callId: string; answer(result: unknown): void }
-  | { kind: "declined"; method: string }
-  | { kind: "exited"; exit: ExitInfo };
+  | { kind: "declined"; method: string };
 
 /** The item of a turn during which Codex compacts the thread (asks the model for a summary). */
 const COMPACTION_ITEM = "contextCompaction";
@@ -165,11 +164,18 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       ),
     );
     const threadId = started.thread.id;
+    // Codex's exit stops whatever the run waits on (the executor, an approval, the inbox) at once.
+    const died = new AbortController();
+    let exit: ExitInfo | undefined;
+    const waiting = AbortSignal.any([signal, died.signal]);
     const detach = host.attach(threadId, {
       notification: (notification) => inbox.push({ kind: "notification", notification }),
       toolCall: (call, answer) => inbox.push({ kind: "tool_call", callId: call.callId, answer }),
       declined: (method) => inbox.push({ kind: "declined", method }),
-      exited: (exit) => inbox.push({ kind: "exited", exit }),
+      exited: (exited) => {
+        exit = exited;
+        died.abort(new EngineProcessError("unavailable", describeExit("codex", exited), exited));
+      },
     });
     let turnId: string | undefined;
     let finished = false;
@@ -200,9 +206,7 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       let compacting = false;
 
       for (;;) {
-        const received = await inbox.next(signal);
-        if (received.kind === "exited")
-          throw new EngineProcessError("unavailable", describeExit("codex", received.exit), received.exit);
+        const received = await inbox.next(waiting);
         if (received.kind === "declined") {
           logger.warn({ method: received.method, turn: answering }, "codex asked for a decision: declined");
           options.onDeclined?.({ method: received.method, turn: answering });
@@ -242,7 +246,7 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
               arguments: item.arguments,
             };
             calls.push(call);
-            const answer = yield* runCall(state.turn, call, signal);
+            const answer = yield* runCall(state.turn, call, waiting);
             answers.set(call.callId, answer);
             waitingForResult.get(call.callId)?.(codexResult(answer));
             waitingForResult.delete(call.callId);
@@ -296,6 +300,10 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
           return;
         }
       }
+    } catch (error) {
+      if (exit && !signal.aborted)
+        throw new EngineProcessError("unavailable", describeExit("codex", exit), exit);
+      throw error;
     } finally {
       detach();
       // A run that stops before Codex finished its turn (abort, a limit) stops the turn too.

@@ -88,6 +88,11 @@ export class CodexHost {
     );
   }
 
+  /** The running Codex's process id, if one runs (for logs and tests). */
+  get pid(): number | undefined {
+    return this.child?.running ? this.child.pid : undefined;
+  }
+
   /** Starts Codex now (the suite does, so the first case does not wait for it). */
   async warm(): Promise<void> {
     await this.restarting.get();
