@@ -6,7 +6,7 @@ SHELL := /bin/bash
 NODE_BIN := $(shell scripts/ensure-node.sh)
 export PATH := $(NODE_BIN):$(PATH)
 
-.PHONY: demo test unit unit-shuffled engines-table deps host-deps cluster helm crds lint typecheck check bench bench-cache bench-flood chaos clean logs audit migrate
+.PHONY: demo test unit unit-shuffled engines-table deps host-deps cluster helm crds lint typecheck check bench bench-cache bench-flood bench-scale chaos clean logs audit migrate
 
 ## deps: install the pinned npm packages (lockfile) on Node >= 22.19.
 node_modules/.install-stamp: package.json package-lock.json
@@ -56,7 +56,7 @@ engines-table: deps
 crds: deps
 	node operator/src/api/generate.ts
 
-## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions, invoke overhead, approval → provider, session → model); JSON in test/bench/results/.
+## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions, invoke overhead, approval → provider, session → model) and one installation at 1 000 sessions; JSON in test/bench/results/.
 bench: deps host-deps cluster
 	node test/bench/control-plane.ts
 	node test/bench/audit.ts
@@ -64,11 +64,16 @@ bench: deps host-deps cluster
 	node test/bench/invoke.ts
 	node test/bench/approval-dispatch.ts
 	node test/bench/session-start.ts
+	node test/bench/scale.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
 
 ## bench-cache: bytes per cached object of each kind with and without the cache transform, one installation's caches (10 000 sessions and Approvals), index lookups against scans; JSON in test/bench/results/cache-memory.json.
 bench-cache: deps
 	node --expose-gc test/bench/cache-memory.ts
+
+## bench-scale: what one installation carries: 10 000 AgentSessions and Approvals to terminal phases (200 through real agent pods), the components' memory and CPU, API requests, reconciles and Postgres bytes per session; JSON in test/bench/results/scale.json.
+bench-scale: deps host-deps cluster
+	node test/bench/scale.ts --sessions 10000 --real 200
 
 ## bench-flood: one session's flood against another session's calls, with and without the gateway's limits; JSON in test/bench/results/flood.json.
 bench-flood: deps host-deps cluster

@@ -1,0 +1,365 @@
+/**
+ * What one installation carries (`make bench-scale`; a small size in `make bench`): on a fresh local
+ * control plane with one gateway and one controller, N AgentSessions and N Approvals created through the
+ * API server, every one driven to a terminal phase.
+ *
+ * R of them (default 100) run to Completed through real agent pods on the local node: the agent
+ * runtime answers from the scripted model. The rest are played by a fake agent speaking the gateway's
+ * API without an agent process: the local node is cordoned first, so their agent pods stay Pending
+ * (the pod objects exist with their UIDs; the gateway binds a token to the pod's UID and its session's
+ * status, not to a running process — operator/src/gateway/authenticate.ts). For each, as its pod would:
+ * a token bound to the pod (TokenRequest, audience gatehouse), an auto-allowed read invoke, a write
+ * invoke that needs an Approval (the gateway creates it), alice's decision (a patch), the Approval's
+ * execution by the controller through the provider pod, the agent's long-poll until it is done, its
+ * final answer; then the test, as a kubelet would, writes the pod's status Succeeded and the controller
+ * completes the session. Every check stays as it is: the gateway still reviews each token and finds the
+ * pod and its session in its caches.
+ *
+ * Reported: the gateway's and the controller's peak RSS and CPU seconds, the invoke rates the gateway
+ * sustained, decisions and executions per second, reconciles per kind and per session (own status
+ * writes included), API requests per session by client (the API server's audit log), Postgres rows and
+ * bytes per session and the audit chain's size, serialized bytes per cached object, and the machine.
+ *
+ * Writes test/bench/results/scale.json (one entry per number of sessions, the others kept).
+ *
+ *   node test/bench/scale.ts [--sessions N] [--real R] [--concurrency C]   (default 1000, 100, 32)
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../../operator/src/api/well-known.ts";
+import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
+import { coreNamespace, gatewayRequest, invokeAs, waitAs } from "../e2e/core-agent.ts";
+import { deployCounter, toolName } from "../e2e/core-counter.ts";
+import { startEnvironment } from "../e2e/environment.ts";
+import { decisionPatch } from "../e2e/story.ts";
+import { readApiRequests } from "./api-audit-log.ts";
+import {
+  cpuSeconds,
+  growthPerSession,
+  machine,
+  peakRssMiB,
+  reconcilesPer,
+  round,
+  scrapeReconciles,
+  serializedBytesPerObject,
+  tableSizes,
+} from "./scale-measure.ts";
+
+const RESULTS = fileURLToPath(new URL("./results/scale.json", import.meta.url));
+const flag = (name: string, fallback: number) => {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? Number(process.argv[at + 1]) : fallback;
+};
+const SESSIONS = flag("--sessions", 1_000);
+const REAL = Math.min(SESSIONS, flag("--real", 100));
+const CONCURRENCY = flag("--concurrency", 32);
+/** Real agent processes at once: each is a Node process on this 2-core machine. */
+const REAL_BATCH = 25;
+const WRITE = "bench.plan.publish";
+const READ = "bench.echo.read";
+const GROUP = { group: "gatehouse.dev", version: "v1alpha1" };
+
+interface Session {
+  metadata: { name: string; namespace: string; uid: string };
+  status?: { phase?: string; podName?: string; podUID?: string };
+}
+
+const log = (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+/** Runs `run` over `items`, `concurrency` at a time; seconds it took. */
+async function pool<T>(items: T[], concurrency: number, run: (item: T, i: number) => Promise<void>) {
+  const start = performance.now();
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) await run(items[i]!, i);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return (performance.now() - start) / 1000;
+}
+
+/** Polls `check` every second until it returns true, for at most `timeoutMs`. */
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+const plane = await startControlPlane();
+const node = await startLocalNode(plane);
+const env = await startEnvironment(plane, {
+  componentEnv: {
+    LOG_LEVEL: "warn",
+    // The local node offers the machine's CPUs: small requests, so a batch of real agents fits.
+    AGENT_RESOURCES: JSON.stringify({ requests: { cpu: "5m", memory: "32Mi" } }),
+  },
+});
+const clients = (context: string) => {
+  const kc = new KubeConfig();
+  kc.loadFromFile(env.cluster.kubeconfigPath);
+  kc.setCurrentContext(context);
+  return { core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+};
+const admin = clients("admin");
+const alice = clients("alice");
+try {
+  const namespace = await coreNamespace(env, "scale");
+  await deployCounter(
+    env,
+    namespace,
+    "counter",
+    [
+      { id: READ, effect: "read", idempotency: "none" },
+      { id: WRITE, effect: "write", idempotency: "key", target: true },
+    ],
+    { [WRITE]: { approval: "Required" } },
+  );
+  const listSessions = async () =>
+    (
+      (await admin.custom.listNamespacedCustomObject({ ...GROUP, namespace, plural: "agentsessions" })) as {
+        items: Session[];
+      }
+    ).items;
+  const createSessions = (names: string[]) =>
+    pool(names, CONCURRENCY, async (name) => {
+      await alice.custom.createNamespacedCustomObject({
+        ...GROUP,
+        namespace,
+        plural: "agentsessions",
+        body: {
+          apiVersion: "gatehouse.dev/v1alpha1",
+          kind: "AgentSession",
+          metadata: { name, namespace },
+          spec: {
+            subject: { user: "alice" },
+            model: { name: "scripted/answer" },
+            messages: [{ text: "Go." }],
+          },
+        },
+      });
+    });
+  const terminal = (s: Session) => ["Completed", "Failed", "Cancelled"].includes(s.status?.phase ?? "");
+  const phases = (sessions: Session[]) => {
+    const counts: Record<string, number> = {};
+    for (const s of sessions)
+      counts[s.status?.phase ?? "none"] = (counts[s.status?.phase ?? "none"] ?? 0) + 1;
+    return counts;
+  };
+
+  const metricsUrl = `${env.controller.healthUrl}/metrics`;
+  const gatewayPid = env.gateway.pid;
+  const controllerPid = env.controller.pid;
+  const cpuStart = { gateway: cpuSeconds(gatewayPid), controller: cpuSeconds(controllerPid) };
+  const tablesStart = await tableSizes(env.pool);
+
+  // Real agents, in batches: each session's pod runs the agent runtime to its final answer.
+  const realSince = Date.now();
+  const realReconcilesBefore = await scrapeReconciles(metricsUrl);
+  const realStart = performance.now();
+  for (let from = 0; from < REAL; from += REAL_BATCH) {
+    const names = Array.from({ length: Math.min(REAL_BATCH, REAL - from) }, (_, i) => `real-${from + i}`);
+    await createSessions(names);
+    await until(`real sessions ${from}… to finish`, 600_000, async () => {
+      const done = (await listSessions()).filter((s) => names.includes(s.metadata.name) && terminal(s));
+      return done.length === names.length;
+    });
+    log(`real sessions: ${from + names.length}/${REAL} finished`);
+  }
+  const realSeconds = (performance.now() - realStart) / 1000;
+  const realReconciles = reconcilesPer(realReconcilesBefore, await scrapeReconciles(metricsUrl), REAL);
+  const realUntil = Date.now();
+
+  // Fake agents: pods that never run (the node is cordoned), the agent's part spoken over the gateway's API.
+  await env.kubectl.ok("admin", ["cordon", node.nodeName]);
+  const fakeCount = SESSIONS - REAL;
+  const fakeNames = Array.from({ length: fakeCount }, (_, i) => `fake-${i}`);
+  const fakeReconcilesBefore = await scrapeReconciles(metricsUrl);
+  const createSeconds = await createSessions(fakeNames);
+  log(`created ${fakeCount} sessions in ${round(createSeconds, 1)} s`);
+  const podsStart = performance.now();
+  let bound: Session[] = [];
+  await until("every fake session's pod", 1_800_000, async () => {
+    bound = (await listSessions()).filter((s) => s.metadata.name.startsWith("fake-") && s.status?.podUID);
+    return bound.length === fakeCount;
+  });
+  const podsSeconds = (performance.now() - podsStart) / 1000 + createSeconds;
+  log(`every fake session has its pod after ${round(podsSeconds, 1)} s`);
+
+  const agents = bound.map((s) => ({ session: s, token: "", approval: "" }));
+  const tokenSeconds = await pool(agents, CONCURRENCY, async (agent) => {
+    const { podName, podUID } = agent.session.status ?? {};
+    const request = await admin.core.createNamespacedServiceAccountToken({
+      name: "gatehouse-agent",
+      namespace,
+      body: {
+        spec: {
+          audiences: ["gatehouse"],
+          expirationSeconds: 3600,
+          boundObjectRef: { apiVersion: "v1", kind: "Pod", name: podName, uid: podUID },
+        },
+      },
+    });
+    agent.token = request.status?.token ?? "";
+  });
+  const invoke = (agent: (typeof agents)[number], position: number, tool: string, args: unknown) =>
+    invokeAs(env, agent.token, {
+      callId: `call-${position}`,
+      turn: 0,
+      position,
+      tool: toolName(tool),
+      arguments: JSON.stringify(args),
+    });
+  const readSeconds = await pool(agents, CONCURRENCY, async (agent, i) => {
+    const reply = await invoke(agent, 0, READ, { n: i });
+    if (reply.status !== 200 || reply.body.status !== "succeeded") {
+      throw new Error(`read invoke answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+    }
+  });
+  log(`${fakeCount} read invokes in ${round(readSeconds, 1)} s`);
+  const writeSeconds = await pool(agents, CONCURRENCY, async (agent, i) => {
+    const reply = await invoke(agent, 1, WRITE, { planId: `plan-${i}`, version: 1 });
+    if (reply.status !== 200 || reply.body.status !== "pending_approval" || !reply.body.approval) {
+      throw new Error(`write invoke answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+    }
+    agent.approval = reply.body.approval.name;
+  });
+  log(`${fakeCount} write invokes (Approvals created) in ${round(writeSeconds, 1)} s`);
+  const decideSeconds = await pool(agents, CONCURRENCY, async (agent) => {
+    await alice.custom.patchNamespacedCustomObject({
+      ...GROUP,
+      namespace,
+      plural: "approvals",
+      name: agent.approval,
+      body: JSON.parse(decisionPatch("alice", "Approve")),
+    });
+  });
+  const executeStart = performance.now();
+  const finishSeconds = await pool(agents, CONCURRENCY, async (agent) => {
+    for (;;) {
+      const reply = await waitAs(env, agent.token, agent.approval, 20);
+      if (reply.status !== 200)
+        throw new Error(`wait answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+      if (reply.body.done) break;
+    }
+    const final = await gatewayRequest(env, agent.token, "POST", "/v1/session/events", {
+      kind: "final_answer",
+      turn: 0,
+      text: "Published.",
+    });
+    if (final.status >= 300) throw new Error(`final answer answered ${final.status}`);
+    // As the kubelet would once the agent exits: the pod has Succeeded.
+    await admin.core.patchNamespacedPodStatus({
+      name: agent.session.status?.podName ?? "",
+      namespace,
+      body: [{ op: "add", path: "/status/phase", value: "Succeeded" }],
+    });
+  });
+  log(`decided in ${round(decideSeconds, 1)} s; executed and answered in ${round(finishSeconds, 1)} s`);
+  let fakeSessions: Session[] = [];
+  await until("every fake session to finish", 1_800_000, async () => {
+    fakeSessions = (await listSessions()).filter((s) => s.metadata.name.startsWith("fake-"));
+    return fakeSessions.every(terminal);
+  });
+  const terminalSeconds = (performance.now() - executeStart) / 1000;
+  const fakeReconciles = reconcilesPer(fakeReconcilesBefore, await scrapeReconciles(metricsUrl), fakeCount);
+  log(`every fake session finished: ${JSON.stringify(phases(fakeSessions))}`);
+
+  const cpu = { gateway: cpuSeconds(gatewayPid), controller: cpuSeconds(controllerPid) };
+  const tablesEnd = await tableSizes(env.pool);
+  const database = growthPerSession(tablesStart, tablesEnd, SESSIONS);
+  const auditTable = [...tablesEnd].find(([name]) => name === "audit_log");
+
+  const perClient = (from: number, to: number, sessions: number) => {
+    const counts: Record<string, number> = {};
+    for (const r of readApiRequests(plane.auditLogPath, from)) {
+      if (r.completedMs > to) continue;
+      const who =
+        r.user === CONTROLLER_USERNAME
+          ? "controller"
+          : r.user === GATEWAY_USERNAME
+            ? "gateway"
+            : r.user.startsWith("system:node:") || r.user.includes("local-node")
+              ? "node"
+              : ["admin", "alice"].includes(r.user)
+                ? "benchmark"
+                : r.user === "system:kube-scheduler"
+                  ? "scheduler"
+                  : "kubernetesControllers";
+      counts[who] = (counts[who] ?? 0) + 1;
+    }
+    return Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, round(n / sessions, 1)]));
+  };
+  const list = async (plural: string) =>
+    (
+      (await admin.custom.listNamespacedCustomObject({ ...GROUP, namespace, plural })) as {
+        items: KubernetesObject[];
+      }
+    ).items;
+  const pods = (await admin.core.listNamespacedPod({ namespace })).items as KubernetesObject[];
+  const approvals = await list("approvals");
+
+  const result = {
+    benchmark: "scale",
+    description:
+      "one gateway and one controller: N AgentSessions and N Approvals through the API server to terminal phases; R sessions with real agent pods, the rest with pods that never run and a fake agent on the gateway's API",
+    sessions: SESSIONS,
+    realAgentSessions: REAL,
+    approvals: approvals.length,
+    concurrency: CONCURRENCY,
+    machine: { ...machine(), note: "shared with other work; load averages at the end of the run" },
+    phases: {
+      real: phases((await listSessions()).filter((s) => s.metadata.name.startsWith("real-"))),
+      fake: phases(fakeSessions),
+    },
+    gateway: { peakRssMiB: peakRssMiB(gatewayPid), cpuSeconds: round(cpu.gateway - cpuStart.gateway, 1) },
+    controller: {
+      peakRssMiB: peakRssMiB(controllerPid),
+      cpuSeconds: round(cpu.controller - cpuStart.controller, 1),
+    },
+    realAgents: {
+      seconds: round(realSeconds, 1),
+      sessionsPerSecond: round(REAL / realSeconds, 2),
+      reconciles: realReconciles,
+      apiRequestsPerSession: perClient(realSince, realUntil, REAL),
+    },
+    fakeAgents: {
+      sessionsCreatedPerSecond: round(fakeCount / createSeconds, 1),
+      podsCreatedPerSecond: round(fakeCount / podsSeconds, 1),
+      tokensPerSecond: round(fakeCount / tokenSeconds, 1),
+      readInvokesPerSecond: round(fakeCount / readSeconds, 1),
+      approvalInvokesPerSecond: round(fakeCount / writeSeconds, 1),
+      decisionsPerSecond: round(fakeCount / decideSeconds, 1),
+      executedAndAnsweredPerSecond: round(fakeCount / finishSeconds, 1),
+      decisionToTerminalSeconds: round(terminalSeconds, 1),
+      reconciles: fakeReconciles,
+      apiRequestsPerSession: perClient(realUntil, Date.now(), fakeCount),
+    },
+    database,
+    auditChain: auditTable
+      ? { table: auditTable[0], rows: auditTable[1].rows, bytes: auditTable[1].bytes }
+      : null,
+    cachedObjectSerializedBytes: {
+      AgentSession: serializedBytesPerObject((await listSessions()) as unknown as KubernetesObject[]),
+      Approval: serializedBytesPerObject(approvals),
+      Pod: serializedBytesPerObject(pods),
+    },
+    measuredAt: new Date().toISOString(),
+  };
+  // One entry per size, so `make bench`'s small run keeps `make bench-scale`'s full one beside it.
+  let runs: Record<string, unknown> = {};
+  try {
+    runs = (JSON.parse(readFileSync(RESULTS, "utf8")) as { runs?: Record<string, unknown> }).runs ?? {};
+  } catch {
+    runs = {};
+  }
+  runs[`${SESSIONS}-sessions`] = result;
+  writeFileSync(RESULTS, `${JSON.stringify({ benchmark: "scale", runs }, null, 2)}\n`);
+  log(JSON.stringify(result, null, 2));
+  log(`wrote ${RESULTS}`);
+} finally {
+  await env.stop();
+  await node.stop();
+  await plane.stop();
+}
