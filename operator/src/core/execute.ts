@@ -2,8 +2,8 @@
  * The execution step (DESIGN §4 step 8–10), shared by `invoke` (Auto calls) and `executeApproved`
  * (Approved Approvals):
  *   claim the row (exactly one claimer executes; fencing token 1) → re-check the stored arguments'
- *   digest → audit `execution.started` → renew the lease (or leave the call to whoever took the row
- *   over meanwhile) → call the provider with a deadline and the idempotency key
+ *   digest → audit `execution.started` → renew the lease unless the claim is fresh (or leave the call
+ *   to whoever took the row over meanwhile) → call the provider with a deadline and the idempotency key
  *   (`provider-call.ts`: retries with the same key, status query, unknown) → record the receipt →
  *   audit `execution.finished` → answer.
  * A claim that finds the row already there returns that row — after recovering it (`recovery.ts`)
@@ -168,14 +168,19 @@ export async function execute(deps: CoreDeps, plan: ExecutionPlan): Promise<Exec
   deps.failpoint?.(AFTER_STARTED);
 
   // The append may have waited past the lease: renew it from now, or — when a recoverer already took
-  // the row over — leave the call to that holder instead of sending it a second time.
+  // the row over — leave the call to that holder instead of sending it a second time. A claim still
+  // within half the grace period needs neither: the provider calls fit in the lease with the other
+  // half to spare, and nobody can have taken over a lease that has not ended.
   const renewedAt = clock.nowMicros();
-  const renewed = await deps.executions.renewLease(
-    stored.id,
-    stored.fencingToken,
-    renewedAt + leaseMsOf(config, attempts) * 1000,
-    renewedAt,
-  );
+  const fresh = renewedAt - now <= (config.leaseGraceMs / 2) * 1000;
+  const renewed =
+    fresh ||
+    (await deps.executions.renewLease(
+      stored.id,
+      stored.fencingToken,
+      renewedAt + leaseMsOf(config, attempts) * 1000,
+      renewedAt,
+    ));
   if (!renewed) {
     deps.logger.warn(
       { executionId: stored.id, fencingToken: stored.fencingToken },
