@@ -573,6 +573,51 @@ describe("transcripts in Postgres", () => {
     expect((await store.list("s-3")).map((e) => e.seq)).toEqual([1, 2]);
   });
 
+  it("appends a batch in order after the session's last event, answering a stored key with its event", async () => {
+    const store = createPostgresTranscriptStore(db.operator);
+    const event = (kind: string, dedupeKey?: string) => ({
+      sessionUid: "s-8",
+      source: "core" as const,
+      kind,
+      payload: { kind },
+      atMicros: 1,
+      ...(dedupeKey ? { dedupeKey } : {}),
+    });
+    await store.append(event("user_message"));
+    const stored = await store.append(event("tool_call", "call:1"));
+    const batch = [event("tool_call", "call:1"), event("tool_result", "result:1"), event("assistant_text")];
+    const answered = await store.appendAll(batch);
+    expect(answered.map((e) => [e.seq, e.kind])).toEqual([
+      [stored.seq, "tool_call"],
+      [3, "tool_result"],
+      [4, "assistant_text"],
+    ]);
+    // Sent again, the batch adds only what has no key.
+    expect((await store.appendAll(batch)).map((e) => e.seq)).toEqual([2, 3, 5]);
+    expect((await store.list("s-8")).map((e) => e.kind)).toEqual([
+      "user_message",
+      "tool_call",
+      "tool_result",
+      "assistant_text",
+      "assistant_text",
+    ]);
+  });
+
+  it("refuses a batch of two sessions or with a key twice, appending nothing of it", async () => {
+    const store = createPostgresTranscriptStore(db.operator);
+    const event = (sessionUid: string, dedupeKey: string) => ({
+      sessionUid,
+      source: "agent" as const,
+      kind: "tool_call",
+      payload: {},
+      atMicros: 1,
+      dedupeKey,
+    });
+    await expect(store.appendAll([event("s-9", "a"), event("s-10", "b")])).rejects.toThrow("one session");
+    await expect(store.appendAll([event("s-9", "a"), event("s-9", "a")])).rejects.toThrow("repeats");
+    expect(await store.list("s-9")).toEqual([]);
+  });
+
   it("reads session records incrementally, equal to folding the whole transcript, across replicas", async () => {
     const store = createPostgresTranscriptStore(db.operator);
     const [mine, theirs] = [sessionRecords(store), sessionRecords(store)];

@@ -94,6 +94,11 @@ function memoryTranscripts(): TranscriptStore & { events: SessionEvent[] } {
       if (id) keys.set(id, stored);
       return stored;
     },
+    async appendAll(batch) {
+      const appended: SessionEvent[] = [];
+      for (const event of batch) appended.push(await this.append(event));
+      return appended;
+    },
     async list(sessionUid, options = {}) {
       return events
         .filter((e) => e.sessionUid === sessionUid && e.seq > (options.afterSeq ?? 0))

@@ -69,35 +69,38 @@ export async function callTool(
   // A repeated request (same turn, position, tool and arguments) adds nothing to the history: the
   // agent is replayed one call and one result however often it asked.
   const callKey = `${call.turn}:${call.position}:${sha256Hex(`${call.tool}\u0000${call.arguments}`)}`;
-  await deps.transcripts.append({
-    dedupeKey: `tool_call:${callKey}`,
-    sessionUid: session.metadata.uid,
-    source: "agent",
-    kind: "tool_call",
-    payload: {
-      turn: call.turn,
-      position: call.position,
-      callId: call.callId,
-      tool: call.tool,
-      arguments: call.arguments,
+  // Both events in one transaction: half the round trips of two appends.
+  await deps.transcripts.appendAll([
+    {
+      dedupeKey: `tool_call:${callKey}`,
+      sessionUid: session.metadata.uid,
+      source: "agent",
+      kind: "tool_call",
+      payload: {
+        turn: call.turn,
+        position: call.position,
+        callId: call.callId,
+        tool: call.tool,
+        arguments: call.arguments,
+      },
+      atMicros: nowMicros(),
     },
-    atMicros: nowMicros(),
-  });
-  await deps.transcripts.append({
-    dedupeKey: `tool_result:${callKey}`,
-    sessionUid: session.metadata.uid,
-    source: "core",
-    kind: "tool_result",
-    payload: {
-      turn: call.turn,
-      callId: call.callId,
-      status: answer.status,
-      content: answer.content,
-      ...(answer.executionId ? { executionId: answer.executionId } : {}),
-      ...(answer.approval ? { approval: answer.approval.name } : {}),
-      ...(capability ? { effect: String(capability.effect) } : {}),
+    {
+      dedupeKey: `tool_result:${callKey}`,
+      sessionUid: session.metadata.uid,
+      source: "core",
+      kind: "tool_result",
+      payload: {
+        turn: call.turn,
+        callId: call.callId,
+        status: answer.status,
+        content: answer.content,
+        ...(answer.executionId ? { executionId: answer.executionId } : {}),
+        ...(answer.approval ? { approval: answer.approval.name } : {}),
+        ...(capability ? { effect: String(capability.effect) } : {}),
+      },
+      atMicros: nowMicros(),
     },
-    atMicros: nowMicros(),
-  });
+  ]);
   return answer;
 }

@@ -42,6 +42,12 @@ export interface TranscriptStore {
    * same `dedupeKey` exists for the session, nothing is appended and that event is returned.
    */
   append(event: NewSessionEvent): Promise<SessionEvent>;
+  /**
+   * Appends `events` of one session, in order, as `append` would one by one — in one transaction and
+   * one statement. Returns each event (appended, or the one its `dedupeKey` found) in input order.
+   * Errors: `invalid_arguments` for events of more than one session or a repeated `dedupeKey`.
+   */
+  appendAll(events: readonly NewSessionEvent[]): Promise<SessionEvent[]>;
   /** Events with seq > `afterSeq` (default 0), ascending, at most `limit` (default 1000). */
   list(sessionUid: string, options?: { afterSeq?: number; limit?: number }): Promise<SessionEvent[]>;
   /**
@@ -66,52 +72,47 @@ const SOURCES: readonly EventSource[] = ["agent", "core"];
  * other than `agent` or `core`; pg errors.
  */
 export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
+  async function appendAll(events: readonly NewSessionEvent[]): Promise<SessionEvent[]> {
+    const sessionUid = checkBatch(events);
+    if (sessionUid === undefined) return [];
+    const client = await pool.connect();
+    try {
+      // One round trip: a simple query may hold two statements but no parameters (budget-ledger.ts).
+      await client.query(
+        `BEGIN; SELECT pg_advisory_xact_lock(${TRANSCRIPT_LOCK_CLASS}, hashtext(${client.escapeLiteral(sessionUid)}))`,
+      );
+      // Under the session's lock, in a statement begun after it was taken: a concurrent append of the
+      // same key has committed and is found, and the last seq read is the session's last.
+      const result = await client.query({
+        name: "transcripts.appendAll",
+        text: APPEND_ALL,
+        values: [
+          sessionUid,
+          events.map((e) => e.source),
+          events.map((e) => e.kind),
+          events.map((e) => JSON.stringify(storableJson(e.payload))),
+          events.map((e) => e.atMicros),
+          events.map((e) => e.dedupeKey ?? null),
+        ],
+      });
+      await client.query("COMMIT");
+      return result.rows.map(eventFromRow);
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
   return {
     async append(event) {
-      if (!SOURCES.includes(event.source)) {
-        throw new GatehouseError("invalid_arguments", `event source must be one of ${SOURCES.join(", ")}`);
-      }
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
-        await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
-          TRANSCRIPT_LOCK_CLASS,
-          event.sessionUid,
-        ]);
-        if (event.dedupeKey !== undefined) {
-          // Under the session's lock, so a concurrent append of the same key waits and then finds it.
-          const existing = await client.query(
-            `SELECT session_uid, seq, source, kind, payload, at_us FROM session_events
-              WHERE session_uid = $1 AND dedupe_key = $2`,
-            [event.sessionUid, event.dedupeKey],
-          );
-          if (existing.rows[0]) {
-            await client.query("COMMIT");
-            return eventFromRow(existing.rows[0]);
-          }
-        }
-        const result = await client.query(
-          `INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us, dedupe_key)
-           SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6 FROM session_events WHERE session_uid = $1
-           RETURNING session_uid, seq, source, kind, payload, at_us`,
-          [
-            event.sessionUid,
-            event.source,
-            event.kind,
-            JSON.stringify(storableJson(event.payload)),
-            event.atMicros,
-            event.dedupeKey ?? null,
-          ],
-        );
-        await client.query("COMMIT");
-        return eventFromRow(result.rows[0]);
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw error;
-      } finally {
-        client.release();
-      }
+      const [appended] = await appendAll([event]);
+      if (!appended) throw new GatehouseError("internal", "the transcript append returned no event");
+      return appended;
     },
+
+    appendAll,
 
     async list(sessionUid, options = {}) {
       const result = await pool.query(
@@ -131,6 +132,54 @@ export function createPostgresTranscriptStore(pool: pg.Pool): TranscriptStore {
       return result.rows[0] ? eventFromRow(result.rows[0]) : undefined;
     },
   };
+}
+
+/**
+ * Appends the batch ($2–$6: parallel arrays) to session $1: events whose dedupe key the session holds
+ * already are answered with the stored one, the others numbered after the session's last seq; every
+ * event comes back in input order.
+ */
+const APPEND_ALL = `
+  WITH input AS (
+    SELECT * FROM unnest($2::text[], $3::text[], $4::jsonb[], $5::bigint[], $6::text[])
+      WITH ORDINALITY AS i(source, kind, payload, at_us, dedupe_key, ord)
+  ), found AS (
+    SELECT i.ord, s.session_uid, s.seq, s.source, s.kind, s.payload, s.at_us
+      FROM input i JOIN session_events s ON s.session_uid = $1 AND s.dedupe_key = i.dedupe_key
+  ), fresh AS (
+    SELECT i.*, (SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_uid = $1)
+                + row_number() OVER (ORDER BY i.ord) AS seq
+      FROM input i WHERE i.ord NOT IN (SELECT ord FROM found)
+  ), inserted AS (
+    INSERT INTO session_events (session_uid, seq, source, kind, payload, at_us, dedupe_key)
+    SELECT $1, seq, source, kind, payload, at_us, dedupe_key FROM fresh
+    RETURNING session_uid, seq, source, kind, payload, at_us
+  )
+  SELECT session_uid, seq, source, kind, payload, at_us FROM (
+    SELECT ord, session_uid, seq, source, kind, payload, at_us FROM found
+    UNION ALL
+    SELECT f.ord, n.session_uid, n.seq, n.source, n.kind, n.payload, n.at_us
+      FROM inserted n JOIN fresh f ON f.seq = n.seq
+  ) answered ORDER BY ord`;
+
+/** The session of a batch (undefined when empty); refuses a mixed, ill-sourced or self-repeating one. */
+function checkBatch(events: readonly NewSessionEvent[]): string | undefined {
+  const keys = new Set<string>();
+  for (const event of events) {
+    if (!SOURCES.includes(event.source)) {
+      throw new GatehouseError("invalid_arguments", `event source must be one of ${SOURCES.join(", ")}`);
+    }
+    if (event.sessionUid !== events[0]?.sessionUid) {
+      throw new GatehouseError("invalid_arguments", "a batch of transcript events is of one session");
+    }
+    if (event.dedupeKey !== undefined) {
+      if (keys.has(event.dedupeKey)) {
+        throw new GatehouseError("invalid_arguments", `dedupe key ${event.dedupeKey} repeats in one batch`);
+      }
+      keys.add(event.dedupeKey);
+    }
+  }
+  return events[0]?.sessionUid;
 }
 
 function eventFromRow(row: Record<string, unknown>): SessionEvent {
