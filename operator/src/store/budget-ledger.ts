@@ -17,11 +17,11 @@ export function createPostgresBudgetLedger(pool: pg.Pool): BudgetLedger {
     async reserve(request) {
       const client = await pool.connect();
       try {
-        await client.query("BEGIN");
-        await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
-          BUDGET_LOCK_CLASS,
-          request.sessionUid,
-        ]);
+        // One round trip: a simple query may hold two statements but no parameters, so the uid goes in
+        // as an escaped literal.
+        await client.query(
+          `BEGIN; SELECT pg_advisory_xact_lock(${BUDGET_LOCK_CLASS}, hashtext(${client.escapeLiteral(request.sessionUid)}))`,
+        );
         const result = await reserveLocked(client, request);
         await client.query(result.kind === "reserved" ? "COMMIT" : "ROLLBACK");
         return result;
@@ -34,11 +34,12 @@ export function createPostgresBudgetLedger(pool: pg.Pool): BudgetLedger {
     },
 
     async consume(executionId, atMicros) {
-      await pool.query(
-        `UPDATE budget_reservations SET state = 'consumed', settled_at_us = $2
+      await pool.query({
+        name: "budget.consume",
+        text: `UPDATE budget_reservations SET state = 'consumed', settled_at_us = $2
           WHERE execution_id = $1 AND state = 'reserved'`,
-        [executionId, atMicros],
-      );
+        values: [executionId, atMicros],
+      });
     },
 
     async release(executionId, atMicros, resource) {
@@ -51,29 +52,39 @@ export function createPostgresBudgetLedger(pool: pg.Pool): BudgetLedger {
   };
 }
 
+/**
+ * Whether execution $2 holds resource $3 already (a repeat counts once) and how much of it session $1
+ * uses; reserves it at $4 when it does not and the use is under limit $5.
+ */
+const COUNT_AND_RESERVE = `
+  WITH counted AS (
+    SELECT EXISTS (SELECT 1 FROM budget_reservations
+                    WHERE execution_id = $2 AND resource = $3 AND state <> 'released') AS counting,
+           (SELECT COALESCE(SUM(amount), 0)::bigint FROM budget_reservations
+             WHERE session_uid = $1 AND resource = $3 AND state <> 'released') AS used
+  ), reserved AS (
+    INSERT INTO budget_reservations (session_uid, execution_id, resource, state, reserved_at_us)
+    SELECT $1, $2, $3, 'reserved', $4 FROM counted WHERE NOT counting AND used < $5::float8
+    ON CONFLICT (execution_id, resource) DO UPDATE
+      SET state = 'reserved', reserved_at_us = EXCLUDED.reserved_at_us, settled_at_us = NULL
+      WHERE budget_reservations.state = 'released'
+  )
+  SELECT counting, used FROM counted`;
+
 /** Checks and reserves each resource `request` needs; the caller holds the session's lock. */
 async function reserveLocked(client: pg.PoolClient, request: BudgetRequest): Promise<BudgetReservation> {
   const wanted: Array<[BudgetResource, number]> = [["tool_call", request.limits.maxToolCalls]];
   if (request.write) wanted.push(["write", request.limits.maxWrites]);
   for (const [resource, limit] of wanted) {
-    const found = await client.query<{ counting: boolean; used: number }>(
-      `SELECT EXISTS (SELECT 1 FROM budget_reservations
-                       WHERE execution_id = $2 AND resource = $3 AND state <> 'released') AS counting,
-              (SELECT COALESCE(SUM(amount), 0)::bigint FROM budget_reservations
-                WHERE session_uid = $1 AND resource = $3 AND state <> 'released') AS used`,
-      [request.sessionUid, request.executionId, resource],
-    );
+    // Counted and inserted by one statement, begun after the lock was taken, so it counts every
+    // reserve committed before this one.
+    const found = await client.query<{ counting: boolean; used: number }>({
+      name: "budget.countAndReserve",
+      text: COUNT_AND_RESERVE,
+      values: [request.sessionUid, request.executionId, resource, request.atMicros, limit],
+    });
     const row = found.rows[0];
-    if (row?.counting) continue; // this call reserved it before: a repeat counts once
-    if (Number(row?.used ?? 0) >= limit) return { kind: "exceeded", resource, limit };
-    await client.query(
-      `INSERT INTO budget_reservations (session_uid, execution_id, resource, state, reserved_at_us)
-       VALUES ($1, $2, $3, 'reserved', $4)
-       ON CONFLICT (execution_id, resource) DO UPDATE
-         SET state = 'reserved', reserved_at_us = EXCLUDED.reserved_at_us, settled_at_us = NULL
-         WHERE budget_reservations.state = 'released'`,
-      [request.sessionUid, request.executionId, resource, request.atMicros],
-    );
+    if (!row?.counting && Number(row?.used ?? 0) >= limit) return { kind: "exceeded", resource, limit };
   }
   return { kind: "reserved" };
 }
