@@ -28,6 +28,9 @@ const COLUMNS = `id, idempotency_key, session_uid, session_namespace, session_na
   receipt, error_kind, message, lease_until_us, created_at_us, updated_at_us, finish_audit_seq, fencing_token,
   idempotency, never_sent, settle_attempts, next_settle_us, resolved_by, resolution_reason`;
 
+// The hot path's statements are named (prepared once per connection, then only bound and run).
+const SELECT_BY_ID = `SELECT ${COLUMNS} FROM executions WHERE id = $1`;
+
 /** A Postgres-backed execution store on `pool` (connect as `gatehouse_operator` in production). */
 export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionStore {
   async function selectOne(where: string, params: unknown[]): Promise<ExecutionRecord | undefined> {
@@ -37,14 +40,15 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
 
   return {
     async claim(row: NewExecution) {
-      const inserted = await pool.query(
-        `INSERT INTO executions (id, idempotency_key, session_uid, session_namespace, session_name, capability,
+      const inserted = await pool.query({
+        name: "executions.claim",
+        text: `INSERT INTO executions (id, idempotency_key, session_uid, session_namespace, session_name, capability,
            provider_namespace, provider_name, approval_name, state, request_digest, request, arguments_canonical,
            lease_until_us, created_at_us, updated_at_us, idempotency)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'started', $10, $11, $12, $13, $14, $14, $15)
          ON CONFLICT DO NOTHING
          RETURNING ${COLUMNS}`,
-        [
+        values: [
           row.id,
           row.idempotencyKey,
           row.session.uid,
@@ -61,7 +65,7 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
           row.atMicros,
           row.idempotency,
         ],
-      );
+      });
       if (inserted.rows[0]) return { owned: true, execution: recordFromRow(inserted.rows[0]) };
       // The conflicting row is committed (ON CONFLICT waited for its transaction), so it is visible now.
       const existing = await selectOne(
@@ -81,8 +85,9 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
       return { owned: false, execution: existing };
     },
 
-    get(id) {
-      return selectOne("id = $1", [id]);
+    async get(id) {
+      const result = await pool.query({ name: "executions.get", text: SELECT_BY_ID, values: [id] });
+      return result.rows[0] ? recordFromRow(result.rows[0]) : undefined;
     },
 
     findByIdempotencyKey(idempotencyKey) {
@@ -98,14 +103,15 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
     },
 
     async recordReceipt(id: string, outcome: ExecutionOutcome, fencingToken: number) {
-      const updated = await pool.query(
-        `UPDATE executions
+      const updated = await pool.query({
+        name: "executions.recordReceipt",
+        text: `UPDATE executions
             SET state = $2, receipt = $3, error_kind = $4, message = $5, updated_at_us = $6,
                 finish_audit_seq = NULL, never_sent = $8, next_settle_us = $9
           WHERE id = $1 AND fencing_token = $7
             AND (state = 'started' OR (state = 'unknown' AND $2 IN ('succeeded', 'failed')))
           RETURNING ${COLUMNS}`,
-        [
+        values: [
           id,
           outcome.state,
           // A provider's result may hold U+0000, which jsonb and text refuse: a refused UPDATE would
@@ -118,7 +124,7 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
           outcome.state === "failed" && outcome.neverSent === true,
           outcome.state === "unknown" ? (outcome.nextSettleMicros ?? null) : null,
         ],
-      );
+      });
       if (updated.rows[0]) return { recorded: true, execution: recordFromRow(updated.rows[0]) };
       const current = await selectOne("id = $1", [id]);
       if (!current) throw new GatehouseError("not_found", `execution ${id} does not exist`);
@@ -177,11 +183,12 @@ export function createPostgresExecutionStore(pool: pg.Pool): PostgresExecutionSt
     },
 
     async markFinishAudited(id, seq) {
-      const result = await pool.query(
-        `UPDATE executions SET finish_audit_seq = $2
+      const result = await pool.query({
+        name: "executions.markFinishAudited",
+        text: `UPDATE executions SET finish_audit_seq = $2
           WHERE id = $1 AND state <> 'started' AND finish_audit_seq IS NULL`,
-        [id, seq],
-      );
+        values: [id, seq],
+      });
       return result.rowCount === 1;
     },
 
