@@ -9,7 +9,9 @@
  * and p99 latency in milliseconds at concurrency 1, 16 and 64, and their ratios to the baseline; and
  * per level the breakdown by stage, from the gateway's /metrics: each port Core and the route call (the
  * store, the API server, the provider, TokenReview) with its calls and milliseconds per invoke, and the
- * route's own time outside Core (`gatehouse_invoke_duration_seconds` is Core's part).
+ * route's own time outside Core (`gatehouse_invoke_duration_seconds` is Core's part); and the audit
+ * chain's group commit while invoking: entries, batches (one transaction each, told apart by the rows'
+ * xmin), their mean and largest size and the invoking time per batch.
  *
  * Writes test/bench/results/invoke.json.
  *
@@ -115,17 +117,40 @@ try {
     ports: await scrapeHistogram(metricsUrl, "gatehouse_port_call_duration_seconds"),
     core: await scrapeHistogram(metricsUrl, "gatehouse_invoke_duration_seconds"),
   });
+  // The audit chain's group commit: every batch is one transaction, so the rows' xmin groups them.
+  const auditHead = async () =>
+    Number((await env.pool.query("SELECT COALESCE(MAX(seq), 0) AS seq FROM audit_log")).rows[0].seq);
+  const groupCommit = async (afterSeq: number, invokeWallMs: number) => {
+    const { rows } = await env.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM audit_log WHERE seq > $1 GROUP BY xmin::text",
+      [afterSeq],
+    );
+    const entries = rows.reduce((n, r) => n + r.n, 0);
+    return {
+      entries,
+      batches: rows.length,
+      meanBatch: Math.round((entries / Math.max(1, rows.length)) * 100) / 100,
+      largestBatch: Math.max(0, ...rows.map((r) => r.n)),
+      // The chain takes one batch at a time: near the transaction's own time, the lock is the bound.
+      invokeWallMsPerBatch: Math.round((invokeWallMs / Math.max(1, rows.length)) * 1000) / 1000,
+    };
+  };
   const levels = [];
   for (const concurrency of LEVELS) {
     const before = await scrape();
+    const headBefore = await auditHead();
+    let invokeWallMs = 0;
     // Interleave halves so drift on the shared machine hits both series alike.
     const invoke: number[] = [];
     const insert: number[] = [];
     for (let half = 0; half < 2; half++) {
       insert.push(...(await measure(calls / 2, concurrency, insertOnce)));
+      const started = performance.now();
       invoke.push(...(await measure(calls / 2, concurrency, invokeOnce)));
+      invokeWallMs += performance.now() - started;
     }
     const after = await scrape();
+    const audit = await groupCommit(headBefore, invokeWallMs);
     const invokes = invoke.length;
     const coreMs = stagesPerOp(before.core, after.core, invokes).reduce((ms, s) => ms + s.msPerOp, 0);
     const stages = stagesPerOp(before.ports, after.ports, invokes);
@@ -139,6 +164,7 @@ try {
         coreMeanMs: Math.round(coreMs * 1000) / 1000,
         portCallsPerInvoke: Math.round(stages.reduce((n, s) => n + s.callsPerOp, 0) * 100) / 100,
         stages,
+        auditGroupCommit: audit,
       },
       invoke: { p50Ms: percentile(invoke, 0.5), p99Ms: percentile(invoke, 0.99) },
       baselineInsert: { p50Ms: percentile(insert, 0.5), p99Ms: percentile(insert, 0.99) },
@@ -154,7 +180,9 @@ try {
         `ratio p50 ${level.ratio.p50}× p99 ${level.ratio.p99}×\n` +
         `  per invoke: ${level.breakdown.clientMeanMs} ms at the client, ${level.breakdown.coreMeanMs} ms in Core, ` +
         `${level.breakdown.portCallsPerInvoke} port calls\n` +
-        stages.map((s) => `    ${s.stage}: ${s.callsPerOp}× ${s.msPerOp} ms\n`).join(""),
+        stages.map((s) => `    ${s.stage}: ${s.callsPerOp}× ${s.msPerOp} ms\n`).join("") +
+        `  audit group commit: ${audit.entries} entries in ${audit.batches} batches (mean ${audit.meanBatch}, ` +
+        `largest ${audit.largestBatch}), ${audit.invokeWallMsPerBatch} ms of invoking per batch\n`,
     );
   }
   const result = {
