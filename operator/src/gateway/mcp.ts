@@ -24,6 +24,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentSession } from "../api/kinds.ts";
+import { ApprovalPhase } from "../api/status/approval.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
 import { approvalWaitAnswer, waitForApproval } from "./approval-wait.ts";
 import {
@@ -147,7 +148,7 @@ function serverFor(
             progressToken,
             progress: Math.round((reported - started) / 1000),
             total: Math.round(timeoutMs / 1000),
-            message: `Waiting for a person to decide Approval ${pending.metadata.name} (${pending.status?.phase ?? "Pending"}).`,
+            message: `Waiting for a person to decide Approval ${pending.metadata.name} (${pending.status?.phase ?? ApprovalPhase.Pending}).`,
           },
         });
       },
