@@ -17,10 +17,11 @@ import {
   type InMemoryWorld,
   TEST_SESSION,
   testCapability,
+  testCoreConfig,
 } from "./in-memory-ports.ts";
 import { invoke } from "./invoke.ts";
 import type { ExecutionRecord, ProviderCallOutcome } from "./ports.ts";
-import { nextSettleAfter, SETTLE_FIRST_DELAY_MS, SETTLE_HORIZON_MS } from "./provider-call.ts";
+import { leaseMsOf, nextSettleAfter, SETTLE_FIRST_DELAY_MS, SETTLE_HORIZON_MS } from "./provider-call.ts";
 import { recoverExpiredExecutions, settleUnknownExecutions } from "./recovery.ts";
 
 const session = TEST_SESSION;
@@ -162,6 +163,32 @@ describe("the first execution", () => {
       expect.objectContaining({ state: "failed", neverSent: true }),
     ]);
   });
+
+  it.each([
+    ["at once", 0],
+    ["after half the grace period", testCoreConfig.leaseGraceMs / 2 + 1],
+    ["just before its claim's lease ends", leaseMsOf(testCoreConfig, 2) - 1],
+  ])(
+    "sends the call under a lease that outlasts every attempt when the audit append returns %s",
+    async (_, waitMs) => {
+      const world = worldWith("key");
+      const append = world.deps.audit.append;
+      world.deps.audit.append = async (entry) => {
+        if (entry.kind === AuditKind.executionStarted) world.now.micros += waitMs * 1000;
+        return append(entry);
+      };
+      const leftAtSend: number[] = [];
+      world.providerBehaviour = () => {
+        leftAtSend.push([...world.executions.values()][0]!.leaseUntilMicros - world.now.micros);
+        return succeeded;
+      };
+      expect((await invoke(world.deps, session, publishCall)).answer.status).toBe("succeeded");
+      // Both attempts and the status query, with at least half the grace period to spare.
+      const { providerDeadlineMs, leaseGraceMs } = testCoreConfig;
+      expect(leftAtSend).toHaveLength(1);
+      expect(leftAtSend[0]).toBeGreaterThanOrEqual((providerDeadlineMs * 3 + leaseGraceMs / 2) * 1000);
+    },
+  );
 
   it("does not call the provider when its lease ended during the audit append and the row was taken over", async () => {
     const world = worldWith("key");
