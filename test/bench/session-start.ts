@@ -19,6 +19,8 @@
  * agent's model requests go through the gateway's model proxy — the time from the gateway receiving the
  * request to the model receiving it; over the whole. The rest is reported by stage: kubectl and the API
  * server, pod creation to the node spawning the container, and the agent process from spawn to request.
+ * The agent process's load alone — CPU time of a fresh process loading its engine's modules, without
+ * and with Node's compile cache — is `agentStartCpu` (agent-start.ts).
  *
  * Writes test/bench/results/session-start.json.
  *
@@ -32,6 +34,7 @@ import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { NAMESPACE, startEnvironment } from "../e2e/environment.ts";
 import { eventually } from "../e2e/story.ts";
+import { agentStartCpu } from "./agent-start.ts";
 import { readApiRequests } from "./api-audit-log.ts";
 import { p50p95, percentile, ratio } from "./percentiles.ts";
 
@@ -253,6 +256,8 @@ try {
     sessions: count,
     baselinePodToProcess: baselinePod,
     engines,
+    // containerStartToModel's own part, apart from the cluster (agent-start.ts).
+    agentStartCpu: agentStartCpu(ENGINES),
     measuredAt: new Date().toISOString(),
   };
   writeFileSync(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
