@@ -3,12 +3,15 @@
  * (/proc), the controller's reconciles per controller (its /metrics), the database's rows and bytes per
  * table, the serialized size of cached objects as the caches keep them, and the machine it ran on.
  */
-import { readFileSync } from "node:fs";
+import { createReadStream, readFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
+import { createInterface } from "node:readline";
 import { serialize } from "node:v8";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type pg from "pg";
+import { CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../../operator/src/api/well-known.ts";
 import { stripForCache } from "../../operator/src/kube/runtime/cache-transform.ts";
+import { auditTimeMs } from "./api-audit-log.ts";
 import { histogramTotals } from "./stage-breakdown.ts";
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux (sysconf(_SC_CLK_TCK)), the unit of /proc/<pid>/stat times
@@ -104,6 +107,41 @@ export function growthPerSession(
     };
   }
   return { rowsPerSession: round(rows / sessions, 2), bytesPerSession: Math.round(bytes / sessions), tables };
+}
+
+/** Who sent a request, by the API server's username. */
+function client(user: string): string {
+  if (user === CONTROLLER_USERNAME) return "controller";
+  if (user === GATEWAY_USERNAME) return "gateway";
+  if (user.startsWith("system:node:") || user.includes("local-node")) return "node";
+  if (user === "admin" || user === "alice") return "benchmark";
+  if (user === "system:kube-scheduler") return "scheduler";
+  return "kubernetesControllers";
+}
+
+/**
+ * Completed API requests per client between `fromMs` and `toMs`, from the audit log at `path`, read as
+ * a stream: at thousands of sessions it holds gigabytes of gatehouse.dev bodies (api-audit-log.ts
+ * reads a whole log into one string), so only each line's stage, user and time are picked out.
+ */
+export async function requestsByClient(
+  path: string,
+  fromMs: number,
+  toMs: number,
+): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
+  for await (const line of lines) {
+    if (!line.includes('"stage":"ResponseComplete"')) continue;
+    const user = /"user":\{"username":"([^"]*)"/.exec(line)?.[1];
+    const at = /"stageTimestamp":"([^"]*)"/.exec(line)?.[1];
+    if (user === undefined || at === undefined) continue;
+    const ms = auditTimeMs(at);
+    if (ms < fromMs || ms > toMs) continue;
+    const who = client(user);
+    counts[who] = (counts[who] ?? 0) + 1;
+  }
+  return counts;
 }
 
 /**

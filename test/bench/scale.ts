@@ -26,20 +26,26 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
-import { CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../../operator/src/api/well-known.ts";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  makeInformer,
+} from "@kubernetes/client-node";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { coreNamespace, gatewayRequest, invokeAs, waitAs } from "../e2e/core-agent.ts";
 import { deployCounter, toolName } from "../e2e/core-counter.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 import { decisionPatch } from "../e2e/story.ts";
-import { readApiRequests } from "./api-audit-log.ts";
 import {
   cpuSeconds,
   growthPerSession,
   machine,
   peakRssMiB,
   reconcilesPer,
+  requestsByClient,
   round,
   scrapeReconciles,
   serializedBytesPerObject,
@@ -116,12 +122,25 @@ try {
     ],
     { [WRITE]: { approval: "Required" } },
   );
-  const listSessions = async () =>
-    (
-      (await admin.custom.listNamespacedCustomObject({ ...GROUP, namespace, plural: "agentsessions" })) as {
-        items: Session[];
-      }
-    ).items;
+  // Sessions are followed with one list and a watch: the API server logs every gatehouse.dev response
+  // body, so polling lists of thousands of sessions would fill its audit log with them.
+  const kc = new KubeConfig();
+  kc.loadFromFile(env.cluster.kubeconfigPath);
+  kc.setCurrentContext("admin");
+  const informer = makeInformer<Session & KubernetesObject>(
+    kc,
+    `/apis/gatehouse.dev/v1alpha1/namespaces/${namespace}/agentsessions`,
+    () =>
+      admin.custom.listNamespacedCustomObject({ ...GROUP, namespace, plural: "agentsessions" }) as Promise<
+        KubernetesListObject<Session & KubernetesObject>
+      >,
+  );
+  let following = true;
+  informer.on("error", () => {
+    if (following) setTimeout(() => void informer.start(), 1000);
+  });
+  await informer.start();
+  const listSessions = async () => informer.list() as Session[];
   const createSessions = (names: string[]) =>
     pool(names, CONCURRENCY, async (name) => {
       await alice.custom.createNamespacedCustomObject({
@@ -271,24 +290,8 @@ try {
   const database = growthPerSession(tablesStart, tablesEnd, SESSIONS);
   const auditTable = [...tablesEnd].find(([name]) => name === "audit_log");
 
-  const perClient = (from: number, to: number, sessions: number) => {
-    const counts: Record<string, number> = {};
-    for (const r of readApiRequests(plane.auditLogPath, from)) {
-      if (r.completedMs > to) continue;
-      const who =
-        r.user === CONTROLLER_USERNAME
-          ? "controller"
-          : r.user === GATEWAY_USERNAME
-            ? "gateway"
-            : r.user.startsWith("system:node:") || r.user.includes("local-node")
-              ? "node"
-              : ["admin", "alice"].includes(r.user)
-                ? "benchmark"
-                : r.user === "system:kube-scheduler"
-                  ? "scheduler"
-                  : "kubernetesControllers";
-      counts[who] = (counts[who] ?? 0) + 1;
-    }
+  const perClient = async (from: number, to: number, sessions: number) => {
+    const counts = await requestsByClient(plane.auditLogPath, from, to);
     return Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, round(n / sessions, 1)]));
   };
   const list = async (plural: string) =>
@@ -322,7 +325,7 @@ try {
       seconds: round(realSeconds, 1),
       sessionsPerSecond: round(REAL / realSeconds, 2),
       reconciles: realReconciles,
-      apiRequestsPerSession: perClient(realSince, realUntil, REAL),
+      apiRequestsPerSession: await perClient(realSince, realUntil, REAL),
     },
     fakeAgents: {
       sessionsCreatedPerSecond: round(fakeCount / createSeconds, 1),
@@ -334,7 +337,7 @@ try {
       executedAndAnsweredPerSecond: round(fakeCount / finishSeconds, 1),
       decisionToTerminalSeconds: round(terminalSeconds, 1),
       reconciles: fakeReconciles,
-      apiRequestsPerSession: perClient(realUntil, Date.now(), fakeCount),
+      apiRequestsPerSession: await perClient(realUntil, Date.now(), fakeCount),
     },
     database,
     auditChain: auditTable
@@ -356,6 +359,8 @@ try {
   }
   runs[`${SESSIONS}-sessions`] = result;
   writeFileSync(RESULTS, `${JSON.stringify({ benchmark: "scale", runs }, null, 2)}\n`);
+  following = false;
+  await informer.stop();
   log(JSON.stringify(result, null, 2));
   log(`wrote ${RESULTS}`);
 } finally {
