@@ -34,7 +34,11 @@ export type Reconciles = Map<string, { count: number; seconds: number }>;
 
 /** The controller's reconciles so far, from `metricsUrl`. */
 export async function scrapeReconciles(metricsUrl: string): Promise<Reconciles> {
-  const text = await (await fetch(metricsUrl)).text();
+  return reconcileTotals(await (await fetch(metricsUrl)).text());
+}
+
+/** The reconciles per controller in Prometheus text `text` (see {@link scrapeReconciles}). */
+export function reconcileTotals(text: string): Reconciles {
   const totals: Reconciles = new Map();
   for (const [, labels = "", value] of text.matchAll(/^gatehouse_reconcile_total\{([^}]*)\} (\S+)$/gm)) {
     const controller = /controller="([^"]*)"/.exec(labels)?.[1] ?? "";
