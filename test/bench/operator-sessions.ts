@@ -7,15 +7,26 @@
  * /proc/<pid>/stat, in seconds) and peak RSS (VmHWM from /proc/<pid>/status) over the session run, and
  * the API requests it made per session (from the API server's audit log).
  *
+ * `breakdown` says where the time goes: the operator's requests per session by verb and resource
+ * (409s apart), the AgentSession controller's reconciles and their time per session and its writer's
+ * calls (the controller's /metrics), how busy its workers were, and per session (audit log, one host
+ * clock) the time from its create to the operator's first request about it (informer delay + queue
+ * wait), to its pod's create, to the pod's binding by the scheduler, to the node's last status write of
+ * the pod (about when it ran) and to the session's last status write.
+ *
  * Writes test/bench/results/operator-sessions.json.
  *
  *   node test/bench/operator-sessions.ts [--sessions N]    (default 200)
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 import type { Kubectl } from "../e2e/kubectl.ts";
+import { type ApiRequest, readApiRequests } from "./api-audit-log.ts";
+import { p50p95 } from "./percentiles.ts";
+import { scrapeHistogram, stagesPerOp } from "./stage-breakdown.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/operator-sessions.json", import.meta.url));
 const flag = process.argv.indexOf("--sessions");
@@ -56,6 +67,86 @@ async function untilRunning(
   }
 }
 
+/** The operator's requests per session, by `verb resource[/subresource]` and code class (409 apart). */
+function requestsByKind(requests: ApiRequest[], sessions: number): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of requests) {
+    const kind = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ""}${r.code === 409 ? " (409)" : ""}`;
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
+  return Object.fromEntries(
+    [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .map(([kind, n]) => [kind, Math.round((n / sessions) * 100) / 100]),
+  );
+}
+
+/**
+ * Per session, milliseconds from alice's create of it to: the operator's first request naming it or
+ * its pod, the pod's create, the scheduler's binding of the pod, the operator's last status write.
+ */
+function sessionTimeline(
+  all: ApiRequest[],
+  sessions: string[],
+): Record<string, { p50Ms: number; p95Ms: number }> {
+  const stages = {
+    firstOperatorRequest: [],
+    podCreated: [],
+    podBound: [],
+    lastNodePodStatus: [],
+    lastStatusWrite: [],
+  } as Record<string, number[]>;
+  const created = new Map<string, number>();
+  for (const r of all) {
+    if (r.verb === "create" && r.resource === "agentsessions" && r.name && !created.has(r.name)) {
+      created.set(r.name, r.receivedMs);
+    }
+  }
+  // The pod is named after its session (agentsession/pod.ts): "<session>-…".
+  const sessionOf = (name: string | undefined) =>
+    sessions.find((s) => name === s || name?.startsWith(`${s}-`)) ?? undefined;
+  const first = new Map<string, Record<string, number>>();
+  for (const r of all) {
+    const session =
+      r.resource === "agentsessions" ? r.name : r.resource === "pods" ? sessionOf(r.name) : undefined;
+    if (!session || !created.has(session)) continue;
+    const at = first.get(session) ?? {};
+    first.set(session, at);
+    const since = r.receivedMs - created.get(session)!;
+    if (r.user === CONTROLLER_USERNAME && at.firstOperatorRequest === undefined)
+      at.firstOperatorRequest = since;
+    if (r.user === CONTROLLER_USERNAME && r.verb === "create" && r.resource === "pods")
+      at.podCreated ??= since;
+    if (r.resource === "pods" && r.subresource === "binding") at.podBound ??= since;
+    // The node's last pod status write: about when the pod became Running (the sleeper never ends).
+    if (r.resource === "pods" && r.subresource === "status" && r.user !== CONTROLLER_USERNAME) {
+      at.lastNodePodStatus = since;
+    }
+    if (r.user === CONTROLLER_USERNAME && r.resource === "agentsessions" && r.subresource === "status")
+      at.lastStatusWrite = since;
+  }
+  for (const at of first.values()) for (const [stage, ms] of Object.entries(at)) stages[stage]?.push(ms);
+  return Object.fromEntries(Object.entries(stages).map(([stage, samples]) => [stage, p50p95(samples)]));
+}
+
+/**
+ * For the pods created directly, milliseconds from each pod's create to the scheduler's binding of it
+ * and to the node's last status write of it: the same stages as the sessions' pods, for comparison.
+ */
+function podTimeline(all: ApiRequest[], namespace: string): Record<string, { p50Ms: number; p95Ms: number }> {
+  const created = new Map<string, number>();
+  const bound: number[] = [];
+  const lastStatus = new Map<string, number>();
+  for (const r of all) {
+    if (r.namespace !== namespace || r.resource !== "pods" || !r.name) continue;
+    if (r.verb === "create" && !r.subresource) created.set(r.name, r.receivedMs);
+    const since = r.receivedMs - (created.get(r.name) ?? r.receivedMs);
+    if (r.subresource === "binding") bound.push(since);
+    if (r.subresource === "status") lastStatus.set(r.name, since);
+  }
+  return { podBound: p50p95(bound), lastNodePodStatus: p50p95([...lastStatus.values()]) };
+}
+
 function list(items: unknown[]): string {
   return JSON.stringify({ apiVersion: "v1", kind: "List", items });
 }
@@ -88,14 +179,21 @@ async function main(): Promise<void> {
         containers: [{ name: "sleeper", image: "gatehouse/sleeper:dev", resources: { requests } }],
       },
     }));
+    const baselineSinceMs = Date.now();
     const baselineStart = process.hrtime.bigint();
     await kubectl.ok("admin", ["create", "-f", "-"], list(pods));
     const baselineSeconds = await untilRunning(kubectl, "bench-pods", "bench=direct", baselineStart);
     await kubectl.ok("admin", ["delete", "namespace", "bench-pods", "--wait=true", "--timeout=300s"]);
 
-    const since = new Date().toISOString();
+    const sinceMs = Date.now();
     // The controller runs the sessions; the gateway only serves their agents (idle here).
     const pid = env.controller.pid;
+    const controllerMetrics = `${env.controller.healthUrl}/metrics`;
+    const scrape = async () => ({
+      reconcile: await scrapeHistogram(controllerMetrics, "gatehouse_reconcile_time_seconds"),
+      ports: await scrapeHistogram(controllerMetrics, "gatehouse_port_call_duration_seconds"),
+    });
+    const metricsBefore = await scrape();
     const cpuBefore = cpuSeconds(pid);
     const sessions = Array.from({ length: count }, (_, i) => ({
       apiVersion: "gatehouse.dev/v1alpha1",
@@ -113,19 +211,29 @@ async function main(): Promise<void> {
     );
     const operatorCpuSeconds = cpuSeconds(pid) - cpuBefore;
     const operatorPeakRssMiB = peakRssMiB(pid);
-    const operatorRequests = readFileSync(plane.auditLogPath, "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map(
-        (line) =>
-          JSON.parse(line) as { stage: string; requestReceivedTimestamp: string; user: { username: string } },
-      )
-      .filter(
-        (e) =>
-          e.stage === "ResponseComplete" &&
-          e.requestReceivedTimestamp >= since &&
-          e.user.username === "system:serviceaccount:gatehouse-system:gatehouse-operator",
-      ).length;
+    const metricsAfter = await scrape();
+    const all = readApiRequests(plane.auditLogPath, sinceMs);
+    const operatorRequests = all.filter((r) => r.user === CONTROLLER_USERNAME);
+    const reconcile = (m: typeof metricsBefore) => m.reconcile.get("agentsession") ?? { count: 0, sum: 0 };
+    const reconciles = reconcile(metricsAfter).count - reconcile(metricsBefore).count;
+    const reconcileSeconds = reconcile(metricsAfter).sum - reconcile(metricsBefore).sum;
+    const names = sessions.map((s) => s.metadata.name);
+    const breakdown = {
+      reconcilesPerSession: Math.round((reconciles / count) * 100) / 100,
+      reconcileMsPerSession: Math.round((reconcileSeconds * 1000) / count),
+      // Reconcile time over wall time: near the worker count, the queue is the bottleneck.
+      busyWorkers: Math.round((reconcileSeconds / sessionSeconds) * 100) / 100,
+      apiRequestsPerSession: requestsByKind(operatorRequests, count),
+      writerCalls: stagesPerOp(metricsBefore.ports, metricsAfter.ports, count).filter((s) =>
+        s.stage.startsWith("agentsession."),
+      ),
+      sinceSessionCreated: sessionTimeline(all, names),
+      // kubectl creates all 200 in one request, so these count from each pod's own create.
+      baselineSincePodCreated: podTimeline(
+        readApiRequests(plane.auditLogPath, baselineSinceMs),
+        "bench-pods",
+      ),
+    };
     const result = {
       sessions: count,
       sessionsToRunningSeconds: Math.round(sessionSeconds * 100) / 100,
@@ -133,7 +241,8 @@ async function main(): Promise<void> {
       ratio: Math.round((sessionSeconds / baselineSeconds) * 100) / 100,
       operatorCpuSeconds: Math.round(operatorCpuSeconds * 100) / 100,
       operatorPeakRssMiB,
-      apiRequestsPerSession: Math.round((operatorRequests / count) * 10) / 10,
+      apiRequestsPerSession: Math.round((operatorRequests.length / count) * 10) / 10,
+      breakdown,
       measuredAt: new Date().toISOString(),
     };
     writeFileSync(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
@@ -142,6 +251,7 @@ async function main(): Promise<void> {
         `${result.baselinePodsToRunningSeconds} s; ratio ${result.ratio}×; operator CPU ${result.operatorCpuSeconds} s, ` +
         `peak RSS ${operatorPeakRssMiB} MiB, ${result.apiRequestsPerSession} API requests per session`,
     );
+    console.log(JSON.stringify(breakdown, null, 2));
     console.log(`wrote ${RESULTS}`);
   } finally {
     await env.stop();

@@ -33,6 +33,7 @@ import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { AGENT_SESSION_SETTINGS, type AgentSessionSettings } from "./agentsession/plan.ts";
 import {
+  AGENT_SESSION_WORKERS,
   agentNetworkPolicy,
   agentNetworkPolicyHolds,
   reconcileAgentSession,
@@ -156,6 +157,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
       reconcileAgentSession({ ...deps, records, settings: deps.settings.agentSession }, ns, name, l),
     log,
     deps.metrics,
+    AGENT_SESSION_WORKERS,
   );
   const approvals = new Controller(
     "approval",

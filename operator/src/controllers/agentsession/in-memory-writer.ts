@@ -5,6 +5,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import { SESSION_FINALIZER } from "../../api/well-known.ts";
 import { agentNetworkPolicyHolds } from "./network-policy.ts";
 import type { AgentSessionStatus, PlannedEvent } from "./plan.ts";
 import type { AgentSessionWriter } from "./writer.ts";
@@ -41,8 +42,10 @@ export function inMemoryAgentSessionWriter(
       calls.push({ kind: "writeStatus", status: structuredClone(status) });
       return true;
     },
-    async addFinalizer() {
+    async addFinalizer(session) {
       calls.push({ kind: "addFinalizer" });
+      const finalizers = [...(session.metadata.finalizers ?? []), SESSION_FINALIZER];
+      return { ...session, metadata: { ...session.metadata, finalizers } };
     },
     async removeFinalizer() {
       calls.push({ kind: "removeFinalizer" });

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import {
   type AgentSessionPlanInput,
   EARLIER_POD_WAIT_MS,
+  POLL_INTERVAL_MS,
   planAgentSession,
   RELEASE_WAIT_MS,
 } from "./plan.ts";
@@ -49,10 +50,19 @@ const ROWS: Row[] = [
     calls: [],
   },
   {
-    name: "no finalizer: add it, look again at once",
+    name: "no finalizer: add it, then go on in the same pass with the session as written (its pod)",
     session: sessionOf({ finalizer: false }),
-    calls: ["addFinalizer"],
-    requeueAfterMs: 0,
+    calls: [
+      "addFinalizer",
+      "applyNetworkPolicy",
+      "ensureServiceAccount",
+      "createPod",
+      "event:AgentPodCreated",
+      "writeStatus",
+    ],
+    phase: "Pending",
+    requeueAfterMs: POLL_INTERVAL_MS,
+    log: /agent pod created/,
   },
   {
     name: "Completed, a message appended: Pending MessageAppended, continuations+1",

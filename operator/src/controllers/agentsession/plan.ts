@@ -5,7 +5,7 @@
  *
  *   {@link planAgentSession}, before and again after the transcript record is read (`readRecord`):
  *   being deleted     → once no Approval of it is Pending, remove the finalizer (else look again in 1 s)
- *   no finalizer      → add it; look again at once (the next pass works on the version that carries it)
+ *   no finalizer      → add it; the applier plans again on the version that carries it (same pass)
  *   ended             → nothing, unless messages were appended to a Completed one: Pending,
  *                       Progressing=True and Complete=False MessageAppended, continuations+1
  *   namespace not served → Progressing=False NamespaceNotServed, phase kept (Pending); no requeue

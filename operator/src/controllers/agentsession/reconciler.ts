@@ -5,7 +5,7 @@
  *   observed = the session's Approvals, the cached pod of its current run, the agent NetworkPolicy
  *   plan = planAgentSession(session, settings, now, observed)
  *            being deleted → remove the finalizer once no Approval of it is Pending; no finalizer →
- *            add it; ended → nothing, unless messages were appended to a Completed one → continue it;
+ *            add it, then plan again on the session as written (same pass); ended → nothing, unless messages were appended to a Completed one → continue it;
  *            namespace not served, no model endpoint or model, a pod under its name it does not
  *            control → say so (plan.ts's header)
  *   plan.readRecord → its transcript record (Postgres), then plan again with it ; unavailable →
@@ -33,6 +33,7 @@ import type { KubeClients } from "../../kube/runtime/client.ts";
 import type { EventRecorder } from "../../kube/runtime/events.ts";
 import type { ObjectCache } from "../../kube/runtime/informer.ts";
 import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
+import { type PortCallObserver, timedPort } from "../../observability/port-timing.ts";
 import { isDatabaseUnavailable } from "../../store/unavailable.ts";
 import {
   type AgentSessionPlanInput,
@@ -58,6 +59,16 @@ export {
 } from "./network-policy.ts";
 export { continuationDue, resumeDue, retryDecision } from "./transitions.ts";
 
+/**
+ * Concurrent reconciles of the AgentSession controller (controller-runtime's MaxConcurrentReconciles;
+ * the work queue never gives one key to two workers). A pass is a few API requests in a row (about
+ * 15 ms each on a local control plane), so with the other controllers' 2 a burst of sessions — 200
+ * created at once — waited in the queue for their pods (test/bench/operator-sessions.ts); 8 lets the
+ * API server, not the queue, set the pace, and keeps the requests in flight few enough for its
+ * default max-requests-inflight (400 mutating and not).
+ */
+export const AGENT_SESSION_WORKERS = 8;
+
 /** Reads what Postgres holds about a session. */
 export interface SessionRecords {
   recordOf(sessionUid: string): Promise<SessionRecord>;
@@ -72,6 +83,8 @@ export interface AgentSessionDeps {
   /** The agent NetworkPolicies (name AGENT_NETWORK_POLICY) of every namespace, as the API server holds them. */
   agentPolicies: ObjectCache<V1NetworkPolicy>;
   now: () => Date;
+  /** Observes each writer call as `agentsession.<method>` (the controller's /metrics; test/bench/operator-sessions.ts). */
+  metrics?: { portCalled: PortCallObserver };
 }
 
 /** Approvals owned by a session, from the cache. */
@@ -88,7 +101,9 @@ export async function reconcileAgentSession(
 ): Promise<ReconcileResult> {
   const session = deps.caches.sessions.get(name, namespace);
   if (!session) return undefined;
-  return await applyAgentSession(deps, kubeAgentSessionWriter(deps), session, log);
+  const writer = kubeAgentSessionWriter(deps);
+  const timed = deps.metrics ? timedPort(writer, "agentsession", deps.metrics.portCalled) : writer;
+  return await applyAgentSession(deps, timed, session, log);
 }
 
 /**
@@ -98,11 +113,20 @@ export async function reconcileAgentSession(
 export async function applyAgentSession(
   deps: Omit<AgentSessionDeps, "clients" | "events">,
   writer: AgentSessionWriter,
-  session: AgentSession,
+  given: AgentSession,
   log: Logger,
 ): Promise<ReconcileResult> {
+  let session = given;
   let input = observe(deps, session, deps.now());
   let plan = planAgentSession(input);
+  if (plan.kind === "final" && plan.finalizer === "add" && !plan.status) {
+    // The pass goes on with the version that carries it (the API server's answer, whose
+    // resourceVersion the status write needs): a requeue would put the session behind every other
+    // key in the work queue before its pod is created.
+    session = await writer.addFinalizer(session);
+    input = observe(deps, session, input.now);
+    plan = planAgentSession(input);
+  }
   if (plan.kind === "readRecord") {
     const record = await readRecord(deps, writer, session, plan);
     const now = plan.clock === "again" ? deps.now() : input.now;

@@ -9,7 +9,7 @@ import { AGENT_SERVICE_ACCOUNT, MANAGED_BY, SESSION_FINALIZER } from "../../api/
 import type { KubeClients } from "../../kube/runtime/client.ts";
 import { isConflict, isNotFound } from "../../kube/runtime/client.ts";
 import type { EventRecorder } from "../../kube/runtime/events.ts";
-import { addFinalizer, removeFinalizer } from "../../kube/runtime/finalizers.ts";
+import { addFinalizerWritten, removeFinalizer } from "../../kube/runtime/finalizers.ts";
 import { writeStatusIfChanged } from "../../kube/runtime/status.ts";
 import { keepAgentNetworkPolicy } from "./network-policy.ts";
 import type { AgentSessionStatus, PlannedEvent } from "./plan.ts";
@@ -21,7 +21,8 @@ export interface AgentSessionWriter {
    * stale). Says whether it wrote.
    */
   writeStatus(session: AgentSession, status: AgentSessionStatus): Promise<boolean>;
-  addFinalizer(session: AgentSession): Promise<void>;
+  /** Adds the session finalizer; returns the session as written (as given when it had it already). */
+  addFinalizer(session: AgentSession): Promise<AgentSession>;
   removeFinalizer(session: AgentSession): Promise<void>;
   /** Records an Event on the session (never throws). */
   event(session: AgentSession, event: PlannedEvent): void;
@@ -52,7 +53,7 @@ export function kubeAgentSessionWriter(deps: KubeAgentSessionWriterDeps): AgentS
       return (await writeStatusIfChanged(clients, AGENT_SESSION, session, status)) !== undefined;
     },
     async addFinalizer(session) {
-      await addFinalizer(clients, AGENT_SESSION, session, SESSION_FINALIZER);
+      return (await addFinalizerWritten(clients, AGENT_SESSION, session, SESSION_FINALIZER)) ?? session;
     },
     async removeFinalizer(session) {
       await removeFinalizer(clients, AGENT_SESSION, session, SESSION_FINALIZER);

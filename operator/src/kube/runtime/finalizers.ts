@@ -21,8 +21,21 @@ export async function addFinalizer(
   object: Resource<unknown, unknown>,
   finalizer: string,
 ): Promise<void> {
-  if (hasFinalizer(object, finalizer)) return;
-  await patchFinalizers(clients, kind, object, [...(object.metadata.finalizers ?? []), finalizer]);
+  await addFinalizerWritten(clients, kind, object, finalizer);
+}
+
+/**
+ * {@link addFinalizer}, returning the object as written (its new resourceVersion is what a following
+ * write must carry), or undefined when nothing needed writing.
+ */
+export async function addFinalizerWritten<T extends Resource<unknown, unknown>>(
+  clients: KubeClients,
+  kind: KindDefinition,
+  object: T,
+  finalizer: string,
+): Promise<T | undefined> {
+  if (hasFinalizer(object, finalizer)) return undefined;
+  return await patchFinalizers(clients, kind, object, [...(object.metadata.finalizers ?? []), finalizer]);
 }
 
 /** Removes `finalizer` if present. Throws the API error (409 when stale, 404 when already gone). */
@@ -41,13 +54,13 @@ export async function removeFinalizer(
   );
 }
 
-async function patchFinalizers(
+async function patchFinalizers<T extends Resource<unknown, unknown>>(
   clients: KubeClients,
   kind: KindDefinition,
-  object: Resource<unknown, unknown>,
+  object: T,
   finalizers: string[],
-): Promise<void> {
-  await clients.custom.patchNamespacedCustomObject(
+): Promise<T> {
+  return (await clients.custom.patchNamespacedCustomObject(
     {
       group: GROUP,
       version: VERSION,
@@ -57,5 +70,5 @@ async function patchFinalizers(
       body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
     },
     setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-  );
+  )) as T;
 }
