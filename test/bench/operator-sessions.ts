@@ -67,11 +67,14 @@ async function untilRunning(
   }
 }
 
-/** The operator's requests per session, by `verb resource[/subresource]` and code class (409 apart). */
-function requestsByKind(requests: ApiRequest[], sessions: number): Record<string, number> {
+/**
+ * Requests per session (or pod), by `verb resource[/subresource]` and code class (409 apart); with
+ * `byUser`, prefixed by who sent them.
+ */
+function requestsByKind(requests: ApiRequest[], sessions: number, byUser = false): Record<string, number> {
   const counts = new Map<string, number>();
   for (const r of requests) {
-    const kind = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ""}${r.code === 409 ? " (409)" : ""}`;
+    const kind = `${byUser ? `${r.user} ` : ""}${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ""}${r.code === 409 ? " (409)" : ""}`;
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
   }
   return Object.fromEntries(
@@ -212,6 +215,9 @@ async function main(): Promise<void> {
     const operatorCpuSeconds = cpuSeconds(pid) - cpuBefore;
     const operatorPeakRssMiB = peakRssMiB(pid);
     const metricsAfter = await scrape();
+    const baselineRequests = readApiRequests(plane.auditLogPath, baselineSinceMs).filter(
+      (r) => r.receivedMs < sinceMs,
+    );
     const all = readApiRequests(plane.auditLogPath, sinceMs);
     const operatorRequests = all.filter((r) => r.user === CONTROLLER_USERNAME);
     const reconcile = (m: typeof metricsBefore) => m.reconcile.get("agentsession") ?? { count: 0, sum: 0 };
@@ -229,9 +235,18 @@ async function main(): Promise<void> {
       ),
       sinceSessionCreated: sessionTimeline(all, names),
       // kubectl creates all 200 in one request, so these count from each pod's own create.
-      baselineSincePodCreated: podTimeline(
-        readApiRequests(plane.auditLogPath, baselineSinceMs),
-        "bench-pods",
+      baselineSincePodCreated: podTimeline(baselineRequests, "bench-pods"),
+      // Everyone else's requests in the namespace per pod (the node, the scheduler, the bench's kubectl
+      // polls), for the sessions' pods and the plain ones.
+      othersPerSessionPod: requestsByKind(
+        all.filter((r) => r.namespace === "plant-a" && r.user !== CONTROLLER_USERNAME),
+        count,
+        true,
+      ),
+      othersPerBaselinePod: requestsByKind(
+        baselineRequests.filter((r) => r.namespace === "bench-pods"),
+        count,
+        true,
       ),
     };
     const result = {
