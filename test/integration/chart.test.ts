@@ -185,7 +185,8 @@ describe("values.schema.json", () => {
     ["database.migrate.backoffLimit=-1", "/database/migrate/backoffLimit"],
     ["gateway.limits.maxInFlight=0", "/gateway/limits/maxInFlight"],
     ["gateway.limits.modelRequestBytes=1024", "/gateway/limits/modelRequestBytes"],
-    ["engines.allowed={codex}", "/engines/allowed/0"],
+    // external is gated by engines.externalImages, never by this list.
+    ["engines.allowed={external}", "/engines/allowed/0"],
   ])("refuses --set %s and names %s", async (set, field) => {
     const result = await helm(["template", "gatehouse", CHART_DIR, "--set", set]);
     expect(result.code).not.toBe(0);
@@ -322,16 +323,22 @@ describe("what the chart renders", () => {
 
   it("lists the allowed engines in ConfigMap gatehouse-engines of the release namespace, where the engine policy's binding reads them", async () => {
     const engines = (manifests: Manifest[]) => one(manifests, "ConfigMap", "gatehouse-engines");
-    expect(engines(defaults).data).toEqual({ allowed: "builtin" });
+    // No external image by default: every spec.engine external session is refused.
+    expect(engines(defaults).data).toEqual({ allowed: "builtin", externalImages: "" });
     const other = await renderChart({
       release: "gh",
       namespace: "agents-control",
       valuesFiles: ["charts/gatehouse/ci/default.yaml"],
-      setJson: { engines: { allowed: ["builtin", "pi"] } },
+      setJson: {
+        engines: { allowed: ["builtin", "pi"], externalImages: ["r.example/a@sha256:ab", "r.example/b:1"] },
+      },
     });
     expect(engines(other).metadata).toMatchObject({ namespace: "agents-control" });
     expect(engines(other).metadata.annotations?.[KEEP]).toBe("keep");
-    expect(engines(other).data).toEqual({ allowed: "builtin,pi" });
+    expect(engines(other).data).toEqual({
+      allowed: "builtin,pi",
+      externalImages: "r.example/a@sha256:ab,r.example/b:1",
+    });
     const binding = one(other, "ValidatingAdmissionPolicyBinding", "gatehouse-agentsession-engine");
     expect(binding.spec).toMatchObject({
       policyName: "gatehouse-agentsession-engine",

@@ -11,16 +11,41 @@ import { conditionsDescription, phaseDescription } from "./status/words.ts";
 export const ENGINES = ["builtin", "pi", "codex"] as const;
 export type Engine = (typeof ENGINES)[number];
 
+/**
+ * The engine of a session whose agent is an image of its own (spec.agent.image) instead of Gatehouse's
+ * agent image: it speaks MCP to the gateway (docs/mcp.md). Admission allows only the images of the
+ * chart value engines.externalImages (admission-engine.ts).
+ */
+export const EXTERNAL_ENGINE = "external";
+/** Every value of spec.engine: the agent image's engines and `external`. */
+export const SESSION_ENGINES = [...ENGINES, EXTERNAL_ENGINE] as const;
+export type SessionEngine = (typeof SESSION_ENGINES)[number];
+
 export const AgentSessionSpec = z
   .object({
     subject: Subject.describe(
       "Who the agent acts for. On create, user must equal the requesting user and groups must be a subset of the requester's groups.",
     ),
     engine: z
-      .enum(ENGINES)
+      .enum(SESSION_ENGINES)
       .default("builtin")
       .describe(
-        "Agent engine: builtin is Gatehouse's own loop on the OpenAI SDK; pi runs Pi in the agent pod; codex runs the Codex app server in the agent pod. Admission allows only the engines of the chart value engines.allowed (default builtin). Immutable.",
+        "Agent engine: builtin is Gatehouse's own loop on the OpenAI SDK; pi runs Pi in the agent pod; codex runs the Codex app server in the agent pod; external runs the image spec.agent.image names, an MCP client of the gateway. Admission allows only the engines of the chart value engines.allowed (default builtin) and, for external, only the images of engines.externalImages (default none). Immutable.",
+      ),
+    agent: z
+      .object({
+        image: z
+          .string()
+          .min(1)
+          .max(512)
+          .regex(/^\S+$/)
+          .describe(
+            "The agent's container image, exactly as one entry of the chart value engines.externalImages spells it (a digest, repo@sha256:..., pins what runs). Its own entrypoint runs in the hardened agent pod.",
+          ),
+      })
+      .optional()
+      .describe(
+        "The agent of a session with spec.engine external: required with external, forbidden with any other engine. Immutable.",
       ),
     model: z
       .object({

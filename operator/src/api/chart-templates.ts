@@ -55,6 +55,8 @@ const PLACEHOLDERS: Record<string, string> = {
   __GATEHOUSE_LEADER_NAMESPACE__: "{{ $keysNamespace }}",
   __GATEHOUSE_RANGE_NAMESPACE__: "{{ . }}",
   __GATEHOUSE_ENGINES_ALLOWED__: '{{ join "," .Values.engines.allowed | quote }}',
+  __GATEHOUSE_ENGINES_EXTERNAL_IMAGES__:
+    '{{ join "," (.Values.engines.externalImages | default list) | quote }}',
 };
 
 /** Template variables the placeholders use: each component's name and ServiceAccount, and more. */
@@ -96,13 +98,19 @@ function template(docs: Manifest[], prelude = ""): string {
 
 /**
  * The admission policies, with the release's controller and gateway ServiceAccounts, and the engine
- * policy's ConfigMap in the release namespace from `engines.allowed` — kept like the binding that reads
+ * policy's ConfigMap in the release namespace from `engines.allowed` and `engines.externalImages` — kept like the binding that reads
  * it: a kept binding whose ConfigMap an uninstall or a rollback removed would refuse every session.
  */
 function admissionTemplate(): string {
   const docs = [
     ...admissionManifests("__GATEHOUSE_NAMESPACE__").map(kept),
-    kept(enginesConfigMap("__GATEHOUSE_NAMESPACE__", "__GATEHOUSE_ENGINES_ALLOWED__")),
+    kept(
+      enginesConfigMap(
+        "__GATEHOUSE_NAMESPACE__",
+        "__GATEHOUSE_ENGINES_ALLOWED__",
+        "__GATEHOUSE_ENGINES_EXTERNAL_IMAGES__",
+      ),
+    ),
   ];
   const text = JSON.stringify(docs)
     .replaceAll(`'${CONTROLLER_USERNAME}'`, "'__GATEHOUSE_CONTROLLER_USERNAME__'")

@@ -20,7 +20,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { dirname, join } from "node:path";
 import { stringify } from "yaml";
 import { admissionManifests } from "./admission.ts";
-import { ENGINES_CHART_VALUE, enginesConfigMap } from "./admission-engine.ts";
+import { ENGINES_CHART_VALUE, EXTERNAL_IMAGES_CHART_VALUE, enginesConfigMap } from "./admission-engine.ts";
 import { ENGINES } from "./agentsession.ts";
 import { chartTemplates } from "./chart-templates.ts";
 import { crdFor } from "./crd.ts";
@@ -54,6 +54,12 @@ export const LOCAL_WATCH_NAMESPACES: readonly string[] = [];
  * carries, so the e2e suite and the demo run each; the chart's default allows builtin alone.
  */
 export const LOCAL_ALLOWED_ENGINES: readonly string[] = ENGINES;
+
+/**
+ * The agent images external sessions may name on the local cluster: the MCP-client example
+ * (examples/mcp-agent), in the local node's image map; the chart's default allows none.
+ */
+export const LOCAL_EXTERNAL_IMAGES: readonly string[] = ["gatehouse/example-mcp-agent:dev"];
 
 /** Folders (relative to the repo root) the generator owns entirely. */
 export const GENERATED_FOLDERS = ["crds", "charts/gatehouse/templates/generated"] as const;
@@ -115,10 +121,12 @@ export function allGeneratedFiles(): Map<string, string> {
   );
   files.set(
     "deploy/engines.yaml",
-    yaml([enginesConfigMap(OPERATOR_NAMESPACE, LOCAL_ALLOWED_ENGINES.join(","))]).replace(
+    yaml([
+      enginesConfigMap(OPERATOR_NAMESPACE, LOCAL_ALLOWED_ENGINES.join(","), LOCAL_EXTERNAL_IMAGES.join(",")),
+    ]).replace(
       HEADER,
       note(
-        `The engines the local cluster allows: ${LOCAL_ALLOWED_ENGINES.join(", ")} (admission policy gatehouse-agentsession-engine;\n# the chart's value ${ENGINES_CHART_VALUE}).`,
+        `The engines the local cluster allows: ${LOCAL_ALLOWED_ENGINES.join(", ")}, and external with ${LOCAL_EXTERNAL_IMAGES.join(", ")}\n# (admission policy gatehouse-agentsession-engine; the chart's values ${ENGINES_CHART_VALUE}, ${EXTERNAL_IMAGES_CHART_VALUE}).`,
       ),
     ),
   );

@@ -94,6 +94,21 @@ export const AGENT_SESSION_SPEC_RULES: CelRule[] = [
     message: `${rule.message}: once a session runs, only messages are appended and cancel is set; create a new AgentSession to change it`,
   })),
   appendOnly("messages", "messages"),
+  // On the spec, not on spec.agent: a rule on a field does not run when the field is absent.
+  {
+    rule: "!has(self.engine) || self.engine != 'external' || has(self.agent)",
+    message:
+      "spec.agent.image is required with spec.engine external: name one of the images the installation allows (chart value engines.externalImages), or choose another engine",
+    fieldPath: ".agent",
+    reason: "FieldValueRequired",
+  },
+  {
+    rule: "!has(self.agent) || (has(self.engine) && self.engine == 'external')",
+    message:
+      "spec.agent is forbidden unless spec.engine is external: builtin, pi and codex run the Gatehouse agent image; remove spec.agent, or set spec.engine: external to run your own image",
+    fieldPath: ".agent",
+    reason: "FieldValueForbidden",
+  },
   {
     rule: "!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",
     message: "spec.cancel cannot be undone: create a new AgentSession instead",
