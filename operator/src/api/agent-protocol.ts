@@ -196,6 +196,12 @@ export type ApiError = z.infer<typeof ApiError>;
  */
 export const MODEL_PROXY_PATH = "/v1/model";
 
+/**
+ * The gateway's MCP endpoint (Streamable HTTP; docs/mcp.md): an agent's `GATEHOUSE_MCP_URL` is
+ * `<gatewayUrl>/mcp`, authenticated with the pod's projected token like every /v1 call.
+ */
+export const MCP_ENDPOINT_PATH = "/mcp";
+
 /** An OpenAI-style error body: what the proxy answers for its own refusals (and what endpoints send). */
 export const ModelProxyError = z.object({
   error: z.object({

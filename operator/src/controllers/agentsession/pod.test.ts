@@ -193,3 +193,70 @@ describe("the engine the agent pod runs (spec.engine)", () => {
     expect(pod.spec!.volumes!.map((v) => v.name)).toEqual(["gatehouse-token"]);
   });
 });
+
+describe("an external session's agent pod (spec.engine external)", () => {
+  const IMAGE =
+    "registry.example/agents/mcp-agent@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+  const settings = {
+    image: "gatehouse/agent:dev",
+    gatewayUrl: "http://10.88.0.1:8443/",
+    remainingSeconds: 600,
+    resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
+  };
+  const externalPod = agentPodFor(
+    { ...session, spec: { ...session.spec, engine: "external", agent: { image: IMAGE } } },
+    1,
+    settings,
+  );
+  const builtinPod = agentPodFor(session, 1, settings);
+  const agent = externalPod.spec!.containers[0]!;
+
+  it("runs the named image with its own entrypoint, not the Gatehouse agent image", () => {
+    expect(agent.image).toBe(IMAGE);
+    expect(agent.command).toBeUndefined();
+    expect(agent.args).toBeUndefined();
+  });
+
+  it("gets exactly the URLs of the gateway, its MCP endpoint and its model proxy, the token path and a directory: no key, no credential", () => {
+    expect(agent.env).toEqual([
+      { name: "GATEHOUSE_ENGINE", value: "external" },
+      { name: "GATEHOUSE_GATEWAY_URL", value: "http://10.88.0.1:8443/" },
+      { name: "GATEHOUSE_MCP_URL", value: "http://10.88.0.1:8443/mcp" },
+      { name: "GATEHOUSE_TOKEN_FILE", value: "/var/run/secrets/gatehouse/token" },
+      { name: "MODEL_BASE_URL", value: "http://10.88.0.1:8443/v1/model" },
+      { name: "OPENAI_BASE_URL", value: "http://10.88.0.1:8443/v1/model" },
+      { name: "GATEHOUSE_ENGINE_DIR", value: "/tmp/gatehouse-engine" },
+    ]);
+    expect(agent.envFrom).toBeUndefined();
+  });
+
+  it("mounts no Secret: only the projected token (read-only) and the size-limited emptyDir", () => {
+    expect(externalPod.spec!.volumes).toEqual([
+      {
+        name: "gatehouse-token",
+        projected: {
+          sources: [
+            { serviceAccountToken: { audience: "gatehouse", expirationSeconds: 600, path: "token" } },
+          ],
+        },
+      },
+      { name: "engine", emptyDir: { sizeLimit: "256Mi" } },
+    ]);
+    expect(agent.volumeMounts).toEqual([
+      { name: "gatehouse-token", mountPath: "/var/run/secrets/gatehouse", readOnly: true },
+      { name: "engine", mountPath: "/tmp/gatehouse-engine" },
+    ]);
+  });
+
+  it("is the same hardened pod as a builtin one: securityContexts, resources, labels, token, deadline", () => {
+    expect(externalPod.spec!.securityContext).toEqual(builtinPod.spec!.securityContext);
+    expect(agent.securityContext).toEqual(builtinPod.spec!.containers[0]!.securityContext);
+    expect(agent.resources).toEqual(settings.resources);
+    // The agent NetworkPolicy (gateway and DNS only) selects it by these labels, as any agent pod.
+    expect(externalPod.metadata!.labels).toEqual(builtinPod.metadata!.labels);
+    expect(externalPod.spec!.automountServiceAccountToken).toBe(false);
+    expect(externalPod.spec!.serviceAccountName).toBe(builtinPod.spec!.serviceAccountName);
+    expect(externalPod.spec!.enableServiceLinks).toBe(false);
+    expect(externalPod.spec!.activeDeadlineSeconds).toBe(600);
+  });
+});

@@ -4,9 +4,12 @@
  * only a projected token with audience `gatehouse`, which the gateway binds to this pod's UID.
  * `activeDeadlineSeconds` is the remaining session timeout. The agent runs spec.engine
  * (GATEHOUSE_ENGINE); a subprocess engine (pi, codex) also gets a size-limited emptyDir to write in.
+ * An external session runs its own image (spec.agent.image, admitted only from the installation's list)
+ * with its own entrypoint in the same pod, the same emptyDir, and an environment of URLs and the token
+ * path only (externalEnv): what the pod holds is the same whichever agent runs in it.
  */
 import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
-import { MODEL_PROXY_PATH } from "../../api/agent-protocol.ts";
+import { MCP_ENDPOINT_PATH, MODEL_PROXY_PATH } from "../../api/agent-protocol.ts";
 import type { AgentSession } from "../../api/kinds.ts";
 import { API_VERSION } from "../../api/kinds.ts";
 import {
@@ -54,6 +57,29 @@ export function modelBaseUrlOf(gatewayUrl: string): string {
   return `${gatewayUrl.replace(/\/+$/, "")}${MODEL_PROXY_PATH}`;
 }
 
+/** The agent's MCP endpoint: the gateway's `<gatewayUrl>/mcp`. */
+export function mcpUrlOf(gatewayUrl: string): string {
+  return `${gatewayUrl.replace(/\/+$/, "")}${MCP_ENDPOINT_PATH}`;
+}
+
+/**
+ * The environment of an external agent: where the gateway, its MCP endpoint and its model proxy are
+ * (OPENAI_BASE_URL is the openai SDKs' own variable for `baseURL`), the token file it authenticates
+ * with, and a directory to write in. No model key and no business credential: the gateway adds the
+ * model key and the providers hold theirs.
+ */
+function externalEnv(gatewayUrl: string): { name: string; value: string }[] {
+  return [
+    { name: "GATEHOUSE_ENGINE", value: "external" },
+    { name: "GATEHOUSE_GATEWAY_URL", value: gatewayUrl },
+    { name: "GATEHOUSE_MCP_URL", value: mcpUrlOf(gatewayUrl) },
+    { name: "GATEHOUSE_TOKEN_FILE", value: `${TOKEN_DIR}/token` },
+    { name: "MODEL_BASE_URL", value: modelBaseUrlOf(gatewayUrl) },
+    { name: "OPENAI_BASE_URL", value: modelBaseUrlOf(gatewayUrl) },
+    { name: "GATEHOUSE_ENGINE_DIR", value: ENGINE_DIR },
+  ];
+}
+
 /**
  * Deterministic pod name of a session's run `attempt` (1 for the first pod; a retry takes the next)
  * after `resumes` resumptions (a pod released while awaiting approval is followed by `-<resumes>`) and
@@ -76,7 +102,9 @@ export function agentPodFor(
   continuations = 0,
 ): V1Pod {
   const engine = session.spec.engine ?? "builtin";
+  // Every engine but builtin writes: pi and codex as subprocesses, an external image as it likes.
   const subprocess = engine !== "builtin";
+  const external = engine === "external" ? session.spec.agent : undefined;
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -117,15 +145,17 @@ export function agentPodFor(
       containers: [
         {
           name: "agent",
-          image: settings.image,
-          env: [
-            { name: "GATEHOUSE_GATEWAY_URL", value: settings.gatewayUrl },
-            { name: "GATEHOUSE_TOKEN_FILE", value: `${TOKEN_DIR}/token` },
-            // The gateway's model proxy: it adds the endpoint's key, so the pod holds none (DESIGN §7).
-            { name: "MODEL_BASE_URL", value: modelBaseUrlOf(settings.gatewayUrl) },
-            { name: "GATEHOUSE_ENGINE", value: engine },
-            ...(subprocess ? [{ name: "GATEHOUSE_ENGINE_DIR", value: ENGINE_DIR }] : []),
-          ],
+          image: external?.image ?? settings.image,
+          env: external
+            ? externalEnv(settings.gatewayUrl)
+            : [
+                { name: "GATEHOUSE_GATEWAY_URL", value: settings.gatewayUrl },
+                { name: "GATEHOUSE_TOKEN_FILE", value: `${TOKEN_DIR}/token` },
+                // The gateway's model proxy: it adds the endpoint's key, so the pod holds none (DESIGN §7).
+                { name: "MODEL_BASE_URL", value: modelBaseUrlOf(settings.gatewayUrl) },
+                { name: "GATEHOUSE_ENGINE", value: engine },
+                ...(subprocess ? [{ name: "GATEHOUSE_ENGINE_DIR", value: ENGINE_DIR }] : []),
+              ],
           volumeMounts: [
             { name: "gatehouse-token", mountPath: TOKEN_DIR, readOnly: true },
             ...(subprocess ? [{ name: ENGINE_VOLUME, mountPath: ENGINE_DIR }] : []),
