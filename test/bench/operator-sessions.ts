@@ -186,6 +186,8 @@ async function main(): Promise<void> {
     const baselineStart = process.hrtime.bigint();
     await kubectl.ok("admin", ["create", "-f", "-"], list(pods));
     const baselineSeconds = await untilRunning(kubectl, "bench-pods", "bench=direct", baselineStart);
+    // The baseline's requests end here: deleting the namespace makes more.
+    const baselineUntilMs = Date.now();
     await kubectl.ok("admin", ["delete", "namespace", "bench-pods", "--wait=true", "--timeout=300s"]);
 
     const sinceMs = Date.now();
@@ -216,7 +218,7 @@ async function main(): Promise<void> {
     const operatorPeakRssMiB = peakRssMiB(pid);
     const metricsAfter = await scrape();
     const baselineRequests = readApiRequests(plane.auditLogPath, baselineSinceMs).filter(
-      (r) => r.receivedMs < sinceMs,
+      (r) => r.receivedMs < baselineUntilMs,
     );
     const all = readApiRequests(plane.auditLogPath, sinceMs);
     const operatorRequests = all.filter((r) => r.user === CONTROLLER_USERNAME);
