@@ -23,6 +23,7 @@ import {
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { MCP_ENDPOINT_PATH } from "../api/agent-protocol.ts";
 import type { AgentSession } from "../api/kinds.ts";
 import { ApprovalPhase } from "../api/status/approval.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
@@ -40,7 +41,6 @@ import {
 import { sessionTools } from "./session-tools.ts";
 import { admitIntake, callTool, type ToolCallDeps } from "./tool-calls.ts";
 
-export const MCP_PATH = "/mcp";
 /** The longest a `tools/call` waits for its Approval, in seconds: under the SDK client's 60 s default. */
 export const MCP_APPROVAL_WAIT_SECONDS = 50;
 /** A client may ask for a shorter wait in the call's `_meta` under this key (seconds, ≥ 1). */
@@ -203,7 +203,7 @@ export async function mcpRoute(scope: FastifyInstance, options: McpRouteOptions)
     done(null, body),
   );
 
-  scope.get(MCP_PATH, async (_request, reply) =>
+  scope.get(MCP_ENDPOINT_PATH, async (_request, reply) =>
     reply
       .code(405)
       .header("allow", "POST, DELETE")
@@ -280,6 +280,6 @@ export async function mcpRoute(scope: FastifyInstance, options: McpRouteOptions)
       }
     }
   };
-  scope.post(MCP_PATH, { bodyLimit: MCP_BODY_BYTES }, handle);
-  scope.delete(MCP_PATH, handle);
+  scope.post(MCP_ENDPOINT_PATH, { bodyLimit: MCP_BODY_BYTES }, handle);
+  scope.delete(MCP_ENDPOINT_PATH, handle);
 }
