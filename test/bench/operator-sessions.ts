@@ -12,7 +12,10 @@
  * calls (the controller's /metrics), how busy its workers were, and per session (audit log, one host
  * clock) the time from its create to the operator's first request about it (informer delay + queue
  * wait), to its pod's create, to the pod's binding by the scheduler, to the node's last status write of
- * the pod (about when it ran) and to the session's last status write.
+ * the pod (about when it ran) and to the session's last status write. `nodeStages` splits the local
+ * node's part for both sets of pods (its log, node-stages.ts): binding → the node's worker sees the pod
+ * → network namespace and veth → NetworkPolicy rules in force → volumes → process spawned → Running
+ * written, and the NetworkPolicy enforcer's passes (planning time, installs) meanwhile.
  *
  * Writes test/bench/results/operator-sessions.json.
  *
@@ -25,6 +28,7 @@ import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 import type { Kubectl } from "../e2e/kubectl.ts";
 import { type ApiRequest, readApiRequests } from "./api-audit-log.ts";
+import { nodeStages, readNodeLog } from "./node-stages.ts";
 import { p50p95 } from "./percentiles.ts";
 import { scrapeHistogram, stagesPerOp } from "./stage-breakdown.ts";
 
@@ -214,6 +218,7 @@ async function main(): Promise<void> {
       "app.kubernetes.io/name=gatehouse-agent",
       sessionStart,
     );
+    const untilMs = Date.now();
     const operatorCpuSeconds = cpuSeconds(pid) - cpuBefore;
     const operatorPeakRssMiB = peakRssMiB(pid);
     const metricsAfter = await scrape();
@@ -226,6 +231,7 @@ async function main(): Promise<void> {
     const reconciles = reconcile(metricsAfter).count - reconcile(metricsBefore).count;
     const reconcileSeconds = reconcile(metricsAfter).sum - reconcile(metricsBefore).sum;
     const names = sessions.map((s) => s.metadata.name);
+    const nodeLog = readNodeLog(node.logPath);
     const breakdown = {
       reconcilesPerSession: Math.round((reconciles / count) * 100) / 100,
       reconcileMsPerSession: Math.round((reconcileSeconds * 1000) / count),
@@ -250,6 +256,10 @@ async function main(): Promise<void> {
         count,
         true,
       ),
+      nodeStages: {
+        sessionPods: nodeStages(nodeLog, all, "plant-a", sinceMs, untilMs),
+        baselinePods: nodeStages(nodeLog, baselineRequests, "bench-pods", baselineSinceMs, baselineUntilMs),
+      },
     };
     const result = {
       sessions: count,

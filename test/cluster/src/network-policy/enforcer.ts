@@ -44,6 +44,11 @@ export type EnforcerOptions = {
   install?: (script: string) => Promise<void>;
 };
 
+/** The message of the log line of a pass that planned and found the ruleset unchanged. */
+export const RULES_UNCHANGED_MESSAGE = "NetworkPolicy rules unchanged";
+/** The message of the log line of a pass that installed a new ruleset. */
+export const RULES_INSTALLED_MESSAGE = "NetworkPolicy rules installed";
+
 /** Changes arriving within this many milliseconds of each other are planned and installed as one. */
 const COALESCE_MS = 10;
 /** How long {@link NetworkPolicyEnforcer.podAddressed} waits for a ruleset in force. */
@@ -184,9 +189,15 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
     try {
       while (this.synced() && this.inForce < this.generation && !this.stopped) {
         const generation = this.generation;
+        const planStarted = performance.now();
         const plan = this.plan();
         const script = networkPolicyRuleset(plan);
-        if (script !== this.installed) {
+        // Planning runs on the node's event loop: every pod worker waits while it does.
+        const planMs = Math.round(performance.now() - planStarted);
+        const waiting = this.waiters.length;
+        if (script === this.installed) {
+          this.options.log.info({ planMs, pods: plan.pods.length, waiting }, RULES_UNCHANGED_MESSAGE);
+        } else {
           const started = performance.now();
           try {
             await this.install(script);
@@ -210,11 +221,13 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
             {
               table: networkPolicyTable(plan.bridgeName),
               ms: Math.round(performance.now() - started),
+              planMs,
               pods: plan.pods.length,
+              waiting,
               rules: planSummary(plan),
               ignored: plan.ignoredPods.map((p) => `${p.namespace}/${p.name}: ${p.reason}`),
             },
-            "NetworkPolicy rules installed",
+            RULES_INSTALLED_MESSAGE,
           );
         }
         this.inForce = generation;

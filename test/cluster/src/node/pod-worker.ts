@@ -22,6 +22,7 @@ import { asDate, type NodeClients, type ObjectReader, STRATEGIC_MERGE_PATCH } fr
 import { containerLogPath, type PodKey, podDir, podRootDir, podRootLink } from "./layout.ts";
 import { type ContainerView, type PodPhase, podPhase, podStatusPatch, statusDrift } from "./pod-status.ts";
 import { ReadinessProber } from "./probes.ts";
+import { StartupTimeline } from "./startup-timeline.ts";
 import type { ServiceAccountTokens } from "./tokens.ts";
 import { syncVolumes } from "./volumes.ts";
 
@@ -92,6 +93,7 @@ export class PodWorker {
   private writtenConditions: V1PodCondition[] = [];
   private kicked = false;
   private wake: (() => void) | undefined;
+  private readonly startup: StartupTimeline;
   /** Resolves when the worker has finished. */
   readonly done: Promise<void>;
 
@@ -104,6 +106,7 @@ export class PodWorker {
       uid: pod.metadata?.uid ?? "",
     };
     this.log = deps.log.child({ namespace: this.key.namespace, name: this.key.name, uid: this.key.uid });
+    this.startup = new StartupTimeline(this.log);
     const kick = (): void => this.kick();
     for (const c of pod.spec?.initContainers ?? []) {
       const role = c.restartPolicy === "Always" ? "sidecar" : "init";
@@ -255,11 +258,13 @@ export class PodWorker {
           throw err;
         }
         this.log.info({ podIP: address.ip, netns: this.network.netns }, "pod network ready");
+        this.startup.mark("network");
       }
       if (!this.policyInForce) {
         // No process may run before the pod's NetworkPolicy rules (and its peers' rules naming it) do.
         await this.deps.policy.podAddressed(this.key.uid, this.pod, this.network.ip);
         this.policyInForce = true;
+        this.startup.mark("policy");
       }
       await syncVolumes(this.pod, this.key, {
         runDir: this.deps.runDir,
@@ -270,6 +275,7 @@ export class PodWorker {
       });
       this.volumesReady = true;
       this.volumesSyncedAt = now;
+      this.startup.mark("volumes");
       this.setupFailures = 0;
       this.setupProblem = undefined;
       return true;
@@ -316,6 +322,9 @@ export class PodWorker {
       const runner = this.runner(spec.name);
       if (runner.running) continue;
       if (!runner.everStarted || this.willRestart(runner)) await this.ensureRunning(runner, spec);
+    }
+    if ([...this.runners.values()].every((r) => r.role !== "main" || r.everStarted)) {
+      this.startup.mark("spawned");
     }
   }
 
@@ -588,6 +597,7 @@ export class PodWorker {
       if (this.pod.metadata?.resourceVersion === resourceVersion) this.pod = updated;
       this.lastPatch = text;
       this.lastWritten = patch;
+      if (patch.phase === "Running") this.startup.mark("running");
       this.writtenConditions = patch.conditions as V1PodCondition[];
     } catch (err) {
       const code = apiStatusCode(err);
