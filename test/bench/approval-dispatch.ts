@@ -23,12 +23,24 @@
  * is recorded beside it: it counts every reconcile of every Approval in the namespace
  * (the ones still Pending too) and the receipt's status write after the call.
  *
+ * Stages (`breakdown.stages`, approval-timeline.ts): per approval, from the API server's answer, when a
+ * watch of Approvals opened by the bench saw the decision (the watch's latency on this host), when the
+ * controller's first request of its pass arrived (its admission check's reads), how long that check
+ * took, its status writes before the call, and the rest to the provider. Beside them, from the
+ * controller's /metrics over the measured stretch: the work queue's wait
+ * (`gatehouse_workqueue_queue_duration_seconds{name="approval"}`) and every port call per approval
+ * (`gatehouse_port_call_duration_seconds`: Postgres as `audit.*`/`executions.*`, the provider as
+ * `providers.*`, the admission check as `admission.checkedSince`, the pass's own steps as
+ * `approval.*`, which contain the others). The machine's load average is recorded before and after.
+ *
  * Writes test/bench/results/approval-dispatch.json.
  *
  *   node test/bench/approval-dispatch.ts [--approvals N]    (default 50, after 5 warm-up approvals)
  */
 import { writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
+import { KubeConfig, Watch } from "@kubernetes/client-node";
 import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { coreNamespace, SLEEPER_IMAGE, startAgent } from "../e2e/core-agent.ts";
@@ -36,6 +48,7 @@ import { deployCounter, toolName } from "../e2e/core-counter.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 import { decisionPatch, eventually } from "../e2e/story.ts";
 import { readApiRequests } from "./api-audit-log.ts";
+import { type ApprovalStages, approvalStages } from "./approval-timeline.ts";
 import { p50p95, percentile, ratio } from "./percentiles.ts";
 import { scrapeHistogram, stagesPerOp } from "./stage-breakdown.ts";
 
@@ -44,6 +57,7 @@ const flag = process.argv.indexOf("--approvals");
 const count = flag >= 0 ? Number(process.argv[flag + 1]) : 50;
 const WARMUP = 5;
 const CAPABILITY = "bench.plan.publish";
+const round2 = (n: number) => Math.round(n * 100) / 100;
 
 /** One approval's timeline (epoch ms). */
 interface Sample {
@@ -51,6 +65,27 @@ interface Sample {
   startMs: number;
   ackMs: number;
   providerMs: number;
+  /** The bench's own watch saw alice's decision. */
+  watchedMs: number | undefined;
+}
+
+/** Opens a watch of `namespace`'s Approvals; `seen(name)` is when it first saw a decision on `name`. */
+async function watchDecisions(kubeconfigPath: string, namespace: string) {
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfigPath);
+  const decidedAt = new Map<string, number>();
+  const controller = await new Watch(config).watch(
+    `/apis/gatehouse.dev/v1alpha1/namespaces/${namespace}/approvals`,
+    {},
+    (_phase, object: { metadata?: { name?: string }; spec?: { decisions?: unknown[] } }) => {
+      const name = object.metadata?.name;
+      if (name && (object.spec?.decisions?.length ?? 0) > 0 && !decidedAt.has(name)) {
+        decidedAt.set(name, Date.now());
+      }
+    },
+    () => undefined,
+  );
+  return { seen: (name: string) => decidedAt.get(name), stop: () => controller.abort() };
 }
 
 const plane = await startControlPlane();
@@ -99,6 +134,7 @@ try {
 
   const samples: Sample[] = [];
   const baseline: number[] = [];
+  const watcher = await watchDecisions(env.cluster.kubeconfigPath, namespace);
   const controllerMetrics = `${env.controller.healthUrl}/metrics`;
   const scrape = async () => ({
     reconcile: (await scrapeHistogram(controllerMetrics, "gatehouse_reconcile_time_seconds")).get(
@@ -108,7 +144,11 @@ try {
       count: 0,
     },
     ports: await scrapeHistogram(controllerMetrics, "gatehouse_port_call_duration_seconds"),
+    queue: (await scrapeHistogram(controllerMetrics, "gatehouse_workqueue_queue_duration_seconds")).get(
+      "approval",
+    ) ?? { sum: 0, count: 0 },
   });
+  const loadBefore = loadavg();
   let metricsBefore = await scrape();
   let measuredFromMs = 0;
   for (const [i, approval] of approvals.entries()) {
@@ -159,19 +199,27 @@ try {
     ]);
     if (i < WARMUP) continue;
     baseline.push(baseMs);
-    samples.push({ approval, startMs, ackMs, providerMs: effect.atMs ?? Number.NaN });
+    samples.push({
+      approval,
+      startMs,
+      ackMs,
+      providerMs: effect.atMs ?? Number.NaN,
+      watchedMs: watcher.seen(approval),
+    });
   }
   const metricsAfter = await scrape();
+  const loadAfter = loadavg();
+  watcher.stop();
 
   // Decompose each sample with the API server's own timestamps.
-  const requests = readApiRequests(plane.auditLogPath, measuredFromMs - 1000).filter(
-    (r) => r.resource === "approvals" && r.namespace === namespace,
-  );
+  const allRequests = readApiRequests(plane.auditLogPath, measuredFromMs - 1000);
+  const requests = allRequests.filter((r) => r.resource === "approvals" && r.namespace === namespace);
   const totals: number[] = [];
   const kubectlToAnswer: number[] = [];
   const gatehouse: number[] = [];
   const operatorApi: number[] = [];
   const shares: number[] = [];
+  const stages: ApprovalStages[] = [];
   for (const sample of samples) {
     const patch = requests.find(
       (r) => r.verb === "patch" && r.user === "alice" && r.name === sample.approval && !r.subresource,
@@ -191,7 +239,21 @@ try {
     gatehouse.push(afterAnswer);
     operatorApi.push(ownWrites.reduce((sum, r) => sum + (r.completedMs - r.receivedMs), 0));
     shares.push((afterAnswer / total) * 100);
+    stages.push(
+      approvalStages(
+        {
+          approval: sample.approval,
+          answeredMs: patch.completedMs,
+          watchedMs: sample.watchedMs,
+          providerMs: sample.providerMs,
+        },
+        allRequests,
+        CONTROLLER_USERNAME,
+      ),
+    );
   }
+  const stage = (pick: (s: ApprovalStages) => number | undefined) =>
+    p50p95(stages.map(pick).filter((v): v is number => v !== undefined));
   const approvalToProvider = p50p95(totals);
   const baselinePatch = p50p95(baseline);
   // Over the run, of every Approval of the namespace (the pending ones are reconciled too).
@@ -220,10 +282,27 @@ try {
       kubectlStartToApiAnswer: p50p95(kubectlToAnswer),
       apiAnswerToProvider: p50p95(gatehouse),
       operatorApiRequestsWithin: p50p95(operatorApi),
+      stages: {
+        apiAnswerToWatchSeen: stage((s) => s.watch),
+        apiAnswerToControllerFirstRequest: stage((s) => s.toFirstRequest),
+        workQueueWaitMeanMs:
+          Math.round(
+            ((metricsAfter.queue.sum - metricsBefore.queue.sum) * 1000 * 100) /
+              Math.max(1, metricsAfter.queue.count - metricsBefore.queue.count),
+          ) / 100,
+        admissionCheck: stage((s) => s.admissionCheck),
+        statusWritesBeforeProvider: stage((s) => s.statusWrites),
+        statusWritesBeforeProviderCount: percentile(
+          stages.map((s) => s.statusWritesBefore),
+          0.5,
+        ),
+        admissionCheckToProvider: stage((s) => s.checkToProvider),
+      },
       controllerPortCallsPerApproval: portStages,
     },
     operatorSharePercent: { p50: percentile(shares, 0.5), p95: percentile(shares, 0.95) },
     approvalReconcile: reconcile,
+    machineLoad: { before: loadBefore.map(round2), after: loadAfter.map(round2) },
     measuredAt: new Date().toISOString(),
   };
   writeFileSync(RESULTS, `${JSON.stringify(result, null, 2)}\n`);
@@ -234,7 +313,9 @@ try {
       `(p50 ${result.operatorSharePercent.p50} % of the whole), of which the operator's own API requests p50 ${result.breakdown.operatorApiRequestsWithin.p50Ms} ms; ` +
       `approval controller: ${reconcile.reconcilesPerApproval} reconciles and ${reconcile.reconcileMsPerApproval} ms of reconcile time per approval decided`,
   );
-  for (const stage of portStages) console.log(`  ${stage.stage}: ${stage.callsPerOp}× ${stage.msPerOp} ms`);
+  console.log(`  stages: ${JSON.stringify(result.breakdown.stages)}`);
+  for (const port of portStages) console.log(`  ${port.stage}: ${port.callsPerOp}× ${port.msPerOp} ms`);
+  console.log(`  load ${JSON.stringify(result.machineLoad)}`);
   console.log(`wrote ${RESULTS}`);
 } finally {
   await env.stop();

@@ -14,6 +14,7 @@ import { makeAgentPolicyCache } from "../kube/runtime/caches.ts";
 import { LeaderElector } from "../kube/runtime/leader-election.ts";
 import { configMapCheckpoints } from "../kube/witness/configmap.ts";
 import { secretWitnessSigner } from "../kube/witness/key.ts";
+import { timedFunction } from "../observability/port-timing.ts";
 import { fetchManifest } from "../providers/client.ts";
 import { ensureEmptySecret } from "../providers/grant-keys.ts";
 import { publishGrantPublicKeys } from "../providers/grant-public-keys.ts";
@@ -104,7 +105,8 @@ export async function runController(): Promise<void> {
       metrics,
       now: () => new Date(),
       fetchManifest,
-      decisionRules: admission.checkedSince,
+      // Timed like a port: the approval path's wait for a fresh admission check.
+      decisionRules: timedFunction(admission.checkedSince, "admission", "checkedSince", metrics.portCalled),
     });
   };
   if (!config.leaderElection.enabled) {

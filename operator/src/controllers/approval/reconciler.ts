@@ -30,6 +30,7 @@ import type { KubeClients } from "../../kube/runtime/client.ts";
 import type { EventRecorder } from "../../kube/runtime/events.ts";
 import type { ReconcileResult } from "../../kube/runtime/workqueue.ts";
 import type { OperatorMetrics } from "../../observability/metrics.ts";
+import { timedPort } from "../../observability/port-timing.ts";
 import type { TranscriptStore } from "../../store/transcripts.ts";
 import { isDatabaseUnavailable } from "../../store/unavailable.ts";
 import {
@@ -55,7 +56,7 @@ export interface ApprovalDeps {
    * (kube/admission/guard.ts); if not, fail closed.
    */
   decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
-  metrics?: Pick<OperatorMetrics, "approvalDecided">;
+  metrics?: Pick<OperatorMetrics, "approvalDecided" | "portCalled">;
   settings: ApprovalControllerSettings;
 }
 
@@ -69,7 +70,9 @@ export async function reconcileApproval(
   const approval = deps.caches.approvals.get(name, namespace);
   if (!approval) return undefined;
   const now = deps.now();
-  const writer = kubeApprovalWriter(deps, now);
+  const applier = kubeApprovalWriter(deps, now);
+  // Each step of the pass is timed as port "approval" (status writes, audit appends, the dispatch).
+  const writer = deps.metrics ? timedPort(applier, "approval", deps.metrics.portCalled) : applier;
   try {
     return await applyApproval(writer, await observe(deps, approval, now), log);
   } catch (error) {

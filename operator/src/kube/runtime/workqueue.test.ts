@@ -47,6 +47,26 @@ describe("WorkQueue", () => {
     expect(runs).toBe(2);
   });
 
+  it("tells how long each key waited: a key added to idle workers is taken at once, a second one waits for a worker", async () => {
+    const queue = new WorkQueue();
+    const waits = new Map<string, number>();
+    const running = queue.run(
+      1,
+      async (key) => {
+        if (key === "first") await new Promise((resolve) => setTimeout(resolve, 30));
+        if (key === "second") queue.stop();
+        return undefined;
+      },
+      () => {},
+      (key, waitedMs) => waits.set(key, waitedMs),
+    );
+    queue.add("first");
+    queue.add("second");
+    await running;
+    expect(waits.get("first")).toBeLessThan(5);
+    expect(waits.get("second")).toBeGreaterThanOrEqual(25);
+  });
+
   it("retries a failing key with backoff until it succeeds", async () => {
     const queue = new WorkQueue();
     const errors: string[] = [];

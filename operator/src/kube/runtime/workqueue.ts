@@ -32,9 +32,17 @@ export type Outcome = "success" | "requeue" | "error" | "terminal";
 /** Called after every reconcile with its key, outcome, duration in milliseconds and error, if any. */
 export type ReconcileObserver = (key: string, outcome: Outcome, durationMs: number, error?: unknown) => void;
 
+/**
+ * Called when a worker takes `key`, with how long it waited in the queue since it was added, in
+ * milliseconds (client-go's workqueue_queue_duration_seconds; a delayed add counts from its due time).
+ */
+export type QueueWaitObserver = (key: string, waitedMs: number) => void;
+
 export class WorkQueue {
   private readonly queue: string[] = [];
   private readonly queued = new Set<string>();
+  /** When each queued key was added (performance.now()), for the queue-wait observer. */
+  private readonly addedAt = new Map<string, number>();
   private readonly processing = new Set<string>();
   private readonly dirtyWhileProcessing = new Set<string>();
   private readonly limiter: ControllerRateLimiter;
@@ -58,6 +66,7 @@ export class WorkQueue {
     }
     if (this.queued.has(key)) return;
     this.queued.add(key);
+    this.addedAt.set(key, performance.now());
     this.queue.push(key);
     this.waiters.shift()?.();
   }
@@ -98,14 +107,21 @@ export class WorkQueue {
   /**
    * Runs `workers` loops calling `reconcile` until stop(). Each outcome goes to `observe`; thrown errors
    * are retried through the rate limiter (within the {@link RetryCap}'s cap for the errors it caps)
-   * unless they are {@link TerminalError}s.
+   * unless they are {@link TerminalError}s; `waited` is told each key's time in the queue.
    */
-  async run(workers: number, reconcile: Reconcile, observe: ReconcileObserver): Promise<void> {
+  async run(
+    workers: number,
+    reconcile: Reconcile,
+    observe: ReconcileObserver,
+    waited?: QueueWaitObserver,
+  ): Promise<void> {
     const loop = async () => {
       for (;;) {
         const key = await this.next();
         if (key === undefined) return;
         const started = performance.now();
+        waited?.(key, started - (this.addedAt.get(key) ?? started));
+        this.addedAt.delete(key);
         try {
           const result = await reconcile(key);
           this.forget(key);
