@@ -88,6 +88,13 @@ module.exports = {
       to: { path: "^operator/src/", pathNot: "^operator/src/api/agent-protocol\\.ts$" },
     },
     {
+      name: "examples-stand-alone",
+      comment: "An example is copied out of the repo: it imports nothing of it, only its own npm packages.",
+      severity: "error",
+      from: { path: "^examples/" },
+      to: { path: "^(operator|agent-image|provider-images|test)/" },
+    },
+    {
       name: "no-circular",
       severity: "error",
       from: {},

@@ -47,6 +47,7 @@ export default defineConfig({
             "provider-images/*/src/**/*.test.ts",
             "test/fakes/src/**/*.test.ts",
             "test/cluster/src/**/*.test.ts",
+            "examples/*/src/**/*.test.ts",
             // The fault campaign's pure parts; its run is a cluster file.
             "test/chaos/schedule.test.ts",
             "test/chaos/invariants.test.ts",

@@ -1,6 +1,7 @@
 /**
  * The dependency rules of DESIGN §3 (.dependency-cruiser.cjs) hold for the whole tree: core is plain
- * TypeScript, nothing imports controllers or the gateway, providers use only their SDK. And the
+ * TypeScript, nothing imports controllers or the gateway, providers use only their SDK, examples
+ * import nothing of the repo. And the
  * operator chooses every patch type explicitly and never uses strategic merge (client-node's default,
  * refused with 415 on custom resources): the API server's audit log does not record a
  * request's Content-Type, so this is checked on the operator's source, call by call.
@@ -23,6 +24,7 @@ describe("architecture", () => {
           "operator/src",
           "agent-image/src",
           "provider-images",
+          "examples",
           "--config",
           ".dependency-cruiser.cjs",
           "--output-type",

@@ -1,5 +1,5 @@
 /**
- * The four images checked without a container engine: each Dockerfile is parsed with
+ * The five images checked without a container engine: each Dockerfile is parsed with
  * dockerfile-ast, its stages' files are worked out from the build context (after .dockerignore) and the
  * workspaces `npm ci` installs (test/images/image-files.ts), and the entrypoint is started locally with
  * `--help`. Checked for each: node:24-slim in every stage; a numeric non-root USER and
@@ -42,6 +42,11 @@ const IMAGES = [
     dockerfile: "provider-images/erp/Dockerfile",
     workspace: "provider-images/erp",
     variables: ["ERP_URL", "PORT", "GATEHOUSE_JWKS_URL", "GATEHOUSE_GRANT_AUDIENCE"],
+  },
+  {
+    dockerfile: "examples/mcp-agent/Dockerfile",
+    workspace: "examples/mcp-agent",
+    variables: ["GATEHOUSE_GATEWAY_URL", "GATEHOUSE_MCP_URL", "GATEHOUSE_TOKEN_FILE", "OPENAI_BASE_URL"],
   },
 ];
 

@@ -1,8 +1,8 @@
 /**
  * The images of the repository as the Dagger pipeline builds them: the operator (root
- * `Dockerfile`), the agent (`agent-image/Dockerfile`) and one per provider
- * (`provider-images/<p>/Dockerfile`), each built from the repository root as its context, as the
- * comments of `.dockerignore` say.
+ * `Dockerfile`), the agent (`agent-image/Dockerfile`), one per provider
+ * (`provider-images/<p>/Dockerfile`) and the example MCP agent (`examples/mcp-agent/Dockerfile`), each
+ * built from the repository root as its context, as the comments of `.dockerignore` say.
  */
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -17,7 +17,8 @@ export interface ImageSpec {
 /**
  * The images whose Dockerfiles exist under `repoRoot`: `gatehouse/operator:dev`, `gatehouse/agent:dev`,
  * then `gatehouse/provider-<p>:dev` for each `provider-images/<p>/Dockerfile` in name order (the SDK
- * has none: it is a library). Pure apart from reading the folder.
+ * has none: it is a library), then `gatehouse/example-mcp-agent:dev`, the image the local cluster's
+ * engines ConfigMap lists for `spec.engine: external`. Pure apart from reading the folder.
  */
 export function imageSpecs(repoRoot: string): ImageSpec[] {
   const specs: ImageSpec[] = [];
@@ -38,6 +39,9 @@ export function imageSpecs(repoRoot: string): ImageSpec[] {
       name: `gatehouse/provider-${provider}:dev`,
       dockerfile: `provider-images/${provider}/Dockerfile`,
     });
+  }
+  if (existsSync(join(repoRoot, "examples/mcp-agent/Dockerfile"))) {
+    specs.push({ name: "gatehouse/example-mcp-agent:dev", dockerfile: "examples/mcp-agent/Dockerfile" });
   }
   return specs;
 }

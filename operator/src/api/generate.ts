@@ -56,9 +56,9 @@ export const LOCAL_WATCH_NAMESPACES: readonly string[] = [];
 export const LOCAL_ALLOWED_ENGINES: readonly string[] = ENGINES;
 
 /**
- * The agent images external sessions may name on the local cluster: the name the MCP-client example
- * agent is to run under in the local node's image map (not registered yet: a pod of it waits with
- * ImageNotInMap). The chart's default allows none.
+ * The agent images external sessions may name on the local cluster: the MCP-client example agent
+ * (examples/mcp-agent), which the local node's image map runs under this name. The chart's default
+ * allows none.
  */
 export const LOCAL_EXTERNAL_IMAGES: readonly string[] = ["gatehouse/example-mcp-agent:dev"];
 

@@ -25,6 +25,8 @@ export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/sleeper:dev": ["sleep", "infinity"],
   // The MCP endpoint's tests: sleeps, or answers its session over MCP and exits (mcp-agent.ts).
   "gatehouse/mcp-agent:dev": ["node", "test/cluster/images/mcp-agent.ts"],
+  // The example agent of spec.engine external (examples/mcp-agent): the image deploy/engines.yaml lists.
+  "gatehouse/example-mcp-agent:dev": ["node", "examples/mcp-agent/src/main.ts"],
 };
 
 /**
