@@ -77,9 +77,9 @@ export async function answerConcurrentProposal(
 }
 
 /**
- * The answer to a write proposed again while an identical earlier one is unsettled, waiting on its
- * Approval, or resolved by a person: nothing new is created or sent; the answer names the earlier
- * record. Audited as `invoke.reproposed`.
+ * The answer to an action proposed again while an identical earlier one is unsettled, waiting on its
+ * Approval, succeeded or resolved by a person (`effect`: the capability's, which words the answer):
+ * nothing new is created or sent; the answer names the earlier record. Audited as `invoke.reproposed`.
  */
 export async function answerReproposal(
   call: InvokeCall,
@@ -87,6 +87,7 @@ export async function answerReproposal(
   facts: JsonObject,
   audit: (kind: string, outcome: AuditOutcome, payload: JsonObject) => Promise<unknown>,
   maxResultBytes: number,
+  effect: string,
 ): Promise<InvokeResult> {
   let answer: InvokeAnswer;
   let payload: JsonObject;
@@ -106,7 +107,7 @@ export async function answerReproposal(
       earlier.kind === "resolved"
         ? resolvedAnswer(execution)
         : earlier.kind === "succeeded"
-          ? alreadySucceededAnswer(execution, maxResultBytes)
+          ? alreadySucceededAnswer(execution, maxResultBytes, effect)
           : unsettledAnswer(execution);
     payload = {
       rule: RULE_OF_REPROPOSAL[earlier.kind],

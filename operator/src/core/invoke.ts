@@ -46,7 +46,12 @@ import {
 import { auditor, identityDigestOf, settleBudget, unstorableField } from "./invoke-records.ts";
 import { decidePolicy, limitDecision } from "./policy.ts";
 import type { CoreDeps, SessionContext } from "./ports.ts";
-import { checksReproposals, classifyReproposal, previouslyFailedMessage } from "./reproposal.ts";
+import {
+  checksReproposals,
+  classifyReproposal,
+  previouslyFailedMessage,
+  type Reproposal,
+} from "./reproposal.ts";
 import { capabilityIdOf } from "./tool-names.ts";
 
 const BEFORE_DECISION = failpointSite("invoke.before-decision");
@@ -66,7 +71,8 @@ export { defaultCoreConfig } from "./ports.ts";
  *  4. strict I-JSON + schema validation → `invalid_arguments` (audited, nothing else);
  *  4b. a write proposed again identically (same session, capability, arguments; any turn) is decided
  *     by the earlier one (core/reproposal.ts): unsettled → answered from it, open Approval → wait on
- *     it, failed for good → refused, never sent → runs again under the same idempotency key;
+ *     it, failed for good → refused, never sent → runs again under the same idempotency key; a read
+ *     or draft is, by its approved predecessors, once step 6 finds it needs approval;
  *  5. identity binding when the provider requires it;
  *  6. policy (strictest rule wins; maxTurns; a rejected identical action is refused), then the
  *     session's budget: a tool call, and a write for a write capability, reserved in the ledger before
@@ -211,22 +217,27 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
   const digest = checked.digest;
   const facts: JsonObject = { capability: capability.id, argumentsDigest: digest };
 
-  // 4b. Re-proposals: an identical earlier write decides (core/reproposal.ts).
+  // 4b. Re-proposals: an identical earlier write decides (core/reproposal.ts); a read or draft that
+  // needs approval is decided by what people approved of it, once its policy says so (step 6).
+  const answerEarlier = async (earlier: Reproposal): Promise<InvokeResult | undefined> => {
+    if (earlier.kind === "failed") {
+      return deny(ToolCallReason.PreviouslyFailed, previouslyFailedMessage(earlier.execution), "forbidden", {
+        ...facts,
+        earlierExecution: earlier.execution.id,
+      });
+    }
+    if (earlier.kind === "unsettled" && earlier.execution.id === identity.executionId) {
+      // This very call, claimed by a concurrent copy of it after step 2 looked: a repeat of it, which
+      // waits for its outcome — not a re-proposal answered "unknown".
+      return answerRepeat(deps, call, earlier.execution, audit);
+    }
+    if (earlier.kind === "new" || earlier.kind === "rerun") return undefined;
+    const effect = String(capability.effect);
+    return answerReproposal(call, earlier, facts, audit, deps.config.maxResultBytes, effect);
+  };
   const earlier = await classifyReproposal(deps, session, capability, digest);
-  if (earlier.kind === "failed") {
-    return deny(ToolCallReason.PreviouslyFailed, previouslyFailedMessage(earlier.execution), "forbidden", {
-      ...facts,
-      earlierExecution: earlier.execution.id,
-    });
-  }
-  if (earlier.kind === "unsettled" && earlier.execution.id === identity.executionId) {
-    // This very call, claimed by a concurrent copy of it after step 2 looked: a repeat of it, which
-    // waits for its outcome — not a re-proposal answered "unknown".
-    return answerRepeat(deps, call, earlier.execution, audit);
-  }
-  if (earlier.kind !== "new" && earlier.kind !== "rerun") {
-    return answerReproposal(call, earlier, facts, audit, deps.config.maxResultBytes);
-  }
+  const answeredByEarlier = await answerEarlier(earlier);
+  if (answeredByEarlier) return answeredByEarlier;
   // A write runs under its action's key, so identical proposals racing each other claim one row; a
   // never-sent failure runs again under its own key (rows claimed before action keys have theirs).
   const idempotencyKey =
@@ -283,6 +294,12 @@ async function decide(deps: CoreDeps, session: SessionContext, call: InvokeCall)
       "forbidden",
       { ...facts, rejectedApproval: rejected.name },
     );
+  }
+  if (decision.verdict === "approval" && !checksReproposals(capability)) {
+    // A read or draft that needs approval: what a person approved of it answers (core/reproposal.ts).
+    const approved = await classifyReproposal(deps, session, capability, digest, "approved");
+    const answered = await answerEarlier(approved);
+    if (answered) return answered;
   }
   if (decision.verdict === "approval" && checked.canonical.length > MAX_APPROVAL_ARGUMENTS_LENGTH) {
     // An Approval carries the arguments in its spec, which holds at most this many characters.

@@ -303,7 +303,7 @@ describe("a write proposed again after it succeeded", () => {
   });
 });
 
-describe("reads and drafts proposed again", () => {
+describe("reads and drafts their policy lets run alone, proposed again", () => {
   it("run again even after an unknown outcome: repeating them changes nothing", async () => {
     const read = testCapability({ id: "aps.schedule.read", effect: "read", inputSchema: schema });
     const world = worldWith(read);

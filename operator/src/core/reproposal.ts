@@ -1,10 +1,12 @@
 /**
- * Re-proposals (DESIGN §4 step 4b): a write proposed again identically in the same session — same
- * capability and canonical arguments digest, any turn or position — never causes a second business
- * effect. The session's earlier executions and Approvals of that action decide:
- *   1. an execution still `started` or `unknown` → answer from that record (what a person must
+ * Re-proposals (DESIGN §4 step 4b): an action proposed again identically in the same session — same
+ * capability and canonical arguments digest, any turn or position — is decided by the session's
+ * earlier executions and Approvals of that action, so it never causes a second business effect nor a
+ * second Approval for one decision:
+ *   1. an Approval still Pending, Approved or Executing → wait on that Approval, not a second one
+ *      (also while its approved execution is running: the wait ends with the outcome);
+ *   2. an execution still `started` or `unknown` → answer from that record (what a person must
  *      check, its execution and Approval) and send nothing until a person resolves it;
- *   2. an Approval still Pending, Approved or Executing → wait on that Approval, not a second one;
  *   3. otherwise the latest execution decides:
  *      - failed, and not provably never sent (a final business error) → refused, naming it;
  *      - failed and never sent → may run again, under that execution's idempotency key;
@@ -13,7 +15,11 @@
  *        track, or an injected instruction asks for it) would otherwise make it twice; an action meant
  *        to happen again differs in its arguments, or runs in a new session;
  *   4. no earlier execution or open Approval → proposed anew.
- * Reads and drafts are exempt: repeating them changes nothing in the business system.
+ * Writes (every effect but read and draft) are checked before identity and policy. A read or draft is
+ * checked only when its policy requires approval, and only against what people approved — its earlier
+ * Approvals and the executions they dispatched, never a run without one: a repeat of an approved read
+ * (an MCP client calling again past the approval wait's bound) returns that run's result, so nothing
+ * runs without a person and nobody is asked twice; a read the policy lets run on its own runs each time.
  */
 import type { InvokeAnswer } from "../api/agent-protocol.ts";
 import { isOpenApprovalPhase } from "../api/status/approval.ts";
@@ -37,37 +43,52 @@ export type Reproposal =
   | { kind: "succeeded"; execution: ExecutionRecord }
   | { kind: "rerun"; execution: ExecutionRecord; idempotencyKey: string };
 
-/** Whether re-proposals of `capability` are checked: every effect but read and draft. */
+/** Whether re-proposals of `capability` are checked whatever its policy: every effect but read and draft. */
 export function checksReproposals(capability: Pick<ResolvedCapability, "effect">): boolean {
   return capability.effect !== "read" && capability.effect !== "draft";
 }
 
+/** What a re-proposal is classified by: every record of the action, or only what people approved. */
+export type ReproposalScope = "action" | "approved";
+
 /**
  * Classifies a proposal of `capability` with arguments digest `argumentsDigest` by the session's
- * earlier executions and Approvals of the same action (rules in the file comment). Pure apart from
- * the two lookups. Errors: the stores'.
+ * earlier executions and Approvals of the same action (rules in the file comment); `scope` "approved"
+ * (a read or draft that needs approval) counts only Approvals a session's call proposed and the
+ * executions they dispatched. Pure apart from the two lookups. Errors: the stores'.
  */
 export async function classifyReproposal(
   deps: Pick<CoreDeps, "executions" | "approvals">,
   session: Pick<SessionContext, "namespace" | "uid">,
   capability: Pick<ResolvedCapability, "id" | "name" | "effect">,
   argumentsDigest: string,
+  scope: ReproposalScope = "action",
 ): Promise<Reproposal> {
-  if (!checksReproposals(capability)) return { kind: "new" };
-  const executions = await deps.executions.findByAction({
+  if (scope === "action" && !checksReproposals(capability)) return { kind: "new" };
+  const all = await deps.executions.findByAction({
     sessionUid: session.uid,
     capability: capability.id,
     argumentsDigest,
   });
-  const unsettled = executions.findLast((e) => e.state === "started" || e.state === "unknown");
-  if (unsettled) return { kind: "unsettled", execution: unsettled };
+  // An Auto run and the record Approval made for its unknown outcome were no person's decision.
+  const unapproved = new Set(all.filter((e) => e.approvalName === undefined).map((e) => e.id));
+  const executions = scope === "approved" ? all.filter((e) => !unapproved.has(e.id)) : all;
   const approvals = await deps.approvals.findByAction({
     namespace: session.namespace,
     sessionUid: session.uid,
     capability: capability.name,
     argumentsDigest,
   });
-  const open = approvals.find((a) => a.ownedBySession && isOpenApprovalPhase(a.phase));
+  const open = approvals.find(
+    (a) =>
+      a.ownedBySession &&
+      isOpenApprovalPhase(a.phase) &&
+      (scope === "action" || !unapproved.has(a.identity.executionId)),
+  );
+  const unsettled = executions.findLast((e) => e.state === "started" || e.state === "unknown");
+  // An approved execution still running is waited on through its Approval: the wait ends with its outcome.
+  const dispatching = unsettled?.state === "started" && open && unsettled.approvalName === open.name;
+  if (unsettled && !dispatching) return { kind: "unsettled", execution: unsettled };
   if (open) return { kind: "approval_open", approval: open };
   let latest = executions.at(-1);
   if (!latest) return { kind: "new" };
@@ -139,16 +160,26 @@ export function resolvedAnswer(execution: ExecutionRecord): InvokeAnswer {
 
 /**
  * The answer to a re-proposal of an action that already succeeded in this session: its receipt, as
- * the model was given it, and that nothing was sent again.
+ * the model was given it, and that nothing was sent again — for a read or draft, that a person
+ * approved it once and this is the result of that run.
  */
-export function alreadySucceededAnswer(execution: ExecutionRecord, maxResultBytes: number): InvokeAnswer {
+export function alreadySucceededAnswer(
+  execution: ExecutionRecord,
+  maxResultBytes: number,
+  effect = "write",
+): InvokeAnswer {
   const earlier = answerFromExecution(execution, maxResultBytes);
+  const approved = effect === "read" || effect === "draft";
   return {
     status: "succeeded",
-    content:
-      `This exact action already succeeded in this session (execution ${execution.id}) and is not sent ` +
-      `again; to do it once more, the user must ask for it in a new session. Its result was: ${earlier.content}`,
+    content: approved
+      ? `This exact ${effect} was approved (Approval ${resolutionApprovalOf(execution)}) and ran in this ` +
+        `session (execution ${execution.id}); it is not run again nor approved twice, so this is the ` +
+        `result of that run; for a fresh one, the user asks for it in a new session. Its result was: ${earlier.content}`
+      : `This exact action already succeeded in this session (execution ${execution.id}) and is not sent ` +
+        `again; to do it once more, the user must ask for it in a new session. Its result was: ${earlier.content}`,
     executionId: execution.id,
+    ...(approved ? { approval: { name: resolutionApprovalOf(execution) } } : {}),
   };
 }
 

@@ -112,8 +112,8 @@ export type PolicyReason = (typeof POLICY_REASONS)[number];
 const REPROPOSED = "audit `invoke.reproposed`, `rule`";
 
 /**
- * How a write proposed again identically (same session, capability and arguments) is answered
- * (core/reproposal.ts, DESIGN §4 step 4b).
+ * How an action proposed again identically (same session, capability and arguments) is answered — a
+ * write always, a read or draft when it needs approval (core/reproposal.ts, DESIGN §4 step 4b).
  */
 export const REPROPOSAL_RULES = {
   OutcomeUnsettled: {
