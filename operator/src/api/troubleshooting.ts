@@ -83,7 +83,7 @@ function section(vocabulary: Vocabulary): string {
 /** The generated text between the markers. */
 export function troubleshootingTables(): string {
   const reproposals = [
-    "A write proposed again identically (same session, capability and arguments) is answered from the earlier record by one of these rules (core/reproposal.ts):",
+    "A write proposed again identically (same session, capability and arguments), or a read or draft that needs approval (then by what people approved of it only), is answered from the earlier record by one of these rules (core/reproposal.ts):",
     markdownTable(["rule", "where", "what it means"], reasonRows(REPROPOSAL_RULES)),
   ].join("\n\n");
   return [...VOCABULARIES.map(section), reproposals].join("\n\n");
