@@ -70,10 +70,8 @@ const codex: EngineEntry = {
   runs: "subprocess",
   start: startCodexForConformance,
   knownFailures: {
-    "answers a call cut off mid-arguments with an error, runs nothing, and lets the model correct it":
-      "Codex answers a call whose arguments are not JSON itself (its parse error) without asking the client: Core still refuses and audits it, and the transcript keeps Core's answer, but the model reads Codex's",
     "classifies a model 4xx as final and does not ask again":
-      "Codex reports a refused request by its body alone, without the HTTP status: the run ends final with the kind of the body's error type, but its message cannot name the status",
+      "Codex 0.169.0 reports a request the endpoint refused (a 4xx but 429) as the turn's error with codexErrorInfo \"other\" and the response body as its message: the protocol carries an httpStatusCode only on its connection and stream failures. The run ends final, of the kind of the body's OpenAI error type, but nothing names the status",
   },
 };
 

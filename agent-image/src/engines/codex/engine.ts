@@ -13,7 +13,10 @@
  *     answer of the session, so its items are skipped (and no `compaction` event is reported);
  *   - Codex's own retries take failed model requests (config-files.ts); a turn that failed for good
  *     ends the run with an error of the shared kinds (errors.ts); a Codex that exits ends it with its
- *     exit code and stderr tail.
+ *     exit code and stderr tail;
+ *   - a turn Codex fails after the model's answer came whole with each call answered (an answer cut
+ *     off at the token limit, whose arguments Codex could not parse and answered itself) is recorded
+ *     as any answer and continued in a new thread, so the model reads Core's answers, not Codex's.
  */
 import type { Logger } from "pino";
 import {
@@ -146,7 +149,21 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       yield { type: "error", kind: "limit_exceeded", message: `the session reached maxTurns (${maxTurns})` };
       return;
     }
+    // A thread that ends with the model's calls answered but the turn failed goes on in a new thread.
+    for (let input = text; (yield* runThread(input, signal)) === "continue"; input = undefined);
+  }
 
+  /**
+   * One Codex thread: the transcript, then a turn with `text` (or none, to continue). Ends "continue"
+   * when Codex failed the turn after the model's answer was whole and each of its calls answered:
+   * Codex refuses an answer cut off at the token limit (`Incomplete response returned`) after
+   * answering a call whose arguments it cannot parse itself. The answer is recorded as any other, and
+   * the model is asked next from the transcript, which holds Core's answers, as a resumed session is.
+   */
+  async function* runThread(
+    text: string | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<RuntimeEvent, "done" | "continue"> {
     const inbox = new Inbox<Received>();
     const started = ThreadStarted.parse(
       await host.request(
@@ -205,6 +222,37 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       // Codex is compacting the thread: the summary it asks the model for is no answer of the session.
       let compacting = false;
 
+      /** Records the model answer received, yields its turn_end; true when a limit ends the run. */
+      async function* endAnswer(usage: { inputTokens: number; outputTokens: number }) {
+        const turn = state.turn;
+        const made = calls.length;
+        transcript.push({ role: "assistant", turn, text: answerText, calls });
+        recordResults(turn, calls, answers);
+        yield {
+          type: "turn_end",
+          turn,
+          text: answerText,
+          toolCalls: made,
+          final: made === 0,
+          usage,
+        } as const;
+        state.turn += 1;
+        state.toolCalls += made;
+        answerText = "";
+        calls = [];
+        const limit =
+          made === 0
+            ? undefined
+            : state.turn >= maxTurns
+              ? `maxTurns (${maxTurns})`
+              : state.toolCalls >= maxToolCalls
+                ? `maxToolCalls (${maxToolCalls})`
+                : undefined;
+        if (limit)
+          yield { type: "error", kind: "limit_exceeded", message: `the session reached ${limit}` } as const;
+        return limit !== undefined;
+      }
+
       for (;;) {
         const received = await inbox.next(waiting);
         if (received.kind === "declined") {
@@ -253,51 +301,29 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
           }
         } else if (notification.method === "rawResponse/completed") {
           const usage = notification.params.usage;
-          const turn = state.turn;
-          transcript.push({ role: "assistant", turn, text: answerText, calls });
-          recordResults(turn, calls, answers);
-          yield {
-            type: "turn_end",
-            turn,
-            text: answerText,
-            toolCalls: calls.length,
-            final: calls.length === 0,
-            usage: { inputTokens: usage?.inputTokens ?? 0, outputTokens: usage?.outputTokens ?? 0 },
-          };
-          state.turn += 1;
-          state.toolCalls += calls.length;
-          const made = calls.length;
-          answerText = "";
-          calls = [];
-          if (made > 0 && state.turn >= maxTurns) {
-            yield {
-              type: "error",
-              kind: "limit_exceeded",
-              message: `the session reached maxTurns (${maxTurns})`,
-            };
-            return;
-          }
-          if (made > 0 && state.toolCalls >= maxToolCalls) {
-            yield {
-              type: "error",
-              kind: "limit_exceeded",
-              message: `the session reached maxToolCalls (${maxToolCalls})`,
-            };
-            return;
-          }
+          if (
+            yield* endAnswer({ inputTokens: usage?.inputTokens ?? 0, outputTokens: usage?.outputTokens ?? 0 })
+          )
+            return "done";
         } else if (notification.method === "error") {
           if (!notification.params.willRetry) lastError = notification.params.error;
         } else if (notification.method === "turn/completed") {
           finished = true;
           const { status, error } = notification.params.turn;
-          if (status === "completed") return;
-          const failure = error ?? lastError;
-          if (failure) {
-            yield turnFailure(failure);
-            return;
+          if (status === "completed") return "done";
+          if (status === "failed" && calls.length > 0 && calls.every((call) => answers.has(call.callId))) {
+            logger.info(
+              { turn: state.turn, error: (error ?? lastError)?.message },
+              "codex failed a turn whose calls are answered: continuing",
+            );
+            // Codex reports no usage of an answer it refused (the model proxy meters it all the same).
+            return (yield* endAnswer({ inputTokens: 0, outputTokens: 0 })) ? "done" : "continue";
           }
-          yield { type: "error", kind: "internal", message: `codex ended the turn ${status}` };
-          return;
+          const failure = error ?? lastError;
+          yield failure
+            ? turnFailure(failure)
+            : { type: "error", kind: "internal", message: `codex ended the turn ${status}` };
+          return "done";
         }
       }
     } catch (error) {
