@@ -20,6 +20,13 @@ export interface PlayedCall {
   id: string;
   name: string;
   arguments: string;
+  /** The namespace tool it belongs to (Responses only). */
+  namespace?: string;
+}
+
+/** How the offered tools name a tool inside a namespace tool (responses-request.ts offeredTools). */
+export function qualifiedToolName(namespace: string, tool: string): string {
+  return `${namespace}/${tool}`;
 }
 
 /**
@@ -121,16 +128,18 @@ export function play(
     if (!reply) throw new ScriptError(400, `step ${view.step}: no alternative of choose holds`);
   }
   let calls = (reply.call ?? []).map((call, index): PlayedCall => {
-    if (!offeredTools.has(call.tool)) {
+    const offered = call.namespace === undefined ? call.tool : qualifiedToolName(call.namespace, call.tool);
+    if (!offeredTools.has(offered)) {
       throw new ScriptError(
         400,
-        `step ${view.step}: the script calls ${call.tool}, which the request does not offer`,
+        `step ${view.step}: the script calls ${offered}, which the request does not offer`,
       );
     }
     return {
       id: call.id ?? `call_${view.step}_${index}`,
       name: call.tool,
       arguments: JSON.stringify(fill(call.arguments, view)),
+      ...(call.namespace === undefined ? {} : { namespace: call.namespace }),
     };
   });
   let finishReason: PlayedAnswer["finishReason"] = calls.length > 0 ? "tool_calls" : "stop";

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { ChatMessage } from "./conversation.ts";
+import { qualifiedToolName } from "./play.ts";
 
 const Part = z.looseObject({ type: z.string(), text: z.string().optional() });
 const Content = z.union([z.string(), z.array(Part), z.null()]);
@@ -40,12 +41,18 @@ export const ResponsesRequest = z.looseObject({
 });
 export type ResponsesRequest = z.infer<typeof ResponsesRequest>;
 
-/** Names of the tools a request offers: functions and custom tools, top-level or in a namespace. */
+/**
+ * Names of the tools a request offers: functions and custom tools, top-level or in a namespace (there
+ * by their name and by `<namespace>/<name>`).
+ */
 export function offeredTools(request: ResponsesRequest): Set<string> {
   const names = new Set<string>();
   for (const tool of request.tools ?? []) {
     for (const each of tool.type === "namespace" ? (tool.tools ?? []) : [tool]) {
-      if ((each.type === "function" || each.type === "custom") && each.name) names.add(each.name);
+      if ((each.type === "function" || each.type === "custom") && each.name) {
+        names.add(each.name);
+        if (tool.type === "namespace" && tool.name) names.add(qualifiedToolName(tool.name, each.name));
+      }
     }
   }
   return names;

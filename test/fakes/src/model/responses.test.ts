@@ -6,6 +6,7 @@
 import OpenAI from "openai";
 import type {
   FunctionTool,
+  NamespaceTool,
   ResponseFunctionToolCall,
   ResponseInputItem,
   ResponseStreamEvent,
@@ -241,5 +242,36 @@ describe("the scripted model on the Responses API", () => {
     }
     expect(text).toBe("Nothing to change; the plan stands.");
     expect(usage?.output_tokens).toBeGreaterThan(0);
+  });
+
+  it("calls a tool of a namespace tool with its namespace, as Codex offers an MCP server's tools", async () => {
+    const inner = ["ct_stock_read", "ct_order_place"].map(
+      (name): FunctionTool => ({ type: "function", name, parameters: { type: "object" }, strict: false }),
+    );
+    const namespaced: NamespaceTool = {
+      type: "namespace",
+      name: "mcp__gatehouse",
+      description: "Tools in the mcp__gatehouse namespace.",
+      tools: inner.map(({ name, parameters }) => ({ type: "function", name, parameters })),
+    };
+    const input: ResponseInputItem[] = [{ role: "user", content: "Check the stock." }];
+    const response = await client.responses.create({
+      model: "scripted/codex-mcp",
+      input,
+      tools: [namespaced],
+    });
+    expect(callsOf(response.output)[0]).toMatchObject({
+      name: "ct_stock_read",
+      namespace: "mcp__gatehouse",
+      arguments: '{"sku":"CX-1"}',
+    });
+    // The same tools offered outside the namespace are not the ones the script calls.
+    const error = await client.responses
+      .create({ model: "scripted/codex-mcp", input, tools: inner })
+      .catch((e) => e);
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+    expect((error as InstanceType<typeof OpenAI.APIError>).message).toContain(
+      "mcp__gatehouse/ct_stock_read, which the request does not offer",
+    );
   });
 });

@@ -59,6 +59,7 @@ export function outputItems(meta: CompletionMeta, answer: PlayedAnswer): Respons
       call_id: call.id,
       name: call.name,
       arguments: call.arguments,
+      ...(call.namespace === undefined ? {} : { namespace: call.namespace }),
     }),
   );
   return [...(answer.text === null ? [] : [message(meta, answer.text)]), ...calls];

@@ -10,6 +10,7 @@
  *       - tool: aps_schedule_read        # must be one of the request's tools
  *         arguments: { planId: plan-2026-w49 }   # serialized as a JSON string
  *         id: read_a                     # optional; default call_<step>_<index> (reuse ids on purpose to test)
+ *         namespace: mcp__gatehouse      # optional, Responses only: a tool of that namespace tool
  *     say: optional text sent alongside the calls
  *   - wait: previous                     # played only once every call of the latest tool-calling
  *                                        # assistant message has its tool message; or name them:
@@ -73,6 +74,8 @@ export const ScriptedCall = z.strictObject({
   tool: z.string().min(1),
   arguments: z.record(z.string(), z.unknown()).default({}),
   id: z.string().min(1).optional(),
+  /** A tool inside the request's `namespace` tool of this name (the Responses API's tool groups). */
+  namespace: z.string().min(1).optional(),
 });
 export type ScriptedCall = z.infer<typeof ScriptedCall>;
 
