@@ -72,7 +72,7 @@ export function httpProviderClient(endpointOf: EndpointLookup, grants: GrantSign
         };
       let signed: { body: string; grant: string };
       try {
-        signed = await grants.signInvoke(provider, request);
+        signed = await grants.signInvoke(provider, request, sessionUid);
       } catch (error) {
         return unsignedGrant(provider, error);
       }
@@ -136,7 +136,7 @@ export function httpProviderClient(endpointOf: EndpointLookup, grants: GrantSign
         };
       let grant: string;
       try {
-        grant = await grants.signStatus(provider, idempotencyKey);
+        grant = await grants.signStatus(provider, idempotencyKey, sessionUid);
       } catch (error) {
         return unsignedGrant(provider, error);
       }
@@ -165,7 +165,7 @@ export function httpProviderClient(endpointOf: EndpointLookup, grants: GrantSign
       if (!endpoint) return { kind: "unavailable", message: `${where} has no ready endpoint.` };
       let grant: string;
       try {
-        grant = await grants.signTarget(provider, kind, id);
+        grant = await grants.signTarget(provider, kind, id, sessionUid);
       } catch (error) {
         return { kind: "unavailable", message: unsignedGrant(provider, error).message };
       }

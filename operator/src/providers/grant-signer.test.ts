@@ -63,6 +63,18 @@ describe("grantSigner", () => {
     expect(claims.jti).toMatch(new RegExp(`^${request.executionId}\\.[A-Za-z0-9_-]{16}$`));
   });
 
+  it("names the call's session (sid) in every grant: its sidecar admits it, another session's refuses it", async () => {
+    const { body, grant } = await signer().signInvoke(PROVIDER, request, "uid-a");
+    expect(decodeJwt(grant).sid).toBe("uid-a");
+    expect(decodeJwt(await signer().signStatus(PROVIDER, "k", "uid-a")).sid).toBe("uid-a");
+    expect(decodeJwt(await signer().signTarget(PROVIDER, "plan", "p-1", "uid-a")).sid).toBe("uid-a");
+    const parsed = JSON.parse(body) as InvokeRequest;
+    const call = { route: "invoke", body: parsed, request: parsed } as const;
+    const sidecarOf = (session: string) => jwksGrantVerifier({ jwksUrl, audience: "plant-a/aps", session });
+    await expect(sidecarOf("uid-b")(grant, call)).rejects.toThrow(/not for this sidecar's session uid-b/);
+    await expect(sidecarOf("uid-a")(grant, call)).resolves.toBeUndefined();
+  });
+
   it("gives every call of the same execution its own jti, so a retry is not a replay", async () => {
     const first = decodeJwt((await signer().signInvoke(PROVIDER, request)).grant);
     const retry = decodeJwt((await signer().signInvoke(PROVIDER, request)).grant);

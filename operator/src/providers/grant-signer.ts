@@ -9,6 +9,8 @@
  *   the exact JSON body sent — the body is serialized here, and the digest taken of that text parsed
  *   back, i.e. of what the provider will parse;
  * - status: `idempotencyKey`; target: `target` = `<kind>/<id>`. Neither has a body digest or a subject.
+ * Every grant of a call for a session names it (`sid`, the AgentSession uid): a Sidecar provider admits
+ * only its own session's grants, since every session's sidecar of a ProviderInstance shares the audience.
  */
 import { randomBytes } from "node:crypto";
 import {
@@ -23,14 +25,21 @@ import { SignJWT } from "jose";
 import type { ProviderRef } from "../core/ports.ts";
 import type { SigningKey } from "./grant-keys.ts";
 
-/** Signs grants; every method throws when no grant can be signed (the caller then sends nothing). */
+/**
+ * Signs grants; every method throws when no grant can be signed (the caller then sends nothing).
+ * `sessionUid`, the session the call is for, becomes the grant's `sid`.
+ */
 export interface GrantSigner {
   /** The JSON body of `POST /v1/invoke` for `request` and the grant for exactly that body. */
-  signInvoke(provider: ProviderRef, request: InvokeRequest): Promise<{ body: string; grant: string }>;
+  signInvoke(
+    provider: ProviderRef,
+    request: InvokeRequest,
+    sessionUid?: string,
+  ): Promise<{ body: string; grant: string }>;
   /** A grant for `GET /v1/executions/{idempotencyKey}`. */
-  signStatus(provider: ProviderRef, idempotencyKey: string): Promise<string>;
+  signStatus(provider: ProviderRef, idempotencyKey: string, sessionUid?: string): Promise<string>;
   /** A grant for `GET /v1/targets/{kind}/{id}`. */
-  signTarget(provider: ProviderRef, kind: string, id: string): Promise<string>;
+  signTarget(provider: ProviderRef, kind: string, id: string, sessionUid?: string): Promise<string>;
 }
 
 /** Options of {@link grantSigner}. */
@@ -59,7 +68,8 @@ export function grantSigner(options: GrantSignerOptions): GrantSigner {
   async function sign(
     provider: ProviderRef,
     jtiPrefix: string,
-    claims: Omit<GrantClaims, "iss" | "aud" | "jti" | "iat" | "exp">,
+    claims: Omit<GrantClaims, "iss" | "aud" | "jti" | "iat" | "exp" | "sid">,
+    sessionUid: string | undefined,
   ) {
     const { kid, privateKey } = await options.signingKey();
     const iat = nowSeconds();
@@ -70,22 +80,25 @@ export function grantSigner(options: GrantSignerOptions): GrantSigner {
       iat,
       exp: iat + ttl,
       ...claims,
+      ...(sessionUid !== undefined ? { sid: sessionUid } : {}),
     };
     return new SignJWT(payload).setProtectedHeader({ alg: "EdDSA", kid }).sign(privateKey);
   }
 
   return {
-    async signInvoke(provider, request) {
+    async signInvoke(provider, request, sessionUid) {
       const body = JSON.stringify(request);
-      const grant = await sign(provider, request.executionId, {
+      const claims = {
         sub: request.subject.user,
         cap: request.capability,
         idempotencyKey: request.idempotencyKey,
         argsDigest: canonicalDigest(JSON.parse(body)),
-      });
-      return { body, grant };
+      };
+      return { body, grant: await sign(provider, request.executionId, claims, sessionUid) };
     },
-    signStatus: (provider, idempotencyKey) => sign(provider, `status.${idempotencyKey}`, { idempotencyKey }),
-    signTarget: (provider, kind, id) => sign(provider, "target", { target: `${kind}/${id}` }),
+    signStatus: (provider, idempotencyKey, sessionUid) =>
+      sign(provider, `status.${idempotencyKey}`, { idempotencyKey }, sessionUid),
+    signTarget: (provider, kind, id, sessionUid) =>
+      sign(provider, "target", { target: `${kind}/${id}` }, sessionUid),
   };
 }

@@ -24,6 +24,11 @@ export const GRANT_ENVIRONMENT = {
   jwksUrl: "GATEHOUSE_JWKS_URL",
   /** This provider's audience, `<namespace>/<name>` of its ProviderInstance. */
   audience: "GATEHOUSE_GRANT_AUDIENCE",
+  /**
+   * A Sidecar provider's session: the uid of the AgentSession whose agent pod it runs in. Set on
+   * sidecars only; with it, a grant must name that session (`sid`).
+   */
+  session: "GATEHOUSE_GRANT_SESSION",
 } as const;
 
 /** The `aud` of grants for a ProviderInstance: `<namespace>/<name>`. */
@@ -42,6 +47,9 @@ const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
  *   body sent, `canonicalDigest`);
  * - status (`GET /v1/executions/{idempotencyKey}`): `idempotencyKey` only;
  * - target (`GET /v1/targets/{kind}/{id}`): `target` = `<kind>/<id>` only.
+ * And on every route `sid`, the uid of the AgentSession the call is for (the session id, as OpenID
+ * Connect names the claim): a Sidecar provider serves one session's pod, and every session's sidecar
+ * of a ProviderInstance shares its audience, so only `sid` tells them apart.
  * Unknown claims are allowed and ignored.
  */
 export const GrantClaims = z.object({
@@ -55,6 +63,7 @@ export const GrantClaims = z.object({
   idempotencyKey: z.string().min(1).max(128).optional(),
   argsDigest: Sha256Hex.optional(),
   target: z.string().min(1).max(320).optional(),
+  sid: z.string().min(1).max(128).optional(),
 });
 export type GrantClaims = z.infer<typeof GrantClaims>;
 

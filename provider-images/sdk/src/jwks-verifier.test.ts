@@ -305,6 +305,34 @@ describe("jwksGrantVerifier", () => {
   });
 });
 
+describe("a Sidecar provider's jwksGrantVerifier (given its session)", () => {
+  const SESSION = "0b7c-session-a";
+
+  it("accepts a grant for its session's call, on every route", async () => {
+    const verify = verifier({ session: SESSION });
+    const call = invokeCall(request("s1"));
+    const status: GrantedCall = { route: "status", idempotencyKey: "s1" };
+    expect(await refusal(verify, await grantFor(call, { sid: SESSION }), call)).toBeUndefined();
+    expect(await refusal(verify, await grantFor(status, { sid: SESSION }), status)).toBeUndefined();
+  });
+
+  it("refuses a grant for another session's call, and one naming no session", async () => {
+    const verify = verifier({ session: SESSION });
+    const call = invokeCall(request("s2"));
+    expect(await refusal(verify, await grantFor(call, { sid: "0b7c-session-b" }), call)).toEqual({
+      kind: "forbidden",
+      message: `the grant is for session "0b7c-session-b", not for this sidecar's session ${SESSION}`,
+    });
+    expect(await refusal(verify, await grantFor(call), call)).toMatchObject({
+      kind: "forbidden",
+      message: expect.stringContaining("the grant is for session null"),
+    });
+    // Refused before its jti is remembered: the session's own grant still works once.
+    const own = await grantFor(call, { sid: SESSION });
+    expect(await refusal(verify, own, call)).toBeUndefined();
+  });
+});
+
 describe("grantVerifierFromEnvironment", () => {
   it("builds a verifier from GATEHOUSE_JWKS_URL and GATEHOUSE_GRANT_AUDIENCE", async () => {
     const verify = grantVerifierFromEnvironment({
@@ -313,6 +341,19 @@ describe("grantVerifierFromEnvironment", () => {
     });
     const call = invokeCall(request("k19"));
     expect(await refusal(verify, await grantFor(call), call)).toBeUndefined();
+  });
+
+  it("binds a sidecar to the session GATEHOUSE_GRANT_SESSION names", async () => {
+    const verify = grantVerifierFromEnvironment({
+      GATEHOUSE_JWKS_URL: jwksUrl,
+      GATEHOUSE_GRANT_AUDIENCE: AUDIENCE,
+      GATEHOUSE_GRANT_SESSION: "0b7c-session-a",
+    });
+    const call = invokeCall(request("k20"));
+    expect((await refusal(verify, await grantFor(call, { sid: "0b7c-session-b" }), call))?.kind).toBe(
+      "forbidden",
+    );
+    expect(await refusal(verify, await grantFor(call, { sid: "0b7c-session-a" }), call)).toBeUndefined();
   });
 
   it("throws naming each missing variable", () => {

@@ -6,8 +6,10 @@
  * lacks refetches it, so a rotation is learnt within `jwksCooldownSeconds`); `iss`, `aud` (this
  * ProviderInstance), `exp` and `iat` present and `exp` not passed (RFC 7519 §4.1.4), `exp - iat` ≤ the
  * maximum lifetime; that the grant is for this route; the call's claims (`cap`, `idempotencyKey`,
- * `sub`, `argsDigest` = `canonicalDigest` of the body as received, or `target`); and last that its
- * `jti` was not used before. A `jti` is remembered only once the grant admitted a call, so a forged
+ * `sub`, `argsDigest` = `canonicalDigest` of the body as received, or `target`); for a Sidecar
+ * provider (given `session`), that `sid` names its session — every session's sidecar of one
+ * ProviderInstance shares the audience, so a grant for another session's call is refused; and last
+ * that its `jti` was not used before. A `jti` is remembered only once the grant admitted a call, so a forged
  * request cannot burn someone else's grant.
  *
  * Refusals are `GrantRefusal`s: `unauthenticated` (401) for a grant that is malformed or expired,
@@ -36,6 +38,8 @@ export interface JwksGrantVerifierOptions {
   jwksUrl: string | URL;
   /** This provider's audience, `<namespace>/<name>` of its ProviderInstance. */
   audience: string;
+  /** A Sidecar provider's session uid: grants must carry it as `sid`. Unset for a Shared provider. */
+  session?: string;
   /** Default `gatehouse`. */
   issuer?: string;
   /** Longest accepted `exp - iat` (default 60). */
@@ -236,6 +240,12 @@ export function jwksGrantVerifier(options: JwksGrantVerifierOptions): GrantVerif
       );
     }
     checkCall(claims, call);
+    if (options.session !== undefined && claims.sid !== options.session) {
+      throw new GrantRefusal(
+        "forbidden",
+        `the grant is for session ${JSON.stringify(claims.sid ?? null)}, not for this sidecar's session ${options.session}`,
+      );
+    }
     const nowSeconds = Math.floor(Date.now() / 1000);
     switch (used.remember(claims.jti, claims.exp + tolerance, nowSeconds)) {
       case "reused":
@@ -266,6 +276,11 @@ export const GrantEnvironment = z.object({
     .string({ error: "must be this provider's audience <namespace>/<name>" })
     .regex(/^[^/\s]+\/[^/\s]+$/, { error: "must be this provider's audience <namespace>/<name>" })
     .describe("this provider's grant audience <namespace>/<name> (required; set by the operator)"),
+  [GRANT_ENVIRONMENT.session]: z
+    .string()
+    .min(1, { error: "must be the session uid of the agent pod this sidecar runs in" })
+    .optional()
+    .describe("a Sidecar provider's session uid (set by the operator on sidecars only)"),
 });
 
 /** The grant variables are the operator's to set (the ProviderInstance controller), never the user's. */
@@ -275,18 +290,21 @@ const setByTheOperator: HowToSet = () =>
 /**
  * The verifier configured by the operator through the container's environment:
  * `GATEHOUSE_JWKS_URL` and `GATEHOUSE_GRANT_AUDIENCE` (set by the ProviderInstance controller on every
- * provider container). Throws an `EnvironmentError` with one line per missing or bad variable
+ * provider container), and on a sidecar `GATEHOUSE_GRANT_SESSION` (set by the AgentSession controller). Throws an `EnvironmentError` with one line per missing or bad variable
  * (`environment-problems.ts`), so a provider started without them refuses to start rather than accept
  * any caller.
  */
 export function grantVerifierFromEnvironment(
   env: Record<string, string | undefined>,
-  options: Omit<JwksGrantVerifierOptions, "jwksUrl" | "audience"> = {},
+  options: Omit<JwksGrantVerifierOptions, "jwksUrl" | "audience" | "session"> = {},
 ): GrantVerifier {
   const parsed = parseEnvironment(GrantEnvironment, env, setByTheOperator);
   return jwksGrantVerifier({
     ...options,
     jwksUrl: parsed[GRANT_ENVIRONMENT.jwksUrl],
     audience: parsed[GRANT_ENVIRONMENT.audience],
+    ...(parsed[GRANT_ENVIRONMENT.session] !== undefined
+      ? { session: parsed[GRANT_ENVIRONMENT.session] }
+      : {}),
   });
 }

@@ -48,7 +48,7 @@ export function planAgentPod(input: AgentSessionPlanInput, sidecarProviders: Pro
       gatewayUrl: settings.gatewayUrl,
       remainingSeconds: timeout - (now.getTime() - started) / 1000,
       resources: settings.agentResources,
-      sidecars: sidecarsFor(sidecarProviders, settings.gatewayUrl),
+      sidecars: sidecarsFor(sidecarProviders, settings.gatewayUrl, session.metadata.uid),
     },
     session.status?.resumes ?? 0,
     session.status?.continuations ?? 0,

@@ -98,7 +98,7 @@ describe("an agent pod with a Sidecar provider holding credentials", () => {
     gatewayUrl: "http://10.88.0.1:8443",
     remainingSeconds: 600,
     resources: {},
-    sidecars: sidecarsFor([provider], "http://10.88.0.1:8443"),
+    sidecars: sidecarsFor([provider], "http://10.88.0.1:8443", "uid-1"),
   });
   const sidecar = withSidecar.spec!.initContainers!.find((c) => c.name === "provider-fx")!;
   const volume = withSidecar.spec!.volumes!.find((v) => v.name === "provider-fx-credentials")!;

@@ -5,6 +5,7 @@
  * own port from SIDECAR_BASE_PORT on. Its business credentials (`spec.auth.secretRef`) are mounted into
  * that container only, never into the agent's. Core reaches it at the pod's IP (providers/endpoints.ts).
  */
+import { GRANT_ENVIRONMENT } from "@gatehouse/provider-sdk";
 import type { V1Container, V1EnvVar, V1ResourceRequirements, V1Volume } from "@kubernetes/client-node";
 import type { AgentSession, ProviderInstance } from "../../api/kinds.ts";
 import { sidecarContainerName } from "../../api/well-known.ts";
@@ -44,11 +45,14 @@ export function sidecarProvidersFor(caches: Caches, session: AgentSession): Prov
 
 /**
  * The native sidecar containers and the credential volumes they need. Each verifies grants against
- * the gateway at `gatewayUrl` (the agent pod's egress reaches it), as a Shared provider does.
+ * the gateway at `gatewayUrl` (the agent pod's egress reaches it), as a Shared provider does, and
+ * admits only grants for session `sessionUid` (`GATEHOUSE_GRANT_SESSION`): the agent shares the
+ * sidecar's network, and another session's grant carries the same audience.
  */
 export function sidecarsFor(
   providers: ProviderInstance[],
   gatewayUrl: string,
+  sessionUid: string,
 ): {
   containers: V1Container[];
   volumes: V1Volume[];
@@ -61,7 +65,10 @@ export function sidecarsFor(
     const env: V1EnvVar[] = Object.entries(provider.spec.config ?? {})
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([k, value]) => ({ name: k, value }));
-    env.push({ name: "PORT", value: String(port) }, ...grantEnvironmentFor(provider, gatewayUrl));
+    env.push({ name: "PORT", value: String(port) }, ...grantEnvironmentFor(provider, gatewayUrl), {
+      name: GRANT_ENVIRONMENT.session,
+      value: sessionUid,
+    });
     const secret = provider.spec.auth?.secretRef?.name;
     const volumeName = `${name}-credentials`.slice(0, 63);
     if (secret) {

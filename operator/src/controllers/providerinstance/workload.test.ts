@@ -30,12 +30,13 @@ describe("the grant environment of provider containers", () => {
     expect(env?.map((e) => e.name).lastIndexOf("GATEHOUSE_JWKS_URL")).toBe((env?.length ?? 0) - 1);
   });
 
-  it("tells a Sidecar provider the same", () => {
+  it("tells a Sidecar provider the same, and the one session whose grants it admits", () => {
     const sidecar = { ...provider, spec: { ...provider.spec, placement: "Sidecar" } } as ProviderInstance;
-    const { containers } = sidecarsFor([sidecar], "http://10.88.0.1:8443");
+    const { containers } = sidecarsFor([sidecar], "http://10.88.0.1:8443", "uid-of-session");
     expect(envOf(containers[0]?.env)).toMatchObject({
       GATEHOUSE_GRANT_AUDIENCE: "plant-a/aps",
       GATEHOUSE_JWKS_URL: "http://10.88.0.1:8443/v1/grants/jwks",
+      GATEHOUSE_GRANT_SESSION: "uid-of-session",
     });
   });
 });
