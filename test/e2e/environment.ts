@@ -45,6 +45,7 @@ import {
 } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
+import { chartNodeOptions } from "./component-node-options.ts";
 import { applyExamples, EXAMPLE_NAMESPACE } from "./examples.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
 import { registerTranscriptsApi, transcriptsApiCertificate } from "./transcripts-api-service.ts";
@@ -517,6 +518,8 @@ export async function startEnvironment(
         ...(transcriptsPort !== undefined ? { TRANSCRIPTS_API_PORT: String(transcriptsPort) } : {}),
         HEALTH_PORT: String(healthPort),
         POD_NAME: name,
+        // The heap the chart's default Deployment gives it, not the one node picks on this machine.
+        NODE_OPTIONS: chartNodeOptions(component),
         ...overrides,
       };
       // The current process; a supervised restart replaces it with one on the same ports and env.
