@@ -22,7 +22,13 @@ import { kubeApprovalPort } from "../kube/approvals.ts";
 import { approvalsInPhase, GATEHOUSE_INDEXERS } from "../kube/cache-indexes.ts";
 import { cacheCatalog } from "../kube/catalog.ts";
 import { publishedIdentityResolver, secretIdentityResolver } from "../kube/identities.ts";
-import { type Caches, makeCaches, startCaches, stopCaches } from "../kube/runtime/caches.ts";
+import {
+  type Caches,
+  makeCaches,
+  type PodTransform,
+  startCaches,
+  stopCaches,
+} from "../kube/runtime/caches.ts";
 import { type KubeClients, loadKubeConfig, makeClients } from "../kube/runtime/client.ts";
 import { buildHealthServer } from "../observability/health.ts";
 import { createMetrics, type OperatorMetrics } from "../observability/metrics.ts";
@@ -47,6 +53,8 @@ export interface ComponentOptions {
   checkpoints: false | { publisher: (deps: PublisherDeps) => CheckpointPublisher };
   /** What this program alone requires of the configuration: throws a ConfigError naming the variable. */
   requireConfig?: (config: OperatorConfig) => void;
+  /** What it caches of each pod (default: the whole pod but managedFields; kube/runtime/caches.ts). */
+  podTransform?: PodTransform;
 }
 
 /** What a checkpoint publisher is built from. */
@@ -114,8 +122,13 @@ export async function startComponent(
       config.mountRoot,
     ),
   );
-  const caches = makeCaches(clients, log, config.watchNamespaces, GATEHOUSE_INDEXERS, (path, reason) =>
-    metrics.informerRestarted(path, reason),
+  const caches = makeCaches(
+    clients,
+    log,
+    config.watchNamespaces,
+    GATEHOUSE_INDEXERS,
+    (path, reason) => metrics.informerRestarted(path, reason),
+    options.podTransform,
   );
   metrics.trackPendingApprovals(() => approvalsInPhase(caches, ApprovalPhase.Pending));
   let synced = false;

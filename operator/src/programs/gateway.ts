@@ -11,6 +11,7 @@ import { readFile } from "node:fs/promises";
 import { ConfigError, type OperatorConfig, settingsOf } from "../config.ts";
 import { tokenReviewer } from "../gateway/authenticate.ts";
 import { EXTENSION_AUTHENTICATION_CONFIGMAP, requestHeaderConfigOf } from "../gateway/front-proxy.ts";
+import { podForGateway } from "../gateway/pod-cache.ts";
 import { buildGateway, GATEWAY_SETTINGS } from "../gateway/server.ts";
 import { buildTranscriptsApi, type TranscriptsApiTls } from "../gateway/transcripts-api.ts";
 import { closeWithin } from "../http/shutdown.ts";
@@ -60,6 +61,8 @@ export async function runGateway(): Promise<void> {
     checks: [{ name: "gateway", ready: () => listening }],
     checkpoints: false,
     requireConfig: requireTranscriptsTls,
+    // Of a pod, only what token binding and Sidecar addresses read: most of a pod is its containers.
+    podTransform: podForGateway,
   });
   const { config, clients, caches, store, core, log, metrics, grantKeys } = started;
   await started.syncCaches();

@@ -11,7 +11,8 @@
  * controllers/served-namespaces.ts).
  *
  * Every cache keeps the indexes it is given (kube/cache-indexes.ts names Gatehouse's) and caches objects
- * through stripForCache (cache-transform.ts).
+ * through stripForCache (cache-transform.ts), or through the transform a program gives for its pods
+ * (the gateway keeps only what it reads of a pod: gateway/pod-cache.ts).
  */
 import type { KubernetesObject, V1EndpointSlice, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -50,12 +51,16 @@ export interface CacheIndexers {
   pods: Indexers<V1Pod>;
 }
 
+/** What a program caches of each pod, when not the whole pod stripped of managedFields. */
+export type PodTransform = (pod: V1Pod) => V1Pod;
+
 /** Called when an informer restarts its list+watch (for the informer-restarts metric). */
 export type RestartObserver = (path: string, reason: "gone" | "error" | "silent") => void;
 
 /**
  * Builds (not starts) every cache, each keeping its `indexers`; pods and EndpointSlices only in
- * `watchNamespaces` (config.ts `watchNamespaces`), or cluster-wide when it is empty.
+ * `watchNamespaces` (config.ts `watchNamespaces`), or cluster-wide when it is empty; pods through
+ * `podTransform` (default: stripForCache, as every other cache).
  */
 export function makeCaches(
   clients: KubeClients,
@@ -63,14 +68,20 @@ export function makeCaches(
   watchNamespaces: readonly string[],
   indexers: CacheIndexers,
   onRestart?: RestartObserver,
+  podTransform: PodTransform = stripForCache,
 ): Caches {
-  const informer = <T extends KubernetesObject>(path: string, labelSelector?: string, index?: Indexers<T>) =>
+  const informer = <T extends KubernetesObject>(
+    path: string,
+    labelSelector?: string,
+    index?: Indexers<T>,
+    transform: (object: T) => T = stripForCache,
+  ) =>
     new Informer<T>(clients.config, {
       path,
       labelSelector,
       log,
       indexers: index,
-      transform: stripForCache,
+      transform,
       onRestart: onRestart ? (reason) => onRestart(path, reason) : undefined,
     });
   const custom = (kind: KindDefinition) => `/apis/${GROUP}/${VERSION}/${kind.plural}`;
@@ -79,18 +90,24 @@ export function makeCaches(
     prefix: string,
     plural: string,
     index?: Indexers<T>,
+    transform?: (object: T) => T,
   ): ObjectCache<T> =>
     watchNamespaces.length === 0
-      ? informer<T>(`${prefix}/${plural}`, MANAGED_BY_SELECTOR, index)
+      ? informer<T>(`${prefix}/${plural}`, MANAGED_BY_SELECTOR, index, transform)
       : new MultiNamespaceInformer<T>(watchNamespaces, (ns) =>
-          informer<T>(`${prefix}/namespaces/${ns}/${plural}`, MANAGED_BY_SELECTOR, index),
+          informer<T>(`${prefix}/namespaces/${ns}/${plural}`, MANAGED_BY_SELECTOR, index, transform),
         );
   return {
     sessions: informer(custom(AGENT_SESSION), undefined, indexers.sessions),
     capabilities: informer(custom(CAPABILITY), undefined, indexers.capabilities),
     providers: informer(custom(PROVIDER_INSTANCE), undefined, indexers.providers),
     approvals: informer(custom(APPROVAL), undefined, indexers.approvals),
-    pods: served("/api/v1", "pods", indexers.pods),
+    pods: served<V1Pod & KubernetesObject>(
+      "/api/v1",
+      "pods",
+      indexers.pods,
+      (pod) => podTransform(pod) as V1Pod & KubernetesObject,
+    ),
     endpointSlices: served("/apis/discovery.k8s.io/v1", "endpointslices"),
   };
 }
