@@ -2,23 +2,29 @@
  * The reference story end to end (DESIGN §1) on the real control plane, local node, Postgres,
  * fake APS and scripted model, through the real operator process and the real agent runtime — the very
  * story `make demo` prints (story.ts), played once per engine the agent image carries (spec.engine),
- * each in an environment of its own. alice's request is approved by her and published exactly once;
- * bob's self-approved request is refused by the APS, and that refusal is final. Then, per engine, a call
- * Core denies, an agent pod released while it waits for a decision, and one killed then. This file owns bob's path
- * (examples.test.ts checks only that the examples apply and are admitted).
+ * each in an environment of its own, and once more with `spec.engine: external` and the example agent
+ * image (examples/mcp-agent: an MCP client of the gateway with the openai SDK). alice's request is
+ * approved by her and published exactly once; bob's self-approved request is refused by the APS, and
+ * that refusal is final. Then, per engine, a call Core denies, an agent pod released while it waits for
+ * a decision, and one killed then; the external agent keeps its conversation in memory only, so instead
+ * of those two it is shown holding its pod and its call past holdPodForSeconds. This file owns bob's
+ * path (examples.test.ts checks only that the examples apply and are admitted).
  */
 import { readFileSync } from "node:fs";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ENGINES, type Engine } from "../../operator/src/api/agentsession.ts";
+import { ENGINES, EXTERNAL_ENGINE, type SessionEngine } from "../../operator/src/api/agentsession.ts";
 import { containerLogPath } from "../cluster/src/index.ts";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import {
   conversationProblems,
   conversationRequests,
+  decide,
+  executionsWithReceipts,
   killedWhileAwaiting,
   messagesOf,
+  runningPod,
   sessionInPhase,
   sessionOf,
   startSession,
@@ -35,6 +41,12 @@ import {
 } from "./story.ts";
 
 const silent = { say: () => {}, command: () => {} };
+
+/** The example agent (examples/mcp-agent) under the name deploy/engines.yaml lists for external sessions. */
+const EXAMPLE_AGENT_IMAGE = "gatehouse/example-mcp-agent:dev";
+
+/** Every engine the agent image carries, then the example agent as an external one. */
+const RUNS: readonly SessionEngine[] = [...ENGINES, EXTERNAL_ENGINE];
 
 /** The transcript as `<kind> <tool or status>` steps: what the agent asked and what Core answered. */
 function steps(transcript: TranscriptRow[]): string[] {
@@ -59,7 +71,10 @@ async function agentLog(env: Environment, name: string): Promise<{ pod: V1Pod; l
   return { pod, log: readFileSync(containerLogPath(env.cluster.runDir, key, "agent"), "utf8") };
 }
 
-describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engine) => {
+describe.each(RUNS)("the reference story with spec.engine %s", (engine: SessionEngine) => {
+  const external = engine === EXTERNAL_ENGINE;
+  // What every session of this run names: its engine and, for external, the example agent's image.
+  const options = external ? { engine, agentImage: EXAMPLE_AGENT_IMAGE } : { engine };
   let env: Environment;
   let report: StoryReport;
 
@@ -69,7 +84,7 @@ describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engin
       componentEnv: { AUDIT_CHECKPOINT_INTERVAL_SECONDS: "1" },
     });
     await forgetEarlierCheckpoints(env.kubectl);
-    report = await playReferenceStory(env, silent, { engine });
+    report = await playReferenceStory(env, silent, options);
     console.log(`reference story with engine ${engine}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }, 900_000);
 
@@ -192,6 +207,13 @@ describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engin
         const { pod, log } = await agentLog(env, podName);
         const container = pod.spec?.containers[0];
         expect(container?.env).toContainEqual({ name: "GATEHOUSE_ENGINE", value: engine });
+        if (external) {
+          // The session's own image ran, and it ended by sending its final answer over MCP.
+          expect(container?.image).toBe(EXAMPLE_AGENT_IMAGE);
+          expect(log).toMatch(/^mcp-agent: answering message 0 of /m);
+          expect(log).toMatch(/^mcp-agent: final answer sent$/m);
+          continue;
+        }
         // A subprocess engine logs its start; no other engine's name appears in the pod's log.
         if (engine !== "builtin")
           expect(log).toMatch(new RegExp(`"engine":"${engine}".*"msg":"${engine} started"`));
@@ -206,7 +228,7 @@ describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engin
       const publishesBefore = env.aps.publishes().length;
       const session = await startSession(env, `denied-${engine}`, "scripted/reference-story", {
         limits: { maxWrites: 0 },
-        engine,
+        ...options,
       });
       const ended = await sessionInPhase(env, session.name, ["Completed", "Failed"], 240_000);
       expect(ended.status?.phase).toBe("Completed");
@@ -224,12 +246,13 @@ describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engin
     });
   });
 
-  describe("an agent pod killed while it waits for a decision", () => {
+  // The two cases a new pod resumes from the transcript: the external example has no replay (docs/engines.md).
+  describe.runIf(!external)("an agent pod killed while it waits for a decision", () => {
     it("is replaced by a pod of the same engine that resumes from the transcript; once approved, it publishes once and the model sees the receipt", async () => {
       const publishesBefore = env.aps.publishes().length;
       const { session, ended, killed, replacement } = await killedWhileAwaiting(env, `killed-${engine}`, {
         verdict: "Approve",
-        engine,
+        ...options,
       });
       expect(replacement.metadata?.uid).not.toBe(killed.metadata?.uid);
       expect(replacement.spec?.containers[0]?.env).toContainEqual({
@@ -250,12 +273,12 @@ describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engin
     });
   });
 
-  describe("an agent pod released while it waits for a decision", () => {
+  describe.runIf(!external)("an agent pod released while it waits for a decision", () => {
     it("exits after holdPodForSeconds; once approved, a new pod resumes the session from the transcript and publishes once", async () => {
       const publishesBefore = env.aps.publishes().length;
       const session = await startSession(env, `held-${engine}`, "scripted/reference-story", {
         approval: { holdPodForSeconds: 3 },
-        engine,
+        ...options,
       });
       const approval = await pendingApprovalOf(env, session.uid);
       const held = await eventually("the held pod to exit", 120_000, async () => {
@@ -294,6 +317,48 @@ describe.each(ENGINES)("the reference story with spec.engine %s", (engine: Engin
       const requests = conversationRequests(env, session.text);
       expect(requests.length).toBeGreaterThanOrEqual(4);
       for (const request of requests) expect(conversationProblems(messagesOf(request))).toEqual([]);
+    });
+  });
+
+  describe.runIf(external)("an external agent waiting for a decision", () => {
+    it("keeps its pod and its call open past holdPodForSeconds; once approved, the same pod publishes once and answers", async () => {
+      const publishesBefore = env.aps.publishes().length;
+      const session = await startSession(env, `held-${engine}`, "scripted/reference-story", {
+        approval: { holdPodForSeconds: 1 },
+        ...options,
+      });
+      const approval = await pendingApprovalOf(env, session.uid);
+      const waiting = await sessionInPhase(env, session.name, ["AwaitingApproval"]);
+      // Past the hold, a released pod would have exited (the builtin case above); this one still waits
+      // in its tools/call at the gateway.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const held = await runningPod(env, session);
+      expect(held.metadata?.uid).toBe(waiting.status?.podUID);
+
+      await decide(env, approval.metadata.name, "Approve");
+      const ended = await sessionInPhase(env, session.name, ["Completed", "Failed"], 240_000);
+      expect(ended.status?.phase).toBe("Completed");
+      expect(ended.status?.result).toMatch(/published as version \d+/);
+      expect(ended.status?.podUID).toBe(held.metadata?.uid);
+      expect(env.aps.publishes()).toHaveLength(publishesBefore + 1);
+      // One Approval, one publish execution, one outcome: the call was neither lost nor made twice.
+      const approvals = await env.kubectl.json<{
+        items: Array<{ metadata: { name: string }; spec: { sessionRef: { uid: string } } }>;
+      }>("admin", ["get", "approvals", "-n", NAMESPACE]);
+      expect(
+        approvals.items.filter((a) => a.spec.sessionRef.uid === session.uid).map((a) => a.metadata.name),
+      ).toEqual([approval.metadata.name]);
+      const publishes = (await executionsWithReceipts(env, session.uid)).filter(
+        (e) => e.capability === "aps.schedule.publish",
+      );
+      expect(publishes.map((e) => e.state)).toEqual(["succeeded"]);
+      const transcript = await transcriptOf(env, session.uid);
+      expect(transcript.filter((row) => row.kind === "released")).toEqual([]);
+      expect(
+        transcript.filter((row) => row.kind === "approval_outcome").map((row) => row.payload.status),
+      ).toEqual(["succeeded"]);
+      for (const request of conversationRequests(env, session.text))
+        expect(conversationProblems(messagesOf(request))).toEqual([]);
     });
   });
 

@@ -9,7 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { V1Pod } from "@kubernetes/client-node";
-import type { Engine } from "../../operator/src/api/agentsession.ts";
+import type { SessionEngine } from "../../operator/src/api/agentsession.ts";
 import { chatMessagesOf, type RecordedRequest } from "../fakes/src/model/index.ts";
 import type { Environment } from "./environment.ts";
 import { NAMESPACE } from "./environment.ts";
@@ -48,7 +48,9 @@ export interface SessionOptions {
   limits?: Record<string, number>;
   approval?: { holdPodForSeconds?: number };
   /** spec.engine; default none (builtin). */
-  engine?: Engine;
+  engine?: SessionEngine;
+  /** spec.agent.image, with engine `external`. */
+  agentImage?: string;
 }
 
 /** alice creates a session asking `model` (e.g. `scripted/reference-story`); returns its name, uid and text. */
@@ -75,6 +77,7 @@ export async function startSession(
         ...(options.limits ? { limits: options.limits } : {}),
         ...(options.approval ? { approval: options.approval } : {}),
         ...(options.engine ? { engine: options.engine } : {}),
+        ...(options.agentImage ? { agent: { image: options.agentImage } } : {}),
       },
     }),
   );
@@ -146,10 +149,14 @@ export async function decide(
 export async function killedWhileAwaiting(
   env: Environment,
   prefix: string,
-  decision: { verdict: "Approve" | "Reject"; reason?: string; engine?: Engine },
+  decision: { verdict: "Approve" | "Reject"; reason?: string } & Pick<
+    SessionOptions,
+    "engine" | "agentImage"
+  >,
 ) {
   const session = await startSession(env, prefix, "scripted/reference-story", {
     ...(decision.engine ? { engine: decision.engine } : {}),
+    ...(decision.agentImage ? { agentImage: decision.agentImage } : {}),
   });
   const approval = await pendingApprovalOf(env, session.uid);
   await sessionInPhase(env, session.name, ["AwaitingApproval"]);

@@ -17,7 +17,7 @@ import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { parse, stringify } from "yaml";
-import type { Engine } from "../../operator/src/api/agentsession.ts";
+import type { SessionEngine } from "../../operator/src/api/agentsession.ts";
 import { OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { CHECKPOINTS_CONFIGMAP } from "../../operator/src/kube/witness/configmap-data.ts";
 import { createPostgresAuditLog } from "../../operator/src/store/audit/log.ts";
@@ -43,7 +43,9 @@ export interface StoryOptions {
    */
   model?: string;
   /** The sessions' spec.engine (default: the examples' own, none, which is builtin). */
-  engine?: Engine;
+  engine?: SessionEngine;
+  /** The sessions' spec.agent.image, with engine `external`. */
+  agentImage?: string;
 }
 
 /** One transcript event of a session, as stored in Postgres `session_events`. */
@@ -299,9 +301,12 @@ async function createSession(
   // Relative to the repository when run from it (make demo), so the printed command reads as typed.
   const shown = relative(process.cwd(), path).startsWith("..") ? path : relative(process.cwd(), path);
   if (!options.model && !options.engine) return env.kubectl.ok(user, ["create", "-f", shown]);
-  const session = parse(readFileSync(path, "utf8")) as { spec: { model: { name: string }; engine?: Engine } };
+  const session = parse(readFileSync(path, "utf8")) as {
+    spec: { model: { name: string }; engine?: SessionEngine; agent?: { image: string } };
+  };
   if (options.model) session.spec.model.name = options.model;
   if (options.engine) session.spec.engine = options.engine;
+  if (options.agentImage) session.spec.agent = { image: options.agentImage };
   return env.kubectl.ok(user, ["create", "-f", "-"], stringify(session));
 }
 
