@@ -15,7 +15,10 @@
  * completes the session. Every check stays as it is: the gateway still reviews each token and finds the
  * pod and its session in its caches.
  *
- * Reported: the gateway's and the controller's peak RSS and CPU seconds, the invoke rates the gateway
+ * Reported: the gateway's and the controller's peak RSS and CPU seconds, where their memory is
+ * (process-memory.ts: RSS anonymous and file-backed, V8 heap used and reserved, young generation, code,
+ * external and ArrayBuffers — sampled every 2 s, at the highest RSS and at the end of each phase), the
+ * invoke rates the gateway
  * sustained, decisions and executions per second, reconciles per kind and per session (own status
  * writes included), API requests per session by client (the API server's audit log), Postgres rows and
  * bytes per session and the audit chain's size, serialized bytes per cached object, and the machine.
@@ -23,6 +26,9 @@
  * Writes test/bench/results/scale.json (one entry per number of sessions, the others kept).
  *
  *   node test/bench/scale.ts [--sessions N] [--real R] [--concurrency C]   (default 1000, 100, 32)
+ *     [--node-options "FLAGS"]  both components' NODE_OPTIONS instead of the chart's (test/e2e/
+ *                               component-node-options.ts); "" for node's defaults on this machine
+ *     [--label L]               kept as `<N>-sessions-<L>`, beside the plain run
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -39,6 +45,7 @@ import { coreNamespace, gatewayRequest, invokeAs, waitAs } from "../e2e/core-age
 import { deployCounter, toolName } from "../e2e/core-counter.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 import { decisionPatch } from "../e2e/story.ts";
+import { MemorySampler } from "./process-memory.ts";
 import {
   cpuSeconds,
   growthPerSession,
@@ -60,6 +67,16 @@ const flag = (name: string, fallback: number) => {
 const SESSIONS = flag("--sessions", 1_000);
 const REAL = Math.min(SESSIONS, flag("--real", 100));
 const CONCURRENCY = flag("--concurrency", 32);
+/** Kept under `<N>-sessions-<label>` beside the plain run (a variant measured in the same sitting). */
+const LABEL = (() => {
+  const at = process.argv.indexOf("--label");
+  return at >= 0 ? process.argv[at + 1] : undefined;
+})();
+/** NODE_OPTIONS of both components, e.g. to compare V8 flags in one sitting. */
+const NODE_OPTIONS = (() => {
+  const at = process.argv.indexOf("--node-options");
+  return at >= 0 ? (process.argv[at + 1] ?? "") : undefined;
+})();
 /** Real agent processes at once: each is a Node process on this 2-core machine. */
 const REAL_BATCH = 25;
 const WRITE = "bench.plan.publish";
@@ -100,6 +117,7 @@ const env = await startEnvironment(plane, {
     LOG_LEVEL: "warn",
     // The local node offers the machine's CPUs: small requests, so a batch of real agents fits.
     AGENT_RESOURCES: JSON.stringify({ requests: { cpu: "5m", memory: "32Mi" } }),
+    ...(NODE_OPTIONS !== undefined ? { NODE_OPTIONS } : {}),
   },
 });
 const clients = (context: string) => {
@@ -171,6 +189,14 @@ try {
   const gatewayPid = env.gateway.pid;
   const controllerPid = env.controller.pid;
   const cpuStart = { gateway: cpuSeconds(gatewayPid), controller: cpuSeconds(controllerPid) };
+  const memory = {
+    gateway: new MemorySampler(() => gatewayPid, `${env.gateway.healthUrl}/metrics`),
+    controller: new MemorySampler(() => controllerPid, metricsUrl),
+  };
+  const mark = (name: string) => Promise.all([memory.gateway.mark(name), memory.controller.mark(name)]);
+  await mark("started");
+  memory.gateway.start();
+  memory.controller.start();
   const tablesStart = await tableSizes(env.pool);
 
   // Real agents, in batches: each session's pod runs the agent runtime to its final answer.
@@ -189,6 +215,7 @@ try {
   const realSeconds = (performance.now() - realStart) / 1000;
   const realReconciles = reconcilesPer(realReconcilesBefore, await scrapeReconciles(metricsUrl), REAL);
   const realUntil = Date.now();
+  await mark("realAgentsDone");
 
   // Fake agents: pods that never run (the node is cordoned), the agent's part spoken over the gateway's API.
   await env.kubectl.ok("admin", ["cordon", node.nodeName]);
@@ -205,6 +232,7 @@ try {
   });
   const podsSeconds = (performance.now() - podsStart) / 1000 + createSeconds;
   log(`every fake session has its pod after ${round(podsSeconds, 1)} s`);
+  await mark("fakeSessionsAndPodsCreated");
 
   const agents = bound.map((s) => ({ session: s, token: "", approval: "" }));
   const tokenSeconds = await pool(agents, CONCURRENCY, async (agent) => {
@@ -245,6 +273,7 @@ try {
     agent.approval = reply.body.approval.name;
   });
   log(`${fakeCount} write invokes (Approvals created) in ${round(writeSeconds, 1)} s`);
+  await mark("approvalsCreated");
   const decideSeconds = await pool(agents, CONCURRENCY, async (agent) => {
     await alice.custom.patchNamespacedCustomObject({
       ...GROUP,
@@ -284,6 +313,9 @@ try {
   const terminalSeconds = (performance.now() - executeStart) / 1000;
   const fakeReconciles = reconcilesPer(fakeReconcilesBefore, await scrapeReconciles(metricsUrl), fakeCount);
   log(`every fake session finished: ${JSON.stringify(phases(fakeSessions))}`);
+  await mark("allTerminal");
+  memory.gateway.stop();
+  memory.controller.stop();
 
   const cpu = { gateway: cpuSeconds(gatewayPid), controller: cpuSeconds(controllerPid) };
   const tablesEnd = await tableSizes(env.pool);
@@ -316,10 +348,16 @@ try {
       real: phases((await listSessions()).filter((s) => s.metadata.name.startsWith("real-"))),
       fake: phases(fakeSessions),
     },
-    gateway: { peakRssMiB: peakRssMiB(gatewayPid), cpuSeconds: round(cpu.gateway - cpuStart.gateway, 1) },
+    nodeOptions: NODE_OPTIONS ?? null,
+    gateway: {
+      peakRssMiB: peakRssMiB(gatewayPid),
+      cpuSeconds: round(cpu.gateway - cpuStart.gateway, 1),
+      memory: memory.gateway.report(),
+    },
     controller: {
       peakRssMiB: peakRssMiB(controllerPid),
       cpuSeconds: round(cpu.controller - cpuStart.controller, 1),
+      memory: memory.controller.report(),
     },
     realAgents: {
       seconds: round(realSeconds, 1),
@@ -357,7 +395,7 @@ try {
   } catch {
     runs = {};
   }
-  runs[`${SESSIONS}-sessions`] = result;
+  runs[`${SESSIONS}-sessions${LABEL ? `-${LABEL}` : ""}`] = result;
   writeFileSync(RESULTS, `${JSON.stringify({ benchmark: "scale", runs }, null, 2)}\n`);
   following = false;
   await informer.stop();

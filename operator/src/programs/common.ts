@@ -31,6 +31,7 @@ import {
 } from "../kube/runtime/caches.ts";
 import { type KubeClients, loadKubeConfig, makeClients } from "../kube/runtime/client.ts";
 import { buildHealthServer } from "../observability/health.ts";
+import { trackArrayBuffers } from "../observability/memory-metrics.ts";
 import { createMetrics, type OperatorMetrics } from "../observability/metrics.ts";
 import { timedPort } from "../observability/port-timing.ts";
 import { httpProviderClient } from "../providers/client.ts";
@@ -113,6 +114,7 @@ export async function startComponent(
   // `program`, not `component`: the parts log as child loggers with their own `component`.
   const log = pino({ level: config.logLevel, base: { program: `gatehouse-${component}` } });
   const metrics = createMetrics();
+  trackArrayBuffers(metrics.registry);
   const identity = `${config.leaderElection.identityPrefix}_${randomBytes(4).toString("hex")}`;
   const clients = makeClients(
     loadKubeConfig(
