@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ApiException } from "@kubernetes/client-node";
+import { ApiException, HttpMethod, RequestContext } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { isNamespaceTerminating, loadKubeConfig } from "./client.ts";
 
@@ -31,6 +31,54 @@ describe("loadKubeConfig", () => {
     const headers: Record<string, string> = {};
     await config.applyToHTTPSOptions({ headers });
     expect(headers.Authorization).toBe("Bearer the-pod-token");
+  });
+});
+
+describe("the connection pool of one KubeConfig", () => {
+  const b64 = (text: string) => Buffer.from(text).toString("base64");
+  function kubeconfig(ca: string): string {
+    const dir = mkdtempSync(join(tmpdir(), "gatehouse-kubeconfig-"));
+    const file = join(dir, "config");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [
+          { name: "c", cluster: { server: "https://127.0.0.1:6443", "certificate-authority-data": b64(ca) } },
+        ],
+        users: [
+          { name: "u", user: { "client-certificate-data": b64("cert"), "client-key-data": b64("key") } },
+        ],
+        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+        "current-context": "x",
+      }),
+    );
+    return file;
+  }
+  const dispatcherOf = async (config: ReturnType<typeof loadKubeConfig>) => {
+    const context = new RequestContext("https://127.0.0.1:6443/api/v1/pods", HttpMethod.GET);
+    await config.applySecurityAuthentication(context);
+    return context.getDispatcher();
+  };
+
+  it("is one Agent for every request (client-node builds one per request: a TLS connection each)", async () => {
+    const config = loadKubeConfig(kubeconfig("ca-1"), undefined, "test-agent");
+    const first = await dispatcherOf(config);
+    expect(first).toBeDefined();
+    expect(await dispatcherOf(config)).toBe(first);
+    expect(await dispatcherOf(config)).toBe(first);
+  });
+
+  it("is a new Agent once the TLS material changes (a rotated CA or client certificate)", async () => {
+    const file = kubeconfig("ca-1");
+    const config = loadKubeConfig(file, undefined, "test-agent");
+    const before = await dispatcherOf(config);
+    config.loadFromFile(kubeconfig("ca-2"));
+    const after = await dispatcherOf(config);
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+    expect(await dispatcherOf(config)).toBe(after);
   });
 });
 
