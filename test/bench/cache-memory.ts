@@ -10,25 +10,31 @@
  * watch event is. Two measures per kind: the heap the cache grows by over N objects (after a full GC,
  * divided by N: the object, its strings, the store and index entries), and the v8.serialize size of
  * one object (no heap overhead, deterministic). The installation runs in a fresh process per set of
- * V8 flags (the default, and 2 MiB semi-spaces), with the gateway program's modules loaded, so its RSS
- * is a component's before its servers and pools. Index lookups are timed against the scans they
- * replaced. Needs `--expose-gc`.
+ * V8 flags (node's defaults, 2 MiB semi-spaces, and each component with the chart's NODE_OPTIONS), with
+ * a component program's modules loaded, so its RSS is a component's before its servers and pools; then
+ * every object is modified three times through the watch path, and the process's peak RSS (VmHWM) is
+ * what that garbage cost on top. Index lookups are timed against the scans they replaced. Needs
+ * `--expose-gc`.
  *
  * Writes test/bench/results/cache-memory.json.
  *
  *   node --expose-gc test/bench/cache-memory.ts [--objects N] [--sessions N] [--approvals N]
  */
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { serialize } from "node:v8";
-import { KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { KubeConfig, type KubernetesObject, type V1Pod } from "@kubernetes/client-node";
 import pino from "pino";
+import type { AgentSession } from "../../operator/src/api/kinds.ts";
+import { agentPodFor } from "../../operator/src/controllers/agentsession/pod.ts";
+import { podForGateway } from "../../operator/src/gateway/pod-cache.ts";
 import { approvalsOfSession, GATEHOUSE_INDEXERS } from "../../operator/src/kube/cache-indexes.ts";
 import { LAST_APPLIED_ANNOTATION, stripForCache } from "../../operator/src/kube/runtime/cache-transform.ts";
 import type { Caches } from "../../operator/src/kube/runtime/caches.ts";
 import type { Indexers } from "../../operator/src/kube/runtime/indexer.ts";
 import { Informer } from "../../operator/src/kube/runtime/informer.ts";
+import { chartNodeOptions } from "../e2e/component-node-options.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/cache-memory.json", import.meta.url));
 const flag = (name: string, fallback: number) => {
@@ -39,6 +45,7 @@ const PER_KIND = flag("--objects", 5_000);
 const SESSIONS = flag("--sessions", 10_000);
 const APPROVALS = flag("--approvals", 10_000);
 const NAMESPACES = 20;
+const CHURN_ROUNDS = 3;
 const MiB = 1024 * 1024;
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -286,54 +293,46 @@ function provider(n: number): Json {
   );
 }
 
+/**
+ * The controller's own agent pod for session `n` (controllers/agentsession/pod.ts: its containers,
+ * environment, volumes and security contexts), with the status the kubelet writes once it runs.
+ */
 function pod(n: number): Json {
+  const built = agentPodFor(JSON.parse(JSON.stringify(session(n))) as AgentSession, 1, {
+    image: "gatehouse/agent:0.1.0",
+    gatewayUrl: "http://gatehouse-gateway.gatehouse-system.svc:8443",
+    remainingSeconds: 1800,
+    resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { cpu: "1", memory: "512Mi" } },
+  });
+  const started = "2026-12-06T10:00:04Z";
   const p: Json = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: {
-      name: `session-${n}-agent-1`,
-      namespace: namespaceOf(n),
-      uid: uid("pod", n),
-      resourceVersion: String(200_000 + n),
-      labels: { "app.kubernetes.io/managed-by": "gatehouse", "gatehouse.dev/session-uid": uid("session", n) },
-      ownerReferences: [
-        {
-          apiVersion: "gatehouse.dev/v1alpha1",
-          kind: "AgentSession",
-          name: `session-${n}`,
-          uid: uid("session", n),
-          controller: true,
-        },
-      ],
-    },
-    spec: {
-      serviceAccountName: "gatehouse-agent",
-      containers: [
-        {
-          name: "agent",
-          image: "gatehouse/agent:dev",
-          env: ["GATEHOUSE_URL", "GATEHOUSE_SESSION", "GATEHOUSE_ENGINE"].map((name) => ({
-            name,
-            value: `${name}-${n}`,
-          })),
-          resources: { limits: { cpu: "500m", memory: "256Mi" } },
-          securityContext: {
-            runAsNonRoot: true,
-            readOnlyRootFilesystem: true,
-            capabilities: { drop: ["ALL"] },
-          },
-        },
-      ],
-    },
+    ...built,
+    metadata: { ...built.metadata, uid: uid("pod", n), resourceVersion: String(200_000 + n) },
+    spec: { ...built.spec, nodeName: `node-${n % 20}` },
     status: {
       phase: "Running",
+      hostIP: `10.0.0.${n % 20}`,
       podIP: `10.1.${n % 250}.${n % 200}`,
+      podIPs: [{ ip: `10.1.${n % 250}.${n % 200}` }],
+      qosClass: "Burstable",
+      startTime: started,
+      conditions: [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+      ].map((type) => ({ type, status: "True", lastTransitionTime: started })),
       containerStatuses: [
         {
           name: "agent",
           ready: true,
+          started: true,
           restartCount: 0,
-          state: { running: { startedAt: "2026-12-06T10:00:04Z" } },
+          image: "gatehouse/agent:0.1.0",
+          imageID: `sha256:${"a".repeat(64)}`,
+          containerID: `containerd://${uid("ctr", n)}`,
+          state: { running: { startedAt: started } },
         },
       ],
     },
@@ -375,13 +374,13 @@ const KINDS: Kind[] = [
 ];
 
 const log = pino({ level: "silent" });
-const informer = (kind: Kind, transform: boolean) =>
+const informer = (kind: Kind, transform: boolean | ((object: KubernetesObject) => KubernetesObject)) =>
   new Informer<KubernetesObject>(new KubeConfig(), {
     path: `/bench/${kind.name}`,
     log,
     resyncMs: 0,
     indexers: kind.indexers,
-    ...(transform ? { transform: stripForCache } : {}),
+    ...(transform ? { transform: transform === true ? stripForCache : transform } : {}),
   });
 
 function heapUsed(): number {
@@ -395,6 +394,32 @@ function fill(cache: Informer<KubernetesObject>, make: (n: number) => Json, coun
   for (let n = from; n < from + count; n++) {
     cache.apply("ADDED", JSON.parse(JSON.stringify(make(n))) as KubernetesObject);
   }
+}
+
+/**
+ * Each of `count` objects of `make` modified `times` times, as status writes reach a watch: every event
+ * a new object parsed from its own text, replacing the cached one (the old one becomes garbage).
+ */
+function churn(
+  cache: Informer<KubernetesObject>,
+  make: (n: number) => Json,
+  count: number,
+  times: number,
+): void {
+  for (let round = 1; round <= times; round++) {
+    for (let n = 0; n < count; n++) {
+      const object = make(n) as { metadata: { resourceVersion: string } };
+      object.metadata.resourceVersion = `${object.metadata.resourceVersion}${round}`;
+      cache.apply("MODIFIED", JSON.parse(JSON.stringify(object)) as KubernetesObject);
+    }
+  }
+}
+
+/** This process's resident set now and its peak (VmHWM), in MiB. */
+function residentMiB(): { rss: number; peak: number } {
+  const status = readFileSync("/proc/self/status", "utf8");
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
+  return { rss: round(kb("VmRSS") / 1024), peak: round(kb("VmHWM") / 1024) };
 }
 
 /** Heap bytes per cached object of `kind`, with or without the transform. */
@@ -442,11 +467,22 @@ function installation() {
   fill(capabilities, capability, 200);
   const providers = informer(KINDS[3]!, true);
   fill(providers, provider, 20);
-  const pods = informer(KINDS[4]!, true);
+  // The gateway's own pod transform where the variant runs it (gateway/pod-cache.ts).
+  const gatewayPods = process.argv.includes("--gateway-pods");
+  const pods = informer(
+    KINDS[4]!,
+    gatewayPods ? (object) => podForGateway(object as V1Pod) as KubernetesObject : true,
+  );
   fill(pods, pod, SESSIONS);
   const fillSeconds = Number(process.hrtime.bigint() - started) / 1e9;
   const heapAfter = heapUsed();
   const rssAfter = process.memoryUsage().rss;
+  // Then the watch's steady work: every session, Approval and pod modified 3 times.
+  churn(sessions, session, SESSIONS, CHURN_ROUNDS);
+  churn(approvals, (n) => approval(n, SESSIONS), APPROVALS, CHURN_ROUNDS);
+  churn(pods, pod, SESSIONS, CHURN_ROUNDS);
+  const afterChurn = residentMiB();
+  const heapAfterChurn = heapUsed();
   const installation = {
     sessions: SESSIONS,
     approvals: APPROVALS,
@@ -459,6 +495,12 @@ function installation() {
     processRssMiB: round(rssAfter / MiB),
     targetRssMiB: 300,
     fillSeconds: round(fillSeconds, 2),
+    churn: {
+      eventsPerObject: CHURN_ROUNDS,
+      rssMiB: afterChurn.rss,
+      heapAfterGcMiB: round((heapAfterChurn - heapBefore) / MiB),
+      peakRssMiB: afterChurn.peak,
+    },
   };
 
   const caches = { approvals } as unknown as Caches;
@@ -497,34 +539,53 @@ function installation() {
   return { installation, approvalsOfASession };
 }
 
-/** V8 flags the installation is measured under, each in its own process beside the default. */
-const VARIANTS: Record<string, string[]> = {
-  default: [],
-  // A young generation of 2 MiB semi-spaces: V8 grows them up to 16 MiB each under a list's allocations.
-  maxSemiSpace2MiB: ["--max-semi-space-size=2"],
+const program = (component: "gateway" | "controller") =>
+  fileURLToPath(new URL(`../../operator/src/programs/${component}.ts`, import.meta.url));
+const chartFlags = (component: "gateway" | "controller") =>
+  chartNodeOptions(component).split(" ").filter(Boolean);
+/**
+ * V8 flags the installation is measured under, each in its own process, with a component's modules:
+ * node's defaults on this machine, 2 MiB semi-spaces alone, and each component as the chart runs it
+ * (its NODE_OPTIONS, the old space sized from its default memory limit: test/e2e/component-node-options.ts).
+ */
+const VARIANTS: Record<string, { flags: string[]; program: string; gatewayPods?: boolean }> = {
+  default: { flags: [], program: program("gateway") },
+  maxSemiSpace2MiB: { flags: ["--max-semi-space-size=2"], program: program("gateway") },
+  chartGateway: { flags: chartFlags("gateway"), program: program("gateway"), gatewayPods: true },
+  chartController: { flags: chartFlags("controller"), program: program("controller") },
 };
-const PROGRAM = fileURLToPath(new URL("../../operator/src/programs/gateway.ts", import.meta.url));
 
 /**
- * The installation measured in a fresh process per variant, with the gateway program's modules loaded
- * (not started), so its RSS is what a component's would be before its servers and pools.
+ * The installation measured in a fresh process per variant, with the component program's modules
+ * loaded (not started), so its RSS is what a component's would be before its servers and pools.
  */
 function installations(): Record<string, unknown> {
   const measured: Record<string, unknown> = {};
-  for (const [name, flags] of Object.entries(VARIANTS)) {
+  for (const [name, { flags, program, gatewayPods }] of Object.entries(VARIANTS)) {
     const args = [
       "--expose-gc",
       ...flags,
       "--import",
-      PROGRAM,
+      program,
       fileURLToPath(import.meta.url),
       "--installation",
     ];
-    const passed = ["--sessions", String(SESSIONS), "--approvals", String(APPROVALS)];
+    const passed = [
+      "--sessions",
+      String(SESSIONS),
+      "--approvals",
+      String(APPROVALS),
+      ...(gatewayPods ? ["--gateway-pods"] : []),
+    ];
     const child = spawnSync(process.execPath, [...args, ...passed], { encoding: "utf8" });
     const line = child.stdout.split("\n").find((l) => l.startsWith("RESULT "));
     if (child.status !== 0 || !line) throw new Error(`installation ${name} failed: ${child.stderr}`);
-    measured[name] = { nodeFlags: flags, ...(JSON.parse(line.slice("RESULT ".length)) as object) };
+    measured[name] = {
+      nodeFlags: flags,
+      program: program.slice(program.indexOf("operator/")),
+      podTransform: gatewayPods ? "podForGateway" : "stripForCache",
+      ...(JSON.parse(line.slice("RESULT ".length)) as object),
+    };
     console.log(`installation ${name}`, JSON.stringify(measured[name]));
   }
   return measured;
