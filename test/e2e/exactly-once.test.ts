@@ -8,8 +8,11 @@
  * failpoints; a new replica recovers the execution with the same idempotency key), for an answer
  * lost after the commit, and for a business refusal, which is final. First, in a namespace of its
  * own, an Auto write whose outcome is unknown is resolved by a person (`resolve-cases.ts`), while the
- * environment's first replica still leads.
+ * environment's first replica still leads. A read that needs approval, called again over MCP past the
+ * approval wait's bound and over `POST /v1/invoke`, is answered from its one Approval and runs once.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
 import { type Agent, coreNamespace, SLEEPER_IMAGE, startAgent } from "./core-agent.ts";
@@ -45,6 +48,7 @@ const ANSWER_CRASH = "counter.answer-crash.write";
 const LOST_KEYED = "counter.lost-keyed.write";
 const LOST_UNKEYED = "counter.lost-unkeyed.write";
 const REFUSED = "counter.refused.write";
+const APPROVED_READ = "counter.approved.read";
 
 let env: Environment;
 let namespace: string;
@@ -68,9 +72,10 @@ beforeAll(async () => {
       { id: LOST_KEYED, effect: "write", idempotency: "key", behaviour: "drop" },
       { id: LOST_UNKEYED, effect: "write", idempotency: "none", behaviour: "drop" },
       { id: REFUSED, effect: "write", idempotency: "key", behaviour: "forbidden" },
+      { id: APPROVED_READ, effect: "read", idempotency: "none" },
     ],
-    // A write is Required by default; an explicit Auto lets it run without a human (core/policy.ts).
-    { [AUTO_WRITE]: { approval: "Auto" } },
+    // A write is Required by default, a read Auto; an explicit mode overrides it (core/policy.ts).
+    { [AUTO_WRITE]: { approval: "Auto" }, [APPROVED_READ]: { approval: "Required" } },
   );
 }, 600_000);
 
@@ -188,6 +193,54 @@ describe("a business refusal", () => {
         payload: expect.objectContaining({ errorKind: "forbidden" }),
       }),
     ]);
+  });
+});
+
+describe("a read that needs approval, called again", () => {
+  it("over MCP past the approval wait's bound and over POST /v1/invoke: one Approval; approved, one run answers every repeat", async () => {
+    const agent = await startAgent(env, namespace, "read-again");
+    const transport = new StreamableHTTPClientTransport(new URL("/mcp", env.gatewayUrl), {
+      requestInit: { headers: { authorization: `Bearer ${agent.token}` } },
+    });
+    const client = new Client({ name: "gatehouse-e2e", version: "1" });
+    await client.connect(transport);
+    const call = { name: toolName(APPROVED_READ), arguments: { employee: "E-17" } };
+    // The wait's bound, 50 s, shortened as a client may ask: each call answers "call again" after 1 s.
+    const bounded = { ...call, _meta: { "gatehouse.dev/approvalWaitSeconds": 1 } };
+    const approvalOf = (result: unknown) =>
+      (result as { structuredContent?: { approval?: string } }).structuredContent?.approval;
+    try {
+      const first = await client.callTool(bounded);
+      const name = approvalOf(first) ?? "";
+      expect(name).toMatch(/^apr-/);
+      // A new JSON-RPC id is a new call position: the repeat is answered from the same Approval.
+      expect(approvalOf(await client.callTool(bounded))).toBe(name);
+      const invoked = await agent.invoke({ ...callOf(APPROVED_READ, call.arguments), turn: 1, position: 7 });
+      expect(invoked).toMatchObject({ status: "pending_approval", approval: { name } });
+      expect(
+        (await approvalsOfSession(env, namespace, agent.session.uid)).map((a) => a.metadata.name),
+      ).toEqual([name]);
+      expect(await ledger.calls(APPROVED_READ)).toEqual([]);
+
+      await decide(env, namespace, name, "alice");
+      expect((await approvalPast(env, namespace, name, DISPATCHING)).status?.phase).toBe("Succeeded");
+      const again = await client.callTool(call);
+      expect(again.isError).toBeFalsy();
+      const text = (again.content as Array<{ text?: string }>)[0]?.text ?? "";
+      expect(text).toContain(`This exact read was approved (Approval ${name})`);
+      const rows = await executionsOfSession(env.pool, agent.session.uid);
+      expect(rows.map((r) => r.state)).toEqual(["succeeded"]);
+      const invokedAfter = await agent.invoke({
+        ...callOf(APPROVED_READ, call.arguments),
+        turn: 2,
+        position: 0,
+      });
+      expect(invokedAfter).toMatchObject({ status: "succeeded", executionId: rows[0]?.id });
+      expect(await ledger.calls(APPROVED_READ)).toHaveLength(1);
+      expect(await approvalsOfSession(env, namespace, agent.session.uid)).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
   });
 });
 
