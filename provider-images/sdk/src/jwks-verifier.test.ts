@@ -327,6 +327,11 @@ describe("a Sidecar provider's jwksGrantVerifier (given its session)", () => {
       kind: "forbidden",
       message: expect.stringContaining("the grant is for session null"),
     });
+    // A verifier not told its session — every sidecar's before GATEHOUSE_GRANT_SESSION — admits it.
+    const other = invokeCall(request("s3"));
+    expect(
+      await refusal(verifier(), await grantFor(other, { sid: "0b7c-session-b" }), other),
+    ).toBeUndefined();
     // Refused before its jti is remembered: the session's own grant still works once.
     const own = await grantFor(call, { sid: SESSION });
     expect(await refusal(verify, own, call)).toBeUndefined();
