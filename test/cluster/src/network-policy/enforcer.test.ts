@@ -5,8 +5,12 @@ import { NetworkPolicyEnforcer } from "./enforcer.ts";
 
 const log = pino({ level: "silent" });
 
-function pod(name: string, labels: Record<string, string> = {}): V1Pod {
-  return { metadata: { namespace: "shop", name, uid: `uid-${name}`, labels }, spec: { containers: [] } };
+function pod(name: string, labels: Record<string, string> = {}, phase?: string): V1Pod {
+  return {
+    metadata: { namespace: "shop", name, uid: `uid-${name}`, labels },
+    spec: { containers: [] },
+    ...(phase ? { status: { phase } } : {}),
+  };
 }
 
 const SHOP: V1Namespace = { metadata: { name: "shop", uid: "ns-shop", labels: { team: "shop" } } };
@@ -18,13 +22,15 @@ const DENY_ALL: V1NetworkPolicy = {
 /** An enforcer whose installs are recorded (and fail while `failing` is set). */
 function setup() {
   const installs: string[] = [];
-  const state = { failing: false };
+  const state = { failing: false, refuseRefill: false };
   const enforcer = new NetworkPolicyEnforcer({
     bridgeName: "ghbr9",
     bridgeIP: "10.88.36.1",
     log,
     install: async (script) => {
       if (state.failing) throw new Error("nft: Operation not permitted");
+      if (state.refuseRefill && script.startsWith("flush set"))
+        throw new Error("nft: No such file or directory");
       installs.push(script);
     },
   });
@@ -74,6 +80,47 @@ describe("NetworkPolicyEnforcer", () => {
     enforcer.podChanged("uid-a", pod("a", { locked: "yes" }));
     await vi.waitFor(() => expect(installs).toHaveLength(2));
     expect(installs.at(-1)).toMatch(/ingress_isolated[\s\S]*10\.88\.36\.2/);
+  });
+
+  it("plans again when a pod finishes, not when it starts running (its phase changes nothing else)", async () => {
+    vi.useFakeTimers();
+    const { enforcer, installs, sync } = setup();
+    const planned = vi.spyOn(enforcer, "plan");
+    sync();
+    enforcer.policyHandler.upsert(DENY_ALL);
+    const addressed = enforcer.podAddressed("uid-a", pod("a", {}, "Pending"), "10.88.36.2");
+    await vi.advanceTimersByTimeAsync(100);
+    await addressed;
+    const plans = planned.mock.calls.length;
+    enforcer.podChanged("uid-a", pod("a", {}, "Running"));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(planned.mock.calls.length).toBe(plans);
+    enforcer.podChanged("uid-a", pod("a", {}, "Succeeded"));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(planned.mock.calls.length).toBe(plans + 1);
+    expect(installs.at(-1)).not.toContain("10.88.36.2");
+  });
+
+  it("refills the sets of the table it installed, and replaces the table when a refill is refused", async () => {
+    const { enforcer, installs, state, sync } = setup();
+    sync();
+    enforcer.policyHandler.upsert(DENY_ALL);
+    await enforcer.podAddressed("uid-a", pod("a"), "10.88.36.2");
+    expect(installs).toHaveLength(1);
+    expect(installs[0]).toContain("delete table inet gatehouse_np_ghbr9");
+    await enforcer.podAddressed("uid-b", pod("b"), "10.88.36.3");
+    expect(installs).toHaveLength(2);
+    expect(installs[1]).not.toContain("chain");
+    expect(installs[1]).toMatch(/^flush set inet gatehouse_np_ghbr9 ingress_isolated$/m);
+    expect(installs[1]).toMatch(
+      /add element inet gatehouse_np_ghbr9 egress_isolated \{\s+10\.88\.36\.2,\s+10\.88\.36\.3/,
+    );
+    // The table is gone (someone flushed the ruleset): the refill fails, the whole table is installed.
+    state.refuseRefill = true;
+    await enforcer.podAddressed("uid-c", pod("c"), "10.88.36.4");
+    expect(installs).toHaveLength(3);
+    expect(installs[2]).toContain("delete table inet gatehouse_np_ghbr9");
+    expect(installs[2]).toContain("10.88.36.4");
   });
 
   it("forgets a released pod, so its address carries no rules for the next pod", async () => {

@@ -8,11 +8,13 @@ import type { ReflectorHandler } from "../node/reflector.ts";
 import {
   type NetworkPolicyPlan,
   networkPolicyRuleset,
+  networkPolicySetsUpdate,
   networkPolicyTable,
   planNamespaceFromV1,
   planNetworkPolicies,
   planPodFromV1,
   planSummary,
+  podFinished,
 } from "./plan.ts";
 
 /**
@@ -63,7 +65,8 @@ type Waiter = { generation: number; resolve: () => void };
  * The applier of the NetworkPolicy planner (plan.ts) in the local node: keeps the node's addressed
  * pods, the cluster's namespaces and NetworkPolicies, and after every change (coalesced) plans again
  * and installs the ruleset with `nft -f -` — skipped when its text did not change, logged (which pods
- * are isolated, by which policies, allowing what) when it did. A failed install is retried with
+ * are isolated, by which policies, allowing what) when it did; after the first install only the
+ * table's sets are refilled ({@link NetworkPolicyEnforcer.apply}). A failed install is retried with
  * back-off; pods waiting in {@link podAddressed} keep waiting, so none starts unprotected. Until both
  * NetworkPolicies and namespaces have been listed once, nothing is installed and no pod starts.
  */
@@ -134,11 +137,17 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
   podChanged(uid: string, pod: V1Pod): void {
     const known = this.pods.get(uid);
     if (!known) return;
-    // Most updates are the node's own status writes: only labels and phase matter to a plan.
+    // Most updates are the node's own status writes: only labels and whether the pod has finished
+    // matter to a plan (Pending → Running changes nothing, so it is not planned again).
     const before = planPodFromV1(known.pod, known.ip);
     const after = planPodFromV1(pod, known.ip);
     known.pod = pod;
-    if (before.phase === after.phase && isDeepStrictEqual(before.labels, after.labels)) return;
+    if (
+      podFinished(before.phase) === podFinished(after.phase) &&
+      isDeepStrictEqual(before.labels, after.labels)
+    ) {
+      return;
+    }
     this.change(() => undefined);
   }
 
@@ -199,8 +208,9 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
           this.options.log.info({ planMs, pods: plan.pods.length, waiting }, RULES_UNCHANGED_MESSAGE);
         } else {
           const started = performance.now();
+          let how: "sets" | "table";
           try {
-            await this.install(script);
+            how = await this.apply(plan, script);
           } catch (err) {
             this.failures++;
             this.lastError = err instanceof Error ? err.message : String(err);
@@ -221,6 +231,7 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
             {
               table: networkPolicyTable(plan.bridgeName),
               ms: Math.round(performance.now() - started),
+              how,
               planMs,
               pods: plan.pods.length,
               waiting,
@@ -238,6 +249,28 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * Puts `plan` in force: once a table of ours is in place, by refilling its sets (one transaction,
+   * chains and hooks untouched, as a CNI updates its ipsets or maps rather than its hooks); the first
+   * time, or when that is refused (the table or a set is gone), by replacing the table with `script`.
+   * Throws when neither could be installed; what was in force stays.
+   */
+  private async apply(plan: NetworkPolicyPlan, script: string): Promise<"sets" | "table"> {
+    if (this.installed !== undefined) {
+      try {
+        await this.install(networkPolicySetsUpdate(plan));
+        return "sets";
+      } catch (err) {
+        this.options.log.warn(
+          { err },
+          "NetworkPolicy sets could not be refilled in place; replacing the table",
+        );
+      }
+    }
+    await this.install(script);
+    return "table";
   }
 }
 

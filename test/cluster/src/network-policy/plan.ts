@@ -55,7 +55,9 @@ import { intToIp, ipToInt, networkSize, parseCidr } from "../ipv4.ts";
  *   Interval sets of concatenations must not overlap, so the plan keeps each pod's entries disjoint.
  *
  * The script deletes and recreates the table in one transaction, and its text depends only on the
- * inputs (everything is sorted), so an applier can skip a plan whose text did not change.
+ * inputs (everything is sorted), so an applier can skip a plan whose text did not change. Only the sets
+ * depend on the plan: once the table is in place, {@link networkPolicySetsUpdate} refills them in one
+ * transaction without touching the chains.
  */
 
 /** The protocols a NetworkPolicy port names. */
@@ -164,6 +166,11 @@ export function planPodFromV1(pod: V1Pod, ip: string | undefined = pod.status?.p
   };
 }
 
+/** Whether a pod in `phase` has finished (Succeeded, Failed): a plan leaves it out; no other phase matters. */
+export function podFinished(phase: string | undefined): boolean {
+  return phase === "Succeeded" || phase === "Failed";
+}
+
 /** The planner's view of a namespace. */
 export function planNamespaceFromV1(namespace: V1Namespace): PlanNamespace {
   return { name: namespace.metadata?.name ?? "", labels: { ...(namespace.metadata?.labels ?? {}) } };
@@ -174,7 +181,7 @@ export function planNetworkPolicies(input: PlanInput): NetworkPolicyPlan {
   const { pods, ignoredPods } = eligiblePods(input.pods);
   const namespaceLabels = new Map(input.namespaces.map((n) => [n.name, n.labels]));
   const policies = [...input.policies].sort((a, b) => compareText(policyName(a), policyName(b)));
-  const context: Context = { pods, namespaceLabels };
+  const context: Context = { pods, namespaceLabels, ruleAddresses: new Map() };
   return {
     bridgeName: input.bridgeName,
     hostIPs: [...input.hostIPs].sort((a, b) => ipToInt(a) - ipToInt(b)),
@@ -229,12 +236,13 @@ export function planSummary(plan: NetworkPolicyPlan): string[] {
   );
 }
 
-/** The nft script that (re)creates table `inet gatehouse_np_<bridge>` enforcing `plan`. */
-export function networkPolicyRuleset(plan: NetworkPolicyPlan): string {
-  const table = networkPolicyTable(plan.bridgeName);
-  const bridge = JSON.stringify(plan.bridgeName);
+/** One set of the table: its name, nft type, whether it holds intervals, and its elements in order. */
+type PlanSet = { name: string; type: string; interval: boolean; elements: string[] };
+
+/** The table's sets, which are all a plan changes: the chains depend on the bridge alone. */
+function planSets(plan: NetworkPolicyPlan): PlanSet[] {
   const byAddress = [...plan.pods].sort((a, b) => ipToInt(a.ip) - ipToInt(b.ip));
-  const sets = (["ingress", "egress"] as const).flatMap((direction) => {
+  return (["ingress", "egress"] as const).flatMap((direction) => {
     const isolated = byAddress.filter((p) => p[direction]);
     const all = isolated.flatMap((p) => p[direction]!.allTraffic.map((r) => `${p.ip} . ${addressText(r)}`));
     const ports = isolated.flatMap((p) =>
@@ -245,16 +253,50 @@ export function networkPolicyRuleset(plan: NetworkPolicyPlan): string {
       ),
     );
     return [
-      setText(
-        `${direction}_isolated`,
-        "ipv4_addr",
-        false,
-        isolated.map((p) => p.ip),
-      ),
-      setText(`${direction}_all`, "ipv4_addr . ipv4_addr", true, all),
-      setText(`${direction}_ports`, "ipv4_addr . ipv4_addr . inet_proto . inet_service", true, ports),
+      {
+        name: `${direction}_isolated`,
+        type: "ipv4_addr",
+        interval: false,
+        elements: isolated.map((p) => p.ip),
+      },
+      { name: `${direction}_all`, type: "ipv4_addr . ipv4_addr", interval: true, elements: all },
+      {
+        name: `${direction}_ports`,
+        type: "ipv4_addr . ipv4_addr . inet_proto . inet_service",
+        interval: true,
+        elements: ports,
+      },
     ];
   });
+}
+
+/**
+ * The nft script that refills the sets of table `inet gatehouse_np_<bridge>`, as
+ * {@link networkPolicyRuleset} created it, to enforce `plan`: each set flushed and its elements added,
+ * in one transaction, so no packet meets a half-written set. The chains and their hooks stay: replacing
+ * the table unregisters and registers its base chains' hooks, which waits for the kernel's RCU grace
+ * periods, and those took seconds on the test node while it created and removed pod network namespaces
+ * by the hundred. nft refuses the script (and applies nothing) when the table or a set is missing.
+ */
+export function networkPolicySetsUpdate(plan: NetworkPolicyPlan): string {
+  const table = networkPolicyTable(plan.bridgeName);
+  const sets = planSets(plan);
+  return [
+    ...sets.map((set) => `flush set inet ${table} ${set.name}`),
+    ...sets.flatMap((set) =>
+      set.elements.length > 0
+        ? [`add element inet ${table} ${set.name} {`, `  ${set.elements.join(",\n  ")}`, "}"]
+        : [],
+    ),
+    "",
+  ].join("\n");
+}
+
+/** The nft script that (re)creates table `inet gatehouse_np_<bridge>` enforcing `plan`. */
+export function networkPolicyRuleset(plan: NetworkPolicyPlan): string {
+  const table = networkPolicyTable(plan.bridgeName);
+  const bridge = JSON.stringify(plan.bridgeName);
+  const sets = planSets(plan).map((set) => setText(set.name, set.type, set.interval, set.elements));
   const reject = ["    meta l4proto tcp reject with tcp reset", "    reject with icmpx admin-prohibited"];
   return [
     `table inet ${table} {}`,
@@ -292,7 +334,15 @@ export function networkPolicyRuleset(plan: NetworkPolicyPlan): string {
 }
 
 type EligiblePod = PlanPod & { ip: string };
-type Context = { pods: EligiblePod[]; namespaceLabels: Map<string, Record<string, string>> };
+type Context = {
+  pods: EligiblePod[];
+  namespaceLabels: Map<string, Record<string, string>>;
+  /**
+   * The peer addresses of each rule, computed once per plan: they do not depend on the selected pod,
+   * and every pod a policy selects would otherwise match its peers against all pods again (n² per plan).
+   */
+  ruleAddresses: Map<V1NetworkPolicyIngressRule | V1NetworkPolicyEgressRule, Interval[]>;
+};
 
 /** Pods with an address that have not finished, sorted; a second pod on a taken address is left out. */
 function eligiblePods(all: readonly PlanPod[]): { pods: EligiblePod[]; ignoredPods: IgnoredPod[] } {
@@ -304,7 +354,7 @@ function eligiblePods(all: readonly PlanPod[]): { pods: EligiblePod[]; ignoredPo
   const owners = new Map<number, EligiblePod>();
   for (const pod of sorted) {
     const ignore = (reason: string) => ignoredPods.push({ namespace: pod.namespace, name: pod.name, reason });
-    if (pod.phase === "Succeeded" || pod.phase === "Failed") {
+    if (podFinished(pod.phase)) {
       ignore(`phase ${pod.phase}`);
       continue;
     }
@@ -350,14 +400,7 @@ function planDirection(
     const namespace = policy.metadata?.namespace ?? "";
     const rules = (direction === "ingress" ? policy.spec?.ingress : policy.spec?.egress) ?? [];
     for (const rule of rules) {
-      const peers =
-        direction === "ingress"
-          ? ingressPeers(rule as V1NetworkPolicyIngressRule)
-          : (rule as V1NetworkPolicyEgressRule).to;
-      const addresses =
-        peers && peers.length > 0
-          ? mergeIntervals(peers.flatMap((peer) => peerAddresses(peer, namespace, context)))
-          : [ALL_ADDRESSES];
+      const addresses = ruleAddresses(rule, direction, namespace, context);
       if (addresses.length === 0) continue;
       if (!rule.ports || rule.ports.length === 0) {
         allTraffic.push(...addresses);
@@ -401,6 +444,27 @@ function planDirection(
       })),
     ),
   };
+}
+
+/** The addresses rule `rule` of a policy in `namespace` allows (all when it names no peer). */
+function ruleAddresses(
+  rule: V1NetworkPolicyIngressRule | V1NetworkPolicyEgressRule,
+  direction: Direction,
+  namespace: string,
+  context: Context,
+): Interval[] {
+  const known = context.ruleAddresses.get(rule);
+  if (known) return known;
+  const peers =
+    direction === "ingress"
+      ? ingressPeers(rule as V1NetworkPolicyIngressRule)
+      : (rule as V1NetworkPolicyEgressRule).to;
+  const addresses =
+    peers && peers.length > 0
+      ? mergeIntervals(peers.flatMap((peer) => peerAddresses(peer, namespace, context)))
+      : [ALL_ADDRESSES];
+  context.ruleAddresses.set(rule, addresses);
+  return addresses;
 }
 
 /**
