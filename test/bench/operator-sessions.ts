@@ -22,6 +22,7 @@
  *   node test/bench/operator-sessions.ts [--sessions N]    (default 200)
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
@@ -186,6 +187,8 @@ async function main(): Promise<void> {
         containers: [{ name: "sleeper", image: "gatehouse/sleeper:dev", resources: { requests } }],
       },
     }));
+    // The 1-minute load average as each run starts and as the last ends: the machine is shared.
+    const load = { beforeBaseline: loadavg()[0]!, beforeSessions: 0, after: 0 };
     const baselineSinceMs = Date.now();
     const baselineStart = process.hrtime.bigint();
     await kubectl.ok("admin", ["create", "-f", "-"], list(pods));
@@ -194,6 +197,7 @@ async function main(): Promise<void> {
     const baselineUntilMs = Date.now();
     await kubectl.ok("admin", ["delete", "namespace", "bench-pods", "--wait=true", "--timeout=300s"]);
 
+    load.beforeSessions = loadavg()[0]!;
     const sinceMs = Date.now();
     // The controller runs the sessions; the gateway only serves their agents (idle here).
     const pid = env.controller.pid;
@@ -219,6 +223,7 @@ async function main(): Promise<void> {
       sessionStart,
     );
     const untilMs = Date.now();
+    load.after = loadavg()[0]!;
     const operatorCpuSeconds = cpuSeconds(pid) - cpuBefore;
     const operatorPeakRssMiB = peakRssMiB(pid);
     const metricsAfter = await scrape();
@@ -262,6 +267,9 @@ async function main(): Promise<void> {
       },
     };
     const result = {
+      description:
+        "200 AgentSessions → Running agent pods vs 200 plain pods created directly, same run; nodeStages: the local node's part by stage (its log). The node refills its NetworkPolicy sets in place and plans once per change in linear time, as a CNI dataplane would; the agent pods are isolated by the namespace's agent NetworkPolicy, the plain pods by none.",
+      loadAverage: Object.fromEntries(Object.entries(load).map(([k, v]) => [k, Math.round(v * 10) / 10])),
       sessions: count,
       sessionsToRunningSeconds: Math.round(sessionSeconds * 100) / 100,
       baselinePodsToRunningSeconds: Math.round(baselineSeconds * 100) / 100,
