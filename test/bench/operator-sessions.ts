@@ -2,8 +2,10 @@
  * Benchmark of the operator's session path (`make bench`, not `make test`): on a fresh local
  * control plane, create 200 AgentSessions whose agent image is mapped to `sleep infinity`
  * (`gatehouse/sleeper:dev`) and time until every one has a Running pod; in the same run, as the
- * baseline, create 200 such pods directly and time the same. The machine is shared and noisy, so the
- * result is the ratio of the two. Also recorded: the operator's CPU time (utime+stime from
+ * baseline, create 200 such pods directly and time the same; then 200 such pods under the agent pods'
+ * NetworkPolicy (selecting them by their own label), so the node enforces the same rules for them as
+ * for the sessions' pods (`ratioToPodsUnderPolicy`). The machine is shared and noisy, so the result is
+ * the ratio. Also recorded: the operator's CPU time (utime+stime from
  * /proc/<pid>/stat, in seconds) and peak RSS (VmHWM from /proc/<pid>/status) over the session run, and
  * the API requests it made per session (from the API server's audit log).
  *
@@ -13,7 +15,7 @@
  * clock) the time from its create to the operator's first request about it (informer delay + queue
  * wait), to its pod's create, to the pod's binding by the scheduler, to the node's last status write of
  * the pod (about when it ran) and to the session's last status write. `nodeStages` splits the local
- * node's part for both sets of pods (its log, node-stages.ts): binding → the node's worker sees the pod
+ * node's part for each set of pods (its log, node-stages.ts): binding → the node's worker sees the pod
  * → network namespace and veth → NetworkPolicy rules in force → volumes → process spawned → Running
  * written, and the NetworkPolicy enforcer's passes (planning time, installs) meanwhile.
  *
@@ -24,7 +26,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
-import { CONTROLLER_USERNAME } from "../../operator/src/api/well-known.ts";
+import { CONTROLLER_USERNAME, OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
+import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/network-policy.ts";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 import type { Kubectl } from "../e2e/kubectl.ts";
@@ -169,33 +172,59 @@ async function main(): Promise<void> {
   });
   try {
     const { kubectl } = env;
-    // Baseline: the same pods, created directly.
-    await kubectl.ok("admin", ["create", "namespace", "bench-pods"]);
-    await kubectl.ok("admin", [
-      "wait",
-      "--for=jsonpath={.metadata.name}",
-      "serviceaccount/default",
-      "-n",
-      "bench-pods",
-    ]);
-    const pods = Array.from({ length: count }, (_, i) => ({
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: { name: `sleeper-${i}`, namespace: "bench-pods", labels: { bench: "direct" } },
-      spec: {
-        restartPolicy: "Never",
-        containers: [{ name: "sleeper", image: "gatehouse/sleeper:dev", resources: { requests } }],
-      },
-    }));
     // The 1-minute load average as each run starts and as the last ends: the machine is shared.
     const load = { beforeBaseline: loadavg()[0]!, beforeSessions: 0, after: 0 };
-    const baselineSinceMs = Date.now();
-    const baselineStart = process.hrtime.bigint();
-    await kubectl.ok("admin", ["create", "-f", "-"], list(pods));
-    const baselineSeconds = await untilRunning(kubectl, "bench-pods", "bench=direct", baselineStart);
-    // The baseline's requests end here: deleting the namespace makes more.
-    const baselineUntilMs = Date.now();
-    await kubectl.ok("admin", ["delete", "namespace", "bench-pods", "--wait=true", "--timeout=300s"]);
+    /** Creates `count` sleeper pods in `namespace` (with `policy` first) and times them to Running. */
+    const baselineRun = async (namespace: string, policy?: object) => {
+      await kubectl.ok("admin", ["create", "namespace", namespace]);
+      if (policy) await kubectl.ok("admin", ["create", "-f", "-"], JSON.stringify(policy));
+      await kubectl.ok("admin", [
+        "wait",
+        "--for=jsonpath={.metadata.name}",
+        "serviceaccount/default",
+        "-n",
+        namespace,
+      ]);
+      const pods = Array.from({ length: count }, (_, i) => ({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: `sleeper-${i}`, namespace, labels: { bench: "direct" } },
+        spec: {
+          restartPolicy: "Never",
+          containers: [{ name: "sleeper", image: "gatehouse/sleeper:dev", resources: { requests } }],
+        },
+      }));
+      const sinceMs = Date.now();
+      const start = process.hrtime.bigint();
+      await kubectl.ok("admin", ["create", "-f", "-"], list(pods));
+      const seconds = await untilRunning(kubectl, namespace, "bench=direct", start);
+      // The run's requests end here: deleting the namespace makes more.
+      const untilMs = Date.now();
+      await kubectl.ok("admin", ["delete", "namespace", namespace, "--wait=true", "--timeout=300s"]);
+      return { namespace, seconds, sinceMs, untilMs };
+    };
+    // Baseline: the same pods, created directly.
+    const plain = await baselineRun("bench-pods");
+    // And the same pods under the agent pods' NetworkPolicy (selecting them by their own label), so
+    // the node enforces the same rules for them as for the sessions' pods.
+    const gatewayPort = Number(new URL(env.gatewayUrl).port);
+    const policy = agentNetworkPolicy("bench-policy-pods", {
+      gatewayPort,
+      operatorNamespace: OPERATOR_NAMESPACE,
+      offClusterGateways: [{ cidr: `${plane.bridgeIP}/32`, port: gatewayPort }],
+    });
+    // Not Gatehouse's own (no managed-by label, another name), so no controller of it takes an interest.
+    policy.metadata = { name: "bench-agent-like", namespace: "bench-policy-pods" };
+    policy.spec!.podSelector = { matchLabels: { bench: "direct" } };
+    // On the wire an ingress rule's peers are `from` (the typed client names them `_from`).
+    for (const rule of policy.spec!.ingress ?? []) {
+      Object.assign(rule, { from: rule._from });
+      delete rule._from;
+    }
+    const underPolicy = await baselineRun("bench-policy-pods", policy);
+    const baselineSeconds = plain.seconds;
+    const baselineSinceMs = plain.sinceMs;
+    const baselineUntilMs = plain.untilMs;
 
     load.beforeSessions = loadavg()[0]!;
     const sinceMs = Date.now();
@@ -264,16 +293,28 @@ async function main(): Promise<void> {
       nodeStages: {
         sessionPods: nodeStages(nodeLog, all, "plant-a", sinceMs, untilMs),
         baselinePods: nodeStages(nodeLog, baselineRequests, "bench-pods", baselineSinceMs, baselineUntilMs),
+        baselinePodsUnderPolicy: nodeStages(
+          nodeLog,
+          readApiRequests(plane.auditLogPath, underPolicy.sinceMs).filter(
+            (r) => r.receivedMs < underPolicy.untilMs,
+          ),
+          underPolicy.namespace,
+          underPolicy.sinceMs,
+          underPolicy.untilMs,
+        ),
       },
     };
     const result = {
       description:
-        "200 AgentSessions → Running agent pods vs 200 plain pods created directly, same run; nodeStages: the local node's part by stage (its log). The node refills its NetworkPolicy sets in place and plans once per change in linear time, as a CNI dataplane would; the agent pods are isolated by the namespace's agent NetworkPolicy, the plain pods by none.",
+        "200 AgentSessions → Running agent pods vs, in the same run, 200 plain pods created directly (ratio) and 200 plain pods under the agent pods' NetworkPolicy (ratioToPodsUnderPolicy: the node enforces the same rules for them); nodeStages: the local node's part of each set by stage (its log). The node plans NetworkPolicy once per change in linear time and refills its nft sets in place, as a CNI dataplane would.",
       loadAverage: Object.fromEntries(Object.entries(load).map(([k, v]) => [k, Math.round(v * 10) / 10])),
       sessions: count,
       sessionsToRunningSeconds: Math.round(sessionSeconds * 100) / 100,
       baselinePodsToRunningSeconds: Math.round(baselineSeconds * 100) / 100,
       ratio: Math.round((sessionSeconds / baselineSeconds) * 100) / 100,
+      // The same pods under the agent NetworkPolicy: what the operator adds to what the node must do.
+      baselinePodsUnderPolicyToRunningSeconds: Math.round(underPolicy.seconds * 100) / 100,
+      ratioToPodsUnderPolicy: Math.round((sessionSeconds / underPolicy.seconds) * 100) / 100,
       operatorCpuSeconds: Math.round(operatorCpuSeconds * 100) / 100,
       operatorPeakRssMiB,
       apiRequestsPerSession: Math.round((operatorRequests.length / count) * 10) / 10,
