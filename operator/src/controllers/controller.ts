@@ -96,6 +96,7 @@ export class Controller {
           log.error({ key, err: describeApiError(error) }, "reconcile failed for good; not retrying");
         }
       },
+      (_key, waitedMs) => this.metrics?.queueWaited(this.name, waitedMs),
     );
   }
 

@@ -35,6 +35,8 @@ export interface OperatorMetrics {
   registry: Registry;
   /** One finished reconcile of `controller` with its outcome and duration in milliseconds. */
   reconciled(controller: string, outcome: Outcome, durationMs: number): void;
+  /** A worker of `controller` took a key that waited `waitedMs` in its work queue. */
+  queueWaited(controller: string, waitedMs: number): void;
   /** An informer of `path` restarted its list+watch. */
   informerRestarted(path: string, reason: string): void;
   /** Reports the depth of `queue` whenever metrics are collected. */
@@ -94,6 +96,13 @@ export function createMetrics(): OperatorMetrics {
     help: "Reconcile duration per controller.",
     labelNames: ["controller"],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const queueSeconds = new Histogram({
+    name: "gatehouse_workqueue_queue_duration_seconds",
+    help: "How long a key waited in each controller's work queue before a worker took it.",
+    labelNames: ["name"],
+    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
     registers: [registry],
   });
   const informerRestarts = new Counter({
@@ -251,6 +260,9 @@ export function createMetrics(): OperatorMetrics {
       reconcileTotal.inc({ controller, result: outcome });
       if (outcome === "error" || outcome === "terminal") reconcileErrors.inc({ controller });
       reconcileSeconds.observe({ controller }, durationMs / 1000);
+    },
+    queueWaited(controller, waitedMs) {
+      queueSeconds.observe({ name: controller }, waitedMs / 1000);
     },
     informerRestarted(path, reason) {
       informerRestarts.inc({ informer: path, reason });
