@@ -173,3 +173,16 @@ describe("the Codex engine's package (its native binary is about 400 MB unpacked
     expect(installed("Dockerfile")).not.toContain("@openai/codex");
   });
 });
+
+describe("the example MCP agent's workspace (examples/mcp-agent)", () => {
+  const workspacesOf = (dockerfile: string) =>
+    [...image(dockerfile).lastFiles.modules.values()].flatMap((install) =>
+      install.workspaces.map((w) => w.dir),
+    );
+
+  it("is installed in its own image only, so it adds nothing to the operator's or the agent's", () => {
+    expect(workspacesOf("examples/mcp-agent/Dockerfile")).toEqual(["examples/mcp-agent"]);
+    for (const dockerfile of ["Dockerfile", "agent-image/Dockerfile"])
+      expect(workspacesOf(dockerfile)).not.toContain("examples/mcp-agent");
+  });
+});
