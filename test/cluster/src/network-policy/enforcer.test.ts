@@ -22,15 +22,13 @@ const DENY_ALL: V1NetworkPolicy = {
 /** An enforcer whose installs are recorded (and fail while `failing` is set). */
 function setup() {
   const installs: string[] = [];
-  const state = { failing: false, refuseRefill: false };
+  const state = { failing: false };
   const enforcer = new NetworkPolicyEnforcer({
     bridgeName: "ghbr9",
     bridgeIP: "10.88.36.1",
     log,
     install: async (script) => {
       if (state.failing) throw new Error("nft: Operation not permitted");
-      if (state.refuseRefill && script.startsWith("flush set"))
-        throw new Error("nft: No such file or directory");
       installs.push(script);
     },
   });
@@ -99,28 +97,6 @@ describe("NetworkPolicyEnforcer", () => {
     await vi.advanceTimersByTimeAsync(100);
     expect(planned.mock.calls.length).toBe(plans + 1);
     expect(installs.at(-1)).not.toContain("10.88.36.2");
-  });
-
-  it("refills the sets of the table it installed, and replaces the table when a refill is refused", async () => {
-    const { enforcer, installs, state, sync } = setup();
-    sync();
-    enforcer.policyHandler.upsert(DENY_ALL);
-    await enforcer.podAddressed("uid-a", pod("a"), "10.88.36.2");
-    expect(installs).toHaveLength(1);
-    expect(installs[0]).toContain("delete table inet gatehouse_np_ghbr9");
-    await enforcer.podAddressed("uid-b", pod("b"), "10.88.36.3");
-    expect(installs).toHaveLength(2);
-    expect(installs[1]).not.toContain("chain");
-    expect(installs[1]).toMatch(/^flush set inet gatehouse_np_ghbr9 ingress_isolated$/m);
-    expect(installs[1]).toMatch(
-      /add element inet gatehouse_np_ghbr9 egress_isolated \{\s+10\.88\.36\.2,\s+10\.88\.36\.3/,
-    );
-    // The table is gone (someone flushed the ruleset): the refill fails, the whole table is installed.
-    state.refuseRefill = true;
-    await enforcer.podAddressed("uid-c", pod("c"), "10.88.36.4");
-    expect(installs).toHaveLength(3);
-    expect(installs[2]).toContain("delete table inet gatehouse_np_ghbr9");
-    expect(installs[2]).toContain("10.88.36.4");
   });
 
   it("forgets a released pod, so its address carries no rules for the next pod", async () => {

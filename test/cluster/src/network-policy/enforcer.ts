@@ -8,7 +8,6 @@ import type { ReflectorHandler } from "../node/reflector.ts";
 import {
   type NetworkPolicyPlan,
   networkPolicyRuleset,
-  networkPolicySetsUpdate,
   networkPolicyTable,
   planNamespaceFromV1,
   planNetworkPolicies,
@@ -65,8 +64,7 @@ type Waiter = { generation: number; resolve: () => void };
  * The applier of the NetworkPolicy planner (plan.ts) in the local node: keeps the node's addressed
  * pods, the cluster's namespaces and NetworkPolicies, and after every change (coalesced) plans again
  * and installs the ruleset with `nft -f -` — skipped when its text did not change, logged (which pods
- * are isolated, by which policies, allowing what) when it did; after the first install only the
- * table's sets are refilled ({@link NetworkPolicyEnforcer.apply}). A failed install is retried with
+ * are isolated, by which policies, allowing what) when it did. A failed install is retried with
  * back-off; pods waiting in {@link podAddressed} keep waiting, so none starts unprotected. Until both
  * NetworkPolicies and namespaces have been listed once, nothing is installed and no pod starts.
  */
@@ -208,9 +206,8 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
           this.options.log.info({ planMs, pods: plan.pods.length, waiting }, RULES_UNCHANGED_MESSAGE);
         } else {
           const started = performance.now();
-          let how: "sets" | "table";
           try {
-            how = await this.apply(plan, script);
+            await this.install(script);
           } catch (err) {
             this.failures++;
             this.lastError = err instanceof Error ? err.message : String(err);
@@ -231,7 +228,6 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
             {
               table: networkPolicyTable(plan.bridgeName),
               ms: Math.round(performance.now() - started),
-              how,
               planMs,
               pods: plan.pods.length,
               waiting,
@@ -249,28 +245,6 @@ export class NetworkPolicyEnforcer implements PodPolicyEnforcement {
     } finally {
       this.running = false;
     }
-  }
-
-  /**
-   * Puts `plan` in force: once a table of ours is in place, by refilling its sets (one transaction,
-   * chains and hooks untouched, as a CNI updates its ipsets or maps rather than its hooks); the first
-   * time, or when that is refused (the table or a set is gone), by replacing the table with `script`.
-   * Throws when neither could be installed; what was in force stays.
-   */
-  private async apply(plan: NetworkPolicyPlan, script: string): Promise<"sets" | "table"> {
-    if (this.installed !== undefined) {
-      try {
-        await this.install(networkPolicySetsUpdate(plan));
-        return "sets";
-      } catch (err) {
-        this.options.log.warn(
-          { err },
-          "NetworkPolicy sets could not be refilled in place; replacing the table",
-        );
-      }
-    }
-    await this.install(script);
-    return "table";
   }
 }
 

@@ -10,7 +10,6 @@ import {
   isAllowed,
   type NetworkPolicyPlan,
   networkPolicyRuleset,
-  networkPolicySetsUpdate,
   type PlanInput,
   type PlanNamespace,
   type PlanPod,
@@ -799,37 +798,6 @@ table inet gatehouse_np_ghbr0 {
 `);
   });
 
-  it("refills the sets of the small plan's table in place (golden)", () => {
-    const plan = planNetworkPolicies(
-      input(
-        [
-          policy("shop/api", {
-            podSelector: { matchLabels: { app: "api" } },
-            policyTypes: ["Ingress", "Egress"],
-            ingress: [{ _from: [{ podSelector: { matchLabels: { app: "web" } } }], ports: [{ port: 8080 }] }],
-          }),
-        ],
-        PODS.filter((p) => p.namespace === "shop"),
-      ),
-    );
-    expect(networkPolicySetsUpdate(plan)).toBe(`flush set inet gatehouse_np_ghbr0 ingress_isolated
-flush set inet gatehouse_np_ghbr0 ingress_all
-flush set inet gatehouse_np_ghbr0 ingress_ports
-flush set inet gatehouse_np_ghbr0 egress_isolated
-flush set inet gatehouse_np_ghbr0 egress_all
-flush set inet gatehouse_np_ghbr0 egress_ports
-add element inet gatehouse_np_ghbr0 ingress_isolated {
-  10.88.0.11
-}
-add element inet gatehouse_np_ghbr0 ingress_ports {
-  10.88.0.11 . 10.88.0.10 . tcp . 8080
-}
-add element inet gatehouse_np_ghbr0 egress_isolated {
-  10.88.0.11
-}
-`);
-  });
-
   it("writes a script nft accepts (check mode, nothing applied)", (context) => {
     const reason = nftCheckUnavailable();
     if (reason) {
@@ -846,9 +814,6 @@ add element inet gatehouse_np_ghbr0 egress_isolated {
     try {
       const file = join(dir, "ruleset.nft");
       writeFileSync(file, networkPolicyRuleset(plan));
-      execFileSync("nft", ["--check", "-f", file], { stdio: "pipe" });
-      // The refill, after the table it refills (one batch: check mode applies neither).
-      writeFileSync(file, networkPolicyRuleset(plan) + networkPolicySetsUpdate(plan));
       execFileSync("nft", ["--check", "-f", file], { stdio: "pipe" });
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -55,9 +55,7 @@ import { intToIp, ipToInt, networkSize, parseCidr } from "../ipv4.ts";
  *   Interval sets of concatenations must not overlap, so the plan keeps each pod's entries disjoint.
  *
  * The script deletes and recreates the table in one transaction, and its text depends only on the
- * inputs (everything is sorted), so an applier can skip a plan whose text did not change. Only the sets
- * depend on the plan: once the table is in place, {@link networkPolicySetsUpdate} refills them in one
- * transaction without touching the chains.
+ * inputs (everything is sorted), so an applier can skip a plan whose text did not change.
  */
 
 /** The protocols a NetworkPolicy port names. */
@@ -268,28 +266,6 @@ function planSets(plan: NetworkPolicyPlan): PlanSet[] {
       },
     ];
   });
-}
-
-/**
- * The nft script that refills the sets of table `inet gatehouse_np_<bridge>`, as
- * {@link networkPolicyRuleset} created it, to enforce `plan`: each set flushed and its elements added,
- * in one transaction, so no packet meets a half-written set. The chains and their hooks stay: replacing
- * the table unregisters and registers its base chains' hooks, which waits for the kernel's RCU grace
- * periods, and those took seconds on the test node while it created and removed pod network namespaces
- * by the hundred. nft refuses the script (and applies nothing) when the table or a set is missing.
- */
-export function networkPolicySetsUpdate(plan: NetworkPolicyPlan): string {
-  const table = networkPolicyTable(plan.bridgeName);
-  const sets = planSets(plan);
-  return [
-    ...sets.map((set) => `flush set inet ${table} ${set.name}`),
-    ...sets.flatMap((set) =>
-      set.elements.length > 0
-        ? [`add element inet ${table} ${set.name} {`, `  ${set.elements.join(",\n  ")}`, "}"]
-        : [],
-    ),
-    "",
-  ].join("\n");
 }
 
 /** The nft script that (re)creates table `inet gatehouse_np_<bridge>` enforcing `plan`. */
