@@ -306,7 +306,7 @@ async function main(): Promise<void> {
     };
     const result = {
       description:
-        "200 AgentSessions → Running agent pods vs, in the same run, 200 plain pods created directly (ratio) and 200 plain pods under the agent pods' NetworkPolicy (ratioToPodsUnderPolicy: the node enforces the same rules for them); nodeStages: the local node's part of each set by stage (its log). The node plans NetworkPolicy once per change in linear time and refills its nft sets in place, as a CNI dataplane would.",
+        "200 AgentSessions → Running agent pods vs, in the same run, 200 plain pods created directly (ratio) and 200 plain pods under the agent pods' NetworkPolicy (ratioToPodsUnderPolicy: the node enforces the same rules for them); nodeStages: the local node's part of each set by stage (its log). The node plans NetworkPolicy in linear time and not again when a pod turns Running.",
       loadAverage: Object.fromEntries(Object.entries(load).map(([k, v]) => [k, Math.round(v * 10) / 10])),
       sessions: count,
       sessionsToRunningSeconds: Math.round(sessionSeconds * 100) / 100,
