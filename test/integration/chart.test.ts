@@ -23,6 +23,7 @@ import {
 import { TRANSCRIPTS_API_SERVICE } from "../../operator/src/api/transcripts-api.ts";
 import { configFromEnvironment, DEFAULT_GATEWAY_LIMITS } from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
+import { chartNodeOptions } from "../e2e/component-node-options.ts";
 import {
   CHART_DIR,
   helm,
@@ -713,6 +714,24 @@ describe("what the chart renders", () => {
       expect(b.subjects).toEqual([
         { kind: "ServiceAccount", name: "gatehouse-controller", namespace: "gatehouse-system" },
       ]);
+    }
+  });
+
+  it("gives both components the heap flags of their nodeOptions in NODE_OPTIONS, which the test bed starts its programs with, and none when emptied", async () => {
+    for (const component of ["gateway", "controller"] as const) {
+      const env = resolvedEnv(deploymentOf(defaults, component), "postgres://x:p@db/g");
+      expect(env.NODE_OPTIONS).toBe("--max-semi-space-size=2");
+      // The test bed's: the chart's flags, then the old space node derives from the chart's memory limit.
+      expect(chartNodeOptions(component).startsWith(`${env.NODE_OPTIONS} `)).toBe(true);
+    }
+    const emptied = await renderChart({
+      valuesFiles: ["charts/gatehouse/ci/default.yaml"],
+      setJson: { "gateway.nodeOptions": "", "controller.nodeOptions": "" },
+    });
+    for (const component of ["gateway", "controller"] as const) {
+      expect(
+        resolvedEnv(deploymentOf(emptied, component), "postgres://x:p@db/g").NODE_OPTIONS,
+      ).toBeUndefined();
     }
   });
 
