@@ -867,7 +867,7 @@ describe("the applier over the in-memory writer", () => {
     return { world, approval, writer, input };
   }
 
-  it("approves and runs a call in one pass with two status writes: Executing before the call, Succeeded after", async () => {
+  it("approves and runs a call in one pass with two status writes: Executing beside the call, Succeeded after", async () => {
     const { world, approval, writer, input } = await proposedApproval([
       { approver: "alice", verdict: "Approve" },
     ]);
@@ -877,8 +877,8 @@ describe("the applier over the in-memory writer", () => {
     expect(writer.calls.map((c) => c.kind)).toEqual([
       "appendAudit",
       "writeStatus",
-      "observeDecided",
       "dispatch",
+      "observeDecided",
       "writeStatus",
       "recordOutcome",
     ]);
@@ -890,6 +890,32 @@ describe("the applier over the in-memory writer", () => {
       AuditKind.executionFinished,
     ]);
     expect(world.providerCalls).toHaveLength(1);
+  });
+
+  it("a refused Executing write fails the pass only after its dispatch settled; the next pass runs nothing twice", async () => {
+    const { world, approval, writer, input } = await proposedApproval([
+      { approver: "alice", verdict: "Approve" },
+    ]);
+    let dispatchSettled = false;
+    const stale: typeof writer = {
+      ...writer,
+      writeStatus: async () => {
+        throw new Error("409 Conflict: the object has been modified");
+      },
+      dispatch: (request) =>
+        writer.dispatch(request).finally(() => {
+          dispatchSettled = true;
+        }),
+    };
+    await expect(applyApproval(stale, await input(approval), quiet)).rejects.toThrow(/409/);
+    expect(dispatchSettled).toBe(true);
+    expect(world.providerCalls).toHaveLength(1);
+    // The status never moved; the chain holds the approved record, so the next pass dispatches again
+    // and finds the execution, writing what it says.
+    await applyApproval(writer, await input(approval), quiet);
+    expect(world.providerCalls).toHaveLength(1);
+    expect(writer.statusWrites().map((s) => s.phase)).toEqual(["Executing", "Succeeded"]);
+    expect(world.audit.filter((e) => e.kind === AuditKind.executionStarted)).toHaveLength(1);
   });
 
   it("writes a Pending Approval's status once, and nothing on a repeat over what it wrote", async () => {

@@ -98,8 +98,8 @@ export function planApproval(input: ApprovalPlanInput): ApprovalPlan {
     const rules = need(input.rules, "the decision-rules verdict");
     const status: ApprovalStatus = { ...reported.status };
     noteRules(status, rules, approval.metadata.generation, input.now);
-    // Written before the call: a crash between here and the receipt leaves a visible state that the
-    // next reconcile resumes from. status.execution is only ever copied from the execution row.
+    // Written beside the call (reconciler.ts): people see it run; a crash before the receipt is resumed
+    // from the chain and the execution row. status.execution is only ever copied from the execution row.
     status.phase = ApprovalPhase.Executing;
     return { ...reported, status, dispatch: { session: input.session, rules } };
   }

@@ -11,13 +11,14 @@
  *   append plan.audit (together) before the status write — or, for late-decision reports, after it
  *   write plan.status (resourceVersion-guarded), emit its Events, observe the decision metric,
  *   record the settled outcome in the session's transcript
- *   plan.dispatch → Core's executeApproved → planDispatchOutcome → write the final status, its Events,
- *              the transcript outcome
+ *   plan.dispatch → Core's executeApproved (beside the Executing write, unless late-decision reports
+ *              wait on that write) → planDispatchOutcome → write the final status, its Events, the
+ *              transcript outcome
  *   plan.finalizer → add or remove gatehouse.dev/audit-lifecycle
  *   return plan.requeueAfterMs
  *   the database unavailable at any step → planDatabaseUnavailable's status (Executed=False,
  *              DatabaseUnavailable), and the error to the work queue, which retries within seconds
- * So a pass writes the status at most twice: once, or before and after a dispatch.
+ * So a pass writes the status at most twice: once, or beside and after a dispatch.
  */
 import type { Logger } from "pino";
 import type { Approval } from "../../api/kinds.ts";
@@ -149,20 +150,36 @@ export async function applyApproval(
   let appended: AppendedRecord[] = [];
   if (plan.auditWhen === "beforeStatus" && plan.audit.length > 0)
     appended = await writer.appendAudit(plan.audit);
-  if (plan.status) approval = { ...(await writer.writeStatus(approval, plan.status)), status: plan.status };
+  const dispatch = plan.dispatch;
+  const request = dispatch && {
+    approval: input.approval,
+    session: dispatch.session,
+    rules: dispatch.rules,
+    history: dispatch.history && historyWith(dispatch.history, viewOf(input.approval), plan.audit, appended),
+  };
+  // A dispatch's Executing write goes out beside the call, not before it: what runs is decided by the
+  // chain (the approved record just appended) and the execution row, never by the status, and a pass
+  // that dies before either lands resumes from the chain. Reports of late decisions are still appended
+  // after the write that counts them, before the call.
+  const beside =
+    request !== undefined &&
+    plan.status !== undefined &&
+    !(plan.auditWhen === "afterStatus" && plan.audit.length > 0);
+  const [written, dispatched] = await Promise.allSettled([
+    plan.status ? writer.writeStatus(approval, plan.status) : approval,
+    beside ? writer.dispatch(request) : undefined,
+  ]);
+  // Both settle before the pass goes on: a failed write is retried only after this dispatch finished.
+  if (written.status === "rejected") throw written.reason;
+  if (plan.status) approval = { ...written.value, status: plan.status };
   if (plan.auditWhen === "afterStatus" && plan.audit.length > 0) await writer.appendAudit(plan.audit);
   for (const event of plan.events) writer.event(approval, event);
   if (plan.decided) writer.observeDecided(plan.decided.outcome, plan.decided.durationMs);
   if (plan.recordOutcome) await writer.recordOutcome(approval);
 
-  if (plan.dispatch && plan.status) {
-    const { history } = plan.dispatch;
-    const result = await writer.dispatch({
-      approval: input.approval,
-      session: plan.dispatch.session,
-      rules: plan.dispatch.rules,
-      history: history && historyWith(history, viewOf(input.approval), plan.audit, appended),
-    });
+  if (request && plan.status) {
+    if (dispatched.status === "rejected") throw dispatched.reason;
+    const result = dispatched.value ?? (await writer.dispatch(request));
     const outcome = planDispatchOutcome(input.approval, plan.status, result, input.now);
     logAll(log, outcome.log);
     approval = { ...(await writer.writeStatus(approval, outcome.status)), status: outcome.status };
