@@ -117,7 +117,7 @@ export const CONTROLLER_RULES: NamedRule[] = [
   {
     apiGroups: ["admissionregistration.k8s.io"],
     resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
-    verbs: ["get"],
+    verbs: ["list"],
   },
 ];
 

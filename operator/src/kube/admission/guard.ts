@@ -12,7 +12,7 @@ import type {
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { DecisionRulesVerdict } from "../../core/ports.ts";
-import { describeApiError, isNotFound, type KubeClients } from "../runtime/client.ts";
+import { describeApiError, type KubeClients } from "../runtime/client.ts";
 import {
   admissionDrift,
   gatewayBeside,
@@ -47,38 +47,31 @@ export async function operatorUsername(clients: KubeClients): Promise<string> {
   return username;
 }
 
-/** `read()`, or undefined when the API server answers 404. */
-async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
-}
-
-/** The installed policies and bindings of the names `rendered` has. Errors: any API error but 404. */
+/**
+ * The installed policies and bindings of the names `rendered` has: two lists, whose requests cost the
+ * API server and this process less than a read of each object, and which are as fresh (a list without
+ * a resourceVersion is a consistent read). Errors: any API error.
+ */
 export async function installedAdmission(
   clients: KubeClients,
   rendered: RenderedAdmission,
 ): Promise<InstalledAdmission> {
+  const policyNames = new Set(rendered.policies.map(({ metadata }) => metadata?.name));
+  const bindingNames = new Set(rendered.bindings.map(({ metadata }) => metadata?.name));
+  const [policyList, bindingList] = await Promise.all([
+    clients.admission.listValidatingAdmissionPolicy(),
+    clients.admission.listValidatingAdmissionPolicyBinding(),
+  ]);
   const policies = new Map<string, V1ValidatingAdmissionPolicy>();
   const bindings = new Map<string, V1ValidatingAdmissionPolicyBinding>();
-  // One round trip's time for all of them: reconciles wait on a fresh verdict.
-  await Promise.all([
-    ...rendered.policies.map(async ({ metadata }) => {
-      const name = metadata?.name ?? "";
-      const found = await unlessNotFound(() => clients.admission.readValidatingAdmissionPolicy({ name }));
-      if (found) policies.set(name, found);
-    }),
-    ...rendered.bindings.map(async ({ metadata }) => {
-      const name = metadata?.name ?? "";
-      const found = await unlessNotFound(() =>
-        clients.admission.readValidatingAdmissionPolicyBinding({ name }),
-      );
-      if (found) bindings.set(name, found);
-    }),
-  ]);
+  for (const policy of policyList.items) {
+    const name = policy.metadata?.name;
+    if (name && policyNames.has(name)) policies.set(name, policy);
+  }
+  for (const binding of bindingList.items) {
+    const name = binding.metadata?.name;
+    if (name && bindingNames.has(name)) bindings.set(name, binding);
+  }
   return { policies, bindings };
 }
 
@@ -87,7 +80,7 @@ export async function installedAdmission(
  * for the controller `operator` (default: asked of the API server, {@link operatorUsername}) and the
  * gateway `gateway` (default: its ServiceAccount beside the controller's). Enforced when all are
  * installed as rendered; otherwise the message names each one missing or different. Throws on any API
- * error but 404.
+ * error.
  */
 export async function decisionRulesEnforced(
   clients: KubeClients,
@@ -95,7 +88,11 @@ export async function decisionRulesEnforced(
   gateway?: string,
 ): Promise<DecisionRulesVerdict> {
   const controller = operator ?? (await operatorUsername(clients));
-  const rendered = renderedApprovalAdmission(controller, gateway ?? gatewayBeside(controller));
+  return verdictOf(clients, renderedApprovalAdmission(controller, gateway ?? gatewayBeside(controller)));
+}
+
+/** {@link decisionRulesEnforced} against `rendered`, rendered once by the caller. */
+async function verdictOf(clients: KubeClients, rendered: RenderedAdmission): Promise<DecisionRulesVerdict> {
   const drift = admissionDrift(rendered, await installedAdmission(clients, rendered));
   return drift.length === 0 ? { enforced: true } : { enforced: false, message: drift.join("; ") };
 }
@@ -155,6 +152,8 @@ export async function startAdmissionGuard(
     message: "the Approval admission policies have not been read yet",
   };
   let operator: string | undefined;
+  // What the chart renders depends only on the two user names: rendered once, not on every check.
+  let rendered: RenderedAdmission | undefined;
   let lastStartedAt = Number.NEGATIVE_INFINITY;
   let everNotEnforced = false;
   let restoredAt: number | undefined;
@@ -165,7 +164,8 @@ export async function startAdmissionGuard(
     let checked: DecisionRulesVerdict;
     try {
       operator ??= await operatorUsername(clients);
-      checked = await decisionRulesEnforced(clients, operator, options.gatewayUsername);
+      rendered ??= renderedApprovalAdmission(operator, options.gatewayUsername ?? gatewayBeside(operator));
+      checked = await verdictOf(clients, rendered);
     } catch (error) {
       checked = {
         enforced: false,
