@@ -1,6 +1,6 @@
 /**
  * Starts the four controllers and routes informer events to their work queues: an object's own
- * changes queue it; a pod or Approval queues its session; a ProviderInstance or EndpointSlice queues
+ * changes queue it; a pod, or an Approval whose phase moved, queues its session; a ProviderInstance or EndpointSlice queues
  * its provider and the Capabilities that reference it; an agent NetworkPolicy that drifted queues the
  * running sessions of its namespace.
  */
@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { Manifest } from "@gatehouse/provider-sdk";
 import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { AgentSession } from "../api/kinds.ts";
+import type { AgentSession, Approval } from "../api/kinds.ts";
 import { isTerminalSessionPhase } from "../api/status/agentsession.ts";
 import { ApprovalPhase } from "../api/status/approval.ts";
 import { PROVIDER_LABEL, SESSION_UID_LABEL } from "../api/well-known.ts";
@@ -117,6 +117,22 @@ export function specOrMetadataChanged(
   );
 }
 
+/**
+ * Whether an Approval event can change what its session's reconcile plans: the session reads only
+ * its Approvals' names and phases (Pending, still open, decided), so an update that left the phase
+ * as it was — a decision appended, a finalizer, a status write within a phase — does not queue it.
+ */
+export function approvalPhaseMoved(
+  approval: Approval,
+  event: InformerEvent,
+  previous: Approval | undefined,
+): boolean {
+  if (event !== "update" || !previous) return true;
+  return (
+    (approval.status?.phase ?? ApprovalPhase.Pending) !== (previous.status?.phase ?? ApprovalPhase.Pending)
+  );
+}
+
 /** True when `session` just started to end: deleted, being deleted, cancelled, or in a terminal phase. */
 function sessionEnding(
   session: AgentSession,
@@ -194,6 +210,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
   });
   caches.approvals.onChange((a, event, previous) => {
     if (specOrMetadataChanged(a, event, previous)) approvals.enqueue(a);
+    if (!approvalPhaseMoved(a, event, previous)) return;
     const session = sessionByUid(caches, a.metadata.namespace, a.spec.sessionRef.uid);
     if (session) sessions.enqueue(session);
   });
