@@ -16,10 +16,11 @@
  *
  * Operator share, per approval, from the API server's audit log (same host clock): the time from the
  * API server's answer to the decision patch until the provider received the call — the watch
- * delivering the decision, the operator's reconcile (two status writes, Approved and Executing, the
- * dispatch re-checks, the execution claim, audit appends, the target query and the signed call) — over
- * the whole. Of that share, the operator's own API requests (the status writes, API server time) are
- * reported apart. The operator's `gatehouse_reconcile_time_seconds{controller="approval"}` over the run
+ * delivering the decision, the operator's reconcile (the admission check, the decision's audit
+ * records, the Executing status write beside the dispatch, the dispatch re-checks, the execution
+ * claim, `execution.started`, the target query and the signed call) — over the whole. Of that share,
+ * the operator's own API requests about the Approval that ended before the call (API server time)
+ * are reported apart. The operator's `gatehouse_reconcile_time_seconds{controller="approval"}` over the run
  * is recorded beside it: it counts every reconcile of every Approval in the namespace
  * (the ones still Pending too) and the receipt's status write after the call.
  *
