@@ -47,12 +47,14 @@ describe("the local node's part of a pod's start, from its log", () => {
       }),
       line({ time: 1_150, msg: "NetworkPolicy rules installed", ms: 30, planMs: 80, pods: 2, waiting: 1 }),
       line({ time: 1_500, msg: "NetworkPolicy rules unchanged", planMs: 40, pods: 2, waiting: 2 }),
+      line({ time: 1_800, msg: "pod network removed", namespace: "b", name: "p0" }),
       line({ time: 9_000, msg: "NetworkPolicy rules installed", ms: 99, planMs: 99, pods: 9, waiting: 9 }),
     ].join("\n"),
   );
 
   it("reads each pod's first start and each pass of the NetworkPolicy enforcer", () => {
     expect(log.starts.map((s) => `${s.namespace}/${s.name}`)).toEqual(["a/p0", "a/p1", "b/p0"]);
+    expect(log.released).toEqual(new Map([["b", 1]]));
     expect(log.passes).toEqual([
       { time: 1_150, planMs: 80, installMs: 30, pods: 2, waiting: 1 },
       { time: 1_500, planMs: 40, pods: 2, waiting: 2 },

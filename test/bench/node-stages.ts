@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { RULES_INSTALLED_MESSAGE, RULES_UNCHANGED_MESSAGE } from "../cluster/src/network-policy/enforcer.ts";
+import { POD_NETWORK_REMOVED_MESSAGE } from "../cluster/src/node/pod-worker.ts";
 import {
   POD_STARTED_MESSAGE,
   type PodStartedLine,
@@ -22,8 +23,8 @@ export type PodStart = PodStartedLine & { namespace: string; name: string };
 /** One pass of the NetworkPolicy enforcer: planned at `time`, installed or found unchanged. */
 export type PolicyPass = { time: number; planMs: number; installMs?: number; pods: number; waiting: number };
 
-/** What the node logged that the breakdown needs. */
-export type NodeLog = { starts: PodStart[]; passes: PolicyPass[] };
+/** What the node logged that the breakdown needs; `released`: pods whose network is gone, per namespace. */
+export type NodeLog = { starts: PodStart[]; passes: PolicyPass[]; released: Map<string, number> };
 
 type LogLine = Partial<PodStartedLine> & {
   msg?: string;
@@ -40,6 +41,7 @@ type LogLine = Partial<PodStartedLine> & {
 export function parseNodeLog(text: string): NodeLog {
   const starts: PodStart[] = [];
   const passes: PolicyPass[] = [];
+  const released = new Map<string, number>();
   for (const raw of text.split("\n")) {
     if (!raw.startsWith("{")) continue;
     let line: LogLine;
@@ -56,6 +58,9 @@ export function parseNodeLog(text: string): NodeLog {
         msSinceSeen: line.msSinceSeen,
       });
     }
+    if (line.msg === POD_NETWORK_REMOVED_MESSAGE && line.namespace) {
+      released.set(line.namespace, (released.get(line.namespace) ?? 0) + 1);
+    }
     if (line.msg === RULES_INSTALLED_MESSAGE || line.msg === RULES_UNCHANGED_MESSAGE) {
       passes.push({
         time: line.time ?? 0,
@@ -66,7 +71,7 @@ export function parseNodeLog(text: string): NodeLog {
       });
     }
   }
-  return { starts, passes };
+  return { starts, passes, released };
 }
 
 /** Reads the node's log file. */

@@ -28,7 +28,7 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { CONTROLLER_USERNAME, OPERATOR_NAMESPACE } from "../../operator/src/api/well-known.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/network-policy.ts";
-import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
+import { eventually, startControlPlane, startLocalNode } from "../cluster/src/index.ts";
 import { startEnvironment } from "../e2e/environment.ts";
 import type { Kubectl } from "../e2e/kubectl.ts";
 import { type ApiRequest, readApiRequests } from "./api-audit-log.ts";
@@ -201,6 +201,11 @@ async function main(): Promise<void> {
       // The run's requests end here: deleting the namespace makes more.
       const untilMs = Date.now();
       await kubectl.ok("admin", ["delete", "namespace", namespace, "--wait=true", "--timeout=300s"]);
+      // The pods are gone from the API before the node has removed their network namespaces: the
+      // next run would start beside 200 teardowns (600 `ip` processes) that no run of its own has.
+      await eventually(`the node to remove the network of ${namespace}'s pods`, 300_000, async () =>
+        (readNodeLog(node.logPath).released.get(namespace) ?? 0) >= count ? true : undefined,
+      );
       return { namespace, seconds, sinceMs, untilMs };
     };
     // Baseline: the same pods, created directly.

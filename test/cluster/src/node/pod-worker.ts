@@ -52,6 +52,8 @@ const VOLUME_RESYNC_MS = 30_000;
 const NODE_SHUTDOWN_GRACE_MS = 2_000;
 const DEFAULT_GRACE_SECONDS = 30;
 const DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline";
+/** The log message of a pod's network namespace removed (its last teardown step; benchmarks wait for it). */
+export const POD_NETWORK_REMOVED_MESSAGE = "pod network removed";
 
 /**
  * Runs one pod bound to the local node, from first sight to final delete, as a level-triggered loop:
@@ -538,7 +540,7 @@ export class PodWorker {
     this.deps.policy.podReleased(this.key.uid);
     this.policyInForce = false;
     this.deps.ips.release(this.network.slot);
-    this.log.info({ netns: this.network.netns }, "pod network removed");
+    this.log.info({ netns: this.network.netns }, POD_NETWORK_REMOVED_MESSAGE);
     this.network = undefined;
   }
 
