@@ -14,6 +14,14 @@ import { ErrorCode, LATEST_PROTOCOL_VERSION, McpError } from "@modelcontextproto
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo } from "./cluster-info.ts";
 import {
+  answerMessages,
+  type CodexMessage,
+  type McpExchange,
+  methodsOf,
+  recordMcpExchanges,
+  startCodexMcpClient,
+} from "./codex-mcp-client.ts";
+import {
   coreNamespace,
   createAliceSession,
   getSession,
@@ -41,6 +49,8 @@ const PYTHON_MCP_MISSING =
   pythonMcp.status === 0
     ? undefined
     : `python3 cannot import mcp (${(pythonMcp.stderr || pythonMcp.error?.message || "").trim().split("\n").at(-1)}); install it with pip install mcp`;
+/** The scripted model's script Codex plays (test/fakes/scripts/codex-mcp.yaml). */
+const CODEX_MODEL = "scripted/codex-mcp";
 /** A revision newer than the SDK knows (the next stateless one upstream). */
 const NEWER_REVISION = "2026-07-28";
 
@@ -486,6 +496,179 @@ describe("another MCP client", () => {
       isError: false,
     });
     expect((await transcriptOf(session.uid)).map((e) => e.kind)).toEqual(["tool_call", "tool_result"]);
+  });
+});
+
+/** The `tools/call` exchanges of tool `name`, and each one's JSON-RPC request id. */
+function toolCallsOf(exchanges: McpExchange[], name: string): Array<{ exchange: McpExchange; id: number }> {
+  return exchanges.flatMap((exchange) => {
+    const body = exchange.body as { id?: number; method?: string; params?: { name?: string } } | undefined;
+    return body?.method === "tools/call" && body.params?.name === name && typeof body.id === "number"
+      ? [{ exchange, id: body.id }]
+      : [];
+  });
+}
+
+/** The text of the JSON-RPC result answering request `id` in `exchange`, if one came. */
+function resultTextOf(exchange: McpExchange, id: number): string | undefined {
+  const answer = answerMessages(exchange).find((m) => m.id === id) as
+    | { result?: { content?: Array<{ text?: string }>; isError?: boolean } }
+    | undefined;
+  return answer?.result?.content?.[0]?.text;
+}
+
+/** Codex's notification that its MCP call `tool` (an `mcpToolCall` item) ended. */
+function mcpCallCompleted(tool: string) {
+  return (m: CodexMessage) =>
+    m.method === "item/completed" &&
+    (m.params.item as { type?: string; tool?: string }).type === "mcpToolCall" &&
+    (m.params.item as { tool?: string }).tool === tool;
+}
+
+describe("Codex's MCP client", () => {
+  it("initializes, lists, calls, waits on an Approval with progress and cancels the wait when its turn is interrupted", async () => {
+    const session = await sleepingSession(env, namespace, "mcp-codex");
+    const wire = await recordMcpExchanges(mcpUrl().toString());
+    const codex = await startCodexMcpClient({
+      mcpUrl: wire.url,
+      token: await podToken(env, session),
+      modelUrl: env.model.url,
+    });
+    const since = env.model.requests().at(-1)?.seq ?? 0;
+    const modelRequests = () => env.model.requests(since).filter((r) => r.model === CODEX_MODEL);
+    const turnEnded = (turnId: string) => (m: CodexMessage) =>
+      m.method === "turn/completed" && (m.params.turn as { id: string }).id === turnId;
+    try {
+      expect(codex.version).toBe("0.169.0");
+      const mark = await counter.mark();
+      const { thread } = (await codex.request("thread/start", {
+        model: CODEX_MODEL,
+        ephemeral: true,
+        sandbox: "read-only",
+        approvalPolicy: "on-request",
+      })) as { thread: { id: string } };
+      const userText = (text: string) => [{ type: "text", text, text_elements: [] }];
+      const first = (await codex.request("turn/start", {
+        threadId: thread.id,
+        input: userText("Check the stock of CX-1, then place order CX-1."),
+      })) as { turn: { id: string } };
+
+      // initialize (Codex offers 2025-06-18 and gets it), then tools/list: the session's tools.
+      const read = await codex.next(mcpCallCompleted(toolName(READ)));
+      expect(read.params.item).toMatchObject({ server: "gatehouse", status: "completed" });
+      const [init, initialized] = wire.exchanges;
+      expect(init?.body).toMatchObject({ method: "initialize", params: { protocolVersion: "2025-06-18" } });
+      expect(answerMessages(init as McpExchange)[0]).toMatchObject({
+        result: { protocolVersion: "2025-06-18" },
+      });
+      expect(init?.sessionId?.startsWith(`${session.uid}.`)).toBe(true);
+      expect(methodsOf(initialized as McpExchange)).toEqual(["notifications/initialized"]);
+      expect(initialized?.status).toBe(202);
+      const listed = wire.exchanges.find((e) => methodsOf(e)[0] === "tools/list");
+      const tools = (
+        answerMessages(listed as McpExchange)[0] as { result: { tools: Array<{ name: string }> } }
+      ).result.tools;
+      expect(tools.map((t) => t.name).sort()).toEqual(
+        [...[PLACE, PUBLISH, READ, BANNED].map(toolName), "gatehouse_final_answer"].sort(),
+      );
+      // Codex also opens the server-initiated stream, which the gateway does not offer (405): it goes on.
+      expect(wire.exchanges.filter((e) => e.httpMethod === "GET").map((e) => e.status)).toEqual([405]);
+
+      // The allowed call ran once, was recorded as POST /v1/invoke records it, and its result reached the model.
+      const [readCall] = toolCallsOf(wire.exchanges, toolName(READ));
+      const readResult = resultTextOf(readCall?.exchange as McpExchange, readCall?.id ?? -1) ?? "";
+      expect(readResult).not.toBe("");
+      expect((await mark.calls()).map((c) => c.capability)).toEqual([READ]);
+      // Codex asks the model next once the result is in: the request of the script's next step.
+      const outputs = async (step: number) => {
+        const asked = await eventually(`the model to be asked at step ${step}`, 30_000, async () =>
+          modelRequests().find((r) => r.step === step && r.status !== 0),
+        );
+        return JSON.stringify(asked.responses?.input ?? []);
+      };
+      expect(await outputs(1)).toContain(JSON.stringify(readResult).slice(1, -1));
+
+      // The write waits on its Approval with progress naming it; approved, it returns its outcome once.
+      const approval = await eventually(
+        "the write's Approval",
+        60_000,
+        async () => (await approvalsOf(session))[0],
+      );
+      const name = approval.metadata.name;
+      const placeCall = await eventually("a progress notification on the waiting call", 30_000, async () => {
+        const call = toolCallsOf(wire.exchanges, toolName(PLACE))[0];
+        return call?.exchange.response.includes("notifications/progress") ? call : undefined;
+      });
+      const progress = answerMessages(placeCall.exchange).find(
+        (m) => m.method === "notifications/progress",
+      ) as {
+        params: { progressToken: unknown; message: string };
+      };
+      expect(progress.params.message).toContain(`Approval ${name}`);
+      const sent = placeCall.exchange.body as { params: { _meta?: { progressToken?: unknown } } };
+      expect(progress.params.progressToken).toBe(sent.params._meta?.progressToken);
+      await approve(name);
+      const placed = await codex.next(mcpCallCompleted(toolName(PLACE)));
+      expect(placed.params.item).toMatchObject({ status: "completed" });
+      const done = await codex.next(turnEnded(first.turn.id));
+      expect(done.params.turn).toMatchObject({ status: "completed" });
+      const placeResult = resultTextOf(placeCall.exchange, placeCall.id) ?? "";
+      expect(placeResult).not.toMatch(/waiting|Approval/);
+      expect(toolCallsOf(wire.exchanges, toolName(PLACE))).toHaveLength(1);
+      const placeEffects = async () => (await mark.effects()).filter((e) => e.capability === PLACE);
+      expect((await placeEffects()).map((e) => e.arguments.orderId)).toEqual(["CX-1"]);
+      expect(await outputs(2)).toContain(JSON.stringify(placeResult).slice(1, -1));
+      await approvalInPhase(name, "Succeeded");
+
+      // Interrupting a turn while a call waits: Codex sends notifications/cancelled for that request,
+      // the gateway ends its stream without an answer, and the Approval stays Pending.
+      const second = (await codex.request("turn/start", {
+        threadId: thread.id,
+        input: userText("Place order CX-2."),
+      })) as { turn: { id: string } };
+      const waiting = await eventually("the second write's Approval", 60_000, async () =>
+        (await approvalsOf(session)).find((a) => a.metadata.name !== name),
+      );
+      const pendingCall = await eventually("the second write's progress", 30_000, async () => {
+        const call = toolCallsOf(wire.exchanges, toolName(PLACE))[1];
+        return call?.exchange.response.includes("notifications/progress") ? call : undefined;
+      });
+      await codex.request("turn/interrupt", { threadId: thread.id, turnId: second.turn.id });
+      const interrupted = await codex.next(turnEnded(second.turn.id));
+      expect(interrupted.params.turn).toMatchObject({ status: "interrupted" });
+      const cancelled = await eventually("Codex's notifications/cancelled", 30_000, async () =>
+        wire.exchanges.find((e) => methodsOf(e)[0] === "notifications/cancelled"),
+      );
+      expect(cancelled.body).toMatchObject({ params: { requestId: pendingCall.id } });
+      await eventually("the waiting call's stream to end", 30_000, async () =>
+        pendingCall.exchange.ended ? true : undefined,
+      );
+      expect(resultTextOf(pendingCall.exchange, pendingCall.id)).toBeUndefined();
+      const after = await approvalsOf(session);
+      expect(after.map((a) => [a.metadata.name, a.status?.phase ?? "Pending"]).sort()).toEqual(
+        [
+          [name, "Succeeded"],
+          [waiting.metadata.name, "Pending"],
+        ].sort(),
+      );
+      expect((await placeEffects()).map((e) => e.arguments.orderId)).toEqual(["CX-1"]);
+      const transcript = await transcriptOf(session.uid);
+      // Each call as POST /v1/invoke records it; the approved one's outcome once, the cancelled one's none.
+      expect(
+        transcript.map((e) => [e.kind, e.kind === "tool_call" ? e.payload.tool : e.payload.status]),
+      ).toEqual([
+        ["tool_call", toolName(READ)],
+        ["tool_result", "succeeded"],
+        ["tool_call", toolName(PLACE)],
+        ["tool_result", "pending_approval"],
+        ["approval_outcome", "succeeded"],
+        ["tool_call", toolName(PLACE)],
+        ["tool_result", "pending_approval"],
+      ]);
+    } finally {
+      await codex.close();
+      await wire.close();
+    }
   });
 });
 
