@@ -3,7 +3,8 @@
  * by the MCP SDK's own Client over Streamable HTTP with a sleeping session's pod token — the test is
  * the MCP-capable agent. The business side is the counting provider, whose ledger shows how often a
  * call reached it. Raw HTTP is used only where the SDK client cannot say it (a malformed body, a
- * newer protocol revision, a cancelled stream read to its end).
+ * newer protocol revision, a cancelled stream read to its end). Two other clients run once: Python's
+ * `mcp` package, and Codex's own MCP client (codex-mcp-client.ts), driven as a user interface drives it.
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
