@@ -29,9 +29,13 @@ describe("backoffResets", () => {
   });
 });
 
-/** A real process that exits with `code` as soon as it has started. */
+/**
+ * A real process that exits with `code` as soon as it has started. A shell, not node: a run longer than
+ * twice the back-off's cap resets it, and a node process on a loaded machine can live past the 160 ms of
+ * the test's cap, which made the delays start over.
+ */
 function exitingProcess(code: number): { child: ChildProcess; run: SupervisedRun } {
-  const child = spawn(process.execPath, ["-e", `process.exit(${code})`], { stdio: "ignore" });
+  const child = spawn("sh", ["-c", `exit ${code}`], { stdio: "ignore" });
   const exited = new Promise<ExitInfo>((resolve) =>
     child.once("exit", (exitCode, signal) => resolve({ code: exitCode, signal })),
   );
