@@ -35,13 +35,14 @@ test: deps host-deps cluster helm
 	npx vitest run
 
 ## unit: the tests that need neither Postgres nor a cluster (vitest project `unit`), in well under a minute.
+## One worker per core: vitest's default leaves a core free, which on two cores runs the files one by one.
 unit: deps
-	npx vitest run --project unit
+	npx vitest run --project unit --maxWorkers=100%
 
 ## unit-shuffled: the unit project with files and tests in a random order (the seed is printed): the unit
 ## project shares one module graph per worker, so a test that leaves state behind shows here.
 unit-shuffled: deps
-	npx vitest run --project unit --sequence.shuffle --sequence.seed=$$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+	npx vitest run --project unit --maxWorkers=100% --sequence.shuffle --sequence.seed=$$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 
 ## engines-table: run the engine conformance suite (agent-image/src/conformance/) and write its engine × case table into docs/engines.md.
 engines-table: deps
