@@ -4,6 +4,7 @@ import { approvalWaitMsOf, MCP_APPROVAL_WAIT_SECONDS } from "./mcp.ts";
 import {
   annotationsOf,
   callPositionOf,
+  finalAnswerResultOf,
   mcpSessionBelongsTo,
   mcpToolOf,
   newMcpSessionId,
@@ -139,5 +140,23 @@ describe("approvalWaitMsOf", () => {
     expect(approvalWaitMsOf({ "gatehouse.dev/approvalWaitSeconds": "2" })).toBe(
       MCP_APPROVAL_WAIT_SECONDS * 1000,
     );
+  });
+});
+
+describe("finalAnswerResultOf", () => {
+  it("tells the agent its answer is recorded when the transcript holds this text", () => {
+    const result = finalAnswerResultOf({ turn: 0, text: "done" }, "done");
+    expect(result.isError).toBeUndefined();
+    expect((result.content[0] as { text: string }).text).toContain("is recorded");
+  });
+
+  it("says a later, different answer was not kept when an earlier one is recorded", () => {
+    const result = finalAnswerResultOf({ turn: 0, text: "first" }, "second");
+    expect(result).toEqual({
+      content: [
+        { type: "text", text: "A final answer for this session is already recorded; this one was not kept." },
+      ],
+      isError: true,
+    });
   });
 });

@@ -28,6 +28,26 @@ export const finalAnswerTool: Tool = {
 };
 
 /**
+ * The answer to `gatehouse_final_answer` once the transcript holds `stored` (the payload of the
+ * message's final_answer event, this call's or an earlier one's: a repeat appends nothing). Recorded
+ * only when the stored text is this call's; another text is an earlier answer, kept, so the agent is
+ * told that its new one was not.
+ */
+export function finalAnswerResultOf(stored: Readonly<Record<string, unknown>>, text: string): CallToolResult {
+  if (stored.text !== text) {
+    return {
+      content: [
+        { type: "text", text: "A final answer for this session is already recorded; this one was not kept." },
+      ],
+      isError: true,
+    };
+  }
+  return {
+    content: [{ type: "text", text: "Your final answer is recorded and the session is complete. Stop now." }],
+  };
+}
+
+/**
  * The MCP annotations of a capability: a read only reads; a write may change or destroy business
  * data (a draft only prepares one); a call is idempotent when it reads or its provider deduplicates
  * (idempotency `key` or `natural`). Hints only: Gatehouse's policy, not the client, decides.

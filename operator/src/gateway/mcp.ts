@@ -32,6 +32,7 @@ import {
   callPositionOf,
   FINAL_ANSWER_CHARS,
   FINAL_ANSWER_TOOL,
+  finalAnswerResultOf,
   finalAnswerTool,
   mcpSessionBelongsTo,
   mcpToolOf,
@@ -182,7 +183,7 @@ async function finalAnswer(
   const payload = { turn, text: args.text.slice(0, FINAL_ANSWER_CHARS) };
   await admitIntake(deps, session, Buffer.byteLength(JSON.stringify(payload)));
   // Once per message: a repeated call (a retry, or the model calling it twice) keeps the first answer.
-  await deps.transcripts.append({
+  const stored = await deps.transcripts.append({
     dedupeKey: `final_answer:mcp:${turn}`,
     sessionUid: session.metadata.uid,
     source: "agent",
@@ -190,9 +191,7 @@ async function finalAnswer(
     payload,
     atMicros: Date.now() * 1000,
   });
-  return {
-    content: [{ type: "text", text: "Your final answer is recorded and the session is complete. Stop now." }],
-  };
+  return finalAnswerResultOf(stored.payload, payload.text);
 }
 
 /** Registers `/mcp` on `scope`, which must carry the gateway's authentication hook (request.session). */
