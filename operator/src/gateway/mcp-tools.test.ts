@@ -8,6 +8,7 @@ import {
   mcpSessionBelongsTo,
   mcpToolOf,
   newMcpSessionId,
+  requestProblemOf,
   toolResultOf,
 } from "./mcp-tools.ts";
 
@@ -158,5 +159,47 @@ describe("finalAnswerResultOf", () => {
       ],
       isError: true,
     });
+  });
+});
+
+describe("requestProblemOf", () => {
+  const call = (params: unknown, id: unknown = 4) => ({ jsonrpc: "2.0", id, method: "tools/call", params });
+  const needs = "tools/call needs params.name (a string) and params.arguments (an object)";
+
+  it("refuses an empty batch as JSON-RPC's Invalid Request", () => {
+    expect(requestProblemOf([])).toEqual({
+      status: 400,
+      code: -32600,
+      message: "Invalid Request: an empty batch",
+      id: null,
+    });
+  });
+
+  it("answers a tools/call without a name, or with arguments that are not an object, as invalid params", () => {
+    for (const params of [
+      { arguments: {} },
+      { name: 3 },
+      { name: "t", arguments: [1] },
+      { name: "t", arguments: "x" },
+      undefined,
+    ]) {
+      expect(requestProblemOf(call(params))).toEqual({ status: 200, code: -32602, message: needs, id: 4 });
+    }
+  });
+
+  it("refuses a batch holding a malformed tools/call, nothing of it done", () => {
+    expect(requestProblemOf([call({ name: "t" }, 1), call({ name: "t", arguments: null }, 2)])).toEqual({
+      status: 400,
+      code: -32602,
+      message: needs,
+      id: null,
+    });
+  });
+
+  it("lets well-formed calls, other methods and non-empty batches through", () => {
+    expect(requestProblemOf(call({ name: "t" }))).toBeUndefined();
+    expect(requestProblemOf(call({ name: "t", arguments: { a: 1 } }))).toBeUndefined();
+    expect(requestProblemOf({ jsonrpc: "2.0", id: 1, method: "tools/list" })).toBeUndefined();
+    expect(requestProblemOf([{ jsonrpc: "2.0", method: "notifications/initialized" }])).toBeUndefined();
   });
 });

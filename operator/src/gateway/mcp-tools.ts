@@ -114,6 +114,54 @@ export function toolResultOf(answer: InvokeAnswer): CallToolResult {
   };
 }
 
+/** What the endpoint refuses before the SDK reads a body: the HTTP status and JSON-RPC error. */
+export interface RequestProblem {
+  status: number;
+  code: number;
+  message: string;
+  id: string | number | null;
+}
+
+/** JSON-RPC's codes for a request that is not one (an empty batch) and for invalid params. */
+const INVALID_REQUEST = -32600;
+const INVALID_PARAMS = -32602;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The problem of a parsed POST body the SDK would answer unclearly, or none: an empty batch is
+ * JSON-RPC's Invalid Request (the SDK answers it 202, as if it held only notifications); a
+ * `tools/call` without a string `name`, or with `arguments` that is not an object, is invalid params
+ * (the SDK answers -32603 with its schema's dump). A single request's problem is answered under its
+ * id; one in a batch refuses the batch, nothing of it done.
+ */
+export function requestProblemOf(body: unknown): RequestProblem | undefined {
+  if (Array.isArray(body) && body.length === 0) {
+    return { status: 400, code: INVALID_REQUEST, message: "Invalid Request: an empty batch", id: null };
+  }
+  const messages = Array.isArray(body) ? body : [body];
+  for (const message of messages) {
+    if (!isObject(message) || message.method !== "tools/call") continue;
+    const params = message.params;
+    if (
+      isObject(params) &&
+      typeof params.name === "string" &&
+      (params.arguments === undefined || isObject(params.arguments))
+    )
+      continue;
+    const id = typeof message.id === "string" || typeof message.id === "number" ? message.id : null;
+    return {
+      status: Array.isArray(body) ? 400 : 200,
+      code: INVALID_PARAMS,
+      message: "tools/call needs params.name (a string) and params.arguments (an object)",
+      id: Array.isArray(body) ? null : id,
+    };
+  }
+  return undefined;
+}
+
 /**
  * MCP session ids: `<AgentSession uid>.<random>`. Any replica checks one against the session its
  * caller's token authenticated, with no shared state: an id of another session is not found.

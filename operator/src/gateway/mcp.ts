@@ -37,6 +37,7 @@ import {
   mcpSessionBelongsTo,
   mcpToolOf,
   newMcpSessionId,
+  requestProblemOf,
   toolResultOf,
 } from "./mcp-tools.ts";
 import { sessionTools } from "./session-tools.ts";
@@ -225,6 +226,12 @@ export async function mcpRoute(scope: FastifyInstance, options: McpRouteOptions)
       } catch {
         return rpcError(reply, 400, ErrorCode.ParseError, "Parse error: the body is not JSON.");
       }
+    }
+    const problem = request.method === "POST" ? requestProblemOf(body) : undefined;
+    if (problem) {
+      return reply
+        .code(problem.status)
+        .send({ jsonrpc: "2.0", error: { code: problem.code, message: problem.message }, id: problem.id });
     }
     const messages = messagesOf(body);
     const initializing = messages.some((m) => m.method === "initialize");
