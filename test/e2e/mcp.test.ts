@@ -449,7 +449,10 @@ describe("an MCP client in an agent pod", () => {
       name: "gatehouse_final_answer",
       arguments: { text: "Changed my mind." },
     });
-    expect(again.isError).toBeFalsy();
+    expect(again.isError).toBe(true);
+    expect(again.content).toEqual([
+      { type: "text", text: "A final answer for this session is already recorded; this one was not kept." },
+    ]);
     const finals = (await transcriptOf(session.uid)).filter((e) => e.kind === "final_answer");
     expect(finals.map((e) => [e.source, e.payload.turn, e.payload.text])).toEqual([
       ["agent", 0, "Three orders placed."],
@@ -677,10 +680,12 @@ describe("the MCP endpoint, from the attacker's side", () => {
   const listTools = { jsonrpc: "2.0", id: 7, method: "tools/list" };
 
   it("refuses a request without a token before anything else", async () => {
-    const reply = await readReply(await rawPost(undefined, listTools));
-    expect(reply.status).toBeGreaterThanOrEqual(400);
-    expect(reply.status).toBeLessThan(500);
-    expect(reply.text).not.toContain("tools");
+    // 403 like every agent route: the pod's projected token is the only credential, nothing to discover.
+    for (const token of [undefined, "not-a-token"]) {
+      const reply = await readReply(await rawPost(token, listTools));
+      expect(reply.status).toBe(403);
+      expect(reply.text).not.toContain("tools");
+    }
   });
 
   it("refuses another pod's token with this MCP session id, and records nothing for either session", async () => {
@@ -737,6 +742,31 @@ describe("the MCP endpoint, from the attacker's side", () => {
     expect(notRpc.messages[0]).toMatchObject({ error: { code: ErrorCode.ParseError } });
     expect(await transcriptOf(session.uid)).toEqual([]);
     expect(await auditKindsOf(session.uid)).toEqual([]);
+    await client.close();
+  });
+
+  it("answers a tools/call without a name or with non-object arguments, and an empty batch, as JSON-RPC says", async () => {
+    const { session, token, transport, client } = await agentOf("mcp-params");
+    const headers = { "mcp-session-id": transport.sessionId ?? "" };
+    const mark = await counter.mark();
+    for (const params of [{ arguments: {} }, { name: toolName(READ), arguments: [1] }]) {
+      const reply = await readReply(
+        await rawPost(token, { jsonrpc: "2.0", id: 9, method: "tools/call", params }, headers),
+      );
+      expect(reply.messages[0]).toEqual({
+        jsonrpc: "2.0",
+        id: 9,
+        error: {
+          code: ErrorCode.InvalidParams,
+          message: "tools/call needs params.name (a string) and params.arguments (an object)",
+        },
+      });
+    }
+    const empty = await readReply(await rawPost(token, [], headers));
+    expect(empty.status).toBe(400);
+    expect(empty.messages[0]).toMatchObject({ error: { code: ErrorCode.InvalidRequest } });
+    expect(await mark.calls()).toEqual([]);
+    expect(await transcriptOf(session.uid)).toEqual([]);
     await client.close();
   });
 

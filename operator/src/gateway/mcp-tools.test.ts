@@ -200,6 +200,8 @@ describe("requestProblemOf", () => {
     expect(requestProblemOf(call({ name: "t" }))).toBeUndefined();
     expect(requestProblemOf(call({ name: "t", arguments: { a: 1 } }))).toBeUndefined();
     expect(requestProblemOf({ jsonrpc: "2.0", id: 1, method: "tools/list" })).toBeUndefined();
+    // Not JSON-RPC 2.0: left to the SDK's parse error.
+    expect(requestProblemOf({ jsonrpc: "1.0", id: 1, method: "tools/call" })).toBeUndefined();
     expect(requestProblemOf([{ jsonrpc: "2.0", method: "notifications/initialized" }])).toBeUndefined();
   });
 });

@@ -143,7 +143,8 @@ export function requestProblemOf(body: unknown): RequestProblem | undefined {
   }
   const messages = Array.isArray(body) ? body : [body];
   for (const message of messages) {
-    if (!isObject(message) || message.method !== "tools/call") continue;
+    // Not JSON-RPC 2.0: the SDK answers it (parse error).
+    if (!isObject(message) || message.jsonrpc !== "2.0" || message.method !== "tools/call") continue;
     const params = message.params;
     if (
       isObject(params) &&
