@@ -8,6 +8,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type CallToolResult, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type OpenAI from "openai";
+import { APIError } from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { argumentsOf, FINAL_ANSWER_TOOL, openAiToolsOf, pendingApprovalOf, resultText } from "./convert.ts";
 
@@ -105,4 +106,19 @@ export async function runAgent(options: AgentOptions): Promise<string> {
   throw new Error(
     `the model still called tools after ${options.maxSteps} replies; giving up without an answer`,
   );
+}
+
+/** The exit code of a failure that a new pod of the session would meet the same way (Gatehouse does not retry it). */
+export const EXIT_FINAL = 2;
+
+/**
+ * The exit code for `error`: 2 (final) when the model proxy refused the request with a 4xx other than
+ * 408 and 429 — the same request from a new pod is refused again (a bad request, a model not allowed,
+ * the token budget used up); 1 otherwise (the gateway or the model failing, a timeout, a rate limit),
+ * and Gatehouse starts a new pod while the session has retries left.
+ */
+export function exitCodeOf(error: unknown): 1 | 2 {
+  if (!(error instanceof APIError) || error.status === undefined) return 1;
+  const { status } = error;
+  return status >= 400 && status < 500 && status !== 408 && status !== 429 ? EXIT_FINAL : 1;
 }

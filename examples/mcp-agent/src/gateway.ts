@@ -115,3 +115,27 @@ export async function readTask(gatewayUrl: string, gatewayFetch: typeof fetch): 
     answers,
   };
 }
+
+/**
+ * Reports why the agent failed: `POST /v1/session/events` with `{kind: "error", turn, text}` (the
+ * agent protocol's AgentEvent; `text` at most 64 KiB). The session's status message then says it.
+ * Best effort: a failure to report is logged, the agent exits anyway.
+ */
+export async function postError(
+  gatewayUrl: string,
+  gatewayFetch: typeof fetch,
+  turn: number,
+  text: string,
+  log: (line: string) => void,
+): Promise<void> {
+  try {
+    const response = await gatewayFetch(new URL(`${gatewayUrl.replace(/\/+$/, "")}/v1/session/events`), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ kind: "error", turn, text: text.slice(0, 65_536) }),
+    });
+    if (!response.ok) log(`the error was not recorded: ${response.status} ${await response.text()}`);
+  } catch (error) {
+    log(`the error was not recorded: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

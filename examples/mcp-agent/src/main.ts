@@ -5,16 +5,19 @@
  * `gatehouse_final_answer`. It holds no model key and no business credential: the pod's projected
  * token is its only secret, and the gateway is the only host it reaches.
  *
- * Exit codes: 0 the final answer is recorded (or every message was answered already), 1 the model or
- * the gateway failed (the reason on stderr), 2 the configuration is incomplete.
+ * Exit codes: 0 the final answer is recorded (or every message was answered already); 1 the model or
+ * the gateway failed and a new pod may succeed (Gatehouse retries it); 2 a failure a new pod would
+ * meet again — the model proxy refused the request (a 4xx other than 408 and 429) or the configuration
+ * is incomplete (Gatehouse does not retry it). A failure is also posted to the session as an `error`
+ * event, which the session's status message then shows.
  */
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import OpenAI from "openai";
-import { runAgent } from "./agent.ts";
+import { exitCodeOf, runAgent } from "./agent.ts";
 import { conversationOf } from "./convert.ts";
-import { gatewayFetch, readTask, readToken } from "./gateway.ts";
+import { gatewayFetch, postError, readTask, readToken } from "./gateway.ts";
 
 const USAGE = `Usage: node examples/mcp-agent/src/main.ts
 
@@ -25,7 +28,8 @@ An MCP client agent for a Gatehouse AgentSession with spec.engine: external. The
   OPENAI_BASE_URL        the gateway's model proxy, OpenAI-compatible (MODEL_BASE_URL is read too)
   LOCAL_NODE_ROOT        the local test node's pod root, prefixed to GATEHOUSE_TOKEN_FILE (unset elsewhere)
 
-Exit codes: 0 the final answer is recorded, 1 the model or the gateway failed, 2 configuration missing.
+Exit codes: 0 the final answer is recorded; 1 a failure a new pod may not meet (retried);
+2 a failure a new pod would meet again: the model proxy's 4xx (not 408/429), configuration missing.
 `;
 
 const log = (line: string) => console.log(`mcp-agent: ${line}`);
@@ -49,14 +53,17 @@ const tokenFile = join(env.LOCAL_NODE_ROOT ?? "", env.GATEHOUSE_TOKEN_FILE);
 const mcpUrl = env.GATEHOUSE_MCP_URL || `${gatewayUrl.replace(/\/+$/, "")}/mcp`;
 const modelUrl = env.OPENAI_BASE_URL || env.MODEL_BASE_URL || `${gatewayUrl.replace(/\/+$/, "")}/v1/model`;
 
+const fetchGateway = gatewayFetch(tokenFile, log);
+// The message being answered, once known: the turn an error is reported for.
+let turn = 0;
 try {
-  const fetchGateway = gatewayFetch(tokenFile, log);
   const task = await readTask(gatewayUrl, fetchGateway);
   const conversation = conversationOf(task.instructions, task.messages, task.answers);
   if (!conversation) {
     log(`every message of ${task.name} is answered`);
     process.exit(0);
   }
+  turn = conversation.index;
   log(`answering message ${conversation.index} of ${task.name} with model ${task.model.name}`);
 
   const mcp = new Client({ name: "gatehouse-example-mcp-agent", version: "0.1.0" });
@@ -77,5 +84,7 @@ try {
   }
   process.exit(0);
 } catch (error) {
-  fail(error instanceof Error ? error.message : String(error), 1);
+  const message = error instanceof Error ? error.message : String(error);
+  await postError(gatewayUrl, fetchGateway, turn, message, log);
+  fail(message, exitCodeOf(error));
 }
