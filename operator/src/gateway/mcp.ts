@@ -12,6 +12,8 @@
  *               Approval keeps its request open (waitForApproval) up to a bound, with progress
  *               notifications when the client sent a progressToken
  * GET (a server-initiated stream) answers 405: the server sends nothing outside a request's stream.
+ * Before the SDK reads a body, requestProblemOf refuses what it would answer unclearly: an empty batch
+ * (-32600) and a tools/call without a string name or with non-object arguments (-32602).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
