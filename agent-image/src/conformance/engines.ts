@@ -69,10 +69,6 @@ const codex: EngineEntry = {
   name: "codex",
   runs: "subprocess",
   start: startCodexForConformance,
-  knownFailures: {
-    "classifies a model 4xx as final and does not ask again":
-      "Codex 0.169.0 reports a request the endpoint refused (a 4xx but 429) as the turn's error with codexErrorInfo \"other\" and the response body as its message: the protocol carries an httpStatusCode only on its connection and stream failures. The run ends final, of the kind of the body's OpenAI error type, but nothing names the status",
-  },
 };
 
 /** Every engine the suite runs. */

@@ -200,6 +200,8 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
       const items = historyItems(transcript);
       if (items.length > 0) await host.request("thread/inject_items", { threadId, items }, signal);
       if (text !== undefined) transcript.push({ role: "user", text });
+      // Refusals the relay notes after this mark are this turn's.
+      const mark = host.relay.mark;
       const turnStarted = TurnStarted.parse(
         await host.request(
           "turn/start",
@@ -321,7 +323,7 @@ function createCodexSession(options: CodexRuntimeOptions, init: CreateSessionOpt
           }
           const failure = error ?? lastError;
           yield failure
-            ? turnFailure(failure)
+            ? turnFailure(failure, host.relay.refusedSince(mark, threadId)?.status)
             : { type: "error", kind: "internal", message: `codex ended the turn ${status}` };
           return "done";
         }

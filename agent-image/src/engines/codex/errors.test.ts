@@ -44,3 +44,21 @@ describe("a request the endpoint refused, as Codex reports it (the body, no stat
     expect(event.final === true).toBe(final);
   });
 });
+
+describe("a refused request with the status the relay saw", () => {
+  it.each([
+    [400, "invalid_arguments", true],
+    [404, "not_found", true],
+    [408, "invalid_arguments", true],
+    [429, "unavailable", false],
+    [503, "unavailable", false],
+  ])("HTTP %i is %s (final: %s) and named", (status, kind, final) => {
+    const body = JSON.stringify({ error: { message: "no such step", type: "invalid_request_error" } });
+    const event = turnFailure({ message: body, codexErrorInfo: "other" }, status);
+    expect(event).toMatchObject({
+      kind,
+      message: `model endpoint answered HTTP ${status}: ${"model endpoint refused the request (invalid_request_error): no such step"}`,
+    });
+    expect(event.final === true).toBe(final);
+  });
+});

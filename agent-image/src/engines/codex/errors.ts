@@ -1,7 +1,8 @@
 /**
  * What a failed Codex turn becomes: an `error` event with a kind from the shared list. Codex reports
  * a model request that failed for good (after its own retries) as the turn's error, with the upstream
- * HTTP status inside `codexErrorInfo` when there was one.
+ * HTTP status inside `codexErrorInfo` on connection and stream failures; a refused request's status
+ * comes from the loopback relay (status-relay.ts).
  */
 import { BUDGET_EXCEEDED } from "@gatehouse/operator/agent-protocol";
 import type { RuntimeEvent } from "../../runtime.ts";
@@ -55,25 +56,28 @@ function refusalOf(message: string): ErrorEvent | undefined {
   };
 }
 
-/** The error event of a turn that failed with `error`. */
-export function turnFailure(error: TurnError): ErrorEvent {
+/**
+ * The error event of a turn that failed with `error`; `refusedStatus` is the status the loopback
+ * relay saw the endpoint refuse this turn's request with, which Codex does not report itself.
+ */
+export function turnFailure(error: TurnError, refusedStatus?: number): ErrorEvent {
   const message = [error.message, error.additionalDetails].filter(Boolean).join(": ");
   if (message.includes(BUDGET_EXCEEDED.code) || message.includes(BUDGET_EXCEEDED.type))
     return { type: "error", kind: "limit_exceeded", message, final: true };
   const info = error.codexErrorInfo;
   const refusal = refusalOf(error.message);
-  if (refusal) return refusal;
-  const status = statusOf(info);
+  const status = statusOf(info) ?? refusedStatus;
   if (status !== undefined) {
     // A 4xx other than 429 refuses the request itself: a new pod would send the same (as the builtin engine).
     const final = status >= 400 && status < 500 && status !== 429;
     return {
       type: "error",
       kind: kindOfStatus(status),
-      message: `model endpoint answered HTTP ${status}: ${message}`,
+      message: `model endpoint answered HTTP ${status}: ${refusal?.message ?? message}`,
       ...(final ? { final: true as const } : {}),
     };
   }
+  if (refusal) return refusal;
   if (info === "badRequest" || info === "contextWindowExceeded")
     return { type: "error", kind: "invalid_arguments", message, final: true };
   if (info === "unauthorized") return { type: "error", kind: "forbidden", message, final: true };

@@ -27,6 +27,7 @@ import {
   Notifications,
   ThreadScoped,
 } from "./protocol.ts";
+import { StatusRelay } from "./status-relay.ts";
 
 type NotificationMethod = keyof typeof Notifications;
 /** A notification the engine follows, typed by its method. */
@@ -79,9 +80,12 @@ export class CodexHost {
    * endpoint's context window (a pod serves one session: set from it before the first run).
    */
   catalog = { slugPrefix: "", contextWindow: 128_000 };
+  /** Codex's model requests pass here, so a refusal's HTTP status is known (Codex reports none). */
+  readonly relay: StatusRelay;
 
   constructor(options: CodexHostOptions) {
     this.options = options;
+    this.relay = new StatusRelay(options.model.baseUrl);
     this.restarting = new Restarting(
       (signal) => this.launch(signal),
       options.restart ?? defaultRestartPolicy,
@@ -114,6 +118,7 @@ export class CodexHost {
 
   async close(): Promise<void> {
     await this.restarting.stop();
+    await this.relay.close();
   }
 
   private send(child: Child, method: ClientMethod, params: unknown): Promise<unknown> {
@@ -129,7 +134,7 @@ export class CodexHost {
   private async launch(signal: AbortSignal | undefined): Promise<Child> {
     const { dir, model, logger } = this.options;
     mkdirSync(dir, { recursive: true });
-    writeCodexConfig(dir, model, this.catalog);
+    writeCodexConfig(dir, { ...model, baseUrl: await this.relay.start() }, this.catalog);
     const env = codexEnvironment(dir);
     if ("apiKey" in model.auth) env[API_KEY_ENV] = model.auth.apiKey;
     const child = await startChild(
