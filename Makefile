@@ -65,6 +65,7 @@ bench: deps host-deps cluster
 	node test/bench/invoke.ts
 	node test/bench/approval-dispatch.ts
 	node test/bench/session-start.ts
+	node test/bench/codex-relay.ts
 	node test/bench/scale.ts
 	GATEHOUSE_RECORD_BENCH=1 DEMO_EXIT=1 node test/e2e/demo.ts
 
