@@ -4,7 +4,13 @@ import { join } from "node:path";
 import { Counter, Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../../operator/src/api/well-known.ts";
-import { growthPerSession, reconcilesPer, reconcileTotals, requestsByClient } from "./scale-measure.ts";
+import {
+  growthPerSession,
+  reconcilesPer,
+  reconcileTotals,
+  requestsByClient,
+  requestsByClientIn,
+} from "./scale-measure.ts";
 
 /** One audit event as the API server writes it: compact JSON, one a line. */
 function event(stage: string, username: string, at: string): string {
@@ -50,6 +56,14 @@ describe("what scale.ts reads about an installation", () => {
       scheduler: 1,
       kubernetesControllers: 1,
     });
+    // Several windows in one pass: each counts its own requests.
+    const later = Date.parse("2026-12-01T12:00:08.000Z");
+    expect(
+      await requestsByClientIn(path, [
+        { fromMs: from, toMs: Date.parse("2026-12-01T12:00:02.500Z") },
+        { fromMs: later, toMs: later + 5_000 },
+      ]),
+    ).toEqual([{ controller: 2 }, { gateway: 1 }]);
   });
 
   it("reads reconciles per controller from the controller's /metrics and divides their growth by sessions", async () => {

@@ -124,16 +124,28 @@ function client(user: string): string {
 }
 
 /**
- * Completed API requests per client between `fromMs` and `toMs`, from the audit log at `path`, read as
- * a stream: at thousands of sessions it holds gigabytes of gatehouse.dev bodies (api-audit-log.ts
- * reads a whole log into one string), so only each line's stage, user and time are picked out.
+ * Completed API requests per client between `fromMs` and `toMs`, from the audit log at `path` (see
+ * {@link requestsByClientIn}).
  */
 export async function requestsByClient(
   path: string,
   fromMs: number,
   toMs: number,
 ): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
+  const [counts = {}] = await requestsByClientIn(path, [{ fromMs, toMs }]);
+  return counts;
+}
+
+/**
+ * Completed API requests per client in each of `windows`, from the audit log at `path`, read once and
+ * as a stream: at thousands of sessions it holds gigabytes of gatehouse.dev bodies (api-audit-log.ts
+ * reads a whole log into one string), so only each line's stage, user and time are picked out.
+ */
+export async function requestsByClientIn(
+  path: string,
+  windows: readonly { fromMs: number; toMs: number }[],
+): Promise<Record<string, number>[]> {
+  const counts: Record<string, number>[] = windows.map(() => ({}));
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
   for await (const line of lines) {
     if (!line.includes('"stage":"ResponseComplete"')) continue;
@@ -141,9 +153,12 @@ export async function requestsByClient(
     const at = /"stageTimestamp":"([^"]*)"/.exec(line)?.[1];
     if (user === undefined || at === undefined) continue;
     const ms = auditTimeMs(at);
-    if (ms < fromMs || ms > toMs) continue;
-    const who = client(user);
-    counts[who] = (counts[who] ?? 0) + 1;
+    windows.forEach((window, i) => {
+      if (ms < window.fromMs || ms > window.toMs) return;
+      const who = client(user);
+      const into = counts[i]!;
+      into[who] = (into[who] ?? 0) + 1;
+    });
   }
   return counts;
 }

@@ -52,12 +52,13 @@ import {
   machine,
   peakRssMiB,
   reconcilesPer,
-  requestsByClient,
+  requestsByClientIn,
   round,
   scrapeReconciles,
   serializedBytesPerObject,
   tableSizes,
 } from "./scale-measure.ts";
+import { type HistogramTotals, histogramTotals, stagesPerOp } from "./stage-breakdown.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/scale.json", import.meta.url));
 const flag = (name: string, fallback: number) => {
@@ -110,9 +111,11 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
   }
 }
 
+const runStart = performance.now();
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
 const env = await startEnvironment(plane, {
+  chartNodeOptions: true,
   componentEnv: {
     LOG_LEVEL: "warn",
     // The local node offers the machine's CPUs: small requests, so a batch of real agents fits.
@@ -186,6 +189,23 @@ try {
   };
 
   const metricsUrl = `${env.controller.healthUrl}/metrics`;
+  /** The controller's port calls and work-queue waits so far: the execution phase's breakdown. */
+  const scrapeStages = async () => {
+    const text = await (await fetch(metricsUrl)).text();
+    return {
+      ports: histogramTotals(text, "gatehouse_port_call_duration_seconds"),
+      queues: histogramTotals(text, "gatehouse_workqueue_queue_duration_seconds"),
+    };
+  };
+  /** Mean wait of a key in each controller's work queue between two scrapes, in milliseconds. */
+  const queueWaitMs = (before: HistogramTotals, after: HistogramTotals) =>
+    Object.fromEntries(
+      [...after].flatMap(([queue, end]) => {
+        const start = before.get(queue) ?? { count: 0, sum: 0 };
+        const count = end.count - start.count;
+        return count > 0 ? [[queue, round(((end.sum - start.sum) * 1000) / count, 1)]] : [];
+      }),
+    );
   const gatewayPid = env.gateway.pid;
   const controllerPid = env.controller.pid;
   const cpuStart = { gateway: cpuSeconds(gatewayPid), controller: cpuSeconds(controllerPid) };
@@ -274,6 +294,8 @@ try {
   });
   log(`${fakeCount} write invokes (Approvals created) in ${round(writeSeconds, 1)} s`);
   await mark("approvalsCreated");
+  // From the first decision until every session is terminal: the executions and what they waited on.
+  const stagesBefore = await scrapeStages();
   const decideSeconds = await pool(agents, CONCURRENCY, async (agent) => {
     await alice.custom.patchNamespacedCustomObject({
       ...GROUP,
@@ -311,6 +333,7 @@ try {
     return fakeSessions.every(terminal);
   });
   const terminalSeconds = (performance.now() - executeStart) / 1000;
+  const stagesAfter = await scrapeStages();
   const fakeReconciles = reconcilesPer(fakeReconcilesBefore, await scrapeReconciles(metricsUrl), fakeCount);
   log(`every fake session finished: ${JSON.stringify(phases(fakeSessions))}`);
   await mark("allTerminal");
@@ -322,10 +345,13 @@ try {
   const database = growthPerSession(tablesStart, tablesEnd, SESSIONS);
   const auditTable = [...tablesEnd].find(([name]) => name === "audit_log");
 
-  const perClient = async (from: number, to: number, sessions: number) => {
-    const counts = await requestsByClient(plane.auditLogPath, from, to);
-    return Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, round(n / sessions, 1)]));
-  };
+  // Both windows in one pass over the audit log: at 10 000 sessions it is gigabytes.
+  const [realRequests = {}, fakeRequests = {}] = await requestsByClientIn(plane.auditLogPath, [
+    { fromMs: realSince, toMs: realUntil },
+    { fromMs: realUntil, toMs: Date.now() },
+  ]);
+  const perSession = (counts: Record<string, number>, sessions: number) =>
+    Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, round(n / sessions, 1)]));
   const list = async (plural: string) =>
     (
       (await admin.custom.listNamespacedCustomObject({ ...GROUP, namespace, plural })) as {
@@ -363,7 +389,7 @@ try {
       seconds: round(realSeconds, 1),
       sessionsPerSecond: round(REAL / realSeconds, 2),
       reconciles: realReconciles,
-      apiRequestsPerSession: await perClient(realSince, realUntil, REAL),
+      apiRequestsPerSession: perSession(realRequests, REAL),
     },
     fakeAgents: {
       sessionsCreatedPerSecond: round(fakeCount / createSeconds, 1),
@@ -374,8 +400,24 @@ try {
       decisionsPerSecond: round(fakeCount / decideSeconds, 1),
       executedAndAnsweredPerSecond: round(fakeCount / finishSeconds, 1),
       decisionToTerminalSeconds: round(terminalSeconds, 1),
+      // Each phase's wall-clock seconds, in order, so a run's total at another size can be extrapolated.
+      seconds: {
+        create: round(createSeconds, 1),
+        podsAfterCreate: round(podsSeconds - createSeconds, 1),
+        tokens: round(tokenSeconds, 1),
+        reads: round(readSeconds, 1),
+        writes: round(writeSeconds, 1),
+        decisions: round(decideSeconds, 1),
+        executedAndAnswered: round(finishSeconds, 1),
+        untilTerminal: round(terminalSeconds - finishSeconds, 1),
+      },
+      // From the first decision until every session was terminal: the controller's port calls per
+      // Approval (the approval pass's steps as port "approval", Core's as theirs; the session polls'
+      // are in it too) and how long keys waited in each work queue.
+      executionStages: stagesPerOp(stagesBefore.ports, stagesAfter.ports, fakeCount),
+      queueWaitMs: queueWaitMs(stagesBefore.queues, stagesAfter.queues),
       reconciles: fakeReconciles,
-      apiRequestsPerSession: await perClient(realUntil, Date.now(), fakeCount),
+      apiRequestsPerSession: perSession(fakeRequests, fakeCount),
     },
     database,
     auditChain: auditTable
@@ -386,6 +428,7 @@ try {
       Approval: serializedBytesPerObject(approvals),
       Pod: serializedBytesPerObject(pods),
     },
+    runSeconds: round((performance.now() - runStart) / 1000, 1),
     measuredAt: new Date().toISOString(),
   };
   // One entry per size, so `make bench`'s small run keeps `make bench-scale`'s full one beside it.
