@@ -13,6 +13,7 @@ import type { CoreDeps } from "../core/ports.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { answerOfApproval, isSettled, recordApprovalOutcome } from "../transcripts/approval-outcome.ts";
+import { changesOf, watchOf } from "./cache-changes.ts";
 
 /** How long a wait lets the informer catch up with an Approval created a moment ago, in milliseconds. */
 export const APPROVAL_ARRIVAL_MS = 5_000;
@@ -37,39 +38,6 @@ export interface ApprovalWaitRequest {
 }
 
 /**
- * The changes of Approval `namespace/name` in `caches`, as something to wait for: `next(ms)` resolves
- * at the first change since the previous `next` (at once if one came in between), after `ms`, or when
- * `signal` aborts. `close` removes the subscription.
- */
-function changesOf(caches: Pick<Caches, "approvals">, namespace: string, name: string, signal: AbortSignal) {
-  let changed = false;
-  let wake: (() => void) | undefined;
-  const unsubscribe = caches.approvals.onChange((object) => {
-    if (object.metadata.name !== name || object.metadata.namespace !== namespace) return;
-    changed = true;
-    wake?.();
-  });
-  const next = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (changed || signal.aborted) {
-        changed = false;
-        return resolve();
-      }
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        wake = undefined;
-        changed = false;
-        resolve();
-      }
-      wake = done;
-      signal.addEventListener("abort", done, { once: true });
-    });
-  return { next, close: unsubscribe };
-}
-
-/**
  * Waits until `request.name` is settled (isSettled), the time is up, the signal aborts or the replica
  * stops, and returns the Approval as last read (settled or not). Reads the informer cache only, again
  * at each of its change events for the Approval, and every APPROVAL_CHECK_MS otherwise.
@@ -82,7 +50,16 @@ export async function waitForApproval(caches: Caches, request: ApprovalWaitReque
     return approval?.spec.sessionRef.uid === session.metadata.uid ? approval : undefined;
   };
   // Subscribed before the first read, so no change between the read and the wait is missed.
-  const changes = changesOf(caches, session.metadata.namespace, request.name, signal);
+  const changes = changesOf(
+    [
+      watchOf(
+        caches.approvals,
+        (object) =>
+          object.metadata.name === request.name && object.metadata.namespace === session.metadata.namespace,
+      ),
+    ],
+    signal,
+  );
   try {
     // The agent asks right after its invoke created the Approval — on this replica or another — and
     // the informer may not have delivered it yet: the cache gets a bounded moment to catch up.

@@ -17,6 +17,7 @@ import { GatehouseError } from "../core/errors.ts";
 import { sessionByPodUid } from "../kube/cache-indexes.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
 import type { KubeClients } from "../kube/runtime/client.ts";
+import { changesOf, watchOf } from "./cache-changes.ts";
 
 const POD_UID_KEY = "authentication.kubernetes.io/pod-uid";
 const POD_NAME_KEY = "authentication.kubernetes.io/pod-name";
@@ -25,6 +26,11 @@ const POD_NAME_KEY = "authentication.kubernetes.io/pod-name";
 export const ACCEPTED_TOKEN_CACHE_MS = 10_000;
 /** How long a refused token is refused again without a TokenReview, in milliseconds. */
 export const REFUSED_TOKEN_CACHE_MS = 5_000;
+/**
+ * How long a request waits for the cache to show its new pod bound to its session (the controller's
+ * status write of podUID), in milliseconds.
+ */
+export const SESSION_ARRIVAL_MS = 5_000;
 /** Most verdicts each of the two caches (accepted, refused) holds; the least recently used go first. */
 export const TOKEN_CACHE_MAX_ENTRIES = 10_000;
 
@@ -121,7 +127,7 @@ function identityOf(
  * status write). Undefined for every other pod — one the session moved past, a same-name copy, a pod
  * of a finished session — which is refused outright.
  */
-function sessionAboutToBind(caches: Caches, pod: V1Pod): AgentSession | undefined {
+function sessionAboutToBind(caches: Pick<Caches, "sessions">, pod: V1Pod): AgentSession | undefined {
   const owner = pod.metadata?.ownerReferences?.find((o) => o.controller && o.kind === "AgentSession");
   if (!owner || pod.metadata?.deletionTimestamp) return undefined;
   const session = caches.sessions.get(owner.name, pod.metadata?.namespace ?? "");
@@ -132,7 +138,9 @@ function sessionAboutToBind(caches: Caches, pod: V1Pod): AgentSession | undefine
 
 /**
  * The session whose status.podUID is the pod's UID. The controller writes podUID right after creating
- * the pod, so a very early request may find the cache behind: wait briefly for it.
+ * the pod, so a very early request may find the cache behind: it waits up to `waitMs` for the cache's
+ * change events of the pod or of a session naming it (cache-changes.ts, as the approval wait does),
+ * reading the cache again at each, and is answered as soon as the informer delivers the binding.
  * A finished session (Completed, Failed, Cancelled) is refused: the pod's projected token stays valid
  * for as long as the pod object exists, and must not read or write the session any more. Nothing
  * legitimate is cut off: Completed and the Failed that follow a pod's end are written only once the
@@ -144,37 +152,71 @@ function sessionAboutToBind(caches: Caches, pod: V1Pod): AgentSession | undefine
  * yet — the agent's client retries that while the operator (perhaps a new leader) catches up.
  */
 export async function sessionOfPod(
-  caches: Caches,
+  caches: Pick<Caches, "sessions" | "pods">,
   identity: PodIdentity,
-  waitMs = 5_000,
+  waitMs = SESSION_ARRIVAL_MS,
 ): Promise<AgentSession> {
+  const bound = boundSession(caches, identity);
+  if (bound) return bound;
   const deadline = Date.now() + waitMs;
-  for (;;) {
-    const session = sessionByPodUid(caches, identity.namespace, identity.podUID);
-    const pod = caches.pods.get(identity.podName, identity.namespace);
-    const samePod = pod?.metadata?.uid === identity.podUID ? pod : undefined;
-    if (session && samePod) {
-      if (samePod.metadata?.deletionTimestamp)
-        throw new GatehouseError("forbidden", "The pod is terminating.");
-      const phase = session.status?.phase;
-      if (isTerminalSessionPhase(phase)) {
-        throw new GatehouseError(
-          "forbidden",
-          `AgentSession ${session.metadata.name} has finished (${phase}); its pod's token no longer reads or writes it.`,
-        );
+  // Subscribed before the cache is read again, so no change between that read and the wait is missed.
+  const changes = changesOf([
+    watchOf(
+      caches.sessions,
+      (session) =>
+        session.metadata.namespace === identity.namespace && session.status?.podUID === identity.podUID,
+    ),
+    watchOf(
+      caches.pods,
+      (pod) => pod.metadata?.namespace === identity.namespace && pod.metadata?.name === identity.podName,
+    ),
+  ]);
+  try {
+    for (;;) {
+      const session = boundSession(caches, identity);
+      if (session) return session;
+      if (Date.now() >= deadline) {
+        const pod = samePod(caches, identity);
+        const pending = pod ? sessionAboutToBind(caches, pod) : undefined;
+        if (pending) {
+          throw new GatehouseError(
+            "unavailable",
+            `AgentSession ${pending.metadata.name} has not recorded this pod as its pod yet; retry shortly.`,
+          );
+        }
+        throw new GatehouseError("forbidden", "No AgentSession is bound to this pod.");
       }
-      return session;
+      await changes.next(deadline - Date.now());
     }
-    if (Date.now() >= deadline) {
-      const pending = samePod ? sessionAboutToBind(caches, samePod) : undefined;
-      if (pending) {
-        throw new GatehouseError(
-          "unavailable",
-          `AgentSession ${pending.metadata.name} has not recorded this pod as its pod yet; retry shortly.`,
-        );
-      }
-      throw new GatehouseError("forbidden", "No AgentSession is bound to this pod.");
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  } finally {
+    changes.close();
   }
+}
+
+/** The cached pod of `identity`, when it is that very pod (same UID). */
+function samePod(caches: Pick<Caches, "pods">, identity: PodIdentity): V1Pod | undefined {
+  const pod = caches.pods.get(identity.podName, identity.namespace);
+  return pod?.metadata?.uid === identity.podUID ? pod : undefined;
+}
+
+/**
+ * The session bound to the pod of `identity` when the cache has both; undefined while it has not.
+ * Errors: `forbidden` for a terminating pod or a finished session.
+ */
+function boundSession(
+  caches: Pick<Caches, "sessions" | "pods">,
+  identity: PodIdentity,
+): AgentSession | undefined {
+  const session = sessionByPodUid(caches, identity.namespace, identity.podUID);
+  const pod = samePod(caches, identity);
+  if (!session || !pod) return undefined;
+  if (pod.metadata?.deletionTimestamp) throw new GatehouseError("forbidden", "The pod is terminating.");
+  const phase = session.status?.phase;
+  if (isTerminalSessionPhase(phase)) {
+    throw new GatehouseError(
+      "forbidden",
+      `AgentSession ${session.metadata.name} has finished (${phase}); its pod's token no longer reads or writes it.`,
+    );
+  }
+  return session;
 }
