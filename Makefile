@@ -57,12 +57,13 @@ engines-table: deps
 crds: deps
 	node operator/src/api/generate.ts
 
-## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions, invoke overhead, approval → provider, session → model) and one installation at 1 000 sessions; JSON in test/bench/results/.
+## bench: benchmarks with same-run baselines (control plane, audit chain, 200 sessions, invoke overhead, the gateway's pool size, approval → provider, session → model) and one installation at 1 000 sessions; JSON in test/bench/results/.
 bench: deps host-deps cluster
 	node test/bench/control-plane.ts
 	node test/bench/audit.ts
 	node test/bench/operator-sessions.ts
 	node test/bench/invoke.ts
+	node test/bench/pool-size.ts
 	node test/bench/approval-dispatch.ts
 	node test/bench/session-start.ts
 	node test/bench/codex-relay.ts

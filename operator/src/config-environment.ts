@@ -93,6 +93,14 @@ export type GatewayLimits = z.infer<typeof GatewayLimits>;
 export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = GatewayLimits.parse({});
 
 /**
+ * The gateway's Postgres connections per replica (GATEWAY_POSTGRES_POOL_SIZE). 10: on the project's
+ * 2-core machine (test/bench/pool-size.ts), 20 or 40 were slower than 10 at 16 invokes in flight and at
+ * most 18% faster at 64 (the wait for a connection moves into Postgres and the cores); 5 was slower at
+ * both. A database with cores of its own is what a larger pool is for (docs/operations.md).
+ */
+export const DEFAULT_GATEWAY_POSTGRES_POOL_SIZE = 10;
+
+/**
  * An environment variable holding JSON (`fallback` when unset), parsed and then checked with `schema`;
  * a variable that is not JSON, or not of that shape, is an issue naming it and `expected`.
  */
@@ -312,6 +320,15 @@ export const Environment = z.object({
   GATEWAY_LIMITS: jsonVariable("GATEWAY_LIMITS", "{}", GatewayLimits, "an object of gateway limits").describe(
     `gateway: JSON, what one agent session may ask (docs/security.md): {requestsPerSecond: ${DEFAULT_GATEWAY_LIMITS.requestsPerSecond}, burst: ${DEFAULT_GATEWAY_LIMITS.burst}, maxInFlight: ${DEFAULT_GATEWAY_LIMITS.maxInFlight}} per replica (over them: 429 with Retry-After), modelRequestBytes ${DEFAULT_GATEWAY_LIMITS.modelRequestBytes} (the model proxy's body limit), eventsPerSession ${DEFAULT_GATEWAY_LIMITS.eventsPerSession} and eventBytesPerSession ${DEFAULT_GATEWAY_LIMITS.eventBytesPerSession} (what the agent may write to its transcript); unset fields keep these defaults`,
   ),
+  GATEWAY_POSTGRES_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(2)
+    .max(500)
+    .default(DEFAULT_GATEWAY_POSTGRES_POOL_SIZE)
+    .describe(
+      `gateway: Postgres connections per replica, 2 to 500 (the database's readiness probe shares them): every statement of the invoke path, of agents' events and of transcript reads waits for one; the server's max_connections must cover replicas × this beside the controller's 10 per replica and the migrate Job; chart value gateway.database.poolSize (default ${DEFAULT_GATEWAY_POSTGRES_POOL_SIZE})`,
+    ),
   PROVIDER_DEADLINE_MS: z.coerce
     .number()
     .int()

@@ -19,6 +19,7 @@ describe("operator configuration", () => {
       requestRecordGraceMs: 60_000,
     });
     expect(config.failpoints.size).toBe(0);
+    expect(config.gatewayPostgresPoolSize).toBe(10);
   });
 
   it("reads ceilings, the approval floor, deadlines and failpoints", () => {
@@ -63,6 +64,10 @@ describe("operator configuration", () => {
     ["GATEHOUSE_FAILPOINTS", "before-lunch=exit"],
     ["GATEHOUSE_FAILPOINTS", "dispatch.after-claim"],
     ["PROVIDER_DEADLINE_MS", "soon"],
+    ["GATEWAY_POSTGRES_POOL_SIZE", "1"],
+    ["GATEWAY_POSTGRES_POOL_SIZE", "501"],
+    ["GATEWAY_POSTGRES_POOL_SIZE", "12.5"],
+    ["GATEWAY_POSTGRES_POOL_SIZE", "many"],
     ["OFF_CLUSTER_GATEWAYS", '[{"cidr": "gateway.example", "port": 8443}]'],
     ["OFF_CLUSTER_GATEWAYS", '[{"cidr": "10.0.0.5/32", "port": 0}]'],
     ["OFF_CLUSTER_GATEWAYS", '[{"cidr": "10.0.0.5/32", "port": 8443, "except": []}]'],
@@ -77,6 +82,18 @@ describe("operator configuration", () => {
   ])("refuses a bad %s, naming it", (variable, value) => {
     expect(() => configFromEnvironment({ ...DATABASE, [variable]: value })).toThrow(ConfigError);
     expect(() => configFromEnvironment({ ...DATABASE, [variable]: value })).toThrow(variable);
+  });
+
+  it("reads the gateway's pool size, refusing one below 2 or above 500 with the bound and the chart value", () => {
+    expect(
+      configFromEnvironment({ ...DATABASE, GATEWAY_POSTGRES_POOL_SIZE: "40" }).gatewayPostgresPoolSize,
+    ).toBe(40);
+    expect(() => configFromEnvironment({ ...DATABASE, GATEWAY_POSTGRES_POOL_SIZE: "1" })).toThrow(
+      /^GATEWAY_POSTGRES_POOL_SIZE is invalid \(Too small: expected number to be >=2\).*chart value gateway\.database\.poolSize/,
+    );
+    expect(() => configFromEnvironment({ ...DATABASE, GATEWAY_POSTGRES_POOL_SIZE: "501" })).toThrow(
+      /^GATEWAY_POSTGRES_POOL_SIZE is invalid \(Too big: expected number to be <=500\)/,
+    );
   });
 
   it("reads OFF_CLUSTER_GATEWAYS as address blocks and ports, none by default", () => {
@@ -207,6 +224,7 @@ describe("operator configuration", () => {
       SESSION_CEILINGS: '{"maxTurns": 3}',
       APPROVAL_FLOOR: '{"draft": "Required"}',
       GATEWAY_LIMITS: '{"burst": 100}',
+      GATEWAY_POSTGRES_POOL_SIZE: "24",
       PROVIDER_DEADLINE_MS: "3000",
       EXECUTION_LEASE_GRACE_MS: "0",
       APPROVAL_TTL_SECONDS: "5",

@@ -13,7 +13,12 @@ import { OPERATOR_NAMESPACE } from "./api/well-known.ts";
 import { Environment, type ModelEndpoint } from "./config-environment.ts";
 import type { Failpoint, FailpointAction } from "./core/failpoints.ts";
 
-export { DEFAULT_GATEWAY_LIMITS, type GatewayLimits, type OffClusterGateway } from "./config-environment.ts";
+export {
+  DEFAULT_GATEWAY_LIMITS,
+  DEFAULT_GATEWAY_POSTGRES_POOL_SIZE,
+  type GatewayLimits,
+  type OffClusterGateway,
+} from "./config-environment.ts";
 
 /** The `--help` text: every variable the operator reads, from the schema that parses them. */
 export const USAGE = environmentUsage(
@@ -95,6 +100,8 @@ export const operatorConfigSchema = Environment.transform((env) => {
     sessionCeilings: env.SESSION_CEILINGS,
     /** What one agent session may ask of the gateway (GATEWAY_LIMITS over DEFAULT_GATEWAY_LIMITS). */
     gatewayLimits: env.GATEWAY_LIMITS,
+    /** The gateway's Postgres pool size per replica (GATEWAY_POSTGRES_POOL_SIZE); the controller's stays 10. */
+    gatewayPostgresPoolSize: env.GATEWAY_POSTGRES_POOL_SIZE,
     /**
      * Core's settings beyond its defaults (core/ports.ts CoreConfig): the provider call deadline and the
      * execution lease grace in milliseconds (PROVIDER_DEADLINE_MS, EXECUTION_LEASE_GRACE_MS), the default

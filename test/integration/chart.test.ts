@@ -21,7 +21,11 @@ import {
   TRANSCRIPT_READER_ROLE,
 } from "../../operator/src/api/rbac.ts";
 import { TRANSCRIPTS_API_SERVICE } from "../../operator/src/api/transcripts-api.ts";
-import { configFromEnvironment, DEFAULT_GATEWAY_LIMITS } from "../../operator/src/config.ts";
+import {
+  configFromEnvironment,
+  DEFAULT_GATEWAY_LIMITS,
+  DEFAULT_GATEWAY_POSTGRES_POOL_SIZE,
+} from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
 import { chartNodeOptions } from "../e2e/component-node-options.ts";
 import {
@@ -186,6 +190,8 @@ describe("values.schema.json", () => {
     ["database.migrate.backoffLimit=-1", "/database/migrate/backoffLimit"],
     ["gateway.limits.maxInFlight=0", "/gateway/limits/maxInFlight"],
     ["gateway.limits.modelRequestBytes=1024", "/gateway/limits/modelRequestBytes"],
+    ["gateway.database.poolSize=1", "/gateway/database/poolSize"],
+    ["gateway.database.poolSize=501", "/gateway/database/poolSize"],
     // external is gated by engines.externalImages, never by this list.
     ["engines.allowed={external}", "/engines/allowed/0"],
   ])("refuses --set %s and names %s", async (set, field) => {
@@ -453,6 +459,7 @@ describe("what the chart renders", () => {
     expect(gateway.databaseUrl).toBe("postgres://gatehouse_gateway_login:p@db:5432/gatehouse");
     // The chart's defaults are the program's: a value left out of the chart keeps the same limit.
     expect(gateway.gatewayLimits).toEqual(DEFAULT_GATEWAY_LIMITS);
+    expect(gateway.gatewayPostgresPoolSize).toBe(DEFAULT_GATEWAY_POSTGRES_POOL_SIZE);
     expect(controller.leaderElection).toEqual({
       enabled: true,
       namespace: "gatehouse-system",
@@ -638,6 +645,17 @@ describe("what the chart renders", () => {
     });
     // None of the database's: the transcripts API's serving certificate is the only Secret it makes.
     expect(find(external, "Secret").map((m) => m.metadata.name)).toEqual(["gatehouse-transcripts-api-tls"]);
+  });
+
+  it("passes gateway.database.poolSize to the gateway's pool setting, and sets it on the gateway alone", async () => {
+    const sized = await renderChart({
+      valuesFiles: ["charts/gatehouse/ci/default.yaml"],
+      setJson: { "gateway.database.poolSize": 32 },
+    });
+    const gateway = configFromEnvironment(resolvedEnv(deploymentOf(sized, "gateway"), "postgres://x@y/z"));
+    expect(gateway.gatewayPostgresPoolSize).toBe(32);
+    const controllerEnv = resolvedEnv(deploymentOf(sized, "controller"), "postgres://x@y/z");
+    expect(controllerEnv.GATEWAY_POSTGRES_POOL_SIZE).toBeUndefined();
   });
 
   it("passes model endpoints, ceilings and the approval floor through to the operator", async () => {

@@ -56,6 +56,8 @@ export interface ComponentOptions {
   requireConfig?: (config: OperatorConfig) => void;
   /** What it caches of each pod (default: the whole pod but managedFields; kube/runtime/caches.ts). */
   podTransform?: PodTransform;
+  /** Its Postgres pool's size, from the configuration (default openStore's 10). */
+  databasePoolSize?: (config: OperatorConfig) => number;
 }
 
 /** What a checkpoint publisher is built from. */
@@ -151,6 +153,7 @@ export async function startComponent(
     url: config.databaseUrl,
     logger: log,
     component,
+    ...(options.databasePoolSize ? { poolMax: options.databasePoolSize(config) } : {}),
     checkpoints:
       options.checkpoints === false
         ? false

@@ -63,6 +63,7 @@ export async function runGateway(): Promise<void> {
     requireConfig: requireTranscriptsTls,
     // Of a pod, only what token binding and Sidecar addresses read: most of a pod is its containers.
     podTransform: podForGateway,
+    databasePoolSize: (config) => config.gatewayPostgresPoolSize,
   });
   const { config, clients, caches, store, core, log, metrics, grantKeys } = started;
   await started.syncCaches();
