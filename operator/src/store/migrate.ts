@@ -10,19 +10,15 @@
  * Only the migrate program (`cli/gatehouse-migrate.ts`) and tests call it; the long-running
  * processes never migrate (`startup-checks.ts`).
  */
-import { fileURLToPath } from "node:url";
 import { runner } from "node-pg-migrate";
 import pg from "pg";
 import type { Component } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
+import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from "./migration-files.ts";
 import type { StoreLogger } from "./pool.ts";
 import { ensureRoles, ensureRuntimeLogin, OWNER_ROLE, restrictDatabaseConnect } from "./roles.ts";
 
-/** Directory of the migration files. */
-export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
-
-/** Table in which node-pg-migrate records applied migrations. */
-export const MIGRATIONS_TABLE = "pgmigrations";
+export { MIGRATIONS_DIR, MIGRATIONS_TABLE } from "./migration-files.ts";
 
 /**
  * Migrates the database at `databaseUrl` up to the latest version (or down by `count`, default 1,

@@ -8,7 +8,7 @@ import { readdirSync } from "node:fs";
 import type pg from "pg";
 import { COMPONENTS, type Component } from "../api/well-known.ts";
 import { GatehouseError } from "../core/errors.ts";
-import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from "./migrate.ts";
+import { MIGRATIONS_DIR, MIGRATIONS_TABLE } from "./migration-files.ts";
 import { COMPONENT_ROLES, OPERATOR_ROLE, OWNER_ROLE } from "./roles.ts";
 
 /** Where to read how the logins are set up; named by every refusal. */
