@@ -1,6 +1,6 @@
 /**
- * What the gateway caches of a pod (its pod informer's transform; the controller caches the whole pod,
- * stripped only of managedFields): the fields the gateway reads and nothing else. Two readers: the
+ * What the gateway caches of a pod (its pod informer's transform; the controller's is
+ * controllers/pod-cache.ts): the fields the gateway reads and nothing else. Two readers: the
  * token's binding to its pod (authenticate.ts: the pod's name, uid, controlling owner and
  * deletionTimestamp) and a Sidecar provider's address (providers/endpoints.ts: the pod's phase and IP,
  * the sidecar init container's name and port, its readiness). Metadata stays whole (labels feed the

@@ -26,6 +26,7 @@ import {
   type Caches,
   makeCaches,
   type PodTransform,
+  type SessionTransform,
   startCaches,
   stopCaches,
 } from "../kube/runtime/caches.ts";
@@ -56,6 +57,8 @@ export interface ComponentOptions {
   requireConfig?: (config: OperatorConfig) => void;
   /** What it caches of each pod (default: the whole pod but managedFields; kube/runtime/caches.ts). */
   podTransform?: PodTransform;
+  /** What it caches of each AgentSession (default: the whole object but managedFields). */
+  sessionTransform?: SessionTransform;
   /** Its Postgres pool's size, from the configuration (default openStore's 10). */
   databasePoolSize?: (config: OperatorConfig) => number;
 }
@@ -133,6 +136,7 @@ export async function startComponent(
     GATEHOUSE_INDEXERS,
     (path, reason) => metrics.informerRestarted(path, reason),
     options.podTransform,
+    options.sessionTransform,
   );
   metrics.trackPendingApprovals(() => approvalsInPhase(caches, ApprovalPhase.Pending));
   let synced = false;

@@ -9,6 +9,8 @@ import { CoordinationV1Api } from "@kubernetes/client-node";
 import { LEADER_LEASE } from "../api/rbac.ts";
 import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
 import { controllerSettings, startControllers } from "../controllers/manager.ts";
+import { podForController } from "../controllers/pod-cache.ts";
+import { sessionForController } from "../controllers/session-cache.ts";
 import { startAdmissionGuard } from "../kube/admission/guard.ts";
 import { makeAgentPolicyCache } from "../kube/runtime/caches.ts";
 import { LeaderElector } from "../kube/runtime/leader-election.ts";
@@ -29,6 +31,10 @@ export async function runController(): Promise<void> {
   const started = await startComponent("controller", {
     isLeader,
     checks: [],
+    // Of a pod, only what the reconcilers and approved dispatch read: most of a pod is its containers.
+    podTransform: podForController,
+    // Of a session, not the conversation's text, which only the gateway hands the agent.
+    sessionTransform: sessionForController,
     checkpoints: {
       // Every replica checkpoints into Postgres; only the Lease holder reads the witness key and writes
       // the ConfigMap, so a standby writes nothing to the API server.

@@ -13,6 +13,7 @@ import { tokenReviewer } from "../gateway/authenticate.ts";
 import { EXTENSION_AUTHENTICATION_CONFIGMAP, requestHeaderConfigOf } from "../gateway/front-proxy.ts";
 import { podForGateway } from "../gateway/pod-cache.ts";
 import { buildGateway, GATEWAY_SETTINGS } from "../gateway/server.ts";
+import { sessionForGateway } from "../gateway/session-cache.ts";
 import { buildTranscriptsApi, type TranscriptsApiTls } from "../gateway/transcripts-api.ts";
 import { closeWithin } from "../http/shutdown.ts";
 import { subjectAccessReviewer } from "../kube/access-review.ts";
@@ -63,6 +64,8 @@ export async function runGateway(): Promise<void> {
     requireConfig: requireTranscriptsTls,
     // Of a pod, only what token binding and Sidecar addresses read: most of a pod is its containers.
     podTransform: podForGateway,
+    // Of a session, not its conditions, which only the controller reads.
+    sessionTransform: sessionForGateway,
     databasePoolSize: (config) => config.gatewayPostgresPoolSize,
   });
   const { config, clients, caches, store, core, log, metrics, grantKeys } = started;

@@ -54,13 +54,17 @@ export interface CacheIndexers {
 /** What a program caches of each pod, when not the whole pod stripped of managedFields. */
 export type PodTransform = (pod: V1Pod) => V1Pod;
 
+/** What a program caches of each AgentSession, when not the whole object stripped of managedFields. */
+export type SessionTransform = (session: AgentSession & KubernetesObject) => AgentSession & KubernetesObject;
+
 /** Called when an informer restarts its list+watch (for the informer-restarts metric). */
 export type RestartObserver = (path: string, reason: "gone" | "error" | "silent") => void;
 
 /**
  * Builds (not starts) every cache, each keeping its `indexers`; pods and EndpointSlices only in
  * `watchNamespaces` (config.ts `watchNamespaces`), or cluster-wide when it is empty; pods through
- * `podTransform` (default: stripForCache, as every other cache).
+ * `podTransform` and AgentSessions through `sessionTransform` (default: stripForCache, as every other
+ * cache).
  */
 export function makeCaches(
   clients: KubeClients,
@@ -69,6 +73,7 @@ export function makeCaches(
   indexers: CacheIndexers,
   onRestart?: RestartObserver,
   podTransform: PodTransform = stripForCache,
+  sessionTransform: SessionTransform = stripForCache,
 ): Caches {
   const informer = <T extends KubernetesObject>(
     path: string,
@@ -98,7 +103,7 @@ export function makeCaches(
           informer<T>(`${prefix}/namespaces/${ns}/${plural}`, MANAGED_BY_SELECTOR, index, transform),
         );
   return {
-    sessions: informer(custom(AGENT_SESSION), undefined, indexers.sessions),
+    sessions: informer(custom(AGENT_SESSION), undefined, indexers.sessions, sessionTransform),
     capabilities: informer(custom(CAPABILITY), undefined, indexers.capabilities),
     providers: informer(custom(PROVIDER_INSTANCE), undefined, indexers.providers),
     approvals: informer(custom(APPROVAL), undefined, indexers.approvals),
