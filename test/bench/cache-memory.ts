@@ -10,8 +10,10 @@
  * watch event is. Two measures per kind: the heap the cache grows by over N objects (after a full GC,
  * divided by N: the object, its strings, the store and index entries), and the v8.serialize size of
  * one object (no heap overhead, deterministic). The installation runs in a fresh process per set of
- * V8 flags (node's defaults, 2 MiB semi-spaces, and each component with the chart's NODE_OPTIONS), with
- * a component program's modules loaded, so its RSS is a component's before its servers and pools; then
+ * V8 flags (node's defaults, 2 MiB semi-spaces, and each component with the chart's NODE_OPTIONS and its
+ * own pod and session transforms — gateway/ and controllers/ pod-cache.ts, session-cache.ts — beside the
+ * same component without them), with a component program's modules loaded, so its RSS is a component's
+ * before its servers and pools; then
  * every object is modified three times through the watch path, and the process's peak RSS (VmHWM) is
  * what that garbage cost on top. Index lookups are timed against the scans they replaced. Needs
  * `--expose-gc`.
@@ -28,7 +30,10 @@ import { KubeConfig, type KubernetesObject, type V1Pod } from "@kubernetes/clien
 import pino from "pino";
 import type { AgentSession } from "../../operator/src/api/kinds.ts";
 import { agentPodFor } from "../../operator/src/controllers/agentsession/pod.ts";
+import { podForController } from "../../operator/src/controllers/pod-cache.ts";
+import { sessionForController } from "../../operator/src/controllers/session-cache.ts";
 import { podForGateway } from "../../operator/src/gateway/pod-cache.ts";
+import { sessionForGateway } from "../../operator/src/gateway/session-cache.ts";
 import { approvalsOfSession, GATEHOUSE_INDEXERS } from "../../operator/src/kube/cache-indexes.ts";
 import { LAST_APPLIED_ANNOTATION, stripForCache } from "../../operator/src/kube/runtime/cache-transform.ts";
 import type { Caches } from "../../operator/src/kube/runtime/caches.ts";
@@ -374,6 +379,40 @@ const KINDS: Kind[] = [
 ];
 
 const log = pino({ level: "silent" });
+const passed = (name: string) => {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? process.argv[at + 1] : undefined;
+};
+/** The pod transforms of the components, by name (the installation's `--pod-transform`). */
+const POD_TRANSFORMS: Record<string, (object: KubernetesObject) => KubernetesObject> = {
+  stripForCache,
+  podForGateway: (object) => podForGateway(object as V1Pod) as KubernetesObject,
+  podForController: (object) => podForController(object as V1Pod) as KubernetesObject,
+};
+/** The AgentSession transforms of the components, by name (the installation's `--session-transform`). */
+const SESSION_TRANSFORMS: Record<string, (object: KubernetesObject) => KubernetesObject> = {
+  stripForCache,
+  sessionForGateway: (object) => sessionForGateway(object as AgentSession & KubernetesObject),
+  sessionForController: (object) => sessionForController(object as AgentSession & KubernetesObject),
+};
+/**
+ * The cache transform as it was before kube/runtime/cache-transform.ts rebuilt the metadata: the same
+ * fields dropped with `delete`, which leaves V8 a dictionary-mode metadata object. The same-run baseline
+ * of the `…Before` installations and of `strippedByDelete`.
+ */
+function stripByDelete(object: KubernetesObject): KubernetesObject {
+  const metadata = object.metadata;
+  if (!metadata) return object;
+  delete metadata.managedFields;
+  const annotations = metadata.annotations;
+  if (annotations && LAST_APPLIED_ANNOTATION in annotations) {
+    const { [LAST_APPLIED_ANNOTATION]: _dropped, ...kept } = annotations;
+    if (Object.keys(kept).length > 0) metadata.annotations = kept;
+    else delete metadata.annotations;
+  }
+  return object;
+}
+
 const informer = (kind: Kind, transform: boolean | ((object: KubernetesObject) => KubernetesObject)) =>
   new Informer<KubernetesObject>(new KubeConfig(), {
     path: `/bench/${kind.name}`,
@@ -422,8 +461,11 @@ function residentMiB(): { rss: number; peak: number } {
   return { rss: round(kb("VmRSS") / 1024), peak: round(kb("VmHWM") / 1024) };
 }
 
-/** Heap bytes per cached object of `kind`, with or without the transform. */
-function bytesPerObject(kind: Kind, transform: boolean): number {
+/** Heap bytes per cached object of `kind`, with or without the transform (or with the one given). */
+function bytesPerObject(
+  kind: Kind,
+  transform: boolean | ((object: KubernetesObject) => KubernetesObject),
+): number {
   const before = heapUsed();
   const cache = informer(kind, transform);
   fill(cache, kind.make, PER_KIND);
@@ -455,24 +497,31 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
  * session controller and the gateway make most, by index and by the scan it replaced.
  */
 function installation() {
+  // The `…Before` variants: every object first stripped as before (stripByDelete), then the transform.
+  const byDelete = process.argv.includes("--strip-by-delete");
+  const before = (transform: (object: KubernetesObject) => KubernetesObject) =>
+    byDelete ? (object: KubernetesObject) => transform(stripByDelete(object)) : transform;
   const rssBefore = process.memoryUsage().rss;
   const processBeforeMiB = round(rssBefore / MiB);
   const heapBefore = heapUsed();
   const started = process.hrtime.bigint();
-  const sessions = informer(KINDS[0]!, true);
-  const approvals = informer({ ...KINDS[1]!, make: (n) => approval(n, SESSIONS) }, true);
+  // The component's own session transform where the variant runs it (gateway/session-cache.ts,
+  // controllers/session-cache.ts), else the whole object but managedFields.
+  const sessionTransform = SESSION_TRANSFORMS[passed("--session-transform") ?? "stripForCache"];
+  if (!sessionTransform) throw new Error(`no session transform ${passed("--session-transform")}`);
+  const sessions = informer(KINDS[0]!, before(sessionTransform));
+  const approvals = informer({ ...KINDS[1]!, make: (n) => approval(n, SESSIONS) }, before(stripForCache));
   fill(sessions, session, SESSIONS);
   fill(approvals, (n) => approval(n, SESSIONS), APPROVALS);
-  const capabilities = informer(KINDS[2]!, true);
+  const capabilities = informer(KINDS[2]!, before(stripForCache));
   fill(capabilities, capability, 200);
-  const providers = informer(KINDS[3]!, true);
+  const providers = informer(KINDS[3]!, before(stripForCache));
   fill(providers, provider, 20);
-  // The gateway's own pod transform where the variant runs it (gateway/pod-cache.ts).
-  const gatewayPods = process.argv.includes("--gateway-pods");
-  const pods = informer(
-    KINDS[4]!,
-    gatewayPods ? (object) => podForGateway(object as V1Pod) as KubernetesObject : true,
-  );
+  // The component's own pod transform where the variant runs it (gateway/pod-cache.ts,
+  // controllers/pod-cache.ts), else the whole pod but managedFields.
+  const podTransform = POD_TRANSFORMS[passed("--pod-transform") ?? "stripForCache"];
+  if (!podTransform) throw new Error(`no pod transform ${passed("--pod-transform")}`);
+  const pods = informer(KINDS[4]!, before(podTransform));
   fill(pods, pod, SESSIONS);
   const fillSeconds = Number(process.hrtime.bigint() - started) / 1e9;
   const heapAfter = heapUsed();
@@ -548,11 +597,34 @@ const chartFlags = (component: "gateway" | "controller") =>
  * node's defaults on this machine, 2 MiB semi-spaces alone, and each component as the chart runs it
  * (its NODE_OPTIONS, the old space sized from its default memory limit: test/e2e/component-node-options.ts).
  */
-const VARIANTS: Record<string, { flags: string[]; program: string; gatewayPods?: boolean }> = {
+const VARIANTS: Record<
+  string,
+  { flags: string[]; program: string; podTransform?: string; sessionTransform?: string; byDelete?: boolean }
+> = {
   default: { flags: [], program: program("gateway") },
   maxSemiSpace2MiB: { flags: ["--max-semi-space-size=2"], program: program("gateway") },
-  chartGateway: { flags: chartFlags("gateway"), program: program("gateway"), gatewayPods: true },
-  chartController: { flags: chartFlags("controller"), program: program("controller") },
+  // Each component as it caches (gateway/, controllers/ pod-cache.ts and session-cache.ts, the metadata
+  // rebuilt by stripForCache), and as it did before (`…Before`: the fields `delete`d, no session
+  // transform, the controller's pods whole), for the difference in one run.
+  chartGateway: {
+    flags: chartFlags("gateway"),
+    program: program("gateway"),
+    podTransform: "podForGateway",
+    sessionTransform: "sessionForGateway",
+  },
+  chartGatewayBefore: {
+    flags: chartFlags("gateway"),
+    program: program("gateway"),
+    podTransform: "podForGateway",
+    byDelete: true,
+  },
+  chartController: {
+    flags: chartFlags("controller"),
+    program: program("controller"),
+    podTransform: "podForController",
+    sessionTransform: "sessionForController",
+  },
+  chartControllerBefore: { flags: chartFlags("controller"), program: program("controller"), byDelete: true },
 };
 
 /**
@@ -561,7 +633,10 @@ const VARIANTS: Record<string, { flags: string[]; program: string; gatewayPods?:
  */
 function installations(): Record<string, unknown> {
   const measured: Record<string, unknown> = {};
-  for (const [name, { flags, program, gatewayPods }] of Object.entries(VARIANTS)) {
+  for (const [
+    name,
+    { flags, program, podTransform = "stripForCache", sessionTransform = "stripForCache", byDelete = false },
+  ] of Object.entries(VARIANTS)) {
     const args = [
       "--expose-gc",
       ...flags,
@@ -575,7 +650,11 @@ function installations(): Record<string, unknown> {
       String(SESSIONS),
       "--approvals",
       String(APPROVALS),
-      ...(gatewayPods ? ["--gateway-pods"] : []),
+      "--pod-transform",
+      podTransform,
+      "--session-transform",
+      sessionTransform,
+      ...(byDelete ? ["--strip-by-delete"] : []),
     ];
     const child = spawnSync(process.execPath, [...args, ...passed], { encoding: "utf8" });
     const line = child.stdout.split("\n").find((l) => l.startsWith("RESULT "));
@@ -583,7 +662,9 @@ function installations(): Record<string, unknown> {
     measured[name] = {
       nodeFlags: flags,
       program: program.slice(program.indexOf("operator/")),
-      podTransform: gatewayPods ? "podForGateway" : "stripForCache",
+      podTransform,
+      sessionTransform,
+      stripTransform: byDelete ? "stripByDelete" : "stripForCache",
       ...(JSON.parse(line.slice("RESULT ".length)) as object),
     };
     console.log(`installation ${name}`, JSON.stringify(measured[name]));
@@ -603,8 +684,24 @@ function main(): void {
     // Alternating order: neither mode always runs on the heap the other left.
     const stripped = bytesPerObject(kind, true);
     const full = bytesPerObject(kind, false);
+    const strippedByDelete = bytesPerObject(kind, stripByDelete);
+    // A pod and a session as each component caches it (gateway/, controllers/ pod-cache.ts and
+    // session-cache.ts).
+    const own = { Pod: POD_TRANSFORMS, AgentSession: SESSION_TRANSFORMS }[kind.name] ?? {};
+    const components = Object.fromEntries(
+      Object.entries(own)
+        .filter(([name]) => name !== "stripForCache")
+        .map(([name, transform]) => [name, bytesPerObject(kind, transform)]),
+    );
     const entry = {
-      heapBytesPerObject: { full, stripped, saved: full - stripped, ratio: round(stripped / full, 3) },
+      heapBytesPerObject: {
+        full,
+        stripped,
+        saved: full - stripped,
+        ratio: round(stripped / full, 3),
+        strippedByDelete,
+        ...components,
+      },
       serializedBytesPerObject: { full: serializedBytes(kind, false), stripped: serializedBytes(kind, true) },
     };
     perKind[kind.name] = entry;
