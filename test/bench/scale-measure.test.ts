@@ -1,6 +1,6 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Counter, Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../../operator/src/api/well-known.ts";
@@ -46,10 +46,16 @@ describe("what scale.ts reads about an installation", () => {
         "",
       ].join("\n"),
     );
+    // A part the API server rotated out (100 MB): counted too, beside an unrelated file.
+    writeFileSync(
+      join(dirname(path), "audit-2026-12-01T12-00-04.500.log"),
+      `${event("ResponseComplete", CONTROLLER_USERNAME, "2026-12-01T12:00:04.5Z")}\n`,
+    );
+    writeFileSync(join(dirname(path), "audit-policy.yaml"), "not a log\n");
     const from = Date.parse("2026-12-01T12:00:01.000Z");
     const to = Date.parse("2026-12-01T12:00:05.000Z");
     expect(await requestsByClient(path, from, to)).toEqual({
-      controller: 2,
+      controller: 3,
       gateway: 1,
       node: 1,
       benchmark: 1,

@@ -11,7 +11,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type pg from "pg";
 import { CONTROLLER_USERNAME, GATEWAY_USERNAME } from "../../operator/src/api/well-known.ts";
 import { stripForCache } from "../../operator/src/kube/runtime/cache-transform.ts";
-import { auditTimeMs } from "./api-audit-log.ts";
+import { auditLogFiles, auditTimeMs } from "./api-audit-log.ts";
 import { histogramTotals } from "./stage-breakdown.ts";
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux (sysconf(_SC_CLK_TCK)), the unit of /proc/<pid>/stat times
@@ -137,21 +137,27 @@ export async function requestsByClient(
 }
 
 /**
- * Completed API requests per client in each of `windows`, from the audit log at `path`, read once and
- * as a stream: at thousands of sessions it holds gigabytes of gatehouse.dev bodies (api-audit-log.ts
- * reads a whole log into one string), so only each line's stage, user and time are picked out.
+ * Completed API requests per client in each of `windows`, from the audit log at `path` and the parts
+ * the API server rotated out of it (`auditLogFiles`), read once and as a stream: at thousands of
+ * sessions they hold gigabytes of gatehouse.dev bodies (api-audit-log.ts reads a whole log into one
+ * string), so only each line's stage, user and time are picked out.
  */
 export async function requestsByClientIn(
   path: string,
   windows: readonly { fromMs: number; toMs: number }[],
 ): Promise<Record<string, number>[]> {
   const counts: Record<string, number>[] = windows.map(() => ({}));
-  const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
-  for await (const line of lines) {
-    if (!line.includes('"stage":"ResponseComplete"')) continue;
+  for (const file of auditLogFiles(path)) {
+    const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
+    for await (const line of lines) countLine(line);
+  }
+  return counts;
+
+  function countLine(line: string) {
+    if (!line.includes('"stage":"ResponseComplete"')) return;
     const user = /"user":\{"username":"([^"]*)"/.exec(line)?.[1];
     const at = /"stageTimestamp":"([^"]*)"/.exec(line)?.[1];
-    if (user === undefined || at === undefined) continue;
+    if (user === undefined || at === undefined) return;
     const ms = auditTimeMs(at);
     windows.forEach((window, i) => {
       if (ms < window.fromMs || ms > window.toMs) return;
@@ -160,7 +166,6 @@ export async function requestsByClientIn(
       into[who] = (into[who] ?? 0) + 1;
     });
   }
-  return counts;
 }
 
 /**
