@@ -39,7 +39,7 @@ import {
   reconcileAgentSession,
 } from "./agentsession/reconciler.ts";
 import { startConflictSweep } from "./approval/conflict-sweep.ts";
-import { reconcileApproval } from "./approval/reconciler.ts";
+import { APPROVAL_WORKERS, reconcileApproval } from "./approval/reconciler.ts";
 import { APPROVAL_CONTROLLER_SETTINGS, type ApprovalControllerSettings } from "./approval/writer.ts";
 import { reconcileCapability } from "./capability/reconciler.ts";
 import { Controller } from "./controller.ts";
@@ -180,6 +180,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     (ns, name, l) => reconcileApproval({ ...deps, settings: deps.settings.approval }, ns, name, l),
     log,
     deps.metrics,
+    APPROVAL_WORKERS,
   );
   const capabilities = new Controller(
     "capability",

@@ -45,6 +45,17 @@ import {
 } from "./plan.ts";
 import { type ApprovalControllerSettings, type ApprovalWriter, kubeApprovalWriter } from "./writer.ts";
 
+/**
+ * Concurrent reconciles of the Approval controller (the work queue never gives one key to two
+ * workers, so each Approval still has one pass at a time; its execution id, the claim and the audit
+ * chain keep every call to at most once across passes). A dispatching pass is a row of round trips —
+ * the admission check, the audit appends, the claim, the provider's target and call, two status
+ * writes, the transcript — about 110 ms on a loaded 2-core machine, so with 2 workers decided
+ * Approvals waited in the queue and ran at 6–11 a second (test/bench/scale.ts at 2 000 and 1 000
+ * sessions); with 8, 14–15, the API server and Postgres setting the pace.
+ */
+export const APPROVAL_WORKERS = 8;
+
 export interface ApprovalDeps {
   clients: KubeClients;
   caches: Caches;
