@@ -59,9 +59,9 @@ export class Controller {
     metrics?.trackQueue(name, () => this.queue.length);
   }
 
-  /** Queues an object's key. */
-  enqueue(object: { metadata?: { namespace?: string; name?: string } }): void {
-    this.queue.add(keyOf(object));
+  /** Queues an object's key; `lowPriority` behind every other waiting key (a resync's periodic look). */
+  enqueue(object: { metadata?: { namespace?: string; name?: string } }, lowPriority = false): void {
+    this.queue.add(keyOf(object), lowPriority);
   }
 
   /** Starts the workers. */

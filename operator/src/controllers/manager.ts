@@ -201,25 +201,35 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     deps.metrics,
   );
 
+  // A resync announces every cached object again (every 10 min): its passes are periodic looks, like
+  // a running session's poll, so they wait behind every event-driven pass (low priority) — at
+  // thousands of sessions and Approvals a resync otherwise queued them all in front of the decisions.
   caches.sessions.onChange((s, event, previous) => {
-    if (specOrMetadataChanged(s, event, previous)) sessions.enqueue(s);
+    const resync = event === "resync";
+    if (specOrMetadataChanged(s, event, previous)) sessions.enqueue(s, resync);
     // A cancelled, ended or deleted session cancels its Pending Approvals: only then do they need a look
     // (a session's own status writes are frequent, and a session may hold many Approvals).
     if (sessionEnding(s, event, previous)) {
-      for (const a of approvalsOfSession(caches, s.metadata.namespace, s.metadata.uid)) approvals.enqueue(a);
+      for (const a of approvalsOfSession(caches, s.metadata.namespace, s.metadata.uid)) {
+        approvals.enqueue(a, resync);
+      }
     }
   });
   caches.approvals.onChange((a, event, previous) => {
-    if (specOrMetadataChanged(a, event, previous)) approvals.enqueue(a);
+    const resync = event === "resync";
+    if (specOrMetadataChanged(a, event, previous)) approvals.enqueue(a, resync);
     if (!approvalPhaseMoved(a, event, previous)) return;
     const session = sessionByUid(caches, a.metadata.namespace, a.spec.sessionRef.uid);
-    if (session) sessions.enqueue(session);
+    if (session) sessions.enqueue(session, resync);
   });
-  caches.pods.onChange((pod) => {
+  caches.pods.onChange((pod, event) => {
+    const resync = event === "resync";
     const session = sessionByUid(caches, pod.metadata?.namespace, pod.metadata?.labels?.[SESSION_UID_LABEL]);
-    if (session) sessions.enqueue(session);
+    if (session) sessions.enqueue(session, resync);
     const provider = pod.metadata?.labels?.[PROVIDER_LABEL];
-    if (provider) providers.enqueue({ metadata: { namespace: pod.metadata?.namespace, name: provider } });
+    if (provider) {
+      providers.enqueue({ metadata: { namespace: pod.metadata?.namespace, name: provider } }, resync);
+    }
   });
   caches.capabilities.onChange((c, event, previous) => {
     if (specOrMetadataChanged(c, event, previous)) {

@@ -176,6 +176,8 @@ export interface Row {
   conditions?: Array<[type: string, status: "True" | "False", reason: string, words?: RegExp]>;
   status?: Partial<Status>;
   requeueAfterMs?: number | undefined;
+  /** Expected: the requeue is the running session's poll, at low priority. */
+  poll?: boolean;
   throws?: RegExp;
   log?: RegExp;
 }
@@ -246,7 +248,10 @@ export function problemsOf(row: Row, outcome: Awaited<ReturnType<typeof pass>>):
   if (differ(calls, row.calls)) problems.push(`calls ${calls.join(", ")}`);
   if (row.throws ? !row.throws.test(String(error)) : error !== undefined)
     problems.push(`error ${String(error)}`);
-  const requeue = row.requeueAfterMs === undefined ? undefined : { requeueAfterMs: row.requeueAfterMs };
+  const requeue =
+    row.requeueAfterMs === undefined
+      ? undefined
+      : { requeueAfterMs: row.requeueAfterMs, ...(row.poll ? { lowPriority: true } : {}) };
   if (!row.throws && differ(result, requeue)) problems.push(`returned ${JSON.stringify(result)}`);
   const written = writer.calls.flatMap((c) => (c.kind === "writeStatus" ? [c.status] : [])).at(-1);
   if (row.phase && written?.phase !== row.phase) problems.push(`phase ${written?.phase}`);

@@ -38,6 +38,7 @@ const ROWS: Row[] = [
     ],
     status: { podName: "s1-agent-1", podUID: "pod-uid", startTime: STAMP },
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
     log: /agent pod created/,
   },
   {
@@ -57,6 +58,7 @@ const ROWS: Row[] = [
     phase: "Running",
     conditions: [["Progressing", "True", "PodRunning", /working/]],
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
   },
   {
     name: "pod running, policy drifted: restored, logged",
@@ -66,6 +68,7 @@ const ROWS: Row[] = [
     calls: ["applyNetworkPolicy", "writeStatus"],
     phase: "Running",
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
     log: /had drifted; restored/,
   },
   {
@@ -82,6 +85,7 @@ const ROWS: Row[] = [
     ],
     status: { pendingApprovals: ["apr-pending"] },
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
   },
   {
     name: "pod released while an Approval is Pending: AwaitingApproval PodReleased",
@@ -94,6 +98,7 @@ const ROWS: Row[] = [
     phase: "AwaitingApproval",
     conditions: [["Progressing", "True", "PodReleased", /released/]],
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
   },
   {
     name: "pod released, its Approval approved and executing: Pending Resuming",
@@ -106,6 +111,7 @@ const ROWS: Row[] = [
     phase: "Pending",
     conditions: [["Progressing", "True", "Resuming", /decision was made/]],
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
   },
   {
     name: "answer posted: Completed AnswerPosted, SessionCompleted",
@@ -199,6 +205,7 @@ const ROWS: Row[] = [
     phase: "Running",
     status: { effectiveLimits: defaultSessionCeilings },
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
   },
   {
     name: "spec.capabilities names one that does not exist: CapabilitiesResolved=False CapabilityNotFound",
@@ -210,6 +217,7 @@ const ROWS: Row[] = [
     phase: "Running",
     conditions: [["CapabilitiesResolved", "False", "CapabilityNotFound", /cap-x/]],
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
   },
   {
     name: "spec.capabilities all exist: CapabilitiesResolved=True AllFound",
@@ -221,6 +229,7 @@ const ROWS: Row[] = [
     phase: "Running",
     conditions: [["CapabilitiesResolved", "True", "AllFound"]],
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
   },
 ];
 

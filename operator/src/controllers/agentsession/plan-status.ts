@@ -103,6 +103,6 @@ export function planStatus(
   return final({
     status,
     whenWritten: { log: [{ fields: { phase: status.phase }, message: "session status written" }], events },
-    requeueAfterMs: terminal ? undefined : POLL_INTERVAL_MS,
+    ...(terminal ? {} : { requeueAfterMs: POLL_INTERVAL_MS, poll: true }),
   });
 }

@@ -78,6 +78,12 @@ export interface FinalPlan {
   log: PlannedLog[];
   events: PlannedEvent[];
   requeueAfterMs?: number | undefined;
+  /**
+   * The requeue is only the running session's poll ({@link POLL_INTERVAL_MS}): it waits behind every
+   * event-driven pass in the work queue (kube/runtime/workqueue.ts), so thousands of live sessions'
+   * polls do not hold up the passes that create pods and end sessions.
+   */
+  poll?: boolean | undefined;
 }
 
 /** Read the transcript record, then plan again with it. */

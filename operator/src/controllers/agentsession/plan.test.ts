@@ -62,6 +62,7 @@ const ROWS: Row[] = [
     ],
     phase: "Pending",
     requeueAfterMs: POLL_INTERVAL_MS,
+    poll: true,
     log: /agent pod created/,
   },
   {

@@ -20,7 +20,8 @@
  *   planStatus = statusFrom(session, pod, approvals, record, effective limits)
  *   apply a final plan: finalizer, status (only if it changed; resourceVersion-guarded), then when
  *            written its logs and Events (LimitLowered the first time, Session<phase> at the end),
- *            then the plan's logs and Events; return its requeue
+ *            then the plan's logs and Events; return its requeue (a running session's poll at low
+ *            priority: behind every event-driven pass in the work queue)
  */
 import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -218,7 +219,8 @@ async function applyFinal(
   }
   logAll(log, plan.log);
   emitAll(writer, session, plan.events);
-  return plan.requeueAfterMs === undefined ? undefined : { requeueAfterMs: plan.requeueAfterMs };
+  if (plan.requeueAfterMs === undefined) return undefined;
+  return { requeueAfterMs: plan.requeueAfterMs, ...(plan.poll ? { lowPriority: true } : {}) };
 }
 
 function logAll(log: Logger, lines: readonly PlannedLog[]) {

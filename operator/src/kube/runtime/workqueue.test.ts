@@ -150,6 +150,53 @@ describe("WorkQueue", () => {
 });
 
 describe("ControllerRateLimiter", () => {
+  it("takes low-priority keys only when no other key waits, and moves one up when an event adds it", async () => {
+    const queue = new WorkQueue();
+    const seen: string[] = [];
+    queue.add("poll-1", true);
+    queue.add("poll-2", true);
+    queue.add("event-1");
+    queue.add("poll-3", true);
+    queue.add("poll-2"); // an event for a key waiting to be polled: it moves up, once
+    queue.add("event-2");
+    queue.add("event-1", true); // already waiting at normal priority: stays there
+    expect(queue.length).toBe(5);
+    await queue.run(
+      1,
+      async (key) => {
+        seen.push(key);
+        if (seen.length === 5) queue.stop();
+        return undefined;
+      },
+      () => {},
+    );
+    expect(seen).toEqual(["event-1", "poll-2", "event-2", "poll-1", "poll-3"]);
+  });
+
+  it("requeues a low-priority result behind the keys that arrived meanwhile", async () => {
+    const queue = new WorkQueue();
+    const seen: string[] = [];
+    const running = queue.run(
+      1,
+      async (key) => {
+        seen.push(key);
+        if (seen.length === 1) {
+          // While the poll runs, a second key arrives; the poll's requeue (after 0 ms) waits behind both.
+          queue.add("event");
+          setTimeout(() => queue.add("later"), 5);
+          return { requeueAfterMs: 0, lowPriority: true };
+        }
+        if (key === "event") await new Promise((resolve) => setTimeout(resolve, 20));
+        if (seen.length === 3) queue.stop();
+        return undefined;
+      },
+      () => {},
+    );
+    queue.add("poll");
+    await running;
+    expect(seen).toEqual(["poll", "event", "later"]);
+  });
+
   it("backs a key off exponentially from 5 ms and forgets it after a success", () => {
     const limiter = new ControllerRateLimiter({ now: () => 0 });
     expect([1, 2, 3, 4].map(() => limiter.when("k"))).toEqual([5, 10, 20, 40]);

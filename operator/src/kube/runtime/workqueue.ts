@@ -7,10 +7,17 @@
  * may ask to be run again after a delay (controller-runtime's `RequeueAfter`); a {@link TerminalError}
  * is reported and not retried; an error its {@link RetryCap} caps (a dependency that comes back by
  * itself) is retried within that cap, so work resumes soon after the dependency does.
+ *
+ * A requeue may be low priority (a periodic look, such as a running session's poll): low-priority keys
+ * are taken only when no other key waits, and an ordinary add of a key waiting at low priority moves
+ * it up (controller-runtime's priority queue keeps the higher of two priorities the same way). Without
+ * it, thousands of live sessions' polls filled the queue in front of the events that move sessions —
+ * a new session waiting for its pod, a pod that ended — each waiting a full round of every poll.
  */
 import { ControllerRateLimiter } from "./rate-limiter.ts";
 
-export type ReconcileResult = { requeueAfterMs?: number } | undefined;
+/** What a reconcile asks of the queue: run again after a delay, at low priority if it is only a periodic look. */
+export type ReconcileResult = { requeueAfterMs?: number; lowPriority?: boolean } | undefined;
 
 /** Reconciles one key; throws to retry with backoff, or throws a TerminalError to give up on it. */
 export type Reconcile = (key: string) => Promise<ReconcileResult>;
@@ -38,15 +45,21 @@ export type ReconcileObserver = (key: string, outcome: Outcome, durationMs: numb
  */
 export type QueueWaitObserver = (key: string, waitedMs: number) => void;
 
+/** Which lane a queued key waits in. */
+type Lane = "normal" | "low";
+
 export class WorkQueue {
-  private readonly queue: string[] = [];
-  private readonly queued = new Set<string>();
+  /** Keys in order of arrival per lane; an entry whose key moved up or was taken is skipped. */
+  private readonly lanes: Record<Lane, string[]> = { normal: [], low: [] };
+  /** The lane each waiting key is in. */
+  private readonly queued = new Map<string, Lane>();
   /** When each queued key was added (performance.now()), for the queue-wait observer. */
   private readonly addedAt = new Map<string, number>();
   private readonly processing = new Set<string>();
-  private readonly dirtyWhileProcessing = new Set<string>();
+  /** Keys added while a worker had them, with the higher lane they were added at. */
+  private readonly dirtyWhileProcessing = new Map<string, Lane>();
   private readonly limiter: ControllerRateLimiter;
-  private readonly timers = new Map<string, { timer: NodeJS.Timeout; dueAt: number }>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; dueAt: number; lane: Lane }>();
   private readonly waiters: Array<() => void> = [];
   private stopped = false;
 
@@ -57,33 +70,48 @@ export class WorkQueue {
     this.retryCap = retryCap;
   }
 
-  /** Queues a key now (deduplicated). */
-  add(key: string): void {
+  /**
+   * Queues a key now (deduplicated); `lowPriority` puts it behind every other waiting key. A key
+   * already waiting at low priority moves up when added without it.
+   */
+  add(key: string, lowPriority = false): void {
     if (this.stopped) return;
+    const lane: Lane = lowPriority ? "low" : "normal";
     if (this.processing.has(key)) {
-      this.dirtyWhileProcessing.add(key);
+      if (this.dirtyWhileProcessing.get(key) !== "normal") this.dirtyWhileProcessing.set(key, lane);
       return;
     }
-    if (this.queued.has(key)) return;
-    this.queued.add(key);
-    this.addedAt.set(key, performance.now());
-    this.queue.push(key);
+    const waiting = this.queued.get(key);
+    if (waiting === "normal" || (waiting === "low" && lane === "low")) return;
+    // New, or moving up from the low lane (its entry there is skipped when reached).
+    this.queued.set(key, lane);
+    if (waiting === undefined) this.addedAt.set(key, performance.now());
+    this.lanes[lane].push(key);
     this.waiters.shift()?.();
   }
 
-  /** Queues a key after a delay in milliseconds; of several pending delays for a key the earliest wins. */
-  addAfter(key: string, delayMs: number): void {
+  /**
+   * Queues a key after a delay in milliseconds; of several pending delays for a key the earliest wins,
+   * at the higher of their priorities.
+   */
+  addAfter(key: string, delayMs: number, lowPriority = false): void {
     if (this.stopped) return;
     const dueAt = Date.now() + delayMs;
     const pending = this.timers.get(key);
-    if (pending && pending.dueAt <= dueAt) return;
+    const lane: Lane = lowPriority && (!pending || pending.lane === "low") ? "low" : "normal";
+    if (pending && pending.dueAt <= dueAt) {
+      pending.lane = lane;
+      return;
+    }
     if (pending) clearTimeout(pending.timer);
     const timer = setTimeout(() => {
+      // The entry is this timer's (a replaced one is cleared), with the lane later adds may have raised.
+      const due = this.timers.get(key);
       this.timers.delete(key);
-      this.add(key);
+      this.add(key, due?.lane === "low");
     }, delayMs);
     timer.unref();
-    this.timers.set(key, { timer, dueAt });
+    this.timers.set(key, { timer, dueAt, lane });
   }
 
   /**
@@ -126,7 +154,7 @@ export class WorkQueue {
           const result = await reconcile(key);
           this.forget(key);
           const requeue = result?.requeueAfterMs !== undefined;
-          if (requeue) this.addAfter(key, result.requeueAfterMs ?? 0);
+          if (requeue) this.addAfter(key, result.requeueAfterMs ?? 0, result.lowPriority === true);
           observe(key, requeue ? "requeue" : "success", performance.now() - started);
         } catch (error) {
           const terminal = error instanceof TerminalError;
@@ -151,12 +179,21 @@ export class WorkQueue {
 
   /** Number of keys waiting (for metrics). */
   get length(): number {
-    return this.queue.length;
+    return this.queued.size;
+  }
+
+  /** The next waiting key of `lane`, skipping entries of keys that moved up or were taken. */
+  private take(lane: Lane): string | undefined {
+    const entries = this.lanes[lane];
+    for (let key = entries.shift(); key !== undefined; key = entries.shift()) {
+      if (this.queued.get(key) === lane) return key;
+    }
+    return undefined;
   }
 
   private async next(): Promise<string | undefined> {
     while (!this.stopped) {
-      const key = this.queue.shift();
+      const key = this.take("normal") ?? this.take("low");
       if (key !== undefined) {
         this.queued.delete(key);
         this.processing.add(key);
@@ -171,6 +208,9 @@ export class WorkQueue {
 
   private done(key: string): void {
     this.processing.delete(key);
-    if (this.dirtyWhileProcessing.delete(key)) this.add(key);
+    const lane = this.dirtyWhileProcessing.get(key);
+    if (lane === undefined) return;
+    this.dirtyWhileProcessing.delete(key);
+    this.add(key, lane === "low");
   }
 }
