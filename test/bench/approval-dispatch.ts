@@ -92,6 +92,7 @@ async function watchDecisions(kubeconfigPath: string, namespace: string) {
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
 const env = await startEnvironment(plane, {
+  chartNodeOptions: true,
   componentEnv: {
     AGENT_IMAGE: SLEEPER_IMAGE,
     LOG_LEVEL: "warn",

@@ -97,7 +97,7 @@ const componentEnv = {
   // Every call is a new tool call of its session: lift the ceiling the default limits would hit.
   SESSION_CEILINGS: JSON.stringify({ maxToolCalls: 1_000_000 }),
 };
-const env = await startEnvironment(plane, { componentEnv });
+const env = await startEnvironment(plane, { componentEnv, chartNodeOptions: true });
 try {
   const unlimited = await env.startReplica("gateway", "gateway-unlimited", {
     ...componentEnv,

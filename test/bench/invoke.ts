@@ -61,6 +61,7 @@ async function measure(
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
 const env = await startEnvironment(plane, {
+  chartNodeOptions: true,
   componentEnv: {
     AGENT_IMAGE: SLEEPER_IMAGE,
     LOG_LEVEL: "warn",

@@ -168,6 +168,7 @@ async function main(): Promise<void> {
   // The local node offers the machine's CPUs (2 here): small requests, so 200 pods fit, for both runs.
   const requests = { cpu: "5m", memory: "16Mi" };
   const env = await startEnvironment(plane, {
+    chartNodeOptions: true,
     componentEnv: { AGENT_IMAGE: "gatehouse/sleeper:dev", AGENT_RESOURCES: JSON.stringify({ requests }) },
   });
   try {

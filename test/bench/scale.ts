@@ -115,6 +115,7 @@ const runStart = performance.now();
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
 const env = await startEnvironment(plane, {
+  chartNodeOptions: true,
   componentEnv: {
     LOG_LEVEL: "warn",
     // The local node offers the machine's CPUs: small requests, so a batch of real agents fits.

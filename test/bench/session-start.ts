@@ -93,7 +93,7 @@ function containerLog(
 
 const plane = await startControlPlane();
 const node = await startLocalNode(plane);
-const env = await startEnvironment(plane);
+const env = await startEnvironment(plane, { chartNodeOptions: true });
 try {
   const { kubectl } = env;
   await kubectl.ok("admin", ["create", "namespace", BASELINE_NAMESPACE]);

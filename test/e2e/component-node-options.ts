@@ -1,6 +1,12 @@
 /**
  * The NODE_OPTIONS of a component's container as the chart's default Deployment runs it, for the test
- * bed's host processes, so that tests and benchmarks measure the heap a platform runs.
+ * bed's host processes in the benchmarks (test/bench: startEnvironment's `chartNodeOptions`, and the
+ * cache benchmark's own processes), so that they measure the heap and the CPU a platform runs. Tests
+ * start the components with node's own heap sizes instead: the chart's 2 MiB semi-spaces save memory
+ * with more young-generation collections, CPU that tests on a 2-core machine, beside the API server,
+ * the local node and Postgres, pay for in wall time (the fault campaign's file: 113 s with them, 110 s
+ * without, in one sitting), and tests do not measure heaps. integration/chart.test.ts checks that
+ * these are the flags the chart renders.
  *
  * The chart's own flags (charts/gatehouse/values.yaml `<component>.nodeOptions`), and one more: in a
  * container node sizes V8's old generation from the memory limit (its cgroup's), half of it — 512 MiB
