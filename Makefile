@@ -31,8 +31,10 @@ demo: deps host-deps cluster
 	node test/e2e/demo.ts
 
 ## test: every test (unit, integration on Postgres, cluster and e2e on the real control plane).
+## One worker per core for the unit, engines and integration files (vitest's default of cores − 1 ran
+## them one by one on two cores); the cluster files still run one at a time, after all of those.
 test: deps host-deps cluster helm
-	npx vitest run
+	npx vitest run --maxWorkers=100%
 
 ## unit: the tests that need neither Postgres nor a cluster (vitest project `unit`), in well under a minute.
 ## One worker per core: vitest's default leaves a core free, which on two cores runs the files one by one.
