@@ -86,10 +86,30 @@ function npmCi(dir: string): Promise<void> {
   });
 }
 
-/** The third-party packages a package-lock.json installs (its `node_modules/…` entries). */
-function installedPackages(lockPath: string): string {
-  const lock = JSON.parse(readFileSync(lockPath, "utf8")) as { packages: Record<string, unknown> };
-  return JSON.stringify(Object.entries(lock.packages).filter(([path]) => path.startsWith("node_modules/")));
+/**
+ * The third-party packages a package-lock.json installs (its `node_modules/…` entries): where each goes,
+ * with its version and content hash. Workspace links (`link: true`) are left out; dev flags too, which
+ * say why a package is installed, not what.
+ */
+function installedPackages(lockPath: string): Map<string, string> {
+  const lock = JSON.parse(readFileSync(lockPath, "utf8")) as {
+    packages: Record<string, { version?: string; integrity?: string; link?: boolean }>;
+  };
+  return new Map(
+    Object.entries(lock.packages)
+      .filter(([path, entry]) => path.startsWith("node_modules/") && !entry.link)
+      .map(([path, entry]) => [path, `${entry.version}@${entry.integrity}`]),
+  );
+}
+
+/**
+ * Whether the working tree's installed packages serve the older version: every package its lock
+ * installs is installed at the same place, version and content here. Packages added since are
+ * there too, unused by the older code, which imports only what its own lock names.
+ */
+function servesOlderVersion(olderLock: string, lock: string): boolean {
+  const installed = installedPackages(lock);
+  return [...installedPackages(olderLock)].every(([path, what]) => installed.get(path) === what);
 }
 
 /**
@@ -120,13 +140,10 @@ async function checkOutOldVersion(runDir: string): Promise<string> {
     );
   });
   await git(["worktree", "add", "--detach", dir, OLD_COMMIT]);
-  // The same third-party packages (the locks differ at most in the workspaces' own entries, such as a
-  // bin added since): the working tree's installed packages serve both, saving an `npm ci` of a minute
-  // or more.
-  if (
-    installedPackages(join(dir, "package-lock.json")) ===
-    installedPackages(join(REPO_ROOT, "package-lock.json"))
-  ) {
+  // The older version's third-party packages are all installed here, the same (those added since
+  // beside them): the working tree's installed packages serve both, saving an `npm ci` of a minute or
+  // more.
+  if (servesOlderVersion(join(dir, "package-lock.json"), join(REPO_ROOT, "package-lock.json"))) {
     shareNodeModules(join(REPO_ROOT, "node_modules"), join(dir, "node_modules"));
   } else {
     await npmCi(dir);
