@@ -118,7 +118,9 @@ export async function runGateway(): Promise<void> {
   }, TRANSCRIPTS_TLS_RESYNC_MS);
   started.onShutdown("transcriptsApi", async () => {
     clearInterval(resync);
-    await transcriptsApi.close(GATEWAY_DRAIN_MS);
+    const { cut, requests } = await transcriptsApi.close(GATEWAY_DRAIN_MS);
+    if (cut > 0)
+      log.warn({ connections: cut, requests }, "transcripts API: cut connections still open after the drain");
   });
   await gateway.listen({ host: config.gatewayHost, port: config.gatewayPort });
   await transcriptsApi.app.listen({ host: config.gatewayHost, port: config.transcriptsApi.port });
