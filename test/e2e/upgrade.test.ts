@@ -366,6 +366,7 @@ describe(`helm upgrade from ${OLD_COMMIT} to the working tree, as docs/upgrading
       "applied 0010_component_roles",
       "applied 0011_gateway_audit_kinds",
       "applied 0012_engine_approval_declined",
+      "applied 0013_session_event_notices",
     ]);
     expect(migrateLog).toContain(`controller login ${database}_controller: created`);
     expect(migrateLog).toContain(`gateway login ${database}_gateway: created`);

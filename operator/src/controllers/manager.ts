@@ -2,7 +2,8 @@
  * Starts the four controllers and routes informer events to their work queues: an object's own
  * changes queue it; a pod, or an Approval whose phase moved, queues its session; a ProviderInstance or EndpointSlice queues
  * its provider and the Capabilities that reference it; an agent NetworkPolicy that drifted queues the
- * running sessions of its namespace.
+ * running sessions of its namespace; a transcript append's notice (store/session-notices.ts) queues its
+ * running session.
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Manifest } from "@gatehouse/provider-sdk";
@@ -22,6 +23,7 @@ import {
   capabilitiesOfProvider,
   sessionByUid,
   sessionsNamingCapability,
+  sessionWithBareUid,
 } from "../kube/cache-indexes.ts";
 import { startIdentityMirror } from "../kube/identity-mirror.ts";
 import type { Caches } from "../kube/runtime/caches.ts";
@@ -29,6 +31,7 @@ import type { KubeClients } from "../kube/runtime/client.ts";
 import { eventRecorder } from "../kube/runtime/events.ts";
 import type { InformerEvent, ObjectCache } from "../kube/runtime/informer.ts";
 import type { OperatorMetrics } from "../observability/metrics.ts";
+import type { SessionNoticeHandlers } from "../store/session-notices.ts";
 import type { SessionRecords } from "../store/session-records.ts";
 import type { TranscriptStore } from "../store/transcripts.ts";
 import { AGENT_SESSION_SETTINGS, type AgentSessionSettings } from "./agentsession/plan.ts";
@@ -67,6 +70,14 @@ export interface ManagerDeps {
   fetchManifest: (endpoint: string) => Promise<Manifest>;
   /** Whether admission enforces the Approval decision rules (kube/admission/guard.ts). */
   decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
+  /** Whether transcript notices arrive (store/session-notices.ts); none: running sessions are polled. */
+  notices?: { live(): boolean };
+}
+
+/** The running controllers: `notices` takes the transcript listener's notices. */
+export interface RunningControllers {
+  stop(): Promise<void>;
+  notices: SessionNoticeHandlers;
 }
 
 /**
@@ -149,8 +160,23 @@ function sessionEnding(
   return ending(session) && !ending(previous);
 }
 
+/** Whether a session may still change (not cancelled, not ended). */
+function sessionRunning(s: AgentSession): boolean {
+  return !s.spec.cancel && !isTerminalSessionPhase(s.status?.phase);
+}
+
+/**
+ * The session a transcript notice of `uid` queues: the running one with that uid, in any namespace.
+ * A notice is a cue anyone with a database login may forge (store/session-notices.ts): it only queues
+ * a pass, which reads the transcript itself; an ended session's pass would change nothing.
+ */
+export function sessionNoticed(caches: Pick<Caches, "sessions">, uid: string): AgentSession | undefined {
+  const session = sessionWithBareUid(caches, uid);
+  return session && sessionRunning(session) ? session : undefined;
+}
+
 /** Starts every controller; `stop()` drains them. */
-export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<void> } {
+export function startControllers(managerDeps: ManagerDeps): RunningControllers {
   const events = eventRecorder(managerDeps.clients.core, "gatehouse-operator", managerDeps.log);
   const deps = { ...managerDeps, events };
   const { caches, log } = deps;
@@ -265,9 +291,7 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     if (!namespace || !serves(deps.settings.agentSession.watchNamespaces, namespace)) return;
     const desired = agentNetworkPolicy(namespace, deps.settings.agentSession);
     if (event !== "delete" && agentNetworkPolicyHolds(policy, desired)) return;
-    for (const s of caches.sessions.list(namespace)) {
-      if (!s.spec.cancel && !isTerminalSessionPhase(s.status?.phase)) sessions.enqueue(s);
-    }
+    for (const s of caches.sessions.list(namespace)) if (sessionRunning(s)) sessions.enqueue(s);
   });
   caches.endpointSlices.onChange((slice) => {
     const provider = slice.metadata?.labels?.[PROVIDER_LABEL];
@@ -291,6 +315,16 @@ export function startControllers(managerDeps: ManagerDeps): { stop(): Promise<vo
     log: log.child({ component: "identity-mirror" }),
   });
   return {
+    notices: {
+      onNotice(uid) {
+        const session = sessionNoticed(caches, uid);
+        if (session) sessions.enqueue(session);
+      },
+      // Notices may have been lost while not listening: every running session looks, as on a resync.
+      onMissed() {
+        for (const s of caches.sessions.list()) if (sessionRunning(s)) sessions.enqueue(s, true);
+      },
+    },
     stop: async () =>
       void (await Promise.all([
         ...all.map((c) => c.stop()),

@@ -3,7 +3,8 @@
  * path scans a whole kind to find the few objects it wants (kube/runtime/indexer.ts). Values are
  * scoped to a namespace (`namespace/value`) where the lookup is, so a lookup stays inside it.
  *
- * - AgentSessions by uid (an Approval's sessionRef, a pod's owner and session-uid label), by the uid of
+ * - AgentSessions by uid (an Approval's sessionRef, a pod's owner and session-uid label), by bare uid
+ *   in any namespace (a transcript notice names only the uid: store/session-notices.ts), by the uid of
  *   their pod (status.podUID) and by each Capability they name (spec.capabilities);
  * - Approvals by session uid (sessionRef.uid), by Capability name (spec.capability) and by phase;
  * - Capabilities by tool name (spec.id as the model calls it) and by ProviderInstance (providerRef);
@@ -18,6 +19,7 @@ import type { CacheIndexers, Caches } from "./runtime/caches.ts";
 import { indexValue } from "./runtime/indexer.ts";
 
 export const SESSION_BY_UID = "uid";
+export const SESSION_BY_BARE_UID = "bareUid";
 export const SESSION_BY_POD_UID = "podUID";
 export const SESSION_BY_CAPABILITY = "capability";
 export const APPROVAL_BY_SESSION = "sessionUID";
@@ -39,6 +41,7 @@ export const GATEHOUSE_INDEXERS: CacheIndexers = {
   sessions: {
     [SESSION_BY_UID]: (s: Cached<AgentSession>) =>
       s.metadata.uid ? [indexValue(s.metadata.namespace, s.metadata.uid)] : [],
+    [SESSION_BY_BARE_UID]: (s: Cached<AgentSession>) => (s.metadata.uid ? [s.metadata.uid] : []),
     [SESSION_BY_POD_UID]: (s: Cached<AgentSession>) =>
       s.status?.podUID ? [indexValue(s.metadata.namespace, s.status.podUID)] : [],
     [SESSION_BY_CAPABILITY]: (s: Cached<AgentSession>) =>
@@ -73,6 +76,17 @@ export function sessionByUid(
   uid: string | undefined,
 ): Cached<AgentSession> | undefined {
   return uid ? caches.sessions.byIndex(SESSION_BY_UID, indexValue(namespace, uid))[0] : undefined;
+}
+
+/**
+ * The session with uid `uid` in whichever namespace: only for a cue that names no namespace (a
+ * transcript notice), never to decide what a request may touch.
+ */
+export function sessionWithBareUid(
+  caches: Pick<Caches, "sessions">,
+  uid: string,
+): Cached<AgentSession> | undefined {
+  return caches.sessions.byIndex(SESSION_BY_BARE_UID, uid)[0];
 }
 
 /** The session of `namespace` whose status records pod uid `podUid`, or undefined. */

@@ -8,7 +8,7 @@
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { LEADER_LEASE } from "../api/rbac.ts";
 import { GRANT_KEYS_SECRETS } from "../api/well-known.ts";
-import { controllerSettings, startControllers } from "../controllers/manager.ts";
+import { controllerSettings, type RunningControllers, startControllers } from "../controllers/manager.ts";
 import { podForController } from "../controllers/pod-cache.ts";
 import { sessionForController } from "../controllers/session-cache.ts";
 import { startAdmissionGuard } from "../kube/admission/guard.ts";
@@ -20,6 +20,7 @@ import { timedFunction } from "../observability/port-timing.ts";
 import { fetchManifest } from "../providers/client.ts";
 import { ensureEmptySecret } from "../providers/grant-keys.ts";
 import { publishGrantPublicKeys } from "../providers/grant-public-keys.ts";
+import { listenSessionNotices } from "../store/session-notices.ts";
 import { sessionRecords } from "../store/session-records.ts";
 import { startComponent } from "./common.ts";
 
@@ -78,7 +79,7 @@ export async function runController(): Promise<void> {
   metrics.trackDecisionRules(admission.enforced);
   log.info({ databaseLogin: store.login }, "caches synced; electing the leader");
 
-  let controllers: { stop(): Promise<void> } | undefined;
+  let controllers: RunningControllers | undefined;
   started.onShutdown("controllers", () => controllers?.stop());
   // The gateway may not create Secrets (providers/grant-keys.ts): its ring's Secret is created empty here, and
   // again should someone delete it; by the Lease holder only, so a standby writes nothing.
@@ -93,12 +94,24 @@ export async function runController(): Promise<void> {
       (error: unknown) =>
         log.error({ err: error }, "creating the gateway's grant-key Secret failed; retrying"),
     );
-  const startLeading = () => {
+  const startLeading = async () => {
     metrics.setLeader(true);
     void gatewayKeysSecret();
     const gatewayKeysTimer = setInterval(gatewayKeysSecret, config.grants.keysResyncSeconds * 1000);
     gatewayKeysTimer.unref();
     started.onShutdown("gatewayKeysSecret", () => clearInterval(gatewayKeysTimer));
+    // Listening before the controllers start: each session's first pass reads its transcript after
+    // any append it could miss was already noticed.
+    const notices = await listenSessionNotices({
+      url: config.databaseUrl,
+      pool: store.pool,
+      log: log.child({ component: "session-notices" }),
+      handlers: {
+        onNotice: (uid) => controllers?.notices.onNotice(uid),
+        onMissed: () => controllers?.notices.onMissed(),
+      },
+    });
+    started.onShutdown("sessionNotices", () => notices.stop());
     controllers = startControllers({
       clients,
       caches,
@@ -113,10 +126,11 @@ export async function runController(): Promise<void> {
       fetchManifest,
       // Timed like a port: the approval path's wait for a fresh admission check.
       decisionRules: timedFunction(admission.checkedSince, "admission", "checkedSince", metrics.portCalled),
+      notices,
     });
   };
   if (!config.leaderElection.enabled) {
-    startLeading();
+    await startLeading();
     return;
   }
   elector = new LeaderElector({

@@ -193,7 +193,8 @@ export const completed = (o: Partial<Status> = {}): Status => ({
 
 type Cached<T> = T & KubernetesObject;
 
-export async function pass(row: Row) {
+/** One pass of `row`'s session; `noticesLive`: whether transcript notices arrive (none given: polled). */
+export async function pass(row: Row, noticesLive?: boolean) {
   const pod = row.pod?.(row.session);
   const capabilities = (row.capabilities ?? []).map(
     (name) =>
@@ -228,6 +229,7 @@ export async function pass(row: Row) {
     settings: { ...SETTINGS, ...row.settings },
     agentPolicies: staticCache(row.policy ? [row.policy] : []) as never,
     now: () => NOW,
+    ...(noticesLive === undefined ? {} : { notices: { live: () => noticesLive } }),
   };
   let result: unknown;
   let error: unknown;

@@ -256,6 +256,18 @@ describe("an AgentSession's pod and status, by phase and reason", () => {
     expect(created[0]!.spec!.volumes).toContainEqual({ name: "engine", emptyDir: { sizeLimit: "256Mi" } });
   });
 
+  it("while transcript notices arrive a running session is not polled (its agent's post queues it); every other requeue stays", async () => {
+    const polled = ROWS.filter((r) => r.poll);
+    expect(polled.length).toBeGreaterThan(3);
+    for (const row of ROWS.filter((r) => !r.throws)) {
+      const [live, deaf] = [await pass(row, true), await pass(row, false)];
+      expect(live.writer.calls, row.name).toEqual(deaf.writer.calls);
+      const requeue = row.requeueAfterMs === undefined ? undefined : { requeueAfterMs: row.requeueAfterMs };
+      expect(deaf.result, row.name).toEqual(row.poll ? { ...requeue, lowPriority: true } : requeue);
+      expect(live.result, row.name).toEqual(row.poll ? undefined : requeue);
+    }
+  });
+
   it("a second pass on the status the first wrote writes nothing and says nothing again", async () => {
     for (const row of ROWS.filter((r) => r.requeueAfterMs === POLL_INTERVAL_MS && r.pod)) {
       const first = await pass(row);

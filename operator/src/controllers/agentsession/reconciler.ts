@@ -21,7 +21,8 @@
  *   apply a final plan: finalizer, status (only if it changed; resourceVersion-guarded), then when
  *            written its logs and Events (LimitLowered the first time, Session<phase> at the end),
  *            then the plan's logs and Events; return its requeue (a running session's poll at low
- *            priority: behind every event-driven pass in the work queue)
+ *            priority: behind every event-driven pass in the work queue) — none while transcript notices
+            arrive (store/session-notices.ts): an append's notice queues the session instead
  */
 import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -86,6 +87,11 @@ export interface AgentSessionDeps {
   now: () => Date;
   /** Observes each writer call as `agentsession.<method>` (the controller's /metrics; test/bench/operator-sessions.ts). */
   metrics?: { portCalled: PortCallObserver };
+  /**
+   * Whether every transcript append is noticed (store/session-notices.ts): then a running session is
+   * queued by the notice of its agent's post, not polled. None: polled.
+   */
+  notices?: { live(): boolean };
 }
 
 /** Approvals owned by a session, from the cache. */
@@ -135,7 +141,8 @@ export async function applyAgentSession(
     input = { ...observe(deps, session, now), pod: input.pod, record };
     plan = planAgentSession(input);
   }
-  if (plan.kind === "final") return await applyFinal(writer, session, plan, log);
+  const polls = !deps.notices?.live();
+  if (plan.kind === "final") return await applyFinal(writer, session, plan, log, polls);
   if (plan.kind !== "run") throw new Error("planAgentSession asked for the record twice");
 
   let pod = input.pod;
@@ -149,7 +156,7 @@ export async function applyAgentSession(
     await writer.ensureServiceAccount(session.metadata.namespace);
     pod = await writer.createPod(planAgentPod(input, sidecarProvidersFor(deps.caches, session)));
     const created = planCreatedPod(input, pod);
-    if (created.kind === "final") return await applyFinal(writer, session, created, log);
+    if (created.kind === "final") return await applyFinal(writer, session, created, log, polls);
     logAll(log, created.log);
     emitAll(writer, session, created.events);
   }
@@ -157,7 +164,13 @@ export async function applyAgentSession(
     (capability) => !deps.caches.capabilities.get(capability, session.metadata.namespace),
   );
   const approvals = approvalsOf(deps.caches, session);
-  return await applyFinal(writer, session, planStatus(input, pod, { approvals, missingCapabilities }), log);
+  return await applyFinal(
+    writer,
+    session,
+    planStatus(input, pod, { approvals, missingCapabilities }),
+    log,
+    polls,
+  );
 }
 
 /** What the first plan of a pass is made on: the caches, at `now`. */
@@ -204,12 +217,16 @@ async function readRecord(
   }
 }
 
-/** Applies a final plan: finalizer, status, what to say when it was written, the rest; its requeue. */
+/**
+ * Applies a final plan: finalizer, status, what to say when it was written, the rest; its requeue —
+ * the running session's poll only when `polls` (no transcript notices arrive).
+ */
 async function applyFinal(
   writer: AgentSessionWriter,
   session: AgentSession,
   plan: FinalPlan,
   log: Logger,
+  polls: boolean,
 ): Promise<ReconcileResult> {
   if (plan.finalizer === "add") await writer.addFinalizer(session);
   if (plan.finalizer === "remove") await writer.removeFinalizer(session);
@@ -219,7 +236,7 @@ async function applyFinal(
   }
   logAll(log, plan.log);
   emitAll(writer, session, plan.events);
-  if (plan.requeueAfterMs === undefined) return undefined;
+  if (plan.requeueAfterMs === undefined || (plan.poll && !polls)) return undefined;
   return { requeueAfterMs: plan.requeueAfterMs, ...(plan.poll ? { lowPriority: true } : {}) };
 }
 
