@@ -201,9 +201,13 @@ export function startControllers(managerDeps: ManagerDeps): RunningControllers {
     deps.metrics,
     AGENT_SESSION_WORKERS,
   );
+  // When the cache took in each Approval's current version: its decision rules need a check since then.
+  const approvalsSeenAt = new Map<string, number>();
+  const observedAt = (namespace: string, name: string) => approvalsSeenAt.get(`${namespace}/${name}`);
   const approvals = new Controller(
     "approval",
-    (ns, name, l) => reconcileApproval({ ...deps, settings: deps.settings.approval }, ns, name, l),
+    (ns, name, l) =>
+      reconcileApproval({ ...deps, settings: deps.settings.approval, observedAt }, ns, name, l),
     log,
     deps.metrics,
     APPROVAL_WORKERS,
@@ -243,6 +247,9 @@ export function startControllers(managerDeps: ManagerDeps): RunningControllers {
   });
   caches.approvals.onChange((a, event, previous) => {
     const resync = event === "resync";
+    const key = `${a.metadata.namespace}/${a.metadata.name}`;
+    if (event === "delete") approvalsSeenAt.delete(key);
+    else if (!resync) approvalsSeenAt.set(key, deps.now().getTime());
     if (specOrMetadataChanged(a, event, previous)) approvals.enqueue(a, resync);
     if (!approvalPhaseMoved(a, event, previous)) return;
     const session = sessionByUid(caches, a.metadata.namespace, a.spec.sessionRef.uid);

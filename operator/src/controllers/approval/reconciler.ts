@@ -68,6 +68,13 @@ export interface ApprovalDeps {
    * (kube/admission/guard.ts); if not, fail closed.
    */
   decisionRules: (sinceMs: number) => Promise<DecisionRulesVerdict>;
+  /**
+   * When the cache took in the Approval's current version (epoch ms; the manager's informer handler),
+   * the time its decision rules must have been checked since; unknown (cached before the controllers
+   * started): the pass's own time. A decided Approval waiting in a busy queue then takes the check that
+   * already ran since instead of waiting for a new one.
+   */
+  observedAt?: (namespace: string, name: string) => number | undefined;
   metrics?: Pick<OperatorMetrics, "approvalDecided" | "portCalled">;
   settings: ApprovalControllerSettings;
 }
@@ -116,7 +123,7 @@ async function observe(deps: ApprovalDeps, approval: Approval, now: Date): Promi
   const needs = observationsFor(approval, session);
   const view = viewOf(approval);
   const [rules, history, capability, execution] = await Promise.all([
-    needs.rules ? deps.decisionRules(now.getTime()) : undefined,
+    needs.rules ? deps.decisionRules(rulesCheckedSince(deps, approval, now)) : undefined,
     needs.history ? readHistory(deps.core, view) : undefined,
     needs.policy ? deps.core.catalog.get(approval.metadata.namespace, approval.spec.capability) : undefined,
     needs.execution ? deps.core.executions.get(approval.spec.executionId) : undefined,
@@ -127,6 +134,16 @@ async function observe(deps: ApprovalDeps, approval: Approval, now: Date): Promi
       ? approvalSettings(capability.policy, view.request.requester, deps.core.config.approvalTtlSeconds)
       : undefined;
   return { approval, session, now, rules, history, policy, execution };
+}
+
+/** The time a decision-rules check must have started since to judge `approval` as cached. */
+export function rulesCheckedSince(
+  deps: Pick<ApprovalDeps, "observedAt">,
+  approval: Approval,
+  now: Date,
+): number {
+  const seen = deps.observedAt?.(approval.metadata.namespace, approval.metadata.name);
+  return Math.min(seen ?? now.getTime(), now.getTime());
 }
 
 function logAll(log: Logger, lines: readonly PlannedLog[]) {

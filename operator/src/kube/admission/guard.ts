@@ -141,6 +141,21 @@ export interface AdmissionGuardOptions {
   gatewayUsername?: string;
 }
 
+/**
+ * Resolves once the current verdict is of a check started at or after `sinceMs` (`startedAt()`),
+ * waiting for the running check (`checkOnce()` joins it) and then starting one as needed: the last
+ * finished check serves when it started late enough — at scale an Approval is dispatched long after
+ * its decision was observed, and the periodic check has started since — else the running one if it
+ * did, else the next. Never rejects while `checkOnce` does not.
+ */
+export async function checkStartedSince(
+  sinceMs: number,
+  startedAt: () => number,
+  checkOnce: () => Promise<void>,
+): Promise<void> {
+  while (startedAt() < sinceMs) await checkOnce();
+}
+
 /** Checks now and every {@link ADMISSION_RECHECK_MS}; logs each change (an error while not enforced). */
 export async function startAdmissionGuard(
   clients: KubeClients,
@@ -154,13 +169,13 @@ export async function startAdmissionGuard(
   let operator: string | undefined;
   // What the chart renders depends only on the two user names: rendered once, not on every check.
   let rendered: RenderedAdmission | undefined;
-  let lastStartedAt = Number.NEGATIVE_INFINITY;
+  // When the check whose verdict is current started: what an Approval observed since may be judged by.
+  let verdictStartedAt = Number.NEGATIVE_INFINITY;
   let everNotEnforced = false;
   let restoredAt: number | undefined;
   let running: Promise<void> | undefined;
   const check = async () => {
     const started = Date.now();
-    lastStartedAt = started;
     let checked: DecisionRulesVerdict;
     try {
       operator ??= await operatorUsername(clients);
@@ -189,6 +204,7 @@ export async function startAdmissionGuard(
       );
     }
     verdict = next;
+    verdictStartedAt = started;
   };
   const checkOnce = () => {
     running ??= check().finally(() => {
@@ -203,12 +219,7 @@ export async function startAdmissionGuard(
     enforced: () => verdict.enforced,
     verdict: () => verdict,
     async checkedSince(sinceMs) {
-      while (lastStartedAt < sinceMs) {
-        // A check already running may have started before `sinceMs`: wait for it, then start one.
-        if (running) await running;
-        else await checkOnce();
-      }
-      if (running) await running;
+      await checkStartedSince(sinceMs, () => verdictStartedAt, checkOnce);
       return verdict;
     },
     stop: () => clearInterval(timer),
