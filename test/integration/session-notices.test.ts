@@ -140,6 +140,34 @@ describe("transcript notices", () => {
     }
   });
 
+  it("starts not live when it cannot connect, says why, and listens once it can", async () => {
+    // A login that may not connect yet: the listener's first connect fails, and it retries on its own.
+    const late = `late_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+    await db.admin.query(`CREATE ROLE ${late} LOGIN PASSWORD 'x' IN ROLE gatehouse_controller`);
+    await db.admin.query(`ALTER ROLE ${late} NOLOGIN`);
+    const url = new URL(db.url);
+    url.username = late;
+    url.password = "x";
+    try {
+      listener = await listenSessionNotices({
+        url: url.toString(),
+        pool: db.operator,
+        log,
+        handlers: { onNotice: (uid) => noticed.push(uid), onMissed: () => missed++ },
+        probeTimeoutMs: 1_000,
+      });
+      expect(listener.live()).toBe(false);
+      expect(warnings).toEqual([expect.stringMatching(/^could not listen: .*not permitted to log in/)]);
+      await db.admin.query(`ALTER ROLE ${late} LOGIN`);
+      await until(() => listener!.live(), "live once it may log in", 30_000);
+      expect(missed).toBe(1);
+    } finally {
+      await listener?.stop();
+      listener = undefined;
+      await db.admin.query(`DROP ROLE ${late}`);
+    }
+  });
+
   it("treats a forged notice as a uid only, and a forged probe payload does not make a deaf listener live", async () => {
     // A login with no Gatehouse role at all may still NOTIFY: Postgres has no privileges on channels.
     const stranger = `stranger_${randomUUID().replaceAll("-", "").slice(0, 12)}`;

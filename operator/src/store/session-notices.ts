@@ -166,12 +166,13 @@ export async function listenSessionNotices(options: SessionNoticeOptions): Promi
     } catch (error) {
       setLive(false, `could not listen: ${error instanceof Error ? error.message : String(error)}`);
       // pg-listen reconnects a connection it once had; a first connect that failed is ours to retry,
-      // on a new client (a pg client connects once).
-      await current.subscriber.close().catch(() => {});
-      await new Promise((resolve) => setTimeout(resolve, retryInterval(5)).unref());
-      if (stopped) return;
-      current = subscribe();
-      void connect();
+      // on a new client (a pg client connects once), in the background: meanwhile sessions are polled.
+      void current.subscriber.close().catch(() => {});
+      setTimeout(() => {
+        if (stopped) return;
+        current = subscribe();
+        void connect();
+      }, retryInterval(5)).unref();
     }
   };
   await connect();
