@@ -171,8 +171,9 @@ describe("operator configuration", () => {
     );
     const set = [...deployment.matchAll(/\bname: ([A-Z][A-Z0-9_]+)\b/g)].map((match) => match[1]);
     expect(set.length).toBeGreaterThan(20);
-    // NODE_OPTIONS configures Node itself (the chart's <component>.nodeOptions), not the operator.
-    const runtime = new Set(["NODE_OPTIONS"]);
+    // NODE_OPTIONS and MALLOC_ARENA_MAX configure Node and glibc (the chart's <component>.nodeOptions,
+    // .mallocArenaMax), not the operator.
+    const runtime = new Set(["NODE_OPTIONS", "MALLOC_ARENA_MAX"]);
     expect(set.filter((name) => !runtime.has(name!) && !(name! in Environment.shape))).toEqual([]);
     const undescribed = Object.entries(Environment.shape).filter(([, field]) => !field.description);
     expect(undescribed.map(([name]) => name)).toEqual([]);

@@ -39,7 +39,7 @@ import { LAST_APPLIED_ANNOTATION, stripForCache } from "../../operator/src/kube/
 import type { Caches } from "../../operator/src/kube/runtime/caches.ts";
 import type { Indexers } from "../../operator/src/kube/runtime/indexer.ts";
 import { Informer } from "../../operator/src/kube/runtime/informer.ts";
-import { chartNodeOptions } from "../e2e/component-node-options.ts";
+import { chartMallocEnv, chartNodeOptions } from "../e2e/component-node-options.ts";
 
 const RESULTS = fileURLToPath(new URL("./results/cache-memory.json", import.meta.url));
 const flag = (name: string, fallback: number) => {
@@ -595,11 +595,19 @@ const chartFlags = (component: "gateway" | "controller") =>
 /**
  * V8 flags the installation is measured under, each in its own process, with a component's modules:
  * node's defaults on this machine, 2 MiB semi-spaces alone, and each component as the chart runs it
- * (its NODE_OPTIONS, the old space sized from its default memory limit: test/e2e/component-node-options.ts).
+ * (its NODE_OPTIONS, the old space sized from its default memory limit, and its MALLOC_ARENA_MAX:
+ * test/e2e/component-node-options.ts).
  */
 const VARIANTS: Record<
   string,
-  { flags: string[]; program: string; podTransform?: string; sessionTransform?: string; byDelete?: boolean }
+  {
+    flags: string[];
+    program: string;
+    env?: Record<string, string>;
+    podTransform?: string;
+    sessionTransform?: string;
+    byDelete?: boolean;
+  }
 > = {
   default: { flags: [], program: program("gateway") },
   maxSemiSpace2MiB: { flags: ["--max-semi-space-size=2"], program: program("gateway") },
@@ -609,22 +617,30 @@ const VARIANTS: Record<
   chartGateway: {
     flags: chartFlags("gateway"),
     program: program("gateway"),
+    env: chartMallocEnv("gateway"),
     podTransform: "podForGateway",
     sessionTransform: "sessionForGateway",
   },
   chartGatewayBefore: {
     flags: chartFlags("gateway"),
     program: program("gateway"),
+    env: chartMallocEnv("gateway"),
     podTransform: "podForGateway",
     byDelete: true,
   },
   chartController: {
     flags: chartFlags("controller"),
     program: program("controller"),
+    env: chartMallocEnv("controller"),
     podTransform: "podForController",
     sessionTransform: "sessionForController",
   },
-  chartControllerBefore: { flags: chartFlags("controller"), program: program("controller"), byDelete: true },
+  chartControllerBefore: {
+    flags: chartFlags("controller"),
+    program: program("controller"),
+    env: chartMallocEnv("controller"),
+    byDelete: true,
+  },
 };
 
 /**
@@ -635,7 +651,14 @@ function installations(): Record<string, unknown> {
   const measured: Record<string, unknown> = {};
   for (const [
     name,
-    { flags, program, podTransform = "stripForCache", sessionTransform = "stripForCache", byDelete = false },
+    {
+      flags,
+      program,
+      env = {},
+      podTransform = "stripForCache",
+      sessionTransform = "stripForCache",
+      byDelete = false,
+    },
   ] of Object.entries(VARIANTS)) {
     const args = [
       "--expose-gc",
@@ -656,11 +679,15 @@ function installations(): Record<string, unknown> {
       sessionTransform,
       ...(byDelete ? ["--strip-by-delete"] : []),
     ];
-    const child = spawnSync(process.execPath, [...args, ...passed], { encoding: "utf8" });
+    const child = spawnSync(process.execPath, [...args, ...passed], {
+      encoding: "utf8",
+      env: { ...process.env, ...env },
+    });
     const line = child.stdout.split("\n").find((l) => l.startsWith("RESULT "));
     if (child.status !== 0 || !line) throw new Error(`installation ${name} failed: ${child.stderr}`);
     measured[name] = {
       nodeFlags: flags,
+      env,
       program: program.slice(program.indexOf("operator/")),
       podTransform,
       sessionTransform,

@@ -29,6 +29,8 @@
  *     [--node-options "FLAGS"]  both components' NODE_OPTIONS instead of the chart's (test/e2e/
  *                               component-node-options.ts); "" for node's defaults on this machine
  *     [--label L]               kept as `<N>-sessions-<L>`, beside the plain run
+ *     [--env KEY=VALUE]...      more environment of both components (e.g. MALLOC_ARENA_MAX=4); KEY= unsets
+ *                               one the chart sets (MALLOC_ARENA_MAX=: glibc's default)
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -78,6 +80,14 @@ const NODE_OPTIONS = (() => {
   const at = process.argv.indexOf("--node-options");
   return at >= 0 ? (process.argv[at + 1] ?? "") : undefined;
 })();
+/** More environment of both components, e.g. glibc's tunables to compare in one sitting. */
+const EXTRA_ENV: Record<string, string | undefined> = Object.fromEntries(
+  process.argv.flatMap((arg, at) => {
+    const pair = process.argv[at - 1] === "--env" ? /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(arg) : null;
+    // spawn leaves out a variable whose value is undefined.
+    return pair ? [[pair[1]!, pair[2] || undefined]] : [];
+  }),
+);
 /** Real agent processes at once: each is a Node process on this 2-core machine. */
 const REAL_BATCH = 25;
 const WRITE = "bench.plan.publish";
@@ -121,6 +131,7 @@ const env = await startEnvironment(plane, {
     // The local node offers the machine's CPUs: small requests, so a batch of real agents fits.
     AGENT_RESOURCES: JSON.stringify({ requests: { cpu: "5m", memory: "32Mi" } }),
     ...(NODE_OPTIONS !== undefined ? { NODE_OPTIONS } : {}),
+    ...EXTRA_ENV,
   },
 });
 const clients = (context: string) => {
@@ -375,6 +386,8 @@ try {
       fake: phases(fakeSessions),
     },
     nodeOptions: NODE_OPTIONS ?? null,
+    // null: unset (glibc's or node's default).
+    env: Object.fromEntries(Object.entries(EXTRA_ENV).map(([key, value]) => [key, value ?? null])),
     gateway: {
       peakRssMiB: peakRssMiB(gatewayPid),
       cpuSeconds: round(cpu.gateway - cpuStart.gateway, 1),

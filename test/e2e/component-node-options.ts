@@ -70,3 +70,18 @@ export function chartNodeOptions(component: "gateway" | "controller"): string {
   // Without a limit in the chart, node sizes the heap from the node's memory, as on this host.
   return limit === undefined ? nodeOptions : hostNodeOptions(nodeOptions, memoryQuantityBytes(limit));
 }
+
+/**
+ * glibc's MALLOC_ARENA_MAX of `component`'s container (`<component>.mallocArenaMax`; none when unset):
+ * how many malloc arenas node's threads may allocate from.
+ */
+export function chartMallocEnv(component: "gateway" | "controller"): Record<string, string> {
+  const values = parse(readFileSync(VALUES, "utf8")) as Record<string, { mallocArenaMax?: number | null }>;
+  const arenas = values[component]?.mallocArenaMax;
+  return arenas ? { MALLOC_ARENA_MAX: String(arenas) } : {};
+}
+
+/** The chart's environment for `component`'s node and libc (not the operator's settings), for a host process. */
+export function chartComponentEnv(component: "gateway" | "controller"): Record<string, string> {
+  return { NODE_OPTIONS: chartNodeOptions(component), ...chartMallocEnv(component) };
+}

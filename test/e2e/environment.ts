@@ -45,7 +45,7 @@ import {
 } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
-import { chartNodeOptions } from "./component-node-options.ts";
+import { chartComponentEnv } from "./component-node-options.ts";
 import { applyExamples, EXAMPLE_NAMESPACE } from "./examples.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
 import { registerTranscriptsApi, transcriptsApiCertificate } from "./transcripts-api-service.ts";
@@ -154,7 +154,8 @@ export interface EnvironmentOptions {
   restartBackoff?: RestartBackoff;
   /**
    * Start the components with the chart's NODE_OPTIONS (2 MiB semi-spaces, the old space of its 1 GiB
-   * container: component-node-options.ts), as the benchmarks do to measure what a platform runs.
+   * container) and MALLOC_ARENA_MAX (component-node-options.ts), as the benchmarks do to measure what a
+   * platform runs.
    * Default: node's own heap sizes, the fastest on this machine — the chart's small semi-spaces trade
    * CPU for memory, which tests on two busy cores pay for in wall time.
    */
@@ -525,8 +526,8 @@ export async function startEnvironment(
         ...(transcriptsPort !== undefined ? { TRANSCRIPTS_API_PORT: String(transcriptsPort) } : {}),
         HEALTH_PORT: String(healthPort),
         POD_NAME: name,
-        // A benchmark's components run with the heap the chart's default Deployment gives them.
-        ...(options.chartNodeOptions ? { NODE_OPTIONS: chartNodeOptions(component) } : {}),
+        // A benchmark's components run with the heap and malloc arenas of the chart's default Deployment.
+        ...(options.chartNodeOptions ? chartComponentEnv(component) : {}),
         ...overrides,
       };
       // The current process; a supervised restart replaces it with one on the same ports and env.

@@ -27,7 +27,7 @@ import {
   DEFAULT_GATEWAY_POSTGRES_POOL_SIZE,
 } from "../../operator/src/config.ts";
 import { agentNetworkPolicy } from "../../operator/src/controllers/agentsession/reconciler.ts";
-import { chartNodeOptions } from "../e2e/component-node-options.ts";
+import { chartComponentEnv, chartNodeOptions } from "../e2e/component-node-options.ts";
 import {
   CHART_DIR,
   helm,
@@ -750,6 +750,25 @@ describe("what the chart renders", () => {
       expect(
         resolvedEnv(deploymentOf(emptied, component), "postgres://x:p@db/g").NODE_OPTIONS,
       ).toBeUndefined();
+    }
+  });
+
+  it("caps both components' glibc malloc arenas with MALLOC_ARENA_MAX, as the test bed's benchmarks do, and leaves glibc's default when 0 or null", async () => {
+    for (const component of ["gateway", "controller"] as const) {
+      const env = resolvedEnv(deploymentOf(defaults, component), "postgres://x:p@db/g");
+      expect(env.MALLOC_ARENA_MAX).toBe("2");
+      expect(chartComponentEnv(component).MALLOC_ARENA_MAX).toBe(env.MALLOC_ARENA_MAX);
+    }
+    for (const unset of [0, null]) {
+      const rendered = await renderChart({
+        valuesFiles: ["charts/gatehouse/ci/default.yaml"],
+        setJson: { "gateway.mallocArenaMax": unset, "controller.mallocArenaMax": unset },
+      });
+      for (const component of ["gateway", "controller"] as const) {
+        expect(
+          resolvedEnv(deploymentOf(rendered, component), "postgres://x:p@db/g").MALLOC_ARENA_MAX,
+        ).toBeUndefined();
+      }
     }
   });
 
