@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EmbeddedServer, startEmbeddedPostgres } from "../../operator/src/store/embedded.ts";
 import { clusterInfo } from "./cluster-info.ts";
+import { createAliceSession } from "./core-agent.ts";
 import { type Environment, NAMESPACE, startEnvironment } from "./environment.ts";
 import { createReferenceSession, decisionPatch, eventually, pendingApprovalOf } from "./story.ts";
 
@@ -122,7 +123,10 @@ describe("while the database is down", () => {
 
   it("a session created now gets a status saying it waits for the database", async () => {
     const name = `outage-new-${suffix}`;
-    await createReferenceSession(env, name);
+    // An agent that only answers: one that ran the reference story would change the plan the
+    // approved publish is for, and the dispatch would rightly refuse it as stale (TargetVersionMoved)
+    // whenever the new session's pod got there first after the restart.
+    await createAliceSession(env, NAMESPACE, name);
     const progressing = await eventually("the new session's DatabaseUnavailable", 30_000, async () => {
       const found = (await conditionsOf("agentsession", name)).find((c) => c.type === "Progressing");
       return found?.reason === "DatabaseUnavailable" ? found : undefined;
