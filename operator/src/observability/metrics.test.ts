@@ -26,6 +26,16 @@ describe("operator metrics", () => {
     expect(await metrics.registry.metrics()).toMatch(/^gatehouse_database_available 0$/m);
   });
 
+  it("says whether transcript notices arrive: 1 while they do, 0 while sessions are polled", async () => {
+    const metrics = createMetrics();
+    expect(await metrics.registry.metrics()).toMatch(/^gatehouse_transcript_notices_live 0$/m);
+    let live = true;
+    metrics.trackTranscriptNotices(() => live);
+    expect(await metrics.registry.metrics()).toMatch(/^gatehouse_transcript_notices_live 1$/m);
+    live = false;
+    expect(await metrics.registry.metrics()).toMatch(/^gatehouse_transcript_notices_live 0$/m);
+  });
+
   it("says while the audit witness refuses to publish, and at which seq the chain disagrees", async () => {
     const metrics = createMetrics();
     metrics.witnessMetrics.refused({ seq: 42, reason: "rewritten", message: "…" });

@@ -47,6 +47,8 @@ export interface OperatorMetrics {
   trackDecisionRules(enforced: () => boolean): void;
   /** Reports whether the database answers the store's probe (1) or not (0) whenever metrics are collected. */
   trackDatabase(available: () => boolean): void;
+  /** Reports whether transcript notices arrive (1) or running sessions are polled (0), on the leader. */
+  trackTranscriptNotices(live: () => boolean): void;
   /** Sets whether this replica holds the leader lease (1) or not (0). */
   setLeader(isLeader: boolean): void;
   /**
@@ -137,6 +139,15 @@ export function createMetrics(): OperatorMetrics {
     registers: [registry],
     collect() {
       this.set(rulesEnforced() ? 1 : 0);
+    },
+  });
+  let noticesLive: () => boolean = () => false;
+  new Gauge({
+    name: "gatehouse_transcript_notices_live",
+    help: "1 while transcript appends' notices reach the controller (a probe came back); 0: its running sessions are polled every 2 s (a standby, or the listening connection lost).",
+    registers: [registry],
+    collect() {
+      this.set(noticesLive() ? 1 : 0);
     },
   });
   let databaseAvailable: () => boolean = () => false;
@@ -278,6 +289,9 @@ export function createMetrics(): OperatorMetrics {
     },
     trackDatabase(available) {
       databaseAvailable = available;
+    },
+    trackTranscriptNotices(live) {
+      noticesLive = live;
     },
     setLeader(isLeader) {
       leader.set(isLeader ? 1 : 0);

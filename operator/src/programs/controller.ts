@@ -112,6 +112,7 @@ export async function runController(): Promise<void> {
       },
     });
     started.onShutdown("sessionNotices", () => notices.stop());
+    metrics.trackTranscriptNotices(notices.live);
     controllers = startControllers({
       clients,
       caches,
