@@ -22,7 +22,7 @@
  *            written its logs and Events (LimitLowered the first time, Session<phase> at the end),
  *            then the plan's logs and Events; return its requeue (a running session's poll at low
  *            priority: behind every event-driven pass in the work queue) — none while transcript notices
-            arrive (store/session-notices.ts): an append's notice queues the session instead
+ *            arrive (store/session-notices.ts): an append's notice queues the session instead
  */
 import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
