@@ -7,8 +7,16 @@
  * server's keepAliveTimeout (fastify's default: 72 s) — a replica then takes over a minute to stop,
  * past a pod's default 30 s grace period. So, while draining, answers carry `Connection: close`, idle
  * connections are closed as they become idle, and after `drainMs` whatever is left is cut.
+ *
+ * Node counts a connection that has not sent a request yet as busy, not idle (so that a client that
+ * connects and stays silent still meets the headers timeout), and `closeIdleConnections()` leaves it
+ * open. Clients keep such connections: Go's transport, the API server's aggregator among them, pools
+ * a connection it dialled for a request another connection took. So the drain closes those too; a
+ * request sent on one at that moment meets a closed connection, as on any idle one closed.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { Server as TlsServer } from "node:tls";
 import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from "fastify";
 
 /** A fastify server on Node's HTTP server, whatever its logger. */
@@ -30,7 +38,16 @@ export interface Draining {
   inFlight(): string[];
 }
 
-const drains = new WeakMap<object, Draining>();
+/** What `closeWithin` reads of a draining server beyond `Draining`. */
+interface DrainState extends Draining {
+  draining: boolean;
+  /** Closes the connections that have not carried a request; how many it closed. */
+  closeUnused(): number;
+  /** Closes every connection still open, TLS handshakes not finished included. */
+  closeAll(): void;
+}
+
+const drains = new WeakMap<object, DrainState>();
 
 /**
  * Registers the hooks that make `app` drain when closed: from `preClose` on, every answer carries
@@ -38,7 +55,35 @@ const drains = new WeakMap<object, Draining>();
  */
 export function drainOnClose<L extends FastifyBaseLogger>(app: HttpFastify<L>): Draining {
   const answering = new Set<string>();
-  const state = { draining: false, inFlight: () => [...answering] };
+  // Every accepted socket, and those the HTTP layer reads (after the TLS handshake, on HTTPS).
+  const sockets = new Set<Socket>();
+  const served = new Set<Socket>();
+  const used = new WeakSet<Socket>();
+  const track = (set: Set<Socket>) => (socket: Socket) => {
+    set.add(socket);
+    socket.once("close", () => set.delete(socket));
+  };
+  app.server.on("connection", track(sockets));
+  if (app.server instanceof TlsServer) app.server.on("secureConnection", track(served));
+  else app.server.on("connection", track(served));
+  // The server's own event, at the request's headers: before any hook, so no request is missed.
+  app.server.on("request", (request: IncomingMessage) => used.add(request.socket));
+  const state: DrainState = {
+    draining: false,
+    inFlight: () => [...answering],
+    closeUnused: () => {
+      let closed = 0;
+      for (const socket of served) {
+        if (used.has(socket)) continue;
+        socket.destroy();
+        closed += 1;
+      }
+      return closed;
+    },
+    closeAll: () => {
+      for (const socket of sockets) socket.destroy();
+    },
+  };
   app.addHook("onRequest", async (request, reply) => {
     const id = `${request.method} ${request.url} (${request.id})`;
     answering.add(id);
@@ -58,9 +103,9 @@ export function drainOnClose<L extends FastifyBaseLogger>(app: HttpFastify<L>): 
 
 /**
  * Closes `app` (no new connections; `drainOnClose`'s answers end theirs), closing connections as they
- * become idle, and after `drainMs` closing every connection still open. Resolves with how many
- * connections were cut at the bound, and the requests then still answering (when `app` drains with
- * `drainOnClose`). Errors: those of `app.close()`.
+ * become idle or if they never carried a request (when `app` drains with `drainOnClose`), and after
+ * `drainMs` closing every connection still open. Resolves with how many connections were cut at the
+ * bound, and the requests then still answering. Errors: those of `app.close()`.
  */
 export async function closeWithin<L extends FastifyBaseLogger>(
   app: HttpFastify<L>,
@@ -69,16 +114,25 @@ export async function closeWithin<L extends FastifyBaseLogger>(
   const server = app.server;
   let cut = 0;
   let requests: string[] = [];
-  const reaper = setInterval(() => server.closeIdleConnections(), REAP_INTERVAL_MS);
+  const drain = drains.get(app);
+  const reap = () => {
+    server.closeIdleConnections();
+    drain?.closeUnused();
+  };
+  const reaper = setInterval(reap, REAP_INTERVAL_MS);
   const bound = setTimeout(() => {
     server.getConnections((_error, count) => {
       cut = count;
-      requests = drains.get(app)?.inFlight() ?? [];
+      requests = drain?.inFlight() ?? [];
       server.closeAllConnections();
+      drain?.closeAll();
     });
   }, drainMs);
   try {
-    await app.close();
+    const closing = app.close();
+    // The first reap at once, not an interval later; later ones take what connects meanwhile.
+    reap();
+    await closing;
   } finally {
     clearInterval(reaper);
     clearTimeout(bound);
