@@ -8,12 +8,15 @@
  * devDependency loaded at startup, every package loaded at startup declared by a workspace npm
  * installs; a package loaded later by `import()` either installed or named in the Dockerfile as left
  * out); every file the entrypoint loads at startup copied; `--help` exits 0 and names every
- * variable of the process's configuration, with nothing but PATH and HOME in its environment.
+ * variable of the process's configuration, with nothing but PATH and HOME in its environment. The
+ * operator image's compile cache is filled as its USER, with its entrypoint's node, by a file it holds
+ * (what the cache holds: operator/src/cli/compile-cache.test.ts).
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, posix } from "node:path";
 import { describe, expect, it } from "vitest";
+import { IMAGE_COMMANDS } from "./cluster/src/node/images.ts";
 import { buildContext } from "./images/build-context.ts";
 import { readStages } from "./images/dockerfile-stages.ts";
 import { imageFiles } from "./images/image-files.ts";
@@ -63,7 +66,8 @@ function image(dockerfile: string) {
   const last = stages.at(-1)!;
   const lastFiles = files.stages.at(-1)!;
   const command = [...(last.entrypoint ?? []), ...(last.cmd ?? [])];
-  const script = command[1] ?? "";
+  // node, its flags, then the script.
+  const script = command.find((word, i) => i > 0 && !word.startsWith("-")) ?? "";
   return { stages, files, last, lastFiles, command, script, scriptRepoPath: lastFiles.files.get(script) };
 }
 
@@ -161,6 +165,48 @@ describe.each(IMAGES)("the image of $dockerfile", ({ dockerfile, workspace, vari
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^Usage: /);
+  });
+});
+
+describe("the operator image's compile cache (NODE_COMPILE_CACHE)", () => {
+  const built = image("Dockerfile");
+  const build = built.stages.at(-2)!;
+  const runs = build.steps.filter((s) => s.kind === "run");
+  const fill = runs.find((run) => run.words.at(-1)?.endsWith("/operator/src/cli/compile-cache.ts"));
+  const dir = built.last.env.NODE_COMPILE_CACHE ?? "";
+
+  it("is filled in the build stage, in a directory made for the last stage's USER, and copied as it is", () => {
+    expect(dir).toMatch(/^\//);
+    expect(fill, "a RUN of operator/src/cli/compile-cache.ts").toBeDefined();
+    expect(built.files.stages.at(-2)!.files.get(fill!.words.at(-1)!)).toBe(
+      "operator/src/cli/compile-cache.ts",
+    );
+    expect(build.env.NODE_COMPILE_CACHE).toBe(dir);
+    const [uid, gid] = (built.last.user ?? "").split(":");
+    const made = runs.find((run) => run.words[0] === "install" && run.words.at(-1) === dir);
+    expect(made?.words).toEqual(["install", "-d", "-o", uid, "-g", gid ?? uid, dir]);
+    expect(runs.indexOf(made!)).toBeLessThan(runs.indexOf(fill!));
+    const copied = built.last.steps.find((s) => s.kind === "copy" && s.sources.includes(dir));
+    expect(copied).toMatchObject({ from: build.name, dest: dir });
+  });
+
+  it("is keyed as the containers run: the USER, the chart's runAsUser, the entrypoint's node, flags and NODE_ENV", () => {
+    // node keys the cache by the user and the V8 flags: filled otherwise, no container would find it.
+    expect(fill?.user).toBe(built.last.user);
+    const uid = (built.last.user ?? "").split(":")[0];
+    const deployment = readFileSync(join(root, "charts/gatehouse/templates/deployment.yaml"), "utf8");
+    const runAs = [...deployment.matchAll(/runAsUser: (\S+)/g)].map((match) => match[1]);
+    expect(runAs.length).toBeGreaterThan(0);
+    for (const user of runAs) expect(user).toBe(uid);
+    const entrypointFlags = built.command.slice(1, built.command.indexOf(built.script));
+    expect(fill?.words.slice(0, -1)).toEqual([built.command[0], ...entrypointFlags]);
+    // The local node runs the image as its ENTRYPOINT does, flags included.
+    expect(IMAGE_COMMANDS["gatehouse/operator:0.1.0"]).toEqual(
+      built.command.map((word) => word.replace(/^\/app\//, "")),
+    );
+    // Modules may load other files under another NODE_ENV.
+    expect(build.env.NODE_ENV).toBe(built.last.env.NODE_ENV);
+    expect(build.image).toBe(built.last.image);
   });
 });
 

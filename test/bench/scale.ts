@@ -43,6 +43,7 @@ import {
   makeInformer,
 } from "@kubernetes/client-node";
 import { startControlPlane, startLocalNode } from "../cluster/src/index.ts";
+import { imageNodeFlags } from "../e2e/component-node-options.ts";
 import { coreNamespace, gatewayRequest, invokeAs, waitAs } from "../e2e/core-agent.ts";
 import { deployCounter, toolName } from "../e2e/core-counter.ts";
 import { startEnvironment } from "../e2e/environment.ts";
@@ -386,6 +387,8 @@ try {
       fake: phases(fakeSessions),
     },
     nodeOptions: NODE_OPTIONS ?? null,
+    // The image's ENTRYPOINT's V8 flags, which both components ran with (component-node-options.ts).
+    nodeFlags: imageNodeFlags(),
     // null: unset (glibc's or node's default).
     env: Object.fromEntries(Object.entries(EXTRA_ENV).map(([key, value]) => [key, value ?? null])),
     gateway: {

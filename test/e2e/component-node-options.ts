@@ -19,8 +19,10 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
+import { readStages } from "../images/dockerfile-stages.ts";
 
 const VALUES = fileURLToPath(new URL("../../charts/gatehouse/values.yaml", import.meta.url));
+const DOCKERFILE = fileURLToPath(new URL("../../Dockerfile", import.meta.url));
 const MIB = 2 ** 20;
 const SUFFIXES: Record<string, number> = {
   "": 1,
@@ -84,4 +86,14 @@ export function chartMallocEnv(component: "gateway" | "controller"): Record<stri
 /** The chart's environment for `component`'s node and libc (not the operator's settings), for a host process. */
 export function chartComponentEnv(component: "gateway" | "controller"): Record<string, string> {
   return { NODE_OPTIONS: chartNodeOptions(component), ...chartMallocEnv(component) };
+}
+
+/**
+ * The V8 flags the operator image's ENTRYPOINT gives node (between `node` and the program), which
+ * NODE_OPTIONS cannot carry: a benchmark's host processes start with them too.
+ */
+export function imageNodeFlags(): string[] {
+  const entrypoint = readStages(DOCKERFILE).at(-1)?.entrypoint ?? [];
+  const script = entrypoint.findIndex((word, i) => i > 0 && !word.startsWith("-"));
+  return entrypoint.slice(1, script < 0 ? undefined : script);
 }

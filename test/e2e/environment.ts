@@ -45,7 +45,7 @@ import {
 } from "../cluster/src/index.ts";
 import { type FakeAps, startFakeAps } from "../fakes/src/aps/index.ts";
 import { defaultScriptsDir, type ScriptedModel, startScriptedModel } from "../fakes/src/model/index.ts";
-import { chartComponentEnv } from "./component-node-options.ts";
+import { chartComponentEnv, imageNodeFlags } from "./component-node-options.ts";
 import { applyExamples, EXAMPLE_NAMESPACE } from "./examples.ts";
 import { type Kubectl, kubectlFor } from "./kubectl.ts";
 import { registerTranscriptsApi, transcriptsApiCertificate } from "./transcripts-api-service.ts";
@@ -154,8 +154,8 @@ export interface EnvironmentOptions {
   restartBackoff?: RestartBackoff;
   /**
    * Start the components with the chart's NODE_OPTIONS (2 MiB semi-spaces, the old space of its 1 GiB
-   * container) and MALLOC_ARENA_MAX (component-node-options.ts), as the benchmarks do to measure what a
-   * platform runs.
+   * container), MALLOC_ARENA_MAX and the V8 flags of the image's ENTRYPOINT (component-node-options.ts),
+   * from a full compile cache as the image's, as the benchmarks do to measure what a platform runs.
    * Default: node's own heap sizes, the fastest on this machine — the chart's small semi-spaces trade
    * CPU for memory, which tests on two busy cores pay for in wall time.
    */
@@ -228,6 +228,23 @@ export async function prepareDatabase(name: string, options: { migrate?: boolean
   return { server, url, pool, runtimeUrls, dropLogins };
 }
 
+/**
+ * Fills the compile cache with every module the programs load (operator/src/cli/compile-cache.ts), as
+ * the operator image's build fills its own: a benchmark's components then start as the image's do,
+ * without node's TypeScript stripper in memory. (Otherwise the first start after an edit strips the
+ * edited files, and that process holds the stripper for as long as it runs.)
+ */
+async function fillCompileCache(nodeFlags: readonly string[]): Promise<void> {
+  const program = join(REPO_ROOT, "operator/src/cli/compile-cache.ts");
+  const env = { PATH: process.env.PATH, NODE_COMPILE_CACHE };
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, [...nodeFlags, program], { cwd: REPO_ROOT, env }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`compile-cache.ts failed (${String(error.code)}): ${stderr}${stdout}`));
+      else resolve();
+    });
+  });
+}
+
 /** Runs operator/src/cli/gatehouse-migrate.ts as the owner, creating the runtime logins of `runtimeUrls`. */
 async function runMigrateProgram(ownerUrl: string, runtimeUrls: Record<Component, string>): Promise<void> {
   const env = {
@@ -255,12 +272,21 @@ function startProgram(
   component: Component,
   env: NodeJS.ProcessEnv,
   logPath: string,
+  nodeFlags: readonly string[],
 ): { child: ChildProcess; exit: Promise<ExitInfo> } {
   const log = createWriteStream(logPath, { flags: "a" });
   // setpriv --pdeathsig: the program dies with the test process or demo, even when that is killed.
   const child = spawn(
     "setpriv",
-    ["--pdeathsig", "TERM", "--", process.execPath, join(REPO_ROOT, "operator/src/main.ts"), component],
+    [
+      "--pdeathsig",
+      "TERM",
+      "--",
+      process.execPath,
+      ...nodeFlags,
+      join(REPO_ROOT, "operator/src/main.ts"),
+      component,
+    ],
     {
       cwd: REPO_ROOT,
       env,
@@ -503,6 +529,9 @@ export async function startEnvironment(
       TRANSCRIPTS_API_TLS_CERT_FILE: transcriptsTls.certFile,
       TRANSCRIPTS_API_TLS_KEY_FILE: transcriptsTls.keyFile,
     };
+    // V8 flags of the image's ENTRYPOINT, which NODE_OPTIONS cannot carry (they key the compile cache too).
+    const nodeFlags = options.chartNodeOptions ? imageNodeFlags() : [];
+    if (options.chartNodeOptions) await fillCompileCache(nodeFlags);
     const replicas: ComponentReplica[] = [];
     /** Controller replicas started and not yet exited. */
     let liveControllers = 0;
@@ -535,7 +564,7 @@ export async function startEnvironment(
       let exited: Promise<string>;
       let exitedWith: string | undefined;
       const launch = (): SupervisedRun => {
-        const { child: current, exit } = startProgram(component, programEnv, logPath);
+        const { child: current, exit } = startProgram(component, programEnv, logPath, nodeFlags);
         child = current;
         exitedWith = undefined;
         exited = exit.then(({ code, signal }) => `${component} ${name} exited (${code ?? signal})`);

@@ -28,12 +28,14 @@ export interface CopyStep {
   dest: string;
 }
 
-/** A RUN, its shell-form words (exec form is taken word for word), run in `workdir`. */
+/** A RUN, its shell-form words (exec form is taken word for word), run in `workdir` as `user`. */
 export interface RunStep {
   kind: "run";
   line: number;
   words: string[];
   workdir: string;
+  /** The USER then, as written; undefined before any USER (the base image's, root). */
+  user?: string;
 }
 
 /** One build stage. Lines are 1-based. */
@@ -100,7 +102,13 @@ export function readStages(file: string): Stage[] {
         ...(from ? { from } : {}),
       });
     } else if (instruction instanceof Run) {
-      stage.steps.push({ kind: "run", line, words: wordsOf(instruction), workdir: stage.workdir });
+      stage.steps.push({
+        kind: "run",
+        line,
+        words: wordsOf(instruction),
+        workdir: stage.workdir,
+        ...(stage.user ? { user: stage.user } : {}),
+      });
     } else if (instruction instanceof Workdir) {
       stage.workdir = posix.resolve(stage.workdir, instruction.getPath() ?? "");
     } else if (instruction instanceof Env) {

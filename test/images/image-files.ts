@@ -4,7 +4,8 @@
  * contents go into the destination; a file goes to `dest/` + its name when `dest` ends in `/`, else to
  * `dest`; `--from` sources are absolute in that stage), and `RUN npm ci --workspace W` creates
  * `node_modules` with a link per workspace npm installs (W and the workspaces it depends on) and the
- * packages their package.json `dependencies` name. Every problem found is collected, not thrown, so one
+ * packages their package.json `dependencies` name; `RUN install -d` makes a directory and `RUN node
+ * <file>` needs the file in the stage. Every problem found is collected, not thrown, so one
  * run reports all of them.
  */
 import { posix } from "node:path";
@@ -25,10 +26,14 @@ export interface NpmInstall {
   packages: string[];
 }
 
-/** One stage's files: image path → repo path, and the node_modules trees it holds (by image path). */
+/**
+ * One stage's files: image path → repo path, the node_modules trees it holds (by image path), and the
+ * directories a RUN made whose contents a later RUN writes (a compile cache), not followed file by file.
+ */
 export interface StageFiles {
   files: Map<string, string>;
   modules: Map<string, NpmInstall>;
+  dirs: Set<string>;
 }
 
 /** The stages' files and the problems met while working them out (empty when all is well). */
@@ -37,9 +42,12 @@ export interface ImageFiles {
   problems: string[];
 }
 
-/** True when `path` is a file of `stage`, a directory holding one, or inside a node_modules tree. */
+/**
+ * True when `path` is a file of `stage`, a directory holding one, inside a node_modules tree, or a
+ * directory a RUN made.
+ */
 export function existsIn(stage: StageFiles, path: string): boolean {
-  if (stage.files.has(path)) return true;
+  if (stage.files.has(path) || stage.dirs.has(path)) return true;
   for (const file of stage.files.keys()) if (file.startsWith(`${path}/`)) return true;
   for (const dir of stage.modules.keys()) if (path === dir || path.startsWith(`${dir}/`)) return true;
   return false;
@@ -79,10 +87,10 @@ export function imageFiles(stages: Stage[], context: BuildContext, workspaces: W
   const problems: string[] = [];
   const done: StageFiles[] = [];
   for (const stage of stages) {
-    const current: StageFiles = { files: new Map(), modules: new Map() };
+    const current: StageFiles = { files: new Map(), modules: new Map(), dirs: new Set() };
     for (const step of stage.steps) {
       if (step.kind === "copy") copy(step, current, stages, done, context, problems);
-      else npmCi(step, current, workspaces, problems);
+      else run(step, current, workspaces, problems);
     }
     done.push(current);
   }
@@ -136,6 +144,9 @@ function copy(
       if (path === source) into.files.set(target(source, path, false), repoPath);
       else if (path.startsWith(`${source}/`)) into.files.set(target(source, path, true), repoPath);
     }
+    for (const dir of from.dirs) {
+      if (dir === source || dir.startsWith(`${source}/`)) into.dirs.add(target(source, dir, true));
+    }
     for (const [dir, install] of from.modules) {
       if (dir === source || dir.startsWith(`${source}/`))
         into.modules.set(target(source, dir, true), install);
@@ -148,12 +159,33 @@ function copy(
   }
 }
 
-function npmCi(step: RunStep, into: StageFiles, workspaces: Workspace[], problems: string[]): void {
-  const [program, command, ...flags] = step.words;
-  if (program !== "npm" || command !== "ci") {
-    problems.push(`line ${step.line}: RUN ${step.words.join(" ")}: only \`npm ci\` is modelled`);
+/**
+ * A RUN: `npm ci`; `install -d <dir>` (a directory a later RUN writes into); `node <file>` (writes only
+ * into such a directory, as the compile cache), whose file the stage must hold.
+ */
+function run(step: RunStep, into: StageFiles, workspaces: Workspace[], problems: string[]): void {
+  const [program, command] = step.words;
+  if (program === "npm" && command === "ci") {
+    npmCi(step, into, workspaces, problems);
     return;
   }
+  if (program === "install" && command === "-d") {
+    into.dirs.add(posix.resolve(step.workdir, step.words.at(-1)!));
+    return;
+  }
+  if (program === "node" && step.words.length >= 2) {
+    const script = posix.resolve(step.workdir, step.words.at(-1)!);
+    if (!into.files.has(script))
+      problems.push(`line ${step.line}: RUN node ${script}: the stage does not hold it`);
+    return;
+  }
+  problems.push(
+    `line ${step.line}: RUN ${step.words.join(" ")}: only \`npm ci\`, \`install -d\` and \`node <file>\` are modelled`,
+  );
+}
+
+function npmCi(step: RunStep, into: StageFiles, workspaces: Workspace[], problems: string[]): void {
+  const [, , ...flags] = step.words;
   const at = (path: string) => posix.join(step.workdir, path);
   for (const manifest of ["package.json", "package-lock.json"]) {
     if (into.files.get(at(manifest)) !== manifest) {

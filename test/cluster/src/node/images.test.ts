@@ -23,7 +23,7 @@ describe("images registered at run time", () => {
   it("runs a mapped image from the repo root and a registered one with its like's command from its code directory", () => {
     const dir = runDir();
     expect(resolveImage(dir, "gatehouse/operator:0.1.0")).toEqual({
-      command: ["node", "operator/src/main.ts"],
+      command: ["node", "--optimize-for-size", "operator/src/main.ts"],
       cwd: REPO_ROOT,
     });
     expect(resolveImage(dir, "gatehouse/operator:0.1.0-old")).toBeUndefined();
@@ -33,7 +33,10 @@ describe("images registered at run time", () => {
     });
     registerImage(dir, "gatehouse/agent:old", { like: "gatehouse/agent:dev", codeDir: "/src/old" });
     const old = resolveImage(dir, "gatehouse/operator:0.1.0-old");
-    expect(old).toEqual({ command: ["node", "operator/src/main.ts"], cwd: "/src/old" });
+    expect(old).toEqual({
+      command: ["node", "--optimize-for-size", "operator/src/main.ts"],
+      cwd: "/src/old",
+    });
     expect(resolveImage(dir, "gatehouse/agent:old")?.command).toEqual(["node", "agent-image/src/main.ts"]);
     // Another node's run directory knows nothing of it.
     expect(resolveImage(runDir(), "gatehouse/operator:0.1.0-old")).toBeUndefined();
@@ -44,7 +47,7 @@ describe("images registered at run time", () => {
         "/usr/bin/node",
         old?.command,
       ),
-    ).toEqual(["/usr/bin/node", "operator/src/main.ts", "migrate"]);
+    ).toEqual(["/usr/bin/node", "--optimize-for-size", "operator/src/main.ts", "migrate"]);
   });
 
   it("refuses to register an image like one the node does not know, naming the map", () => {

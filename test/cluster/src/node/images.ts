@@ -13,7 +13,8 @@ import { REPO_ROOT } from "../paths.ts";
 export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   "gatehouse/agent:dev": ["node", "agent-image/src/main.ts"],
   // The chart's default operator image (charts/gatehouse: image.repository, tag = the chart's appVersion).
-  "gatehouse/operator:0.1.0": ["node", "operator/src/main.ts"],
+  // Its V8 flags are the Dockerfile's ENTRYPOINT's (test/images.test.ts checks).
+  "gatehouse/operator:0.1.0": ["node", "--optimize-for-size", "operator/src/main.ts"],
   "gatehouse/provider-aps:dev": ["node", "provider-images/aps/src/main.ts"],
   "gatehouse/provider-erp:dev": ["node", "provider-images/erp/src/main.ts"],
   "gatehouse/echo:dev": ["node", "test/cluster/images/echo.ts"],
