@@ -28,6 +28,8 @@
  *   node test/bench/scale.ts [--sessions N] [--real R] [--concurrency C]   (default 1000, 100, 32)
  *     [--node-options "FLAGS"]  both components' NODE_OPTIONS instead of the chart's (test/e2e/
  *                               component-node-options.ts); "" for node's defaults on this machine
+ *     [--node-flags "FLAGS"]    node's flags before the program instead of the image ENTRYPOINT's
+ *                               (--optimize-for-size); "" for none
  *     [--label L]               kept as `<N>-sessions-<L>`, beside the plain run
  *     [--env KEY=VALUE]...      more environment of both components (e.g. MALLOC_ARENA_MAX=4); KEY= unsets
  *                               one the chart sets (MALLOC_ARENA_MAX=: glibc's default)
@@ -81,6 +83,11 @@ const NODE_OPTIONS = (() => {
   const at = process.argv.indexOf("--node-options");
   return at >= 0 ? (process.argv[at + 1] ?? "") : undefined;
 })();
+/** node's flags before the program instead of the image's ENTRYPOINT's, e.g. to compare V8 flags. */
+const NODE_FLAGS = (() => {
+  const at = process.argv.indexOf("--node-flags");
+  return at >= 0 ? (process.argv[at + 1] ?? "").split(/\s+/).filter(Boolean) : undefined;
+})();
 /** More environment of both components, e.g. glibc's tunables to compare in one sitting. */
 const EXTRA_ENV: Record<string, string | undefined> = Object.fromEntries(
   process.argv.flatMap((arg, at) => {
@@ -127,6 +134,7 @@ const plane = await startControlPlane();
 const node = await startLocalNode(plane);
 const env = await startEnvironment(plane, {
   chartNodeOptions: true,
+  ...(NODE_FLAGS ? { nodeFlags: NODE_FLAGS } : {}),
   componentEnv: {
     LOG_LEVEL: "warn",
     // The local node offers the machine's CPUs: small requests, so a batch of real agents fits.
@@ -387,8 +395,8 @@ try {
       fake: phases(fakeSessions),
     },
     nodeOptions: NODE_OPTIONS ?? null,
-    // The image's ENTRYPOINT's V8 flags, which both components ran with (component-node-options.ts).
-    nodeFlags: imageNodeFlags(),
+    // The V8 flags both components ran with: the image's ENTRYPOINT's (component-node-options.ts) by default.
+    nodeFlags: NODE_FLAGS ?? imageNodeFlags(),
     // null: unset (glibc's or node's default).
     env: Object.fromEntries(Object.entries(EXTRA_ENV).map(([key, value]) => [key, value ?? null])),
     gateway: {

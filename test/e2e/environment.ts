@@ -160,6 +160,11 @@ export interface EnvironmentOptions {
    * CPU for memory, which tests on two busy cores pay for in wall time.
    */
   chartNodeOptions?: boolean;
+  /**
+   * node's flags before the program, e.g. to compare V8 flags in one sitting. Default: with
+   * `chartNodeOptions` the image's ENTRYPOINT's, else none.
+   */
+  nodeFlags?: readonly string[];
 }
 
 /**
@@ -530,7 +535,7 @@ export async function startEnvironment(
       TRANSCRIPTS_API_TLS_KEY_FILE: transcriptsTls.keyFile,
     };
     // V8 flags of the image's ENTRYPOINT, which NODE_OPTIONS cannot carry (they key the compile cache too).
-    const nodeFlags = options.chartNodeOptions ? imageNodeFlags() : [];
+    const nodeFlags = options.nodeFlags ?? (options.chartNodeOptions ? imageNodeFlags() : []);
     if (options.chartNodeOptions) await fillCompileCache(nodeFlags);
     const replicas: ComponentReplica[] = [];
     /** Controller replicas started and not yet exited. */
