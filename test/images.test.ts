@@ -16,7 +16,8 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, posix } from "node:path";
 import { describe, expect, it } from "vitest";
-import { IMAGE_COMMANDS } from "./cluster/src/node/images.ts";
+import { AGENT_POD_ID } from "../operator/src/controllers/agentsession/pod.ts";
+import { IMAGE_BUILD_STEPS, IMAGE_COMMANDS, IMAGE_ENV } from "./cluster/src/node/images.ts";
 import { buildContext } from "./images/build-context.ts";
 import { readStages } from "./images/dockerfile-stages.ts";
 import { imageFiles } from "./images/image-files.ts";
@@ -168,46 +169,83 @@ describe.each(IMAGES)("the image of $dockerfile", ({ dockerfile, workspace, vari
   });
 });
 
-describe("the operator image's compile cache (NODE_COMPILE_CACHE)", () => {
-  const built = image("Dockerfile");
-  const build = built.stages.at(-2)!;
-  const runs = build.steps.filter((s) => s.kind === "run");
-  const fill = runs.find((run) => run.words.at(-1)?.endsWith("/operator/src/cli/compile-cache.ts"));
-  const dir = built.last.env.NODE_COMPILE_CACHE ?? "";
+/** The chart's runAsUser values (the components' pods and containers). */
+function chartRunAsUsers(): string[] {
+  const deployment = readFileSync(join(root, "charts/gatehouse/templates/deployment.yaml"), "utf8");
+  return [...deployment.matchAll(/runAsUser: (\S+)/g)].map((match) => match[1]!);
+}
 
-  it("is filled in the build stage, in a directory made for the last stage's USER, and copied as it is", () => {
-    expect(dir).toMatch(/^\//);
-    expect(fill, "a RUN of operator/src/cli/compile-cache.ts").toBeDefined();
-    expect(built.files.stages.at(-2)!.files.get(fill!.words.at(-1)!)).toBe(
-      "operator/src/cli/compile-cache.ts",
-    );
-    expect(build.env.NODE_COMPILE_CACHE).toBe(dir);
-    const [uid, gid] = (built.last.user ?? "").split(":");
-    const made = runs.find((run) => run.words[0] === "install" && run.words.at(-1) === dir);
-    expect(made?.words).toEqual(["install", "-d", "-o", uid, "-g", gid ?? uid, dir]);
-    expect(runs.indexOf(made!)).toBeLessThan(runs.indexOf(fill!));
-    const copied = built.last.steps.find((s) => s.kind === "copy" && s.sources.includes(dir));
-    expect(copied).toMatchObject({ from: build.name, dest: dir });
-  });
+/**
+ * The images that carry node's compile cache: the local node's name for each, the script that fills
+ * it, and the users its pods run as (the chart's components; the agent pods the controller makes).
+ */
+const COMPILE_CACHED = [
+  {
+    dockerfile: "Dockerfile",
+    localImage: "gatehouse/operator:0.1.0",
+    fill: "operator/src/cli/compile-cache.ts",
+    runAs: chartRunAsUsers,
+  },
+  {
+    dockerfile: "agent-image/Dockerfile",
+    localImage: "gatehouse/agent:dev",
+    fill: "agent-image/src/compile-cache.ts",
+    runAs: () => [String(AGENT_POD_ID)],
+  },
+];
 
-  it("is keyed as the containers run: the USER, the chart's runAsUser, the entrypoint's node, flags and NODE_ENV", () => {
-    // node keys the cache by the user and the V8 flags: filled otherwise, no container would find it.
-    expect(fill?.user).toBe(built.last.user);
-    const uid = (built.last.user ?? "").split(":")[0];
-    const deployment = readFileSync(join(root, "charts/gatehouse/templates/deployment.yaml"), "utf8");
-    const runAs = [...deployment.matchAll(/runAsUser: (\S+)/g)].map((match) => match[1]);
-    expect(runAs.length).toBeGreaterThan(0);
-    for (const user of runAs) expect(user).toBe(uid);
-    const entrypointFlags = built.command.slice(1, built.command.indexOf(built.script));
-    expect(fill?.words.slice(0, -1)).toEqual([built.command[0], ...entrypointFlags]);
-    // The local node runs the image as its ENTRYPOINT does, flags included.
-    expect(IMAGE_COMMANDS["gatehouse/operator:0.1.0"]).toEqual(
-      built.command.map((word) => word.replace(/^\/app\//, "")),
-    );
-    // Modules may load other files under another NODE_ENV.
-    expect(build.env.NODE_ENV).toBe(built.last.env.NODE_ENV);
-    expect(build.image).toBe(built.last.image);
-  });
+describe.each(COMPILE_CACHED)(
+  "the compile cache (NODE_COMPILE_CACHE) of $dockerfile",
+  ({ dockerfile, localImage, fill: fillScript, runAs }) => {
+    const built = image(dockerfile);
+    const build = built.stages.at(-2)!;
+    const runs = build.steps.filter((s) => s.kind === "run");
+    const fill = runs.find((run) => run.words.at(-1) === `/app/${fillScript}`);
+    const dir = built.last.env.NODE_COMPILE_CACHE ?? "";
+
+    it("is filled in the build stage, in a directory made for the last stage's USER, and copied as it is", () => {
+      expect(dir).toMatch(/^\//);
+      expect(fill, `a RUN of ${fillScript}`).toBeDefined();
+      expect(built.files.stages.at(-2)!.files.get(fill!.words.at(-1)!)).toBe(fillScript);
+      expect(build.env.NODE_COMPILE_CACHE).toBe(dir);
+      const [uid, gid] = (built.last.user ?? "").split(":");
+      const made = runs.find((run) => run.words[0] === "install" && run.words.at(-1) === dir);
+      expect(made?.words).toEqual(["install", "-d", "-o", uid, "-g", gid ?? uid, dir]);
+      expect(runs.indexOf(made!)).toBeLessThan(runs.indexOf(fill!));
+      const copied = built.last.steps.find((s) => s.kind === "copy" && s.sources.includes(dir));
+      expect(copied).toMatchObject({ from: build.name, dest: dir });
+    });
+
+    it("is keyed as the containers run: the USER, the chart's runAsUser, the entrypoint's node, flags and NODE_ENV", () => {
+      // node keys the cache by the user and the V8 flags: filled otherwise, no container would find it.
+      expect(fill?.user).toBe(built.last.user);
+      const uid = (built.last.user ?? "").split(":")[0];
+      const users = runAs();
+      expect(users.length).toBeGreaterThan(0);
+      for (const user of users) expect(user).toBe(uid);
+      const entrypointFlags = built.command.slice(1, built.command.indexOf(built.script));
+      expect(fill?.words.slice(0, -1)).toEqual([built.command[0], ...entrypointFlags]);
+      // The local node runs the image as its ENTRYPOINT does, flags included, and fills its cache as
+      // the build does (into the host's cache) before it starts pods.
+      const local = (words: readonly string[]) => words.map((word) => word.replace(/^\/app\//, ""));
+      expect(IMAGE_COMMANDS[localImage]).toEqual(local(built.command));
+      expect(IMAGE_BUILD_STEPS[localImage]).toEqual(local(fill!.words));
+      expect(Object.keys(IMAGE_ENV[localImage] ?? {})).toEqual(["NODE_COMPILE_CACHE"]);
+      // Modules may load other files under another NODE_ENV.
+      expect(build.env.NODE_ENV).toBe(built.last.env.NODE_ENV);
+      expect(build.image).toBe(built.last.image);
+    });
+  },
+);
+
+it("gives the local node's images only the compile caches their Dockerfiles carry", () => {
+  const local = COMPILE_CACHED.map((cached) => cached.localImage).sort();
+  expect(Object.keys(IMAGE_ENV).sort()).toEqual(local);
+  expect(Object.keys(IMAGE_BUILD_STEPS).sort()).toEqual(local);
+  const carrying = IMAGES.filter(({ dockerfile }) => image(dockerfile).last.env.NODE_COMPILE_CACHE);
+  expect(carrying.map(({ dockerfile }) => dockerfile).sort()).toEqual(
+    COMPILE_CACHED.map((cached) => cached.dockerfile).sort(),
+  );
 });
 
 describe("the Codex engine's package (its native binary is about 400 MB unpacked)", () => {

@@ -12,7 +12,6 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream, readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V1Pod } from "@kubernetes/client-node";
@@ -38,6 +37,9 @@ import {
   type ExitInfo,
   eventually,
   exposeHostPort,
+  // node's compile cache for the programs the environment starts: each would otherwise compile the
+  // same modules again, about a second per start.
+  NODE_COMPILE_CACHE,
   type RestartBackoff,
   type SupervisedRun,
   Supervisor,
@@ -54,16 +56,6 @@ export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const NAMESPACE = EXAMPLE_NAMESPACE;
 /** The Secret (in the operator's namespace) and data key of the scripted model endpoint's key. */
 export const MODEL_KEY_SECRET = { name: "gatehouse-model-key", key: "apiKey" } as const;
-/**
- * Node's on-disk compile cache for the programs the environment starts (keyed by Node version and
- * file content, so shared safely): an environment starts a controller, a gateway and the migrate
- * program, and each would otherwise compile the same modules again, about a second per start.
- */
-const NODE_COMPILE_CACHE = join(
-  process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"),
-  "gatehouse",
-  "node-compile-cache",
-);
 
 /** What the environment needs of the control plane (fields of test/cluster's ControlPlane). */
 export interface ClusterInfo {

@@ -7,7 +7,13 @@ export { HarnessError, type HarnessErrorKind } from "./errors.ts";
 export { exposeHostPort } from "./firewall.ts";
 export { forwardHostService } from "./host-forwarder.ts";
 export { LOCAL_NODE_ROOT } from "./node/env.ts";
-export { IMAGE_COMMANDS, type RegisteredImage, registerImage, resolveImage } from "./node/images.ts";
+export {
+  IMAGE_COMMANDS,
+  NODE_COMPILE_CACHE,
+  type RegisteredImage,
+  registerImage,
+  resolveImage,
+} from "./node/images.ts";
 export { containerLogPath, type PodKey } from "./node/layout.ts";
 export { type LocalNode, type LocalNodeOptions, startLocalNode } from "./node/start.ts";
 export { createClientCertificate, createServingCertificate, FRONT_PROXY_CLIENT_NAME } from "./pki.ts";

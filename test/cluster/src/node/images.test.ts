@@ -7,7 +7,7 @@ import { codexBinary } from "../../../../agent-image/src/engines/codex/package.t
 import { piEntryPoint } from "../../../../agent-image/src/engines/pi/package.ts";
 import { ENGINES } from "../../../../operator/src/api/agentsession.ts";
 import { REPO_ROOT } from "../paths.ts";
-import { containerArgv, registerImage, resolveImage } from "./images.ts";
+import { containerArgv, NODE_COMPILE_CACHE, registerImage, resolveImage } from "./images.ts";
 
 describe("images registered at run time", () => {
   const dirs: string[] = [];
@@ -25,6 +25,7 @@ describe("images registered at run time", () => {
     expect(resolveImage(dir, "gatehouse/operator:0.1.0")).toEqual({
       command: ["node", "--optimize-for-size", "operator/src/main.ts"],
       cwd: REPO_ROOT,
+      env: { NODE_COMPILE_CACHE },
     });
     expect(resolveImage(dir, "gatehouse/operator:0.1.0-old")).toBeUndefined();
     registerImage(dir, "gatehouse/operator:0.1.0-old", {
@@ -36,6 +37,7 @@ describe("images registered at run time", () => {
     expect(old).toEqual({
       command: ["node", "--optimize-for-size", "operator/src/main.ts"],
       cwd: "/src/old",
+      env: { NODE_COMPILE_CACHE },
     });
     expect(resolveImage(dir, "gatehouse/agent:old")?.command).toEqual(["node", "agent-image/src/main.ts"]);
     // Another node's run directory knows nothing of it.
@@ -70,7 +72,11 @@ describe("the agent image on the local node", () => {
     // The agent runs from the repo root (IMAGE_COMMANDS), and finds Pi as Node finds packages from its
     // own folder: the workspace's node_modules.
     const agent = resolveImage(join(tmpdir(), "no-run-dir"), "gatehouse/agent:dev");
-    expect(agent).toEqual({ command: ["node", "agent-image/src/main.ts"], cwd: REPO_ROOT });
+    expect(agent).toEqual({
+      command: ["node", "agent-image/src/main.ts"],
+      cwd: REPO_ROOT,
+      env: { NODE_COMPILE_CACHE },
+    });
     expect(existsSync(piEntryPoint())).toBe(true);
     expect(piEntryPoint().startsWith(REPO_ROOT)).toBe(true);
     expect(existsSync(codexBinary())).toBe(true);

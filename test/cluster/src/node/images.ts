@@ -1,7 +1,20 @@
+import { execFile } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import type { V1Container } from "@kubernetes/client-node";
 import { REPO_ROOT } from "../paths.ts";
+
+/**
+ * node's compile cache on this host, shared by the test bed's programs and the local node's images
+ * that carry one (keyed by node's version, the user, the V8 flags and each file's path and content,
+ * so one directory serves them all).
+ */
+export const NODE_COMPILE_CACHE = join(
+  process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"),
+  "gatehouse",
+  "node-compile-cache",
+);
 
 /**
  * Image → command map of the local node (there is no container runtime: an image names a program of
@@ -29,6 +42,42 @@ export const IMAGE_COMMANDS: Readonly<Record<string, readonly string[]>> = {
   // The example agent of spec.engine external (examples/mcp-agent): the image deploy/engines.yaml lists.
   "gatehouse/example-mcp-agent:dev": ["node", "examples/mcp-agent/src/main.ts"],
 };
+
+/**
+ * The ENV an image's Dockerfile sets for its programs beyond what the pod's spec gives (which wins, as
+ * with a container runtime): the images that carry node's compile cache (test/images.test.ts checks
+ * them against the Dockerfiles), with the host's cache standing in for the image's.
+ */
+export const IMAGE_ENV: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  "gatehouse/agent:dev": { NODE_COMPILE_CACHE },
+  "gatehouse/operator:0.1.0": { NODE_COMPILE_CACHE },
+};
+
+/**
+ * What those images' builds run beyond copying files: filling the compile cache, with the image's ENV
+ * and its ENTRYPOINT's node flags. The local node runs them once when it starts, so its pods start as
+ * from the images (an agent pod otherwise compiles the engine's modules each time).
+ */
+export const IMAGE_BUILD_STEPS: Readonly<Record<string, readonly string[]>> = {
+  "gatehouse/agent:dev": ["node", "agent-image/src/compile-cache.ts"],
+  "gatehouse/operator:0.1.0": ["node", "--optimize-for-size", "operator/src/cli/compile-cache.ts"],
+};
+
+/** Runs {@link IMAGE_BUILD_STEPS} from the repo root; rejects naming the image whose step failed. */
+export async function runImageBuildSteps(): Promise<void> {
+  await Promise.all(
+    Object.entries(IMAGE_BUILD_STEPS).map(
+      ([image, [program, ...args]]) =>
+        new Promise<void>((resolve, reject) => {
+          const env = { PATH: process.env.PATH, ...IMAGE_ENV[image] };
+          const binary = program === "node" ? process.execPath : (program ?? "");
+          execFile(binary, args, { cwd: REPO_ROOT, env }, (error, stdout, stderr) =>
+            error ? reject(new Error(`${image}: ${args.join(" ")} failed: ${stderr}${stdout}`)) : resolve(),
+          );
+        }),
+    ),
+  );
+}
 
 /**
  * An image registered at run time (the upgrade test's older version): the command of `like` (an image
@@ -63,16 +112,19 @@ export function registerImage(runDir: string, image: string, registered: Registe
   writeFileSync(registeredImagesPath(runDir), JSON.stringify(images, null, 2));
 }
 
-/** The command and working directory of `image` on the node of `runDir`; undefined when unknown. */
+/**
+ * The command, working directory and ENV ({@link IMAGE_ENV}) of `image` on the node of `runDir`;
+ * undefined when unknown.
+ */
 export function resolveImage(
   runDir: string,
   image: string,
-): { command: readonly string[]; cwd: string } | undefined {
+): { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> } | undefined {
   const mapped = IMAGE_COMMANDS[image];
-  if (mapped) return { command: mapped, cwd: REPO_ROOT };
+  if (mapped) return { command: mapped, cwd: REPO_ROOT, env: IMAGE_ENV[image] ?? {} };
   const registered = registeredImages(runDir)[image];
   const like = registered && IMAGE_COMMANDS[registered.like];
-  return like ? { command: like, cwd: registered.codeDir } : undefined;
+  return like ? { command: like, cwd: registered.codeDir, env: IMAGE_ENV[registered.like] ?? {} } : undefined;
 }
 
 /** The reason a container waits with when its image is not in {@link IMAGE_COMMANDS}. */

@@ -16,6 +16,7 @@ import { findBridgeByAddress } from "../network.ts";
 import { ensureBridgeNetfilter, NetworkPolicyEnforcer } from "../network-policy/enforcer.ts";
 import { parseNodeConfig } from "./config.ts";
 import { EventRecorder } from "./events.ts";
+import { runImageBuildSteps } from "./images.ts";
 import { IpAllocator } from "./ip-allocator.ts";
 import { apiObjectReader, createNodeClients } from "./kube-client.ts";
 import { LEASE_RENEW_MS, NodeLease } from "./lease.ts";
@@ -62,6 +63,11 @@ const policySources = [
     log,
   }),
 ];
+
+// What the images' builds do beyond copying (their compile caches), once, before any pod starts.
+await runImageBuildSteps().catch((error: unknown) =>
+  log.error({ err: error }, "an image's build step failed: its pods start without what it makes"),
+);
 
 const pods = new PodManager({
   nodeName: config.nodeName,

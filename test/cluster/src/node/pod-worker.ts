@@ -378,7 +378,8 @@ export class PodWorker {
     }
     runner.start({
       argv,
-      env,
+      // The image's ENV under the pod's, as a container runtime merges them.
+      env: { ...image.env, ...env },
       cwd: image.cwd,
       netns: this.network.netns,
       logPath: containerLogPath(this.deps.runDir, this.key, spec.name),
