@@ -41,8 +41,8 @@ export interface Draining {
 /** What `closeWithin` reads of a draining server beyond `Draining`. */
 interface DrainState extends Draining {
   draining: boolean;
-  /** Closes the connections that have not carried a request; how many it closed. */
-  closeUnused(): number;
+  /** Closes the connections that have not carried a request. */
+  closeUnused(): void;
   /** Closes every connection still open, TLS handshakes not finished included. */
   closeAll(): void;
 }
@@ -72,13 +72,7 @@ export function drainOnClose<L extends FastifyBaseLogger>(app: HttpFastify<L>): 
     draining: false,
     inFlight: () => [...answering],
     closeUnused: () => {
-      let closed = 0;
-      for (const socket of served) {
-        if (used.has(socket)) continue;
-        socket.destroy();
-        closed += 1;
-      }
-      return closed;
+      for (const socket of served) if (!used.has(socket)) socket.destroy();
     },
     closeAll: () => {
       for (const socket of sockets) socket.destroy();
